@@ -1,0 +1,394 @@
+//! The parts of Argo CD's `Application` and `argocd-cm` settings that decide how
+//! objects are compared: ignore rules, known types, compare options, tracking.
+
+use crate::value::annotation;
+use serde::Deserialize;
+use serde_json::Value;
+
+/// One `ignoreDifferences` entry (Application `spec.ignoreDifferences[]`, or an
+/// `argocd-cm` override turned into a rule).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct IgnoreRule {
+    /// A glob; empty matches only the core group.
+    pub group: String,
+    /// A glob.
+    pub kind: String,
+    /// Exact; empty matches every name.
+    pub name: String,
+    /// Exact; empty matches every namespace.
+    pub namespace: String,
+    pub json_pointers: Vec<String>,
+    pub jq_path_expressions: Vec<String>,
+    pub managed_fields_managers: Vec<String>,
+}
+
+/// The ignore part of a system-level override (`resource.customizations.ignoreDifferences.*`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct OverrideIgnore {
+    pub json_pointers: Vec<String>,
+    pub jq_path_expressions: Vec<String>,
+    pub managed_fields_managers: Vec<String>,
+}
+
+/// `knownTypeFields[]`: a field of a custom resource to canonicalise as a built-in type.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct KnownTypeField {
+    pub field: String,
+    #[serde(rename = "type")]
+    pub type_name: String,
+}
+
+/// What `resource.compareoptions.ignoreResourceStatusField` selects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StatusIgnore {
+    /// `/status` ignored for every kind (Argo CD's default since 3.0).
+    #[default]
+    All,
+    /// Only for CustomResourceDefinitions.
+    Crd,
+    /// Never.
+    None,
+}
+
+/// A system-level override for a group/kind pattern.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceOverride {
+    /// The key as written: `apps/Deployment`, `Service` (core), `*/*`.
+    pub key: String,
+    pub group: String,
+    pub kind: String,
+    pub ignore: OverrideIgnore,
+    pub known_type_fields: Vec<KnownTypeField>,
+}
+
+/// The comparison-relevant part of `argocd-cm`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    pub overrides: Vec<ResourceOverride>,
+    /// `resource.compareoptions.ignoreAggregatedRoles` (default false).
+    pub ignore_aggregated_roles: bool,
+    /// `resource.compareoptions.ignoreResourceStatusField` (default `all`).
+    pub status_ignore: StatusIgnore,
+    /// `resource.sensitive.mask.annotations`: annotations masked like Secret data.
+    pub sensitive_annotations: Vec<String>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            overrides: Vec::new(),
+            ignore_aggregated_roles: false,
+            status_ignore: StatusIgnore::All,
+            sensitive_annotations: Vec::new(),
+        }
+    }
+}
+
+/// A settings or Application problem, worded for the user.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SettingsError(pub String);
+
+fn split_override_key(key: &str) -> (String, String) {
+    match key.split_once('/') {
+        Some((g, k)) => (g.to_string(), k.to_string()),
+        None => (String::new(), key.to_string()),
+    }
+}
+
+/// `group_Kind`, `Kind` or `all` (the split-key form) → `group/Kind` override key.
+fn split_key_to_override_key(gk: &str) -> Result<String, SettingsError> {
+    if gk == "all" {
+        return Ok("*/*".to_string());
+    }
+    if !gk.contains('_') {
+        return Ok(gk.to_string());
+    }
+    let parts: Vec<&str> = gk.split('_').collect();
+    if parts.len() != 2 {
+        return Err(SettingsError(format!(
+            "argocd-cm key suffix '{gk}': expected group_Kind (exactly one '_')"
+        )));
+    }
+    Ok(format!("{}/{}", parts[0], parts[1]))
+}
+
+fn yaml<T: for<'de> Deserialize<'de>>(what: &str, text: &str) -> Result<T, SettingsError> {
+    serde_saphyr::from_str(text).map_err(|e| SettingsError(format!("{what}: {}", one_line(&e.to_string()))))
+}
+
+fn one_line(s: &str) -> String {
+    s.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("; ")
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", default)]
+struct CompareOptionsYaml {
+    ignore_aggregated_roles: bool,
+    ignore_resource_status_field: Option<String>,
+}
+
+/// One entry of the whole-map `resource.customizations` form.
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", default)]
+struct CustomizationYaml {
+    ignore_differences: Option<serde_json::Value>,
+    known_type_fields: Vec<KnownTypeField>,
+}
+
+impl Settings {
+    /// Reads an `argocd-cm` ConfigMap (its `data`).
+    pub fn from_configmap(cm: &Value) -> Result<Settings, SettingsError> {
+        let mut s = Settings::default();
+        let Some(data) = cm.get("data").and_then(Value::as_object) else {
+            s.apply_status_default();
+            return Ok(s);
+        };
+        let get = |k: &str| data.get(k).and_then(Value::as_str);
+        if let Some(text) = get("resource.customizations") {
+            let map: std::collections::BTreeMap<String, CustomizationYaml> = yaml("resource.customizations", text)?;
+            for (key, c) in map {
+                let ignore = match c.ignore_differences {
+                    None => OverrideIgnore::default(),
+                    Some(Value::String(t)) => yaml(&format!("resource.customizations {key} ignoreDifferences"), &t)?,
+                    Some(v) => serde_json::from_value(v).map_err(|e| {
+                        SettingsError(format!("resource.customizations {key} ignoreDifferences: {e}"))
+                    })?,
+                };
+                let o = s.override_mut(&key);
+                o.ignore = ignore;
+                o.known_type_fields = c.known_type_fields;
+            }
+        }
+        for (k, v) in data {
+            let Some(text) = v.as_str() else { continue };
+            if let Some(gk) = k.strip_prefix("resource.customizations.ignoreDifferences.") {
+                let key = split_key_to_override_key(gk)?;
+                let ignore: OverrideIgnore = yaml(k, text)?;
+                s.override_mut(&key).ignore = ignore;
+            } else if let Some(gk) = k.strip_prefix("resource.customizations.knownTypeFields.") {
+                let key = split_key_to_override_key(gk)?;
+                let fields: Vec<KnownTypeField> = yaml(k, text)?;
+                s.override_mut(&key).known_type_fields = fields;
+            }
+        }
+        if let Some(text) = get("resource.compareoptions") {
+            let co: CompareOptionsYaml = yaml("resource.compareoptions", text)?;
+            s.ignore_aggregated_roles = co.ignore_aggregated_roles;
+            s.status_ignore = match co.ignore_resource_status_field.as_deref().map(str::trim) {
+                Some("crd") => StatusIgnore::Crd,
+                Some("none" | "off" | "false") => StatusIgnore::None,
+                _ => StatusIgnore::All,
+            };
+        }
+        if let Some(text) = get("resource.sensitive.mask.annotations") {
+            s.sensitive_annotations =
+                text.split(',').map(str::trim).filter(|a| !a.is_empty()).map(String::from).collect();
+        }
+        s.apply_status_default();
+        Ok(s)
+    }
+
+    fn override_mut(&mut self, key: &str) -> &mut ResourceOverride {
+        if let Some(i) = self.overrides.iter().position(|o| o.key == key) {
+            return &mut self.overrides[i];
+        }
+        let (group, kind) = split_override_key(key);
+        self.overrides.push(ResourceOverride {
+            key: key.to_string(),
+            group,
+            kind,
+            ignore: OverrideIgnore::default(),
+            known_type_fields: Vec::new(),
+        });
+        let last = self.overrides.len() - 1;
+        &mut self.overrides[last]
+    }
+
+    /// Argo CD injects `/status` into an override according to `ignoreResourceStatusField`,
+    /// and preconfigures Rollout's pod template as a known type.
+    fn apply_status_default(&mut self) {
+        let target = match self.status_ignore {
+            StatusIgnore::All => Some("*/*"),
+            StatusIgnore::Crd => Some("apiextensions.k8s.io/CustomResourceDefinition"),
+            StatusIgnore::None => None,
+        };
+        if let Some(key) = target {
+            let o = self.override_mut(key);
+            if !o.ignore.json_pointers.iter().any(|p| p == "/status") {
+                o.ignore.json_pointers.push("/status".to_string());
+            }
+        }
+        if !self.overrides.iter().any(|o| o.key == "argoproj.io/Rollout") {
+            self.override_mut("argoproj.io/Rollout").known_type_fields =
+                vec![KnownTypeField { field: "spec.template.spec".into(), type_name: "core/v1/PodSpec".into() }];
+        }
+    }
+
+    /// Settings as Argo CD has them with an empty `argocd-cm`.
+    pub fn argocd_defaults() -> Settings {
+        let mut s = Settings::default();
+        s.apply_status_default();
+        s
+    }
+
+    /// The overrides as ignore rules (group and kind globs, no name or namespace).
+    pub fn ignore_rules(&self) -> Vec<IgnoreRule> {
+        self.overrides
+            .iter()
+            .filter(|o| o.ignore != OverrideIgnore::default())
+            .map(|o| IgnoreRule {
+                group: o.group.clone(),
+                kind: o.kind.clone(),
+                name: String::new(),
+                namespace: String::new(),
+                json_pointers: o.ignore.json_pointers.clone(),
+                jq_path_expressions: o.ignore.jq_path_expressions.clone(),
+                managed_fields_managers: o.ignore.managed_fields_managers.clone(),
+            })
+            .collect()
+    }
+}
+
+/// Compare options from the `argocd.argoproj.io/compare-options` annotation.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CompareOptions {
+    /// `ServerSideDiff=true|false`; `None` when not set.
+    pub server_side_diff: Option<bool>,
+    /// `IncludeMutationWebhook=true`.
+    pub include_mutation_webhook: bool,
+    /// `IgnoreExtraneous`.
+    pub ignore_extraneous: bool,
+}
+
+impl CompareOptions {
+    pub fn parse(text: &str) -> CompareOptions {
+        let mut o = CompareOptions::default();
+        for token in text.split(',').map(str::trim) {
+            match token {
+                "ServerSideDiff=true" => o.server_side_diff = Some(true),
+                "ServerSideDiff=false" => o.server_side_diff = Some(false),
+                "IncludeMutationWebhook=true" => o.include_mutation_webhook = true,
+                "IgnoreExtraneous" => o.ignore_extraneous = true,
+                _ => {}
+            }
+        }
+        o
+    }
+}
+
+/// What plumb reads from an Argo CD (or plumb) `Application`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Application {
+    pub name: String,
+    pub destination_namespace: Option<String>,
+    pub ignore_differences: Vec<IgnoreRule>,
+    pub compare_options: CompareOptions,
+    pub sync_options: Vec<String>,
+}
+
+impl Application {
+    pub fn from_value(v: &Value) -> Result<Application, SettingsError> {
+        let kind = v.get("kind").and_then(Value::as_str).unwrap_or("");
+        if kind != "Application" {
+            return Err(SettingsError(format!("expected kind Application, found '{kind}'")));
+        }
+        let name = v
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| SettingsError("Application has no metadata.name".into()))?
+            .to_string();
+        let spec = v.get("spec").cloned().unwrap_or(Value::Null);
+        let ignore_differences = match spec.get("ignoreDifferences") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(list) => serde_json::from_value::<Vec<IgnoreRule>>(list.clone())
+                .map_err(|e| SettingsError(format!("spec.ignoreDifferences: {e}")))?,
+        };
+        for (i, r) in ignore_differences.iter().enumerate() {
+            if r.kind.is_empty() {
+                return Err(SettingsError(format!("spec.ignoreDifferences[{i}]: kind is required")));
+            }
+        }
+        let destination_namespace = spec
+            .pointer("/destination/namespace")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(String::from);
+        let sync_options = spec
+            .pointer("/syncPolicy/syncOptions")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).map(String::from).collect())
+            .unwrap_or_default();
+        let compare_options =
+            annotation(v, crate::COMPARE_OPTIONS_ANNOTATION).map(CompareOptions::parse).unwrap_or_default();
+        Ok(Application { name, destination_namespace, ignore_differences, compare_options, sync_options })
+    }
+
+    /// Whether a sync option such as `RespectIgnoreDifferences=true` is set.
+    pub fn has_sync_option(&self, opt: &str) -> bool {
+        self.sync_options.iter().any(|o| o.trim() == opt)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn reads_every_override_form() {
+        let cm = json!({"data": {
+            "resource.customizations": "admissionregistration.k8s.io/MutatingWebhookConfiguration:\n  ignoreDifferences: |\n    jqPathExpressions:\n    - .webhooks[]?.clientConfig.caBundle\n",
+            "resource.customizations.ignoreDifferences.apps_Deployment": "jsonPointers:\n- /spec/replicas\n",
+            "resource.customizations.ignoreDifferences.all": "managedFieldsManagers:\n- kube-controller-manager\n",
+            "resource.customizations.knownTypeFields.example.com_Dummy": "- field: spec\n  type: core/v1/ResourceList\n",
+            "resource.compareoptions": "ignoreAggregatedRoles: true\nignoreResourceStatusField: crd\n"
+        }});
+        let s = Settings::from_configmap(&cm).unwrap();
+        assert!(s.ignore_aggregated_roles);
+        assert_eq!(s.status_ignore, StatusIgnore::Crd);
+        let rules = s.ignore_rules();
+        let dep = rules.iter().find(|r| r.group == "apps" && r.kind == "Deployment").unwrap();
+        assert_eq!(dep.json_pointers, ["/spec/replicas"]);
+        let all = rules.iter().find(|r| r.group == "*" && r.kind == "*").unwrap();
+        assert_eq!(all.managed_fields_managers, ["kube-controller-manager"]);
+        assert!(all.json_pointers.is_empty(), "status goes to CRDs only with 'crd'");
+        let crd = rules.iter().find(|r| r.kind == "CustomResourceDefinition").unwrap();
+        assert_eq!(crd.json_pointers, ["/status"]);
+        let mwc = rules.iter().find(|r| r.kind == "MutatingWebhookConfiguration").unwrap();
+        assert_eq!(mwc.jq_path_expressions, [".webhooks[]?.clientConfig.caBundle"]);
+        let dummy = s.overrides.iter().find(|o| o.key == "example.com/Dummy").unwrap();
+        assert_eq!(dummy.known_type_fields[0].type_name, "core/v1/ResourceList");
+    }
+
+    #[test]
+    fn defaults_ignore_status_everywhere() {
+        let s = Settings::argocd_defaults();
+        let all = s.ignore_rules();
+        assert!(all.iter().any(|r| r.group == "*" && r.kind == "*" && r.json_pointers == ["/status"]));
+    }
+
+    #[test]
+    fn bad_split_key_is_an_error() {
+        let cm = json!({"data": {"resource.customizations.ignoreDifferences.a_b_C": "jsonPointers: []"}});
+        assert!(Settings::from_configmap(&cm).unwrap_err().0.contains("a_b_C"));
+    }
+
+    #[test]
+    fn application_fields() {
+        let app = json!({"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+            "metadata": {"name": "payments-prod", "annotations": {"argocd.argoproj.io/compare-options": "ServerSideDiff=true, IncludeMutationWebhook=true"}},
+            "spec": {"destination": {"namespace": "pay-prod"},
+                     "ignoreDifferences": [{"group": "apps", "kind": "Deployment", "jsonPointers": ["/spec/replicas"]}],
+                     "syncPolicy": {"syncOptions": ["RespectIgnoreDifferences=true"]}}});
+        let a = Application::from_value(&app).unwrap();
+        assert_eq!(a.name, "payments-prod");
+        assert_eq!(a.destination_namespace.as_deref(), Some("pay-prod"));
+        assert_eq!(a.compare_options.server_side_diff, Some(true));
+        assert!(a.compare_options.include_mutation_webhook);
+        assert!(a.has_sync_option("RespectIgnoreDifferences=true"));
+        assert_eq!(a.ignore_differences[0].json_pointers, ["/spec/replicas"]);
+    }
+}

@@ -1,0 +1,237 @@
+//! `managedFields[].fieldsV1` — the set of fields a manager owns — parsed into a trie.
+//!
+//! Keys in the encoded form are `f:<field>` (a map field), `k:<json object>` (a list
+//! element identified by its key fields), `v:<json value>` (a set element), `i:<n>`
+//! (a list element by index) and `.` (the node itself is owned, not just its children).
+
+use crate::value::json_eq;
+use serde_json::{Map, Value};
+
+/// One step of a field path.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PathElement {
+    Field(String),
+    Key(Map<String, Value>),
+    Value(Value),
+    Index(usize),
+}
+
+/// A set of field paths, as a trie.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FieldSet {
+    /// `.`: this node itself is a member.
+    pub member: bool,
+    pub children: Vec<(PathElement, FieldSet)>,
+}
+
+/// Why a `fieldsV1` document could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid fieldsV1 entry '{entry}': {reason}")]
+pub struct FieldSetError {
+    pub entry: String,
+    pub reason: String,
+}
+
+impl FieldSet {
+    /// Parses the JSON form of `fieldsV1`.
+    pub fn parse(v: &Value) -> Result<FieldSet, FieldSetError> {
+        let Value::Object(m) = v else {
+            return Err(FieldSetError { entry: v.to_string(), reason: "expected an object".into() });
+        };
+        let mut set = FieldSet::default();
+        for (k, child) in m {
+            if k == "." {
+                set.member = true;
+                continue;
+            }
+            let err = |reason: String| FieldSetError { entry: k.clone(), reason };
+            let elem = if let Some(f) = k.strip_prefix("f:") {
+                PathElement::Field(f.to_string())
+            } else if let Some(j) = k.strip_prefix("k:") {
+                match serde_json::from_str(j) {
+                    Ok(Value::Object(o)) => PathElement::Key(o),
+                    Ok(_) => return Err(err("k: must hold a JSON object".into())),
+                    Err(e) => return Err(err(e.to_string())),
+                }
+            } else if let Some(j) = k.strip_prefix("v:") {
+                PathElement::Value(serde_json::from_str(j).map_err(|e| err(e.to_string()))?)
+            } else if let Some(i) = k.strip_prefix("i:") {
+                PathElement::Index(i.parse().map_err(|_| err("i: must hold an index".into()))?)
+            } else {
+                return Err(err("unknown prefix".into()));
+            };
+            let mut sub = FieldSet::parse(child)?;
+            if sub.children.is_empty() {
+                sub.member = true; // a leaf is a member
+            }
+            set.children.push((elem, sub));
+        }
+        Ok(set)
+    }
+
+    /// Every member path (leaves and `.`-marked nodes), depth first.
+    pub fn members(&self) -> Vec<Vec<PathElement>> {
+        let mut out = Vec::new();
+        let mut prefix = Vec::new();
+        self.collect(&mut prefix, &mut out);
+        out
+    }
+
+    fn collect(&self, prefix: &mut Vec<PathElement>, out: &mut Vec<Vec<PathElement>>) {
+        if self.member && !prefix.is_empty() {
+            out.push(prefix.clone());
+        }
+        for (e, sub) in &self.children {
+            prefix.push(e.clone());
+            sub.collect(prefix, out);
+            prefix.pop();
+        }
+    }
+
+    /// Whether `path` is in the set.
+    pub fn contains(&self, path: &[PathElement]) -> bool {
+        match path.split_first() {
+            None => self.member,
+            Some((head, rest)) => self.children.iter().any(|(e, sub)| elem_eq(e, head) && sub.contains(rest)),
+        }
+    }
+
+    /// Whether the set has `path` or anything below it.
+    pub fn has_prefix(&self, path: &[PathElement]) -> bool {
+        match path.split_first() {
+            None => true,
+            Some((head, rest)) => self.children.iter().any(|(e, sub)| elem_eq(e, head) && sub.has_prefix(rest)),
+        }
+    }
+}
+
+fn elem_eq(a: &PathElement, b: &PathElement) -> bool {
+    match (a, b) {
+        (PathElement::Field(x), PathElement::Field(y)) => x == y,
+        (PathElement::Key(x), PathElement::Key(y)) => json_eq(&Value::Object(x.clone()), &Value::Object(y.clone())),
+        (PathElement::Value(x), PathElement::Value(y)) => json_eq(x, y),
+        (PathElement::Index(x), PathElement::Index(y)) => x == y,
+        _ => false,
+    }
+}
+
+/// Finds the position of the list element a path element selects.
+fn position(list: &[Value], elem: &PathElement) -> Option<usize> {
+    match elem {
+        PathElement::Key(keys) => list.iter().position(|item| {
+            keys.iter().all(|(k, want)| item.get(k).is_some_and(|have| json_eq(have, want)))
+        }),
+        PathElement::Value(want) => list.iter().position(|item| json_eq(item, want)),
+        PathElement::Index(i) => (*i < list.len()).then_some(*i),
+        PathElement::Field(_) => None,
+    }
+}
+
+/// The value at `path`, if present.
+pub fn resolve<'a>(doc: &'a Value, path: &[PathElement]) -> Option<&'a Value> {
+    let mut cur = doc;
+    for e in path {
+        cur = match (cur, e) {
+            (Value::Object(m), PathElement::Field(f)) => m.get(f)?,
+            (Value::Array(a), e) => &a[position(a, e)?],
+            _ => return None,
+        };
+    }
+    Some(cur)
+}
+
+/// Removes the value at `path`; `false` when absent.
+pub fn remove(doc: &mut Value, path: &[PathElement]) -> bool {
+    let Some((last, parents)) = path.split_last() else {
+        return false;
+    };
+    let mut cur = doc;
+    for e in parents {
+        cur = match (cur, e) {
+            (Value::Object(m), PathElement::Field(f)) => match m.get_mut(f) {
+                Some(v) => v,
+                None => return false,
+            },
+            (Value::Array(a), e) => match position(a, e) {
+                Some(i) => &mut a[i],
+                None => return false,
+            },
+            _ => return false,
+        };
+    }
+    match (cur, last) {
+        (Value::Object(m), PathElement::Field(f)) => m.remove(f).is_some(),
+        (Value::Array(a), e) => match position(a, e) {
+            Some(i) => {
+                a.remove(i);
+                true
+            }
+            None => false,
+        },
+        _ => false,
+    }
+}
+
+/// A field path as a JSON pointer into `doc` (list elements by index), for reporting.
+pub fn to_pointer(doc: &Value, path: &[PathElement]) -> Option<String> {
+    let mut cur = doc;
+    let mut out = String::new();
+    for e in path {
+        out.push('/');
+        match (cur, e) {
+            (Value::Object(m), PathElement::Field(f)) => {
+                out.push_str(&f.replace('~', "~0").replace('/', "~1"));
+                cur = m.get(f)?;
+            }
+            (Value::Array(a), e) => {
+                let i = position(a, e)?;
+                out.push_str(&i.to_string());
+                cur = &a[i];
+            }
+            _ => return None,
+        }
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn parses_keys_values_and_members() {
+        let fs = FieldSet::parse(&json!({
+            "f:spec": {"f:replicas": {}, "f:template": {"f:spec": {"f:containers": {
+                "k:{\"name\":\"app\"}": {".": {}, "f:image": {}}}}}},
+            "f:metadata": {"f:finalizers": {"v:\"a\"": {}}}
+        }))
+        .unwrap();
+        let members = fs.members();
+        assert_eq!(members.len(), 4);
+        let image = vec![
+            PathElement::Field("spec".into()),
+            PathElement::Field("template".into()),
+            PathElement::Field("spec".into()),
+            PathElement::Field("containers".into()),
+            PathElement::Key(json!({"name": "app"}).as_object().unwrap().clone()),
+            PathElement::Field("image".into()),
+        ];
+        assert!(fs.contains(&image));
+        assert!(fs.contains(&image[..5]));
+        assert!(!fs.contains(&image[..4]));
+        let doc = json!({"spec": {"template": {"spec": {"containers": [{"name": "side"}, {"name": "app", "image": "x"}]}}}});
+        assert_eq!(resolve(&doc, &image), Some(&json!("x")));
+        assert_eq!(to_pointer(&doc, &image).unwrap(), "/spec/template/spec/containers/1/image");
+        let mut doc2 = doc.clone();
+        assert!(remove(&mut doc2, &image));
+        assert!(resolve(&doc2, &image).is_none());
+    }
+
+    #[test]
+    fn rejects_garbage() {
+        assert!(FieldSet::parse(&json!({"x:foo": {}})).is_err());
+        assert!(FieldSet::parse(&json!({"k:[1]": {}})).is_err());
+        assert!(FieldSet::parse(&json!("f:spec")).is_err());
+    }
+}

@@ -1,0 +1,45 @@
+//! plumb's object model: the vocabulary every other crate speaks.
+//!
+//! Objects are `serde_json::Value`s (maps are sorted, as Go's `encoding/json`
+//! sorts them, which is what Argo CD's byte comparison relies on). This crate
+//! adds what identifies and addresses them:
+//!
+//! - [`ResourceKey`] / [`GroupKind`]: how live and desired objects pair up
+//!   (group, kind, namespace, name; version ignored, as in Argo CD);
+//! - [`pointer::JsonPointer`]: RFC 6901 pointers, for `ignoreDifferences.jsonPointers`;
+//! - [`fieldpath::FieldSet`]: `managedFields[].fieldsV1` parsed into a trie;
+//! - [`schema::Schema`]: the Kubernetes schema facts (merge keys, list types,
+//!   quantities, pointer-ness) generated from a real API server's OpenAPI document;
+//! - [`quantity`]: Kubernetes resource quantities and their canonical form;
+//! - [`argo`]: the Argo CD `Application` and `argocd-cm` settings plumb reads.
+//!
+//! No I/O, no async, no Kubernetes client.
+//!
+//! ```
+//! use plumb_core::ResourceKey;
+//! let obj = serde_json::json!({"apiVersion": "apps/v1", "kind": "Deployment",
+//!     "metadata": {"name": "web", "namespace": "prod"}});
+//! let key = ResourceKey::of(&obj).unwrap();
+//! assert_eq!(key.to_string(), "apps/Deployment prod/web");
+//! ```
+
+pub mod argo;
+pub mod fieldpath;
+mod key;
+pub mod pointer;
+pub mod quantity;
+pub mod schema;
+pub mod value;
+
+pub use key::{GroupKind, ResourceKey, group_of_api_version};
+
+/// The annotation `kubectl apply` (and Argo CD's client-side apply) stores the last applied desired state in.
+pub const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
+/// Argo CD's label-based tracking (the default `application.instanceLabelKey`).
+pub const INSTANCE_LABEL: &str = "app.kubernetes.io/instance";
+/// Argo CD's annotation-based tracking id: `<app>:<group>/<kind>:<namespace>/<name>`.
+pub const TRACKING_ID_ANNOTATION: &str = "argocd.argoproj.io/tracking-id";
+/// Per-object or per-Application compare options (`ServerSideDiff=true`, `IgnoreExtraneous`, ...).
+pub const COMPARE_OPTIONS_ANNOTATION: &str = "argocd.argoproj.io/compare-options";
+/// Per-object sync options (`ServerSideApply=true`, `Prune=false`, ...).
+pub const SYNC_OPTIONS_ANNOTATION: &str = "argocd.argoproj.io/sync-options";

@@ -1,0 +1,219 @@
+//! Kubernetes schema facts for built-in kinds, generated from a real API server's
+//! OpenAPI document plus client-go's scheme (see `tools/schemagen`).
+//!
+//! "Built-in" means what Argo CD means: the kinds registered in client-go's scheme.
+//! Only those get typed canonicalisation, strategic merge semantics and defaults;
+//! everything else (CRDs) is compared with JSON merge semantics.
+
+use serde::Deserialize;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::OnceLock;
+
+/// The generated data, embedded at build time.
+const DATA: &str = include_str!("../data/k8s-schema.json");
+
+/// What kind of value a field holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FieldType {
+    String,
+    Integer,
+    Number,
+    Boolean,
+    /// `resource.Quantity`.
+    Quantity,
+    /// `intstr.IntOrString`.
+    Intstr,
+    /// `metav1.Time` and other date-times.
+    Time,
+    /// An object whose type is `ref`.
+    Object,
+    /// A list of `items`.
+    List,
+    /// A map (`additionalProperties`) of `values`.
+    Map,
+    /// Anything (RawExtension, JSON, FieldsV1).
+    Any,
+}
+
+/// One field of a type.
+#[derive(Debug, Clone, Deserialize)]
+pub struct FieldDef {
+    pub t: FieldType,
+    #[serde(default, rename = "ref")]
+    pub type_ref: Option<String>,
+    #[serde(default)]
+    pub items: Option<Box<FieldDef>>,
+    #[serde(default)]
+    pub values: Option<Box<FieldDef>>,
+    /// `x-kubernetes-patch-strategy`: `merge`, `replace`, `retainKeys`, `merge,retainKeys`.
+    #[serde(default)]
+    pub strategy: Option<String>,
+    /// `x-kubernetes-patch-merge-key`.
+    #[serde(default, rename = "mergeKey")]
+    pub merge_key: Option<String>,
+    /// `x-kubernetes-list-type`: `atomic`, `set`, `map`.
+    #[serde(default, rename = "listType")]
+    pub list_type: Option<String>,
+    /// `x-kubernetes-list-map-keys`.
+    #[serde(default, rename = "mapKeys")]
+    pub map_keys: Vec<String>,
+    /// Go encodes the field with `omitempty`.
+    #[serde(default)]
+    pub omitempty: bool,
+    /// The Go field is a pointer (so an explicit zero value survives a round trip).
+    #[serde(default)]
+    pub ptr: bool,
+}
+
+impl FieldDef {
+    /// Whether strategic merge patch merges this list element-wise (`patchStrategy: merge`).
+    pub fn merges(&self) -> bool {
+        self.strategy.as_deref().is_some_and(|s| s.split(',').any(|p| p == "merge"))
+    }
+}
+
+/// An object type.
+#[derive(Debug, Clone, Deserialize)]
+pub struct TypeDef {
+    pub fields: BTreeMap<String, FieldDef>,
+    #[serde(default)]
+    pub required: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct Raw {
+    source: String,
+    builtin: BTreeMap<String, String>,
+    #[serde(rename = "clusterScoped")]
+    cluster_scoped: Vec<String>,
+    types: HashMap<String, TypeDef>,
+}
+
+/// The schema of the built-in kinds.
+pub struct Schema {
+    source: String,
+    /// `group/version/Kind` → type name.
+    gvk: HashMap<String, String>,
+    /// `group/Kind` → type name of the preferred (last listed, i.e. highest sorting) version.
+    gk: HashMap<String, String>,
+    cluster_scoped: HashSet<String>,
+    types: HashMap<String, TypeDef>,
+}
+
+impl Schema {
+    /// The embedded schema (parsed once).
+    pub fn builtin() -> &'static Schema {
+        static SCHEMA: OnceLock<Schema> = OnceLock::new();
+        SCHEMA.get_or_init(|| Schema::from_json(DATA).expect("the embedded schema is generated and valid JSON"))
+    }
+
+    /// Parses generated schema data.
+    pub fn from_json(data: &str) -> Result<Schema, serde_json::Error> {
+        let raw: Raw = serde_json::from_str(data)?;
+        let mut gk = HashMap::new();
+        for (gvk, ty) in &raw.builtin {
+            let mut parts = gvk.splitn(3, '/');
+            let (Some(group), Some(version), Some(kind)) = (parts.next(), parts.next(), parts.next()) else {
+                continue;
+            };
+            let key = format!("{group}/{kind}");
+            // Prefer GA versions (no alpha/beta) for the version-less lookup.
+            let stable = !version.contains("alpha") && !version.contains("beta");
+            if stable || !gk.contains_key(&key) {
+                gk.insert(key, ty.clone());
+            }
+        }
+        Ok(Schema {
+            source: raw.source,
+            gvk: raw.builtin.into_iter().collect(),
+            gk,
+            cluster_scoped: raw.cluster_scoped.into_iter().collect(),
+            types: raw.types,
+        })
+    }
+
+    /// Where the data came from (OpenAPI title and version).
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// Whether `group/kind` is a built-in kind (registered in client-go's scheme).
+    pub fn is_builtin(&self, group: &str, kind: &str) -> bool {
+        self.gk.contains_key(&format!("{group}/{kind}"))
+    }
+
+    /// The root type of a kind at an `apiVersion`; falls back to another served version of
+    /// the same group and kind (an `apps/v1beta1` StatefulSet uses the `apps/v1` schema).
+    pub fn root(&self, api_version: &str, kind: &str) -> Option<&TypeDef> {
+        let group = crate::group_of_api_version(api_version);
+        let exact = if group.is_empty() { format!("/{api_version}/{kind}") } else { format!("{api_version}/{kind}") };
+        let name = self.gvk.get(&exact).or_else(|| self.gk.get(&format!("{group}/{kind}")))?;
+        self.types.get(name)
+    }
+
+    /// A type by its OpenAPI name.
+    pub fn type_def(&self, name: &str) -> Option<&TypeDef> {
+        self.types.get(name)
+    }
+
+    /// The object type a field refers to.
+    pub fn field_type(&self, f: &FieldDef) -> Option<&TypeDef> {
+        f.type_ref.as_deref().and_then(|r| self.types.get(r))
+    }
+
+    /// `Some(true)` for a built-in cluster-scoped kind, `Some(false)` for a built-in namespaced
+    /// one, `None` when the kind is not built in (ask discovery or the CRD).
+    pub fn is_cluster_scoped(&self, group: &str, kind: &str) -> Option<bool> {
+        let key = format!("{group}/{kind}");
+        if self.cluster_scoped.contains(&key) {
+            Some(true)
+        } else if self.gk.contains_key(&key) {
+            Some(false)
+        } else {
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn knows_merge_keys_and_pointerness() {
+        let s = Schema::builtin();
+        let pod_spec = s.type_def("io.k8s.api.core.v1.PodSpec").unwrap();
+        let containers = &pod_spec.fields["containers"];
+        assert!(containers.merges());
+        assert_eq!(containers.merge_key.as_deref(), Some("name"));
+        let args = &s.type_def("io.k8s.api.core.v1.Container").unwrap().fields["args"];
+        assert!(!args.merges());
+        let spec = s.type_def("io.k8s.api.apps.v1.DeploymentSpec").unwrap();
+        assert!(spec.fields["replicas"].ptr);
+        assert!(!spec.fields["paused"].ptr && spec.fields["paused"].omitempty);
+        assert_eq!(
+            s.type_def("io.k8s.api.core.v1.Container").unwrap().fields["resources"].fields_kind(),
+            FieldType::Object
+        );
+    }
+
+    #[test]
+    fn scope_and_builtin_membership() {
+        let s = Schema::builtin();
+        assert_eq!(s.is_cluster_scoped("rbac.authorization.k8s.io", "ClusterRole"), Some(true));
+        assert_eq!(s.is_cluster_scoped("", "ConfigMap"), Some(false));
+        assert_eq!(s.is_cluster_scoped("bitnami.com", "SealedSecret"), None);
+        assert!(s.is_builtin("apps", "Deployment"));
+        // Argo CD's built-ins are client-go's scheme: CRDs themselves are not among them.
+        assert!(!s.is_builtin("apiextensions.k8s.io", "CustomResourceDefinition"));
+        assert!(s.root("apps/v1beta1", "StatefulSet").is_some());
+    }
+}
+
+#[cfg(test)]
+impl FieldDef {
+    fn fields_kind(&self) -> FieldType {
+        self.t
+    }
+}
