@@ -63,6 +63,33 @@ pub struct ResourceOverride {
     pub known_type_fields: Vec<KnownTypeField>,
 }
 
+/// How Argo CD marks the objects an Application owns (`application.resourceTrackingMethod`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TrackingMethod {
+    /// `argocd.argoproj.io/tracking-id` (Argo CD's default since 3.0).
+    #[default]
+    Annotation,
+    /// `app.kubernetes.io/instance`.
+    Label,
+    /// Both.
+    AnnotationAndLabel,
+}
+
+impl TrackingMethod {
+    pub fn uses_annotation(self) -> bool {
+        matches!(
+            self,
+            TrackingMethod::Annotation | TrackingMethod::AnnotationAndLabel
+        )
+    }
+    pub fn uses_label(self) -> bool {
+        matches!(
+            self,
+            TrackingMethod::Label | TrackingMethod::AnnotationAndLabel
+        )
+    }
+}
+
 /// The comparison-relevant part of `argocd-cm`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Settings {
@@ -73,6 +100,8 @@ pub struct Settings {
     pub status_ignore: StatusIgnore,
     /// `resource.sensitive.mask.annotations`: annotations masked like Secret data.
     pub sensitive_annotations: Vec<String>,
+    /// `application.resourceTrackingMethod`.
+    pub tracking_method: TrackingMethod,
 }
 
 impl Default for Settings {
@@ -82,6 +111,7 @@ impl Default for Settings {
             ignore_aggregated_roles: false,
             status_ignore: StatusIgnore::All,
             sensitive_annotations: Vec::new(),
+            tracking_method: TrackingMethod::Annotation,
         }
     }
 }
@@ -116,11 +146,16 @@ fn split_key_to_override_key(gk: &str) -> Result<String, SettingsError> {
 }
 
 fn yaml<T: for<'de> Deserialize<'de>>(what: &str, text: &str) -> Result<T, SettingsError> {
-    serde_saphyr::from_str(text).map_err(|e| SettingsError(format!("{what}: {}", one_line(&e.to_string()))))
+    serde_saphyr::from_str(text)
+        .map_err(|e| SettingsError(format!("{what}: {}", one_line(&e.to_string()))))
 }
 
 fn one_line(s: &str) -> String {
-    s.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("; ")
+    s.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 #[derive(Deserialize, Default)]
@@ -148,13 +183,19 @@ impl Settings {
         };
         let get = |k: &str| data.get(k).and_then(Value::as_str);
         if let Some(text) = get("resource.customizations") {
-            let map: std::collections::BTreeMap<String, CustomizationYaml> = yaml("resource.customizations", text)?;
+            let map: std::collections::BTreeMap<String, CustomizationYaml> =
+                yaml("resource.customizations", text)?;
             for (key, c) in map {
                 let ignore = match c.ignore_differences {
                     None => OverrideIgnore::default(),
-                    Some(Value::String(t)) => yaml(&format!("resource.customizations {key} ignoreDifferences"), &t)?,
+                    Some(Value::String(t)) => yaml(
+                        &format!("resource.customizations {key} ignoreDifferences"),
+                        &t,
+                    )?,
                     Some(v) => serde_json::from_value(v).map_err(|e| {
-                        SettingsError(format!("resource.customizations {key} ignoreDifferences: {e}"))
+                        SettingsError(format!(
+                            "resource.customizations {key} ignoreDifferences: {e}"
+                        ))
                     })?,
                 };
                 let o = s.override_mut(&key);
@@ -184,9 +225,18 @@ impl Settings {
             };
         }
         if let Some(text) = get("resource.sensitive.mask.annotations") {
-            s.sensitive_annotations =
-                text.split(',').map(str::trim).filter(|a| !a.is_empty()).map(String::from).collect();
+            s.sensitive_annotations = text
+                .split(',')
+                .map(str::trim)
+                .filter(|a| !a.is_empty())
+                .map(String::from)
+                .collect();
         }
+        s.tracking_method = match get("application.resourceTrackingMethod").map(str::trim) {
+            Some("label") => TrackingMethod::Label,
+            Some("annotation+label") => TrackingMethod::AnnotationAndLabel,
+            _ => TrackingMethod::Annotation,
+        };
         s.apply_status_default();
         Ok(s)
     }
@@ -221,9 +271,15 @@ impl Settings {
                 o.ignore.json_pointers.push("/status".to_string());
             }
         }
-        if !self.overrides.iter().any(|o| o.key == "argoproj.io/Rollout") {
-            self.override_mut("argoproj.io/Rollout").known_type_fields =
-                vec![KnownTypeField { field: "spec.template.spec".into(), type_name: "core/v1/PodSpec".into() }];
+        if !self
+            .overrides
+            .iter()
+            .any(|o| o.key == "argoproj.io/Rollout")
+        {
+            self.override_mut("argoproj.io/Rollout").known_type_fields = vec![KnownTypeField {
+                field: "spec.template.spec".into(),
+                type_name: "core/v1/PodSpec".into(),
+            }];
         }
     }
 
@@ -293,7 +349,9 @@ impl Application {
     pub fn from_value(v: &Value) -> Result<Application, SettingsError> {
         let kind = v.get("kind").and_then(Value::as_str).unwrap_or("");
         if kind != "Application" {
-            return Err(SettingsError(format!("expected kind Application, found '{kind}'")));
+            return Err(SettingsError(format!(
+                "expected kind Application, found '{kind}'"
+            )));
         }
         let name = v
             .pointer("/metadata/name")
@@ -308,7 +366,9 @@ impl Application {
         };
         for (i, r) in ignore_differences.iter().enumerate() {
             if r.kind.is_empty() {
-                return Err(SettingsError(format!("spec.ignoreDifferences[{i}]: kind is required")));
+                return Err(SettingsError(format!(
+                    "spec.ignoreDifferences[{i}]: kind is required"
+                )));
             }
         }
         let destination_namespace = spec
@@ -319,11 +379,23 @@ impl Application {
         let sync_options = spec
             .pointer("/syncPolicy/syncOptions")
             .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_str).map(String::from).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(String::from)
+                    .collect()
+            })
             .unwrap_or_default();
-        let compare_options =
-            annotation(v, crate::COMPARE_OPTIONS_ANNOTATION).map(CompareOptions::parse).unwrap_or_default();
-        Ok(Application { name, destination_namespace, ignore_differences, compare_options, sync_options })
+        let compare_options = annotation(v, crate::COMPARE_OPTIONS_ANNOTATION)
+            .map(CompareOptions::parse)
+            .unwrap_or_default();
+        Ok(Application {
+            name,
+            destination_namespace,
+            ignore_differences,
+            compare_options,
+            sync_options,
+        })
     }
 
     /// Whether a sync option such as `RespectIgnoreDifferences=true` is set.
@@ -350,16 +422,38 @@ mod tests {
         assert!(s.ignore_aggregated_roles);
         assert_eq!(s.status_ignore, StatusIgnore::Crd);
         let rules = s.ignore_rules();
-        let dep = rules.iter().find(|r| r.group == "apps" && r.kind == "Deployment").unwrap();
+        let dep = rules
+            .iter()
+            .find(|r| r.group == "apps" && r.kind == "Deployment")
+            .unwrap();
         assert_eq!(dep.json_pointers, ["/spec/replicas"]);
-        let all = rules.iter().find(|r| r.group == "*" && r.kind == "*").unwrap();
+        let all = rules
+            .iter()
+            .find(|r| r.group == "*" && r.kind == "*")
+            .unwrap();
         assert_eq!(all.managed_fields_managers, ["kube-controller-manager"]);
-        assert!(all.json_pointers.is_empty(), "status goes to CRDs only with 'crd'");
-        let crd = rules.iter().find(|r| r.kind == "CustomResourceDefinition").unwrap();
+        assert!(
+            all.json_pointers.is_empty(),
+            "status goes to CRDs only with 'crd'"
+        );
+        let crd = rules
+            .iter()
+            .find(|r| r.kind == "CustomResourceDefinition")
+            .unwrap();
         assert_eq!(crd.json_pointers, ["/status"]);
-        let mwc = rules.iter().find(|r| r.kind == "MutatingWebhookConfiguration").unwrap();
-        assert_eq!(mwc.jq_path_expressions, [".webhooks[]?.clientConfig.caBundle"]);
-        let dummy = s.overrides.iter().find(|o| o.key == "example.com/Dummy").unwrap();
+        let mwc = rules
+            .iter()
+            .find(|r| r.kind == "MutatingWebhookConfiguration")
+            .unwrap();
+        assert_eq!(
+            mwc.jq_path_expressions,
+            [".webhooks[]?.clientConfig.caBundle"]
+        );
+        let dummy = s
+            .overrides
+            .iter()
+            .find(|o| o.key == "example.com/Dummy")
+            .unwrap();
         assert_eq!(dummy.known_type_fields[0].type_name, "core/v1/ResourceList");
     }
 
@@ -367,13 +461,21 @@ mod tests {
     fn defaults_ignore_status_everywhere() {
         let s = Settings::argocd_defaults();
         let all = s.ignore_rules();
-        assert!(all.iter().any(|r| r.group == "*" && r.kind == "*" && r.json_pointers == ["/status"]));
+        assert!(
+            all.iter()
+                .any(|r| r.group == "*" && r.kind == "*" && r.json_pointers == ["/status"])
+        );
     }
 
     #[test]
     fn bad_split_key_is_an_error() {
         let cm = json!({"data": {"resource.customizations.ignoreDifferences.a_b_C": "jsonPointers: []"}});
-        assert!(Settings::from_configmap(&cm).unwrap_err().0.contains("a_b_C"));
+        assert!(
+            Settings::from_configmap(&cm)
+                .unwrap_err()
+                .0
+                .contains("a_b_C")
+        );
     }
 
     #[test]

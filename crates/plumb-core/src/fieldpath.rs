@@ -36,7 +36,10 @@ impl FieldSet {
     /// Parses the JSON form of `fieldsV1`.
     pub fn parse(v: &Value) -> Result<FieldSet, FieldSetError> {
         let Value::Object(m) = v else {
-            return Err(FieldSetError { entry: v.to_string(), reason: "expected an object".into() });
+            return Err(FieldSetError {
+                entry: v.to_string(),
+                reason: "expected an object".into(),
+            });
         };
         let mut set = FieldSet::default();
         for (k, child) in m {
@@ -44,7 +47,10 @@ impl FieldSet {
                 set.member = true;
                 continue;
             }
-            let err = |reason: String| FieldSetError { entry: k.clone(), reason };
+            let err = |reason: String| FieldSetError {
+                entry: k.clone(),
+                reason,
+            };
             let elem = if let Some(f) = k.strip_prefix("f:") {
                 PathElement::Field(f.to_string())
             } else if let Some(j) = k.strip_prefix("k:") {
@@ -92,7 +98,10 @@ impl FieldSet {
     pub fn contains(&self, path: &[PathElement]) -> bool {
         match path.split_first() {
             None => self.member,
-            Some((head, rest)) => self.children.iter().any(|(e, sub)| elem_eq(e, head) && sub.contains(rest)),
+            Some((head, rest)) => self
+                .children
+                .iter()
+                .any(|(e, sub)| elem_eq(e, head) && sub.contains(rest)),
         }
     }
 
@@ -100,7 +109,10 @@ impl FieldSet {
     pub fn has_prefix(&self, path: &[PathElement]) -> bool {
         match path.split_first() {
             None => true,
-            Some((head, rest)) => self.children.iter().any(|(e, sub)| elem_eq(e, head) && sub.has_prefix(rest)),
+            Some((head, rest)) => self
+                .children
+                .iter()
+                .any(|(e, sub)| elem_eq(e, head) && sub.has_prefix(rest)),
         }
     }
 }
@@ -108,7 +120,9 @@ impl FieldSet {
 fn elem_eq(a: &PathElement, b: &PathElement) -> bool {
     match (a, b) {
         (PathElement::Field(x), PathElement::Field(y)) => x == y,
-        (PathElement::Key(x), PathElement::Key(y)) => json_eq(&Value::Object(x.clone()), &Value::Object(y.clone())),
+        (PathElement::Key(x), PathElement::Key(y)) => {
+            json_eq(&Value::Object(x.clone()), &Value::Object(y.clone()))
+        }
         (PathElement::Value(x), PathElement::Value(y)) => json_eq(x, y),
         (PathElement::Index(x), PathElement::Index(y)) => x == y,
         _ => false,
@@ -119,7 +133,8 @@ fn elem_eq(a: &PathElement, b: &PathElement) -> bool {
 fn position(list: &[Value], elem: &PathElement) -> Option<usize> {
     match elem {
         PathElement::Key(keys) => list.iter().position(|item| {
-            keys.iter().all(|(k, want)| item.get(k).is_some_and(|have| json_eq(have, want)))
+            keys.iter()
+                .all(|(k, want)| item.get(k).is_some_and(|have| json_eq(have, want)))
         }),
         PathElement::Value(want) => list.iter().position(|item| json_eq(item, want)),
         PathElement::Index(i) => (*i < list.len()).then_some(*i),
@@ -222,7 +237,10 @@ mod tests {
         assert!(!fs.contains(&image[..4]));
         let doc = json!({"spec": {"template": {"spec": {"containers": [{"name": "side"}, {"name": "app", "image": "x"}]}}}});
         assert_eq!(resolve(&doc, &image), Some(&json!("x")));
-        assert_eq!(to_pointer(&doc, &image).unwrap(), "/spec/template/spec/containers/1/image");
+        assert_eq!(
+            to_pointer(&doc, &image).unwrap(),
+            "/spec/template/spec/containers/1/image"
+        );
         let mut doc2 = doc.clone();
         assert!(remove(&mut doc2, &image));
         assert!(resolve(&doc2, &image).is_none());

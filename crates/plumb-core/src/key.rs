@@ -18,7 +18,10 @@ pub struct GroupKind {
 
 impl GroupKind {
     pub fn new(group: impl Into<String>, kind: impl Into<String>) -> Self {
-        GroupKind { group: group.into(), kind: kind.into() }
+        GroupKind {
+            group: group.into(),
+            kind: kind.into(),
+        }
     }
 }
 
@@ -61,7 +64,10 @@ impl ResourceKey {
 
     /// The sort key Argo CD uses for `argocd app diff` output: `group/kind/namespace/name`.
     pub fn sort_key(&self) -> String {
-        format!("{}/{}/{}/{}", self.group, self.kind, self.namespace, self.name)
+        format!(
+            "{}/{}/{}/{}",
+            self.group, self.kind, self.namespace, self.name
+        )
     }
 }
 
@@ -69,7 +75,11 @@ impl ResourceKey {
 /// the form of the header `argocd app diff` prints.
 impl fmt::Display for ResourceKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{} {}/{}", self.group, self.kind, self.namespace, self.name)
+        write!(
+            f,
+            "{}/{} {}/{}",
+            self.group, self.kind, self.namespace, self.name
+        )
     }
 }
 
@@ -83,12 +93,18 @@ mod tests {
         let svc = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "a"}});
         assert_eq!(ResourceKey::of(&svc).unwrap().to_string(), "/Service a/web");
         let cr = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "x"}});
-        assert_eq!(ResourceKey::of(&cr).unwrap().to_string(), "rbac.authorization.k8s.io/ClusterRole /x");
+        assert_eq!(
+            ResourceKey::of(&cr).unwrap().to_string(),
+            "rbac.authorization.k8s.io/ClusterRole /x"
+        );
     }
 
     #[test]
     fn missing_identity_is_none() {
-        assert!(ResourceKey::of(&json!({"apiVersion": "v1", "kind": "Service", "metadata": {}})).is_none());
+        assert!(
+            ResourceKey::of(&json!({"apiVersion": "v1", "kind": "Service", "metadata": {}}))
+                .is_none()
+        );
         assert!(ResourceKey::of(&json!({"kind": "Service", "metadata": {"name": "a"}})).is_none());
     }
 }

@@ -22,9 +22,15 @@ pub struct PointerError {
 impl JsonPointer {
     /// Parses `/a/b~1c/0`; the empty string is the whole document.
     pub fn parse(raw: &str) -> Result<Self, PointerError> {
-        let err = |reason| PointerError { pointer: raw.to_string(), reason };
+        let err = |reason| PointerError {
+            pointer: raw.to_string(),
+            reason,
+        };
         if raw.is_empty() {
-            return Ok(JsonPointer { raw: String::new(), tokens: Vec::new() });
+            return Ok(JsonPointer {
+                raw: String::new(),
+                tokens: Vec::new(),
+            });
         }
         let Some(rest) = raw.strip_prefix('/') else {
             return Err(err("must start with '/'"));
@@ -46,7 +52,10 @@ impl JsonPointer {
             }
             tokens.push(token);
         }
-        Ok(JsonPointer { raw: raw.to_string(), tokens })
+        Ok(JsonPointer {
+            raw: raw.to_string(),
+            tokens,
+        })
     }
 
     /// Builds a pointer from unescaped tokens.
@@ -141,7 +150,10 @@ mod tests {
     fn parses_escapes_and_round_trips() {
         let p = JsonPointer::parse("/metadata/annotations/a~1b~0c").unwrap();
         assert_eq!(p.tokens(), ["metadata", "annotations", "a/b~c"]);
-        assert_eq!(JsonPointer::from_tokens(p.tokens().to_vec()).as_str(), p.as_str());
+        assert_eq!(
+            JsonPointer::from_tokens(p.tokens().to_vec()).as_str(),
+            p.as_str()
+        );
     }
 
     #[test]
@@ -154,9 +166,17 @@ mod tests {
     #[test]
     fn remove_is_silent_on_missing_paths() {
         let mut doc = json!({"webhooks": [{"caBundle": "x", "name": "a"}, {"caBundle": "y"}]});
-        assert!(JsonPointer::parse("/webhooks/0/caBundle").unwrap().remove(&mut doc));
+        assert!(
+            JsonPointer::parse("/webhooks/0/caBundle")
+                .unwrap()
+                .remove(&mut doc)
+        );
         assert_eq!(doc, json!({"webhooks": [{"name": "a"}, {"caBundle": "y"}]}));
-        assert!(!JsonPointer::parse("/webhooks/5/caBundle").unwrap().remove(&mut doc));
+        assert!(
+            !JsonPointer::parse("/webhooks/5/caBundle")
+                .unwrap()
+                .remove(&mut doc)
+        );
         assert!(!JsonPointer::parse("/garbage").unwrap().remove(&mut doc));
         assert!(!JsonPointer::parse("/webhooks/01").unwrap().remove(&mut doc));
     }

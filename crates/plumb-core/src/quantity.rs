@@ -17,9 +17,26 @@ pub struct Quantity {
     format: Format,
 }
 
-const BINARY: [(&str, u32); 6] = [("Ki", 10), ("Mi", 20), ("Gi", 30), ("Ti", 40), ("Pi", 50), ("Ei", 60)];
-const DECIMAL: [(&str, i32); 10] =
-    [("n", -9), ("u", -6), ("m", -3), ("", 0), ("k", 3), ("M", 6), ("G", 9), ("T", 12), ("P", 15), ("E", 18)];
+const BINARY: [(&str, u32); 6] = [
+    ("Ki", 10),
+    ("Mi", 20),
+    ("Gi", 30),
+    ("Ti", 40),
+    ("Pi", 50),
+    ("Ei", 60),
+];
+const DECIMAL: [(&str, i32); 10] = [
+    ("n", -9),
+    ("u", -6),
+    ("m", -3),
+    ("", 0),
+    ("k", 3),
+    ("M", 6),
+    ("G", 9),
+    ("T", 12),
+    ("P", 15),
+    ("E", 18),
+];
 
 impl Quantity {
     /// Parses a quantity string; `None` when it is not one.
@@ -41,14 +58,18 @@ impl Quantity {
         let mut exp: i32 = 0;
         let mut digits = 0;
         while i < bytes.len() && bytes[i].is_ascii_digit() {
-            mantissa = mantissa.checked_mul(10)?.checked_add(i128::from(bytes[i] - b'0'))?;
+            mantissa = mantissa
+                .checked_mul(10)?
+                .checked_add(i128::from(bytes[i] - b'0'))?;
             i += 1;
             digits += 1;
         }
         if i < bytes.len() && bytes[i] == b'.' {
             i += 1;
             while i < bytes.len() && bytes[i].is_ascii_digit() {
-                mantissa = mantissa.checked_mul(10)?.checked_add(i128::from(bytes[i] - b'0'))?;
+                mantissa = mantissa
+                    .checked_mul(10)?
+                    .checked_add(i128::from(bytes[i] - b'0'))?;
                 exp -= 1;
                 i += 1;
                 digits += 1;
@@ -67,7 +88,11 @@ impl Quantity {
             exp += e;
         } else if let Some(rest) = suffix.strip_prefix(['e', 'E']) {
             let e: i32 = rest.parse().ok()?;
-            if !rest.trim_start_matches(['+', '-']).chars().all(|c| c.is_ascii_digit()) {
+            if !rest
+                .trim_start_matches(['+', '-'])
+                .chars()
+                .all(|c| c.is_ascii_digit())
+            {
                 return None;
             }
             format = Format::DecimalExponent;
@@ -78,7 +103,11 @@ impl Quantity {
         if negative {
             mantissa = -mantissa;
         }
-        let mut q = Quantity { mantissa, exp, format };
+        let mut q = Quantity {
+            mantissa,
+            exp,
+            format,
+        };
         q.round_to_nano();
         Some(q)
     }
@@ -96,7 +125,13 @@ impl Quantity {
         // Quantities keep at most nano precision, rounding away from zero.
         while self.exp < -9 {
             let (q, r) = (self.mantissa / 10, self.mantissa % 10);
-            self.mantissa = if r > 0 { q + 1 } else if r < 0 { q - 1 } else { q };
+            self.mantissa = if r > 0 {
+                q + 1
+            } else if r < 0 {
+                q - 1
+            } else {
+                q
+            };
             self.exp += 1;
         }
     }
@@ -145,7 +180,11 @@ impl Quantity {
             e -= 1;
         }
         if self.format == Format::DecimalExponent {
-            return if e == 0 { m.to_string() } else { format!("{m}e{e}") };
+            return if e == 0 {
+                m.to_string()
+            } else {
+                format!("{m}e{e}")
+            };
         }
         while e > 18 {
             m *= 1000;
@@ -161,7 +200,9 @@ mod tests {
     use super::*;
 
     fn canon(s: &str) -> String {
-        Quantity::parse(s).map(|q| q.canonical()).unwrap_or_else(|| format!("invalid:{s}"))
+        Quantity::parse(s)
+            .map(|q| q.canonical())
+            .unwrap_or_else(|| format!("invalid:{s}"))
     }
 
     #[test]

@@ -69,7 +69,9 @@ pub struct FieldDef {
 impl FieldDef {
     /// Whether strategic merge patch merges this list element-wise (`patchStrategy: merge`).
     pub fn merges(&self) -> bool {
-        self.strategy.as_deref().is_some_and(|s| s.split(',').any(|p| p == "merge"))
+        self.strategy
+            .as_deref()
+            .is_some_and(|s| s.split(',').any(|p| p == "merge"))
     }
 }
 
@@ -105,7 +107,9 @@ impl Schema {
     /// The embedded schema (parsed once).
     pub fn builtin() -> &'static Schema {
         static SCHEMA: OnceLock<Schema> = OnceLock::new();
-        SCHEMA.get_or_init(|| Schema::from_json(DATA).expect("the embedded schema is generated and valid JSON"))
+        SCHEMA.get_or_init(|| {
+            Schema::from_json(DATA).expect("the embedded schema is generated and valid JSON")
+        })
     }
 
     /// Parses generated schema data.
@@ -114,7 +118,9 @@ impl Schema {
         let mut gk = HashMap::new();
         for (gvk, ty) in &raw.builtin {
             let mut parts = gvk.splitn(3, '/');
-            let (Some(group), Some(version), Some(kind)) = (parts.next(), parts.next(), parts.next()) else {
+            let (Some(group), Some(version), Some(kind)) =
+                (parts.next(), parts.next(), parts.next())
+            else {
                 continue;
             };
             let key = format!("{group}/{kind}");
@@ -147,8 +153,15 @@ impl Schema {
     /// the same group and kind (an `apps/v1beta1` StatefulSet uses the `apps/v1` schema).
     pub fn root(&self, api_version: &str, kind: &str) -> Option<&TypeDef> {
         let group = crate::group_of_api_version(api_version);
-        let exact = if group.is_empty() { format!("/{api_version}/{kind}") } else { format!("{api_version}/{kind}") };
-        let name = self.gvk.get(&exact).or_else(|| self.gk.get(&format!("{group}/{kind}")))?;
+        let exact = if group.is_empty() {
+            format!("/{api_version}/{kind}")
+        } else {
+            format!("{api_version}/{kind}")
+        };
+        let name = self
+            .gvk
+            .get(&exact)
+            .or_else(|| self.gk.get(&format!("{group}/{kind}")))?;
         self.types.get(name)
     }
 
@@ -201,7 +214,10 @@ mod tests {
     #[test]
     fn scope_and_builtin_membership() {
         let s = Schema::builtin();
-        assert_eq!(s.is_cluster_scoped("rbac.authorization.k8s.io", "ClusterRole"), Some(true));
+        assert_eq!(
+            s.is_cluster_scoped("rbac.authorization.k8s.io", "ClusterRole"),
+            Some(true)
+        );
         assert_eq!(s.is_cluster_scoped("", "ConfigMap"), Some(false));
         assert_eq!(s.is_cluster_scoped("bitnami.com", "SealedSecret"), None);
         assert!(s.is_builtin("apps", "Deployment"));

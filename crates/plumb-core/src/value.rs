@@ -44,9 +44,13 @@ pub fn json_eq(a: &Value, b: &Value) -> bool {
                 x.as_f64() == y.as_f64()
             }
         }
-        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_eq(a, b)),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_eq(a, b))
+        }
         (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
         }
         _ => a == b,
     }
@@ -76,7 +80,10 @@ mod tests {
     fn integral_floats_become_ints() {
         let mut v: Value = serde_json::from_str(r#"{"a": 2.0, "b": [1.5, 3.0], "c": 7}"#).unwrap();
         canonicalize_numbers(&mut v);
-        assert_eq!(serde_json::to_string(&v).unwrap(), r#"{"a":2,"b":[1.5,3],"c":7}"#);
+        assert_eq!(
+            serde_json::to_string(&v).unwrap(),
+            r#"{"a":2,"b":[1.5,3],"c":7}"#
+        );
     }
 
     #[test]

@@ -1,0 +1,280 @@
+//! Comparing a whole application: pair desired with live objects, default namespaces,
+//! inject tracking, find extra (prune-needed) objects, diff each pair and mask Secrets.
+//! This is what `plumb diff` prints and what sync and doctor build on.
+
+use crate::{DiffConfig, DiffError, DiffResult, diff, fields, mask};
+use plumb_core::argo::{Application, Settings, TrackingMethod};
+use plumb_core::schema::Schema;
+use plumb_core::{INSTANCE_LABEL, ResourceKey, TRACKING_ID_ANNOTATION};
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A desired object and where it came from (`file:line`), for messages.
+#[derive(Debug, Clone)]
+pub struct Desired {
+    pub object: Value,
+    pub origin: String,
+}
+
+/// The state of one resource of the comparison.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Equal,
+    Modified,
+    /// Desired but not live (needs create).
+    Missing,
+    /// Live and tracked by the app but not desired (needs prune).
+    Extra,
+}
+
+/// One compared resource. Secret values in `result` are already masked.
+#[derive(Debug, Clone)]
+pub struct ResourceDiff {
+    pub key: ResourceKey,
+    pub status: Status,
+    pub result: DiffResult,
+    /// Where desired declares the object, when it is desired.
+    pub origin: Option<String>,
+}
+
+impl ResourceDiff {
+    /// The differing leaves (masked values for Secrets).
+    pub fn fields(&self) -> Vec<fields::FieldChange> {
+        fields::changed_fields(&self.result.normalized_live, &self.result.predicted_live)
+    }
+}
+
+/// Problems with the inputs of a comparison.
+#[derive(Debug, thiserror::Error)]
+pub enum CompareError {
+    #[error("{key} is declared twice in desired: {first} and {second}")]
+    Duplicate {
+        key: ResourceKey,
+        first: String,
+        second: String,
+    },
+    #[error(transparent)]
+    Diff(#[from] DiffError),
+}
+
+/// What a comparison is about.
+#[derive(Debug)]
+pub struct CompareContext<'a> {
+    pub app: Option<&'a Application>,
+    pub settings: Option<&'a Settings>,
+    pub config: &'a DiffConfig,
+}
+
+/// Whether a kind is cluster-scoped: the built-in schema, else a CRD among `objects`.
+fn cluster_scoped(
+    group: &str,
+    kind: &str,
+    crds: &BTreeMap<(String, String), bool>,
+) -> Option<bool> {
+    Schema::builtin()
+        .is_cluster_scoped(group, kind)
+        .or_else(|| crds.get(&(group.to_string(), kind.to_string())).copied())
+}
+
+fn crd_scopes<'a>(objects: impl Iterator<Item = &'a Value>) -> BTreeMap<(String, String), bool> {
+    let mut out = BTreeMap::new();
+    for o in objects {
+        if o.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition")
+            && let (Some(g), Some(k), Some(scope)) = (
+                o.pointer("/spec/group").and_then(Value::as_str),
+                o.pointer("/spec/names/kind").and_then(Value::as_str),
+                o.pointer("/spec/scope").and_then(Value::as_str),
+            )
+        {
+            out.insert((g.to_string(), k.to_string()), scope == "Cluster");
+        }
+    }
+    out
+}
+
+/// The tracking id Argo CD writes: `<app>:<group>/<kind>:<namespace>/<name>`.
+pub fn tracking_id(app: &str, key: &ResourceKey) -> String {
+    format!(
+        "{app}:{}/{}:{}/{}",
+        key.group, key.kind, key.namespace, key.name
+    )
+}
+
+/// Whether a live object is tracked by `app` (label or annotation).
+pub fn is_tracked_by(obj: &Value, app: &str) -> bool {
+    plumb_core::value::label(obj, INSTANCE_LABEL) == Some(app)
+        || plumb_core::value::annotation(obj, TRACKING_ID_ANNOTATION)
+            .is_some_and(|id| id.split_once(':').is_some_and(|(a, _)| a == app))
+}
+
+fn set_map_entry(obj: &mut Value, map: &str, k: &str, v: &str) {
+    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        let m = meta
+            .entry(map)
+            .or_insert_with(|| Value::Object(Default::default()));
+        if !m.is_object() {
+            *m = Value::Object(Default::default());
+        }
+        if let Some(m) = m.as_object_mut() {
+            m.insert(k.to_string(), Value::String(v.to_string()));
+        }
+    }
+}
+
+/// Compares desired with live. Live objects that are neither desired nor tracked by the
+/// app are not part of the comparison.
+pub fn compare(
+    desired: Vec<Desired>,
+    live: Vec<Value>,
+    ctx: &CompareContext<'_>,
+) -> Result<Vec<ResourceDiff>, CompareError> {
+    let crds = crd_scopes(desired.iter().map(|d| &d.object).chain(live.iter()));
+    let dest_ns = ctx.app.and_then(|a| a.destination_namespace.clone());
+    let tracking = ctx.settings.map(|s| s.tracking_method).unwrap_or_default();
+
+    // Desired: namespace defaulting, cluster-scoped namespaces dropped, duplicates refused.
+    let mut want: BTreeMap<ResourceKey, Desired> = BTreeMap::new();
+    let mut unscoped: BTreeSet<ResourceKey> = BTreeSet::new();
+    for mut d in desired {
+        let Some(mut key) = ResourceKey::of(&d.object) else {
+            continue;
+        };
+        match cluster_scoped(&key.group, &key.kind, &crds) {
+            Some(true) => key.namespace.clear(),
+            scoped => {
+                if key.namespace.is_empty() {
+                    if let Some(ns) = &dest_ns {
+                        key.namespace = ns.clone();
+                        if let Some(meta) =
+                            d.object.get_mut("metadata").and_then(Value::as_object_mut)
+                        {
+                            meta.insert("namespace".into(), Value::String(ns.clone()));
+                        }
+                    } else if scoped.is_none() {
+                        unscoped.insert(key.clone());
+                    }
+                }
+            }
+        }
+        if let Some(app) = ctx.app {
+            if tracking.uses_annotation() {
+                set_map_entry(
+                    &mut d.object,
+                    "annotations",
+                    TRACKING_ID_ANNOTATION,
+                    &tracking_id(&app.name, &key),
+                );
+            }
+            if tracking.uses_label() {
+                set_map_entry(&mut d.object, "labels", INSTANCE_LABEL, &app.name);
+            }
+        }
+        if let Some(prev) = want.get(&key) {
+            return Err(CompareError::Duplicate {
+                key,
+                first: prev.origin.clone(),
+                second: d.origin,
+            });
+        }
+        want.insert(key, d);
+    }
+
+    // Live: index by key.
+    let mut have: BTreeMap<ResourceKey, Value> = BTreeMap::new();
+    for l in live {
+        if let Some(key) = ResourceKey::of(&l) {
+            have.insert(key, l);
+        }
+    }
+
+    // Desired objects without a namespace (no destination) pair with the single live object
+    // of that group/kind/name, as kubectl's current namespace would.
+    let mut rekeyed = Vec::new();
+    for key in &unscoped {
+        if have.contains_key(key) {
+            continue;
+        }
+        let mut candidates = have
+            .keys()
+            .filter(|k| k.group == key.group && k.kind == key.kind && k.name == key.name);
+        if let (Some(only), None) = (candidates.next(), candidates.next()) {
+            rekeyed.push((key.clone(), only.clone()));
+        }
+    }
+    for (from, to) in rekeyed {
+        if let Some(d) = want.remove(&from) {
+            want.insert(to, d);
+        }
+    }
+
+    let mut out = Vec::new();
+    for (key, d) in &want {
+        let l = have.remove(key);
+        let mut live_obj = l;
+        if let (Some(lv), TrackingMethod::Annotation) = (live_obj.as_mut(), tracking) {
+            pre_diff_tracking(lv, &d.object);
+        }
+        let mut result = diff(Some(&d.object), live_obj.as_ref(), ctx.config)?;
+        let status = match (&live_obj, result.modified) {
+            (None, _) => Status::Missing,
+            (Some(_), true) => Status::Modified,
+            (Some(_), false) => Status::Equal,
+        };
+        mask_result(&mut result, ctx.settings);
+        out.push(ResourceDiff {
+            key: key.clone(),
+            status,
+            result,
+            origin: Some(d.origin.clone()),
+        });
+    }
+    if let Some(app) = ctx.app {
+        for (key, l) in have {
+            if is_tracked_by(&l, &app.name) {
+                let mut result = diff(None, Some(&l), ctx.config)?;
+                mask_result(&mut result, ctx.settings);
+                out.push(ResourceDiff {
+                    key,
+                    status: Status::Extra,
+                    result,
+                    origin: None,
+                });
+            }
+        }
+    }
+    out.sort_by_key(|r| r.key.sort_key());
+    Ok(out)
+}
+
+/// Annotation tracking: a live object with the instance label but no tracking annotation
+/// gets desired's annotation; the label is dropped from live when desired lacks it.
+fn pre_diff_tracking(live: &mut Value, desired: &Value) {
+    if plumb_core::value::annotation(live, TRACKING_ID_ANNOTATION).is_none()
+        && let Some(id) = plumb_core::value::annotation(desired, TRACKING_ID_ANNOTATION)
+    {
+        let id = id.to_string();
+        if plumb_core::value::label(live, INSTANCE_LABEL).is_some() {
+            set_map_entry(live, "annotations", TRACKING_ID_ANNOTATION, &id);
+        }
+    }
+    if plumb_core::value::label(desired, INSTANCE_LABEL).is_none()
+        && let Some(labels) = live
+            .pointer_mut("/metadata/labels")
+            .and_then(Value::as_object_mut)
+    {
+        labels.remove(INSTANCE_LABEL);
+    }
+}
+
+fn mask_result(r: &mut DiffResult, settings: Option<&Settings>) {
+    let sensitive = settings
+        .map(|s| s.sensitive_annotations.clone())
+        .unwrap_or_default();
+    let DiffResult {
+        predicted_live,
+        normalized_live,
+        ..
+    } = r;
+    mask::hide_secret_data(&mut [predicted_live, normalized_live], &sensitive);
+}

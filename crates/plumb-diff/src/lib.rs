@@ -1,0 +1,234 @@
+//! plumb's compare engine: Argo CD's legacy diff, reimplemented.
+//!
+//! Given desired (git) and live (cluster) objects, [`diff`] decides whether they
+//! differ exactly as Argo CD decides it, and returns the two objects Argo CD prints:
+//! *normalized live* and *predicted live* (live with desired applied). The pipeline:
+//!
+//! 1. typed canonicalisation of built-in kinds ([`remarshal`]);
+//! 2. always-on normalisations ([`normalize`]) and `ignoreDifferences` ([`ignore`]),
+//!    then knownTypeFields, on desired, live and last-applied;
+//! 3. three-way merge with last-applied, or two-way without it ([`merge`]);
+//! 4. API defaults on both sides for built-in kinds ([`defaults`]);
+//! 5. `modified` = the two sides differ.
+//!
+//! Pure and synchronous: no I/O, no clock (jq timeouts aside).
+//!
+//! ```
+//! use plumb_diff::{diff, DiffConfig};
+//! use serde_json::json;
+//! let desired = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+//!     "spec": {"template": {"spec": {"containers": [{"name": "app",
+//!         "resources": {"requests": {"cpu": "1000m"}}}]}}}});
+//! let live = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "prod"},
+//!     "spec": {"replicas": 1, "template": {"spec": {"containers": [{"name": "app",
+//!         "resources": {"requests": {"cpu": "1"}}}]}}}});
+//! let r = diff(Some(&desired), Some(&live), &DiffConfig::default()).unwrap();
+//! assert!(!r.modified, "1000m and 1 are the same quantity");
+//! ```
+
+pub mod compare;
+pub mod defaults;
+pub mod fields;
+pub mod ignore;
+pub mod jq;
+pub mod known_types;
+pub mod mask;
+pub mod merge;
+pub mod normalize;
+pub mod remarshal;
+pub mod respect;
+pub mod text;
+
+use ignore::{IgnoreError, IgnoreNormalizer};
+use known_types::KnownTypes;
+use merge::Semantics;
+use plumb_core::schema::Schema;
+use plumb_core::{LAST_APPLIED_ANNOTATION, ResourceKey};
+use serde_json::Value;
+
+pub use respect::normalize_target_for_sync;
+
+/// Everything that configures a comparison.
+#[derive(Debug, Default)]
+pub struct DiffConfig {
+    /// System overrides and the Application's `ignoreDifferences`, compiled.
+    pub ignore: IgnoreNormalizer,
+    /// `resource.compareoptions.ignoreAggregatedRoles` (Argo CD default: false).
+    pub ignore_aggregated_roles: bool,
+    /// `knownTypeFields` from the overrides.
+    pub known_types: KnownTypes,
+}
+
+/// The outcome of comparing one object.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DiffResult {
+    /// Whether desired and live differ (Argo CD's `Modified`).
+    pub modified: bool,
+    /// Live after normalisation; `Value::Null` when the object does not exist live.
+    pub normalized_live: Value,
+    /// What live would be after applying desired; `Value::Null` when not desired.
+    pub predicted_live: Value,
+}
+
+/// Why a comparison could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum DiffError {
+    #[error("nothing to compare: neither desired nor live given")]
+    NothingToCompare,
+    #[error("{key}: {source}")]
+    Ignore {
+        key: ResourceKey,
+        source: IgnoreError,
+    },
+}
+
+fn key_of(v: &Value) -> ResourceKey {
+    ResourceKey::of(v).unwrap_or(ResourceKey {
+        group: String::new(),
+        kind: String::new(),
+        namespace: String::new(),
+        name: String::new(),
+    })
+}
+
+/// Step 1 and 2 for one object: remarshal, normalise, ignore rules, known types.
+fn prepare(
+    obj: &Value,
+    cfg: &DiffConfig,
+    schema: &Schema,
+    remarshal: bool,
+) -> Result<Value, DiffError> {
+    let mut v = if remarshal {
+        remarshal::remarshal(obj, schema).unwrap_or_else(|_| obj.clone())
+    } else {
+        obj.clone()
+    };
+    plumb_core::value::canonicalize_numbers(&mut v);
+    full_normalize(&mut v, cfg, schema)?;
+    Ok(v)
+}
+
+/// Argo CD's `Normalize` with the configured normalizer.
+pub(crate) fn full_normalize(
+    v: &mut Value,
+    cfg: &DiffConfig,
+    schema: &Schema,
+) -> Result<(), DiffError> {
+    normalize::normalize(v, cfg.ignore_aggregated_roles);
+    let key = key_of(v);
+    cfg.ignore
+        .apply(&key, v)
+        .map_err(|source| DiffError::Ignore {
+            key: key.clone(),
+            source,
+        })?;
+    cfg.known_types.apply(&key, v, schema);
+    Ok(())
+}
+
+/// The `kubectl.kubernetes.io/last-applied-configuration` of live, parsed; `None` when
+/// absent or unparsable (then the diff falls back to two-way).
+pub fn last_applied(live: &Value) -> Option<Value> {
+    let text = plumb_core::value::annotation(live, LAST_APPLIED_ANNOTATION)?;
+    let mut v: Value = serde_json::from_str(text).ok()?;
+    plumb_core::value::canonicalize_numbers(&mut v);
+    v.is_object().then_some(v)
+}
+
+/// Compares desired with live, as Argo CD's legacy (client-side) diff does.
+///
+/// Managed-fields normalisation (`managedFieldsManagers`) runs first, on both sides.
+pub fn diff(
+    desired: Option<&Value>,
+    live: Option<&Value>,
+    cfg: &DiffConfig,
+) -> Result<DiffResult, DiffError> {
+    let schema = Schema::builtin();
+    match (desired, live) {
+        (None, None) => Err(DiffError::NothingToCompare),
+        (Some(d), None) => Ok(DiffResult {
+            modified: true,
+            normalized_live: Value::Null,
+            predicted_live: prepare(d, cfg, schema, true)?,
+        }),
+        (None, Some(l)) => Ok(DiffResult {
+            modified: false,
+            normalized_live: prepare(l, cfg, schema, true)?,
+            predicted_live: Value::Null,
+        }),
+        (Some(d), Some(l)) => {
+            let (mut d, mut l) = (d.clone(), l.clone());
+            let managers = cfg.ignore.managers_for(&key_of(&l));
+            ignore::normalize_managed_fields(&mut l, &mut d, &managers);
+            let config = prepare(&d, cfg, schema, true)?;
+            let mut live = prepare(&l, cfg, schema, true)?;
+            let api_version = config
+                .get("apiVersion")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            let kind = config
+                .get("kind")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            let group = plumb_core::group_of_api_version(&api_version).to_string();
+            let builtin = schema.is_builtin(&group, &kind);
+
+            let orig = match last_applied(&l) {
+                Some(mut o) => {
+                    full_normalize(&mut o, cfg, schema)?;
+                    Some(o)
+                }
+                None => None,
+            };
+            let mut orig = orig.unwrap_or_else(|| config.clone());
+            let mut config = config;
+            normalize::strip_for_three_way(&mut orig);
+            normalize::strip_for_three_way(&mut config);
+
+            // StatefulSet volumeClaimTemplates: API-server additions inside the embedded
+            // PVC templates are invisible (gitops-engine#127).
+            if (group == "apps" || group == "extensions") && kind == "StatefulSet" {
+                strip_vct(&orig, &mut live);
+            }
+
+            let sem = if builtin {
+                Semantics::Strategic(schema, schema.root(&api_version, &kind))
+            } else {
+                Semantics::Json
+            };
+            let mut predicted = merge::three_way(Some(&orig), &config, &live, sem);
+            if builtin {
+                defaults::apply(&mut predicted);
+                defaults::apply(&mut live);
+            }
+            let modified = !plumb_core::value::json_eq(&live, &predicted);
+            Ok(DiffResult {
+                modified,
+                normalized_live: live,
+                predicted_live: predicted,
+            })
+        }
+    }
+}
+
+fn strip_vct(orig: &Value, live: &mut Value) {
+    let Some(o) = orig
+        .pointer("/spec/volumeClaimTemplates")
+        .and_then(Value::as_array)
+    else {
+        return;
+    };
+    let Some(l) = live
+        .pointer_mut("/spec/volumeClaimTemplates")
+        .and_then(Value::as_array_mut)
+    else {
+        return;
+    };
+    for (i, item) in l.iter_mut().enumerate() {
+        if let Some(oi) = o.get(i) {
+            *item = merge::remove_map_fields(oi, item);
+        }
+    }
+}

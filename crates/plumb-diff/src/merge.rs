@@ -1,0 +1,400 @@
+//! Predicted live: live with desired applied, as Argo CD's legacy diff computes it.
+//!
+//! Argo CD builds a three-way patch from (last-applied, desired, live) and applies it to
+//! live. The patch's effect is computed here directly, recursively:
+//!
+//! - keys in last-applied but not in desired are deleted;
+//! - keys in desired whose value differs from live are set;
+//! - keys only in live stay untouched (server defaults, other managers' fields, status).
+//!
+//! Built-in kinds use strategic merge semantics: lists with `patchStrategy: merge` merge
+//! element-wise by their merge key (primitive lists as sets) and keep live-only elements,
+//! in the order `$setElementOrder` gives; other lists are atomic. Custom resources use
+//! JSON merge semantics: lists are atomic and are compared against live stripped of the
+//! keys last-applied does not have (`RemoveMapFields`).
+
+use plumb_core::schema::{FieldDef, FieldType, Schema, TypeDef};
+use plumb_core::value::json_eq;
+use serde_json::{Map, Value};
+
+/// How lists and nested values merge.
+#[derive(Clone, Copy)]
+pub enum Semantics<'a> {
+    /// Strategic merge for a built-in kind, with the schema of the current node.
+    Strategic(&'a Schema, Option<&'a TypeDef>),
+    /// JSON merge (RFC 7386) for custom resources.
+    Json,
+}
+
+/// Computes predicted live. `orig` is the last-applied configuration (or desired itself
+/// in the two-way fallback).
+pub fn three_way(orig: Option<&Value>, config: &Value, live: &Value, sem: Semantics<'_>) -> Value {
+    match (config, live) {
+        (Value::Object(c), Value::Object(l)) => {
+            let o = orig.and_then(Value::as_object);
+            Value::Object(merge_map(o, c, l, sem))
+        }
+        _ => config.clone(),
+    }
+}
+
+fn merge_map(
+    orig: Option<&Map<String, Value>>,
+    config: &Map<String, Value>,
+    live: &Map<String, Value>,
+    sem: Semantics<'_>,
+) -> Map<String, Value> {
+    let mut out = live.clone();
+    if let Some(orig) = orig {
+        for k in orig.keys() {
+            if !config.contains_key(k) {
+                out.remove(k);
+            }
+        }
+    }
+    for (k, cv) in config {
+        let ov = orig.and_then(|o| o.get(k));
+        let field = match sem {
+            Semantics::Strategic(_, Some(ty)) => ty.fields.get(k),
+            _ => None,
+        };
+        match (cv, live.get(k)) {
+            (Value::Null, Some(Value::Null)) => {}
+            (Value::Null, _) => {
+                out.remove(k);
+            }
+            (Value::Object(cm), Some(Value::Object(lm))) => {
+                let sub = child_semantics(sem, field);
+                let merged = merge_map(ov.and_then(Value::as_object), cm, lm, sub);
+                out.insert(k.clone(), Value::Object(merged));
+            }
+            (Value::Array(ca), Some(Value::Array(la))) => {
+                let merged = merge_list(ov, ca, la, field, sem);
+                out.insert(k.clone(), Value::Array(merged));
+            }
+            (cv, Some(lv)) if json_eq(cv, lv) => {}
+            (cv, _) => {
+                out.insert(k.clone(), cv.clone());
+            }
+        }
+    }
+    out
+}
+
+/// The semantics for the value of a field: its object type, or a map's value type.
+fn child_semantics<'a>(sem: Semantics<'a>, field: Option<&'a FieldDef>) -> Semantics<'a> {
+    match sem {
+        Semantics::Json => Semantics::Json,
+        Semantics::Strategic(schema, _) => {
+            let ty = field.and_then(|f| match f.t {
+                FieldType::Object => schema.field_type(f),
+                FieldType::Map => f.values.as_deref().and_then(|v| schema.field_type(v)),
+                _ => None,
+            });
+            Semantics::Strategic(schema, ty)
+        }
+    }
+}
+
+fn merge_list(
+    orig: Option<&Value>,
+    config: &[Value],
+    live: &[Value],
+    field: Option<&FieldDef>,
+    sem: Semantics<'_>,
+) -> Vec<Value> {
+    let orig_list = orig.and_then(Value::as_array).map(Vec::as_slice);
+    match (sem, field) {
+        (Semantics::Strategic(schema, _), Some(f)) if f.merges() => {
+            let items = f.items.as_deref();
+            let item_ty = items.and_then(|i| schema.field_type(i));
+            match (&f.merge_key, item_ty) {
+                (Some(key), Some(ty)) => merge_keyed(
+                    orig_list,
+                    config,
+                    live,
+                    key,
+                    Semantics::Strategic(schema, Some(ty)),
+                ),
+                _ => merge_primitive(orig_list, config, live),
+            }
+        }
+        (Semantics::Strategic(..), _) => {
+            if lists_eq(config, live) {
+                live.to_vec()
+            } else {
+                config.to_vec()
+            }
+        }
+        (Semantics::Json, _) => {
+            // RFC 7386: atomic, compared against live stripped of keys last-applied lacks.
+            let same = match orig {
+                Some(o) => json_eq(
+                    &Value::Array(config.to_vec()),
+                    &remove_map_fields(o, &Value::Array(live.to_vec())),
+                ),
+                None => false,
+            };
+            if same { live.to_vec() } else { config.to_vec() }
+        }
+    }
+}
+
+fn lists_eq(a: &[Value], b: &[Value]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| json_eq(x, y))
+}
+
+fn key_of<'v>(item: &'v Value, key: &str) -> Option<&'v Value> {
+    item.get(key)
+}
+
+fn find_by_key<'v>(list: &'v [Value], key: &str, want: &Value) -> Option<(usize, &'v Value)> {
+    list.iter()
+        .enumerate()
+        .find(|(_, it)| key_of(it, key).is_some_and(|k| json_eq(k, want)))
+}
+
+fn merge_keyed(
+    orig: Option<&[Value]>,
+    config: &[Value],
+    live: &[Value],
+    key: &str,
+    sem: Semantics<'_>,
+) -> Vec<Value> {
+    let mut out: Vec<Value> = live.to_vec();
+    let mut changed = false;
+    // Deletions: elements last-applied had that desired no longer has.
+    if let Some(orig) = orig {
+        for o in orig {
+            let Some(k) = key_of(o, key) else { continue };
+            if find_by_key(config, key, k).is_none()
+                && let Some((i, _)) = find_by_key(&out, key, k)
+            {
+                out.remove(i);
+                changed = true;
+            }
+        }
+    }
+    for c in config {
+        let Some(k) = key_of(c, key) else {
+            out.push(c.clone());
+            changed = true;
+            continue;
+        };
+        match find_by_key(&out, key, k) {
+            Some((i, l)) => {
+                let o = orig.and_then(|o| find_by_key(o, key, k)).map(|(_, v)| v);
+                let merged = three_way(o, c, l, sem);
+                if !json_eq(&merged, l) {
+                    out[i] = merged;
+                    changed = true;
+                }
+            }
+            None => {
+                out.push(c.clone());
+                changed = true;
+            }
+        }
+    }
+    if !changed {
+        return out;
+    }
+    // $setElementOrder: desired's elements in desired's order, live-only elements
+    // interleaved where live had them.
+    let in_config =
+        |v: &Value| key_of(v, key).is_some_and(|k| find_by_key(config, key, k).is_some());
+    let patch: Vec<Value> = config
+        .iter()
+        .filter_map(|c| match key_of(c, key) {
+            Some(k) => find_by_key(&out, key, k).map(|(_, v)| v.clone()),
+            None => Some(c.clone()),
+        })
+        .collect();
+    let server_only: Vec<Value> = out.iter().filter(|v| !in_config(v)).cloned().collect();
+    let live_pos = |v: &Value| {
+        key_of(v, key)
+            .and_then(|k| find_by_key(live, key, k))
+            .map(|(i, _)| i)
+    };
+    merge_sorted(server_only, patch, live_pos)
+}
+
+fn merge_primitive(orig: Option<&[Value]>, config: &[Value], live: &[Value]) -> Vec<Value> {
+    let contains = |l: &[Value], v: &Value| l.iter().any(|x| json_eq(x, v));
+    let mut out: Vec<Value> = live.to_vec();
+    let mut changed = false;
+    if let Some(orig) = orig {
+        for o in orig {
+            if !contains(config, o) && contains(&out, o) {
+                out.retain(|x| !json_eq(x, o));
+                changed = true;
+            }
+        }
+    }
+    for c in config {
+        if !contains(&out, c) {
+            out.push(c.clone());
+            changed = true;
+        }
+    }
+    if !changed {
+        return out;
+    }
+    let patch: Vec<Value> = config.to_vec();
+    let server_only: Vec<Value> = out
+        .iter()
+        .filter(|v| !contains(config, v))
+        .cloned()
+        .collect();
+    let live_pos = |v: &Value| live.iter().position(|x| json_eq(x, v));
+    merge_sorted(server_only, patch, live_pos)
+}
+
+/// Kubernetes' `mergeSortedSlice`: take the server-only element first when both
+/// elements were in live and it came earlier there.
+fn merge_sorted(
+    left: Vec<Value>,
+    right: Vec<Value>,
+    live_pos: impl Fn(&Value) -> Option<usize>,
+) -> Vec<Value> {
+    let mut out = Vec::with_capacity(left.len() + right.len());
+    let (mut i, mut j) = (0, 0);
+    while i < left.len() || j < right.len() {
+        if i >= left.len() {
+            out.push(right[j].clone());
+            j += 1;
+        } else if j >= right.len() {
+            out.push(left[i].clone());
+            i += 1;
+        } else {
+            let take_left =
+                matches!((live_pos(&left[i]), live_pos(&right[j])), (Some(a), Some(b)) if a < b);
+            if take_left {
+                out.push(left[i].clone());
+                i += 1;
+            } else {
+                out.push(right[j].clone());
+                j += 1;
+            }
+        }
+    }
+    out
+}
+
+/// Argo CD's `RemoveMapFields(config, live)`: live with every map key config lacks
+/// removed, recursively; lists index-wise (extra live elements kept).
+pub fn remove_map_fields(config: &Value, live: &Value) -> Value {
+    match (config, live) {
+        (Value::Object(c), Value::Object(l)) => Value::Object(
+            l.iter()
+                .filter_map(|(k, lv)| c.get(k).map(|cv| (k.clone(), remove_map_fields(cv, lv))))
+                .collect(),
+        ),
+        (Value::Array(c), Value::Array(l)) => Value::Array(
+            l.iter()
+                .enumerate()
+                .map(|(i, lv)| match c.get(i) {
+                    Some(cv) => remove_map_fields(cv, lv),
+                    None => lv.clone(),
+                })
+                .collect(),
+        ),
+        _ => live.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn strategic(kind: &str) -> Semantics<'static> {
+        let s = Schema::builtin();
+        let (av, k) = kind.split_once(' ').unwrap();
+        Semantics::Strategic(s, s.root(av, k))
+    }
+
+    #[test]
+    fn live_only_fields_and_elements_survive() {
+        let config = json!({"spec": {"template": {"spec": {"containers": [{"name": "a", "env": [{"name": "VAR1", "value": "x"}]}]}}}});
+        let live = json!({"spec": {"replicas": 3, "template": {"spec": {"containers": [{"name": "a", "imagePullPolicy": "Always",
+            "env": [{"name": "VAR2", "value": "y"}, {"name": "VAR1", "value": "x"}]}]}}}});
+        let p = three_way(
+            Some(&config),
+            &config,
+            &live,
+            strategic("apps/v1 Deployment"),
+        );
+        assert_eq!(p, live);
+    }
+
+    #[test]
+    fn removal_needs_last_applied() {
+        let live = json!({"metadata": {"labels": {"a": "1", "b": "2"}}});
+        let config = json!({"metadata": {"labels": {"a": "1"}}});
+        let last = json!({"metadata": {"labels": {"a": "1", "b": "2"}}});
+        let three = three_way(Some(&last), &config, &live, strategic("v1 ConfigMap"));
+        assert_eq!(three, json!({"metadata": {"labels": {"a": "1"}}}));
+        let two = three_way(Some(&config), &config, &live, strategic("v1 ConfigMap"));
+        assert_eq!(two, live, "two-way cannot see removals");
+    }
+
+    #[test]
+    fn keyed_merge_orders_as_set_element_order() {
+        let live = json!({"spec": {"template": {"spec": {"containers": [{"name": "side"}, {"name": "app", "image": "1"}]}}}});
+        let config = json!({"spec": {"template": {"spec": {"containers": [{"name": "new"}, {"name": "app", "image": "2"}]}}}});
+        let p = three_way(
+            Some(&config),
+            &config,
+            &live,
+            strategic("apps/v1 Deployment"),
+        );
+        let names: Vec<&str> = p
+            .pointer("/spec/template/spec/containers")
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["new", "side", "app"]);
+        assert_eq!(
+            p.pointer("/spec/template/spec/containers/2/image"),
+            Some(&json!("2"))
+        );
+    }
+
+    #[test]
+    fn atomic_lists_are_replaced() {
+        let live = json!({"spec": {"template": {"spec": {"containers": [{"name": "a", "args": ["x", "y"]}]}}}});
+        let config =
+            json!({"spec": {"template": {"spec": {"containers": [{"name": "a", "args": ["x"]}]}}}});
+        let p = three_way(
+            Some(&config),
+            &config,
+            &live,
+            strategic("apps/v1 Deployment"),
+        );
+        assert_eq!(
+            p.pointer("/spec/template/spec/containers/0/args"),
+            Some(&json!(["x"]))
+        );
+    }
+
+    #[test]
+    fn custom_resource_lists_compare_stripped() {
+        let config = json!({"spec": {"servers": [{"port": 80}]}});
+        let live = json!({"spec": {"servers": [{"port": 80, "enabled": true}]}});
+        let p = three_way(Some(&config), &config, &live, Semantics::Json);
+        assert_eq!(
+            p, live,
+            "defaulted fields inside CR list items are invisible while last-applied has the items"
+        );
+        let live2 = json!({"spec": {"servers": [{"port": 80}, {"port": 81}]}});
+        let p2 = three_way(Some(&config), &config, &live2, Semantics::Json);
+        assert_eq!(
+            p2, config,
+            "an extra live element makes the list differ and it is replaced"
+        );
+    }
+}
