@@ -1,0 +1,131 @@
+//! `plumb diff`: desired manifests against live objects, Argo CD's verdict and output.
+
+use crate::output::{self, Format};
+use crate::{EXIT_DIFFERENCES, EXIT_IN_SYNC, Hint};
+use anyhow::{Result, anyhow, bail};
+use plumb_core::argo::{Application, Settings};
+use plumb_diff::DiffConfig;
+use plumb_diff::compare::{CompareContext, Desired, Status, compare};
+use plumb_diff::ignore::IgnoreNormalizer;
+use plumb_diff::known_types::KnownTypes;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+#[derive(clap::Args)]
+pub struct DiffArgs {
+    /// Desired manifests: YAML/JSON files (multi-document, `kind: List`) or directories (recursive).
+    #[arg(long, required = true, num_args = 1.., value_name = "PATH")]
+    desired: Vec<PathBuf>,
+    /// Live objects, in the same forms (e.g. `kubectl get -o yaml` output, or a plumb snapshot).
+    #[arg(long, required = true, num_args = 1.., value_name = "PATH")]
+    live: Vec<PathBuf>,
+    /// An Argo CD Application manifest: ignoreDifferences, destination namespace, tracking, compare options.
+    #[arg(long, value_name = "FILE")]
+    app: Option<PathBuf>,
+    /// An argocd-cm ConfigMap: resource.customizations, resource.compareoptions, tracking method.
+    #[arg(long, value_name = "FILE")]
+    settings: Option<PathBuf>,
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = Format::Argocd)]
+    output: Format,
+    /// Exit 1 when there are differences (as `argocd app diff --exit-code`).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    exit_code: bool,
+    /// Timeout of each jqPathExpressions evaluation (Argo CD's default: 1s).
+    #[arg(long, default_value = "1s", value_parser = parse_duration, value_name = "DURATION")]
+    jq_timeout: Duration,
+}
+
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    let (num, mul) = if let Some(n) = s.strip_suffix("ms") {
+        (n, 0.001)
+    } else if let Some(n) = s.strip_suffix('s') {
+        (n, 1.0)
+    } else {
+        (s, 1.0)
+    };
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a duration (e.g. 1s, 500ms)"))?;
+    if !(v.is_finite() && v > 0.0) {
+        return Err(format!("'{s}' must be positive"));
+    }
+    Ok(Duration::from_secs_f64(v * mul))
+}
+
+fn load_one(path: &Path, what: &str) -> Result<serde_json::Value> {
+    let ms = plumb_render::load_file(path).map_err(|e| anyhow!("{e}"))?;
+    match ms.len() {
+        1 => Ok(ms.into_iter().next().map(|m| m.object).unwrap_or_default()),
+        n => bail!("{}: expected one {what}, found {n} objects", path.display()),
+    }
+}
+
+pub fn run(args: DiffArgs) -> Result<u8> {
+    let desired = plumb_render::load_paths(&args.desired).map_err(|e| anyhow!("{e}"))?;
+    let live = plumb_render::load_paths(&args.live).map_err(|e| anyhow!("{e}"))?;
+
+    let app = match &args.app {
+        Some(p) => {
+            let v = load_one(p, "Application")?;
+            Some(Application::from_value(&v).map_err(|e| anyhow!("{}: {e}", p.display()))?)
+        }
+        None => None,
+    };
+    let settings = match &args.settings {
+        Some(p) => {
+            let v = load_one(p, "argocd-cm ConfigMap")?;
+            Settings::from_configmap(&v).map_err(|e| anyhow!("{}: {e}", p.display()))?
+        }
+        None => Settings::argocd_defaults(),
+    };
+    if let Some(app) = &app
+        && app.compare_options.server_side_diff == Some(true)
+    {
+        return Err(anyhow!(Hint(
+            "server-side diff needs a live API server; drop the annotation to compare files client-side".into()
+        ))
+        .context(format!("Application {} asks for ServerSideDiff=true, which a file-based diff cannot do", app.name)));
+    }
+
+    let mut rules: Vec<(String, plumb_core::argo::IgnoreRule)> = settings
+        .ignore_rules()
+        .into_iter()
+        .map(|r| (format!("argocd-cm override {}/{}", r.group, r.kind), r))
+        .collect();
+    if let (Some(app), Some(path)) = (&app, &args.app) {
+        for (i, r) in app.ignore_differences.iter().enumerate() {
+            rules.push((
+                format!("{}: spec.ignoreDifferences[{i}]", path.display()),
+                r.clone(),
+            ));
+        }
+    }
+    let config = DiffConfig {
+        ignore: IgnoreNormalizer::new(rules, args.jq_timeout)?,
+        ignore_aggregated_roles: settings.ignore_aggregated_roles,
+        known_types: KnownTypes::from_overrides(&settings.overrides),
+    };
+    let desired: Vec<Desired> = desired
+        .into_iter()
+        .map(|m| Desired {
+            origin: m.location(),
+            object: m.object,
+        })
+        .collect();
+    let live: Vec<serde_json::Value> = live.into_iter().map(|m| m.object).collect();
+    let ctx = CompareContext {
+        app: app.as_ref(),
+        settings: Some(&settings),
+        config: &config,
+    };
+    let results = compare(desired, live, &ctx)?;
+
+    output::print(&results, args.output)?;
+    let differs = results.iter().any(|r| r.status != Status::Equal);
+    Ok(if differs && args.exit_code {
+        EXIT_DIFFERENCES
+    } else {
+        EXIT_IN_SYNC
+    })
+}

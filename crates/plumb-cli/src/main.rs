@@ -1,0 +1,90 @@
+//! `plumb`: a GitOps engine and drift doctor for Kubernetes. This binary is thin:
+//! argument parsing, reading inputs, printing; the work is in the library crates.
+
+mod diff_cmd;
+mod output;
+
+use clap::{Parser, Subcommand};
+use std::io::Write;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "plumb",
+    version,
+    about = "GitOps engine and drift doctor for Kubernetes"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Compare desired manifests with live objects exactly as Argo CD does.
+    ///
+    /// Exit code: 0 in sync, 1 differences (modified, missing or extra), 2 error.
+    Diff(diff_cmd::DiffArgs),
+}
+
+/// Exit codes shared by every command.
+pub const EXIT_IN_SYNC: u8 = 0;
+pub const EXIT_DIFFERENCES: u8 = 1;
+pub const EXIT_ERROR: u8 = 2;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() {
+                EXIT_ERROR
+            } else {
+                EXIT_IN_SYNC
+            });
+        }
+    };
+    let result = match cli.command {
+        Command::Diff(args) => diff_cmd::run(args),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            if is_broken_pipe(&e) {
+                return ExitCode::from(EXIT_IN_SYNC);
+            }
+            let mut err = std::io::stderr().lock();
+            let message: Vec<String> = e
+                .chain()
+                .filter(|c| c.downcast_ref::<Hint>().is_none())
+                .map(ToString::to_string)
+                .collect();
+            let _ = writeln!(err, "error: {}", message.join(": "));
+            for cause in e.chain().skip(1) {
+                if let Some(h) = cause.downcast_ref::<Hint>() {
+                    let _ = writeln!(err, "hint: {}", h.0);
+                }
+            }
+            ExitCode::from(EXIT_ERROR)
+        }
+    }
+}
+
+/// A hint attached (as the source) to an error, printed as `hint: …` after it.
+#[derive(Debug)]
+pub struct Hint(pub String);
+
+impl std::fmt::Display for Hint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Hint {}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}

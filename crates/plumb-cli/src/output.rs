@@ -1,0 +1,107 @@
+//! Output formats of `plumb diff`: argocd (default), unified, json.
+
+use anyhow::{Context, Result};
+use plumb_diff::compare::{ResourceDiff, Status};
+use plumb_diff::text;
+use serde_json::{Value, json};
+use std::io::Write;
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// `argocd app diff`: a header per resource, then `diff` normal format (`<` live, `>` desired).
+    Argocd,
+    /// The same pairs as unified diffs labelled live and desired.
+    Unified,
+    /// One JSON document: summary and per-resource differing fields.
+    Json,
+}
+
+fn yaml_or_empty(v: &Value) -> String {
+    if v.is_null() {
+        String::new()
+    } else {
+        text::to_yaml(v)
+    }
+}
+
+fn header(r: &ResourceDiff) -> String {
+    format!("\n===== {} ======\n", r.key)
+}
+
+pub fn print(results: &[ResourceDiff], format: Format) -> Result<()> {
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    match format {
+        Format::Argocd => {
+            let external = std::env::var("KUBECTL_EXTERNAL_DIFF")
+                .ok()
+                .filter(|s| !s.trim().is_empty());
+            for r in results.iter().filter(|r| r.status != Status::Equal) {
+                out.write_all(header(r).as_bytes())?;
+                let live = yaml_or_empty(&r.result.normalized_live);
+                let desired = yaml_or_empty(&r.result.predicted_live);
+                match &external {
+                    Some(cmd) => {
+                        out.flush()?;
+                        run_external(cmd, r, &live, &desired)?;
+                    }
+                    None => out.write_all(text::normal_diff(&live, &desired).as_bytes())?,
+                }
+            }
+        }
+        Format::Unified => {
+            for r in results.iter().filter(|r| r.status != Status::Equal) {
+                out.write_all(header(r).as_bytes())?;
+                let live = yaml_or_empty(&r.result.normalized_live);
+                let desired = yaml_or_empty(&r.result.predicted_live);
+                out.write_all(text::unified_diff(&live, &desired, "live", "desired").as_bytes())?;
+            }
+        }
+        Format::Json => {
+            let count = |s: Status| results.iter().filter(|r| r.status == s).count();
+            let resources: Vec<Value> = results
+                .iter()
+                .map(|r| {
+                    let fields = if r.status == Status::Modified { r.fields() } else { Vec::new() };
+                    json!({
+                        "group": r.key.group, "kind": r.key.kind, "namespace": r.key.namespace, "name": r.key.name,
+                        "status": r.status, "fields": fields,
+                    })
+                })
+                .collect();
+            let doc = json!({
+                "summary": {
+                    "inSync": results.iter().all(|r| r.status == Status::Equal),
+                    "modified": count(Status::Modified), "missing": count(Status::Missing),
+                    "extra": count(Status::Extra), "equal": count(Status::Equal),
+                },
+                "resources": resources,
+            });
+            serde_json::to_writer_pretty(&mut out, &doc)?;
+            out.write_all(b"\n")?;
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// Runs `KUBECTL_EXTERNAL_DIFF` on two files, as argocd does (`<cmd> [args] LIVE TARGET`).
+fn run_external(cmd: &str, r: &ResourceDiff, live: &str, desired: &str) -> Result<()> {
+    let dir = std::env::temp_dir().join(format!("plumb-diff-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let name = r.key.name.replace('/', "_");
+    let live_path = dir.join(format!("{name}-live.yaml"));
+    let target_path = dir.join(&name);
+    std::fs::write(&live_path, live)?;
+    std::fs::write(&target_path, desired)?;
+    let mut parts = cmd.split_whitespace();
+    let program = parts.next().unwrap_or("diff");
+    let status = std::process::Command::new(program)
+        .args(parts)
+        .arg(&live_path)
+        .arg(&target_path)
+        .status()
+        .with_context(|| format!("cannot run KUBECTL_EXTERNAL_DIFF '{cmd}'"));
+    let _ = std::fs::remove_dir_all(&dir);
+    status.map(|_| ()) // the diff tool's own exit status is ignored, as argocd ignores it
+}

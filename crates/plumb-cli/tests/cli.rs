@@ -1,0 +1,398 @@
+//! End-to-end tests of the `plumb` binary on real files (the shipped example and
+//! temporary inputs). One test binary for all CLI behaviour.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn plumb(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_plumb"))
+        .args(args)
+        .current_dir(repo())
+        .env_remove("KUBECTL_EXTERNAL_DIFF")
+        .output()
+        .expect("plumb runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+const EXAMPLE: [&str; 7] = [
+    "diff",
+    "--app",
+    "examples/payments/app.yaml",
+    "--desired",
+    "examples/payments/desired",
+    "--live",
+    "examples/payments/live",
+];
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("plumb-cli-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("temp dir");
+    d
+}
+
+#[test]
+fn example_shows_the_webhook_fight_as_argocd_prints_it() {
+    let o = plumb(&EXAMPLE);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let out = stdout(&o);
+    let dep = out
+        .find("\n===== apps/Deployment pay-prod/payments-api ======\n")
+        .expect(&out);
+    let after = &out[dep..];
+    assert!(
+        after.contains(
+            "<         imagePullPolicy: Always\n---\n>         imagePullPolicy: IfNotPresent\n"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("===== /Service pay-prod/payments-api ======"));
+    assert!(out.contains("<     app: payments-api-canary\n---\n>     app: payments-api\n"));
+    // replicas is owned by the HPA and ignored by the app's jsonPointers rule.
+    assert!(!out.contains("replicas: 5\n---"), "{out}");
+    // The ConfigMap is in sync, the CronJob is tracked but not in git: extra.
+    assert!(!out.contains("/ConfigMap"));
+    assert!(out.contains("===== batch/CronJob pay-prod/payments-reconcile ======\n1,22d0\n"));
+    // Sorted by group/kind/namespace/name.
+    let order: Vec<usize> = ["/Secret", "/Service", "apps/Deployment", "batch/CronJob"]
+        .iter()
+        .map(|h| out.find(&format!("===== {h}")).expect(h))
+        .collect();
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "{out}");
+}
+
+#[test]
+fn secrets_are_never_printed() {
+    let needles = ["correct-horse-battery-staple", "rotated-by-hand-at-3am"];
+    let b64: Vec<String> = [
+        "Y29ycmVjdC1ob3JzZS1iYXR0ZXJ5LXN0YXBsZQ",
+        "cm90YXRlZC1ieS1oYW5kLWF0LTNhbQ",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    for format in ["argocd", "unified", "json"] {
+        let mut args = EXAMPLE.to_vec();
+        args.extend(["-o", format]);
+        let o = plumb(&args);
+        let all = format!("{}{}", stdout(&o), stderr(&o));
+        for n in needles
+            .iter()
+            .map(|s| s.to_string())
+            .chain(b64.iter().cloned())
+        {
+            assert!(!all.contains(&n), "{format} output leaks {n}");
+        }
+        assert!(
+            all.contains("++++++++"),
+            "{format}: the Secret still shows as changed"
+        );
+    }
+}
+
+#[test]
+fn json_output_lists_differing_fields() {
+    let mut args = EXAMPLE.to_vec();
+    args.extend(["-o", "json"]);
+    let o = plumb(&args);
+    assert_eq!(o.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON document");
+    assert_eq!(
+        v["summary"],
+        serde_json::json!({"inSync": false, "modified": 3, "missing": 0, "extra": 1, "equal": 1})
+    );
+    let dep = v["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["kind"] == "Deployment")
+        .unwrap();
+    assert_eq!(dep["status"], "modified");
+    assert_eq!(
+        dep["fields"],
+        serde_json::json!([{"path": "/spec/template/spec/containers/0/imagePullPolicy", "live": "Always", "desired": "IfNotPresent"}])
+    );
+}
+
+#[test]
+fn unified_output_and_exit_code_switch() {
+    let mut args = EXAMPLE.to_vec();
+    args.extend(["-o", "unified", "--exit-code=false"]);
+    let o = plumb(&args);
+    assert_eq!(o.status.code(), Some(0));
+    let out = stdout(&o);
+    assert!(out.contains("--- live\n+++ desired\n"));
+    assert!(
+        out.contains("-        imagePullPolicy: Always\n+        imagePullPolicy: IfNotPresent\n"),
+        "{out}"
+    );
+}
+
+#[test]
+fn in_sync_exits_zero_with_no_output() {
+    let d = tmp("insync");
+    let obj =
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: x\ndata:\n  k: v\n";
+    std::fs::write(d.join("desired.yaml"), obj).unwrap();
+    std::fs::write(d.join("live.yaml"), format!("{obj}  extra: only-live\n")).unwrap();
+    let o = plumb(&[
+        "diff",
+        "--desired",
+        d.join("desired.yaml").to_str().unwrap(),
+        "--live",
+        d.join("live.yaml").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(stdout(&o), "");
+    // A missing object is a difference: everything on the desired side.
+    std::fs::write(d.join("empty.yaml"), "").unwrap();
+    let o = plumb(&[
+        "diff",
+        "--desired",
+        d.join("desired.yaml").to_str().unwrap(),
+        "--live",
+        d.join("empty.yaml").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stdout(&o).starts_with("\n===== /ConfigMap x/a ======\n0a1,7\n> apiVersion: v1\n"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn external_diff_tool_is_used_when_set() {
+    let o = Command::new(env!("CARGO_BIN_EXE_plumb"))
+        .args(EXAMPLE)
+        .current_dir(repo())
+        .env("KUBECTL_EXTERNAL_DIFF", "diff -u")
+        .output()
+        .unwrap();
+    let out = stdout(&o);
+    assert!(out.contains("payments-api-live.yaml"), "{out}");
+    assert!(
+        out.contains("+        imagePullPolicy: IfNotPresent"),
+        "{out}"
+    );
+}
+
+fn assert_one_line_error(o: &Output, must_contain: &[&str]) {
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "stdout: {} stderr: {}",
+        stdout(o),
+        stderr(o)
+    );
+    let err = stderr(o);
+    assert_eq!(
+        err.lines().filter(|l| l.starts_with("error: ")).count(),
+        1,
+        "{err}"
+    );
+    for m in must_contain {
+        assert!(err.contains(m), "missing {m:?} in {err}");
+    }
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn bad_input_is_one_line_exit_two() {
+    let d = tmp("bad");
+    let good = d.join("good.yaml");
+    std::fs::write(
+        &good,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n",
+    )
+    .unwrap();
+    let p = |n: &str| d.join(n).to_str().unwrap().to_string();
+
+    std::fs::write(
+        d.join("broken.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: [a\n",
+    )
+    .unwrap();
+    assert_one_line_error(
+        &plumb(&[
+            "diff",
+            "--desired",
+            &p("broken.yaml"),
+            "--live",
+            &p("good.yaml"),
+        ]),
+        &["broken.yaml:4:", "invalid YAML"],
+    );
+
+    std::fs::write(
+        d.join("broken.json"),
+        "{\"apiVersion\": \"v1\",\n \"kind\": }",
+    )
+    .unwrap();
+    assert_one_line_error(
+        &plumb(&[
+            "diff",
+            "--desired",
+            &p("good.yaml"),
+            "--live",
+            &p("broken.json"),
+        ]),
+        &["broken.json:2:10: invalid JSON"],
+    );
+
+    std::fs::write(
+        d.join("noname.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {}\n",
+    )
+    .unwrap();
+    assert_one_line_error(
+        &plumb(&[
+            "diff",
+            "--desired",
+            &p("noname.yaml"),
+            "--live",
+            &p("good.yaml"),
+        ]),
+        &["noname.yaml:1: not a Kubernetes object: missing metadata.name"],
+    );
+
+    std::fs::write(d.join("twice.yaml"), "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n").unwrap();
+    assert_one_line_error(
+        &plumb(&[
+            "diff",
+            "--desired",
+            &p("twice.yaml"),
+            "--live",
+            &p("good.yaml"),
+        ]),
+        &["declared twice", "twice.yaml:1", "twice.yaml:6"],
+    );
+
+    assert_one_line_error(
+        &plumb(&[
+            "diff",
+            "--desired",
+            &p("nope.yaml"),
+            "--live",
+            &p("good.yaml"),
+        ]),
+        &["nope.yaml: cannot read: no such file or directory"],
+    );
+
+    let o = plumb(&[
+        "diff",
+        "--desired",
+        &p("good.yaml"),
+        "--live",
+        &p("good.yaml"),
+        "-o",
+        "xml",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("invalid value 'xml'"));
+
+    let app = |rule: &str| {
+        format!(
+            "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: a\nspec:\n  ignoreDifferences:\n  - {rule}\n"
+        )
+    };
+    std::fs::write(
+        d.join("app-ptr.yaml"),
+        app("{kind: ConfigMap, jsonPointers: [data]}"),
+    )
+    .unwrap();
+    assert_one_line_error(
+        &plumb(&[
+            "diff",
+            "--app",
+            &p("app-ptr.yaml"),
+            "--desired",
+            &p("good.yaml"),
+            "--live",
+            &p("good.yaml"),
+        ]),
+        &["spec.ignoreDifferences[0]", "invalid JSON pointer 'data'"],
+    );
+    std::fs::write(
+        d.join("app-jq.yaml"),
+        app("{kind: ConfigMap, jqPathExpressions: ['.data[']}"),
+    )
+    .unwrap();
+    assert_one_line_error(
+        &plumb(&[
+            "diff",
+            "--app",
+            &p("app-jq.yaml"),
+            "--desired",
+            &p("good.yaml"),
+            "--live",
+            &p("good.yaml"),
+        ]),
+        &[
+            "spec.ignoreDifferences[0]",
+            "jq expression '.data['",
+            "compile error",
+        ],
+    );
+    std::fs::write(
+        d.join("app-slow.yaml"),
+        app("{kind: ConfigMap, jqPathExpressions: ['last(range(1e15)) as $x | .data']}"),
+    )
+    .unwrap();
+    assert_one_line_error(
+        &plumb(&[
+            "diff",
+            "--app",
+            &p("app-slow.yaml"),
+            "--desired",
+            &p("good.yaml"),
+            "--live",
+            &p("good.yaml"),
+            "--jq-timeout",
+            "200ms",
+        ]),
+        &["spec.ignoreDifferences[0]", "timed out"],
+    );
+}
+
+#[test]
+fn settings_overrides_apply() {
+    let d = tmp("settings");
+    let p = |n: &str| d.join(n).to_str().unwrap().to_string();
+    std::fs::write(
+        d.join("desired.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: x\ndata:\n  k: git\n",
+    )
+    .unwrap();
+    std::fs::write(d.join("live.yaml"), "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: x\ndata:\n  k: cluster\n").unwrap();
+    let o = plumb(&[
+        "diff",
+        "--desired",
+        &p("desired.yaml"),
+        "--live",
+        &p("live.yaml"),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    std::fs::write(d.join("argocd-cm.yaml"), "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: argocd-cm\ndata:\n  resource.customizations.ignoreDifferences.ConfigMap: |\n    jsonPointers:\n    - /data/k\n").unwrap();
+    let o = plumb(&[
+        "diff",
+        "--desired",
+        &p("desired.yaml"),
+        "--live",
+        &p("live.yaml"),
+        "--settings",
+        &p("argocd-cm.yaml"),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+}
