@@ -62,8 +62,10 @@ fn load_one(path: &Path, what: &str) -> Result<serde_json::Value> {
 }
 
 pub fn run(args: DiffArgs) -> Result<u8> {
+    let started = std::time::Instant::now();
     let desired = plumb_render::load_paths(&args.desired).map_err(|e| anyhow!("{e}"))?;
     let live = plumb_render::load_paths(&args.live).map_err(|e| anyhow!("{e}"))?;
+    let parsed = started.elapsed();
 
     let app = match &args.app {
         Some(p) => {
@@ -120,8 +122,20 @@ pub fn run(args: DiffArgs) -> Result<u8> {
         config: &config,
     };
     let results = compare(desired, live, &ctx)?;
+    let compared = started.elapsed();
 
     output::print(&results, args.output)?;
+    if std::env::var_os("PLUMB_TIMINGS").is_some() {
+        let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+        eprintln!(
+            "timings: parse {:.1} ms, compare {:.1} ms, output {:.1} ms, total {:.1} ms, objects {}",
+            ms(parsed),
+            ms(compared - parsed),
+            ms(started.elapsed() - compared),
+            ms(started.elapsed()),
+            results.len()
+        );
+    }
     let differs = results.iter().any(|r| r.status != Status::Equal);
     Ok(if differs && args.exit_code {
         EXIT_DIFFERENCES

@@ -26,6 +26,7 @@
 pub mod argo;
 pub mod fieldpath;
 mod key;
+pub mod parallel;
 pub mod pointer;
 pub mod quantity;
 pub mod schema;

@@ -206,7 +206,7 @@ mod tests {
         assert!(spec.fields["replicas"].ptr);
         assert!(!spec.fields["paused"].ptr && spec.fields["paused"].omitempty);
         assert_eq!(
-            s.type_def("io.k8s.api.core.v1.Container").unwrap().fields["resources"].fields_kind(),
+            s.type_def("io.k8s.api.core.v1.Container").unwrap().fields["resources"].t,
             FieldType::Object
         );
     }
@@ -224,12 +224,5 @@ mod tests {
         // Argo CD's built-ins are client-go's scheme: CRDs themselves are not among them.
         assert!(!s.is_builtin("apiextensions.k8s.io", "CustomResourceDefinition"));
         assert!(s.root("apps/v1beta1", "StatefulSet").is_some());
-    }
-}
-
-#[cfg(test)]
-impl FieldDef {
-    fn fields_kind(&self) -> FieldType {
-        self.t
     }
 }

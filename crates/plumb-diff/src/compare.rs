@@ -50,7 +50,7 @@ impl ResourceDiff {
 pub enum CompareError {
     #[error("{key} is declared twice in desired: {first} and {second}")]
     Duplicate {
-        key: ResourceKey,
+        key: Box<ResourceKey>,
         first: String,
         second: String,
     },
@@ -172,7 +172,7 @@ pub fn compare(
         }
         if let Some(prev) = want.get(&key) {
             return Err(CompareError::Duplicate {
-                key,
+                key: Box::new(key),
                 first: prev.origin.clone(),
                 second: d.origin,
             });
@@ -208,27 +208,36 @@ pub fn compare(
         }
     }
 
-    let mut out = Vec::new();
-    for (key, d) in &want {
-        let l = have.remove(key);
-        let mut live_obj = l;
-        if let (Some(lv), TrackingMethod::Annotation) = (live_obj.as_mut(), tracking) {
-            pre_diff_tracking(lv, &d.object);
-        }
-        let mut result = diff(Some(&d.object), live_obj.as_ref(), ctx.config)?;
-        let status = match (&live_obj, result.modified) {
-            (None, _) => Status::Missing,
-            (Some(_), true) => Status::Modified,
-            (Some(_), false) => Status::Equal,
-        };
-        mask_result(&mut result, ctx.settings);
-        out.push(ResourceDiff {
-            key: key.clone(),
-            status,
-            result,
-            origin: Some(d.origin.clone()),
-        });
-    }
+    let pairs: Vec<(ResourceKey, Desired, Option<Value>)> = want
+        .into_iter()
+        .map(|(key, d)| {
+            let l = have.remove(&key);
+            (key, d, l)
+        })
+        .collect();
+    let diffed = plumb_core::parallel::map(
+        &pairs,
+        |(key, d, l)| -> Result<ResourceDiff, CompareError> {
+            let mut live_obj = l.clone();
+            if let (Some(lv), TrackingMethod::Annotation) = (live_obj.as_mut(), tracking) {
+                pre_diff_tracking(lv, &d.object);
+            }
+            let mut result = diff(Some(&d.object), live_obj.as_ref(), ctx.config)?;
+            let status = match (&live_obj, result.modified) {
+                (None, _) => Status::Missing,
+                (Some(_), true) => Status::Modified,
+                (Some(_), false) => Status::Equal,
+            };
+            mask_result(&mut result, ctx.settings);
+            Ok(ResourceDiff {
+                key: key.clone(),
+                status,
+                result,
+                origin: Some(d.origin.clone()),
+            })
+        },
+    );
+    let mut out = diffed.into_iter().collect::<Result<Vec<_>, _>>()?;
     if let Some(app) = ctx.app {
         for (key, l) in have {
             if is_tracked_by(&l, &app.name) {

@@ -145,14 +145,12 @@ pub fn apply(object: &mut Value) {
             }
         }
         ("", "Secret") => set(o, "type", json!("Opaque")),
-        ("", "Namespace") => {
-            if !name.is_empty() {
-                set(o, "metadata", json!({}));
-                if let Some(meta) = child(o, "metadata") {
-                    set(meta, "labels", json!({}));
-                    if let Some(labels) = child(meta, "labels") {
-                        set(labels, "kubernetes.io/metadata.name", json!(name));
-                    }
+        ("", "Namespace") if !name.is_empty() => {
+            set(o, "metadata", json!({}));
+            if let Some(meta) = child(o, "metadata") {
+                set(meta, "labels", json!({}));
+                if let Some(labels) = child(meta, "labels") {
+                    set(labels, "kubernetes.io/metadata.name", json!(name));
                 }
             }
         }

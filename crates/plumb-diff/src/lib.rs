@@ -77,8 +77,8 @@ pub enum DiffError {
     NothingToCompare,
     #[error("{key}: {source}")]
     Ignore {
-        key: ResourceKey,
-        source: IgnoreError,
+        key: Box<ResourceKey>,
+        source: Box<IgnoreError>,
     },
 }
 
@@ -119,8 +119,8 @@ pub(crate) fn full_normalize(
     cfg.ignore
         .apply(&key, v)
         .map_err(|source| DiffError::Ignore {
-            key: key.clone(),
-            source,
+            key: Box::new(key.clone()),
+            source: Box::new(source),
         })?;
     cfg.known_types.apply(&key, v, schema);
     Ok(())

@@ -133,7 +133,7 @@ fn canon_field(
             _ => return Err(fail(path, "expected a number")),
         },
         FieldType::Boolean => match v {
-            Value::Bool(b) => (!(omit_zero && !b)).then(|| v.clone()),
+            Value::Bool(b) => (!omit_zero || *b).then(|| v.clone()),
             _ => return Err(fail(path, "expected a boolean")),
         },
         FieldType::Quantity => {

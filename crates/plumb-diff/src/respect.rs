@@ -44,8 +44,8 @@ pub fn normalize_target_for_sync(
         cfg.ignore
             .apply(&key, v)
             .map_err(|source| DiffError::Ignore {
-                key: key.clone(),
-                source,
+                key: Box::new(key.clone()),
+                source: Box::new(source),
             })?;
     }
     let api_version = desired

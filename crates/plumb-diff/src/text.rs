@@ -210,7 +210,7 @@ fn format_g(neg: bool, digits: &str, dp: i32) -> String {
     }
     let nd = i32::try_from(digits.len()).unwrap_or(i32::MAX);
     let exp = dp - 1;
-    if exp < -4 || exp >= 6 {
+    if !(-4..6).contains(&exp) {
         let mut chars = digits.chars();
         if let Some(first) = chars.next() {
             s.push(first);
@@ -612,15 +612,15 @@ fn parse_go_time(b: &[u8], layout: TsLayout) -> bool {
             return false;
         }
         let hour = go_getnum(b, &mut pos, false);
-        if !hour.is_some_and(|h| h < 24) || !lit(&mut pos, b':') {
+        if hour.is_none_or(|h| h >= 24) || !lit(&mut pos, b':') {
             return false;
         }
         let min = go_getnum(b, &mut pos, false);
-        if !min.is_some_and(|m| m < 60) || !lit(&mut pos, b':') {
+        if min.is_none_or(|m| m >= 60) || !lit(&mut pos, b':') {
             return false;
         }
         let sec = go_getnum(b, &mut pos, false);
-        if !sec.is_some_and(|s| s < 60) {
+        if sec.is_none_or(|s| s >= 60) {
             return false;
         }
         // Optional fraction: ',' or '.' then digits.
@@ -655,7 +655,7 @@ fn parse_go_time(b: &[u8], layout: TsLayout) -> bool {
     if pos != b.len() {
         return false;
     }
-    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let leap = year.is_multiple_of(4) && (!year.is_multiple_of(100) || year.is_multiple_of(400));
     let days = match month {
         2 if leap => 29,
         2 => 28,
@@ -1983,15 +1983,13 @@ impl Search<'_> {
 /// neighbours so that it merges with other runs, ends as late as possible,
 /// or lines up with a change in the other file.
 fn shift_boundaries(eq0: &[usize], eq1: &[usize], changed: &mut [Vec<bool>; 2]) {
-    let equivs = [eq0, eq1];
-    for f in 0..2 {
+    for (f, eq) in [eq0, eq1].into_iter().enumerate() {
         let (first, second) = changed.split_at_mut(1);
         let (ch, other) = if f == 0 {
             (&mut first[0], &second[0])
         } else {
             (&mut second[0], &first[0])
         };
-        let eq = equivs[f];
         let i_end = to_isize(eq.len());
         // Flags are stored at index + 1, with a false sentinel at each end.
         let c = |v: &Vec<bool>, k: isize| v[to_usize(k + 1)];

@@ -76,22 +76,25 @@ pub fn is_manifest_file(path: &Path) -> bool {
     )
 }
 
-/// Loads files and directories (recursively, in sorted order).
+/// Loads files and directories (recursively, in sorted order). Files are parsed on all
+/// cores; the result keeps the order of the paths and files.
 pub fn load_paths(paths: &[PathBuf]) -> Result<Vec<Manifest>, LoadError> {
-    let mut out = Vec::new();
+    let mut files = Vec::new();
     for p in paths {
         let meta = std::fs::metadata(p)
             .map_err(|e| err(p, None, None, format!("cannot read: {}", io_reason(&e))))?;
         if meta.is_dir() {
-            let mut files = Vec::new();
-            collect_dir(p, &mut files)?;
-            files.sort();
-            for f in files {
-                out.extend(load_file(&f)?);
-            }
+            let mut found = Vec::new();
+            collect_dir(p, &mut found)?;
+            found.sort();
+            files.extend(found);
         } else {
-            out.extend(load_file(p)?);
+            files.push(p.clone());
         }
+    }
+    let mut out = Vec::new();
+    for r in plumb_core::parallel::map(&files, |f| load_file(f)) {
+        out.extend(r?);
     }
     Ok(out)
 }

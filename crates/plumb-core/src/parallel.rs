@@ -1,0 +1,35 @@
+//! Order-preserving data parallelism over a slice with scoped std threads.
+
+/// Maps `f` over `items` on up to `available_parallelism` threads, keeping order.
+pub fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(items.len().max(1));
+    if threads <= 1 {
+        return items.iter().map(&f).collect();
+    }
+    let chunk = items.len().div_ceil(threads);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = items
+            .chunks(chunk)
+            .map(|c| s.spawn(|| c.iter().map(&f).collect::<Vec<R>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn keeps_order() {
+        let v: Vec<u32> = (0..1000).collect();
+        assert_eq!(
+            super::map(&v, |x| x * 2),
+            v.iter().map(|x| x * 2).collect::<Vec<_>>()
+        );
+        assert!(super::map(&Vec::<u32>::new(), |x| *x).is_empty());
+    }
+}
