@@ -116,14 +116,23 @@ pub(crate) fn full_normalize(
 ) -> Result<(), DiffError> {
     normalize::normalize(v, cfg.ignore_aggregated_roles);
     let key = key_of(v);
+    apply_ignore(cfg, &key, v)?;
+    cfg.known_types.apply(&key, v, schema);
+    Ok(())
+}
+
+/// The ignore rules' jsonPointers and jq expressions, with errors naming the object.
+pub(crate) fn apply_ignore(
+    cfg: &DiffConfig,
+    key: &ResourceKey,
+    v: &mut Value,
+) -> Result<(), DiffError> {
     cfg.ignore
-        .apply(&key, v)
+        .apply(key, v)
         .map_err(|source| DiffError::Ignore {
             key: Box::new(key.clone()),
             source: Box::new(source),
-        })?;
-    cfg.known_types.apply(&key, v, schema);
-    Ok(())
+        })
 }
 
 /// The `kubectl.kubernetes.io/last-applied-configuration` of live, parsed; `None` when

@@ -41,12 +41,7 @@ pub fn normalize_target_for_sync(
     let managers = cfg.ignore.managers_for(&key);
     ignore::normalize_managed_fields(&mut n_live, &mut n_target, &managers);
     for v in [&mut n_target, &mut n_live] {
-        cfg.ignore
-            .apply(&key, v)
-            .map_err(|source| DiffError::Ignore {
-                key: Box::new(key.clone()),
-                source: Box::new(source),
-            })?;
+        crate::apply_ignore(cfg, &key, v)?;
     }
     let api_version = desired
         .get("apiVersion")
