@@ -12,6 +12,19 @@
 //!   matching (identical prefix/suffix trimming, discarding of unmatchable
 //!   lines, Myers' middle-snake search, boundary shifting), so that hunks land
 //!   where GNU diff puts them, not just somewhere valid.
+//!
+//! Known differences from the Go and C originals, all outside what real
+//! Kubernetes objects contain:
+//!
+//! * Strings that make Go's `JSONToYAML` fail (raw U+007F or C1 control
+//!   characters other than U+0085, keys containing U+0085) are rendered
+//!   escaped instead of failing.
+//! * When go-yaml's key order is cyclic for a map (e.g. keys `a1`, `a01`,
+//!   `a0b`), Go's output depends on map iteration order and varies between
+//!   runs; this module picks one fixed order.
+//! * Non-ASCII keys are ordered with `char::is_alphabetic`/`is_numeric`
+//!   standing in for Go's `unicode.IsLetter`/`IsDigit`.
+//! * GNU diff's binary-file detection (NUL bytes) is not reproduced.
 
 use serde_json::Value;
 use std::collections::HashMap;
@@ -27,7 +40,8 @@ use std::collections::HashMap;
 /// Kubernetes unstructured decoder types them (`int64`, else `float64`),
 /// JSON-encoded, re-read by go-yaml v2 (so `2.0` becomes the integer `2`),
 /// then emitted by go-yaml v2 with its key order, scalar styles and line
-/// folding. The result always ends with a newline.
+/// folding. The result always ends with a newline. (For a side that does not
+/// exist, Argo CD writes an empty file rather than `null`.)
 #[must_use]
 pub fn to_yaml(v: &Value) -> String {
     let node = build_node(v);
@@ -764,32 +778,25 @@ const BEST_WIDTH: usize = 80;
 /// `best_indent`.
 const BEST_INDENT: isize = 2;
 
-/// The emitter's per-node context flags.
+/// The emitter's per-node context flags. (libyaml's root context only
+/// matters for `...` document-end markers, which go-yaml never prints.)
 #[derive(Clone, Copy)]
 struct Ctx {
-    root: bool,
     mapping: bool,
     simple_key: bool,
 }
 
 impl Ctx {
     const ROOT: Self = Self {
-        root: true,
         mapping: false,
         simple_key: false,
     };
-    const SEQ_ITEM: Self = Self {
-        root: false,
-        mapping: false,
-        simple_key: false,
-    };
+    const SEQ_ITEM: Self = Self::ROOT;
     const MAP_VALUE: Self = Self {
-        root: false,
         mapping: true,
         simple_key: false,
     };
     const SIMPLE_KEY: Self = Self {
-        root: false,
         mapping: true,
         simple_key: true,
     };
@@ -1048,7 +1055,6 @@ impl Emitter {
         if style == Style::Literal && (!a.block_allowed || ctx.simple_key) {
             style = Style::DoubleQuoted;
         }
-        let _ = ctx.root; // a root plain scalar only sets `open_ended`, never printed by go-yaml
         self.increase_indent(true, false);
         let allow_breaks = !ctx.simple_key;
         match style {
@@ -1476,13 +1482,14 @@ fn gnu_changes(a: &TextFile, b: &TextFile, horizon: usize) -> Vec<Change> {
     let (n0, n1) = (eq0.len(), eq1.len());
     let mut script = Vec::new();
     let (mut i0, mut i1) = (0, 0);
+    let flag = |f: usize, k: usize| changed[f].get(k + 1).copied().unwrap_or(false);
     while i0 < n0 || i1 < n1 {
-        if changed[0][i0 + 1] || changed[1][i1 + 1] {
+        if flag(0, i0) || flag(1, i1) {
             let (s0, s1) = (i0, i1);
-            while changed[0][i0 + 1] {
+            while flag(0, i0) {
                 i0 += 1;
             }
-            while changed[1][i1 + 1] {
+            while flag(1, i1) {
                 i1 += 1;
             }
             script.push(Change {
@@ -1806,22 +1813,32 @@ struct Search<'a> {
 }
 
 impl Search<'_> {
+    // Indexes stay in range by construction (diagonals span
+    // `-ny-1..=nx+1`); the accessors still avoid panicking.
     fn fd(&self, d: isize) -> isize {
-        self.fd[to_usize(d + self.off)]
+        self.fd.get(to_usize(d + self.off)).copied().unwrap_or(-1)
     }
     fn bd(&self, d: isize) -> isize {
-        self.bd[to_usize(d + self.off)]
+        self.bd
+            .get(to_usize(d + self.off))
+            .copied()
+            .unwrap_or(isize::MAX)
     }
     fn set_fd(&mut self, d: isize, v: isize) {
-        let i = to_usize(d + self.off);
-        self.fd[i] = v;
+        if let Some(slot) = self.fd.get_mut(to_usize(d + self.off)) {
+            *slot = v;
+        }
     }
     fn set_bd(&mut self, d: isize, v: isize) {
-        let i = to_usize(d + self.off);
-        self.bd[i] = v;
+        if let Some(slot) = self.bd.get_mut(to_usize(d + self.off)) {
+            *slot = v;
+        }
     }
     fn eq(&self, x: isize, y: isize) -> bool {
-        self.xv[to_usize(x)] == self.yv[to_usize(y)]
+        match (self.xv.get(to_usize(x)), self.yv.get(to_usize(y))) {
+            (Some(a), Some(b)) => a == b,
+            _ => false,
+        }
     }
 
     /// GNU `diag`: the midpoint of a shortest edit script, found by
@@ -1992,7 +2009,12 @@ fn shift_boundaries(eq0: &[usize], eq1: &[usize], changed: &mut [Vec<bool>; 2]) 
         };
         let i_end = to_isize(eq.len());
         // Flags are stored at index + 1, with a false sentinel at each end.
-        let c = |v: &Vec<bool>, k: isize| v[to_usize(k + 1)];
+        let c = |v: &[bool], k: isize| v.get(to_usize(k + 1)).copied().unwrap_or(false);
+        let set = |v: &mut [bool], k: isize, value: bool| {
+            if let Some(slot) = v.get_mut(to_usize(k + 1)) {
+                *slot = value;
+            }
+        };
         let e = |k: isize| eq[to_usize(k)];
         let (mut i, mut j): (isize, isize) = (0, 0);
         loop {
@@ -2019,9 +2041,9 @@ fn shift_boundaries(eq0: &[usize], eq1: &[usize], changed: &mut [Vec<bool>; 2]) 
                 let runlength = i - start;
                 while start != 0 && e(start - 1) == e(i - 1) {
                     start -= 1;
-                    ch[to_usize(start + 1)] = true;
+                    set(ch, start, true);
                     i -= 1;
-                    ch[to_usize(i + 1)] = false;
+                    set(ch, i, false);
                     while c(ch, start - 1) {
                         start -= 1;
                     }
@@ -2032,9 +2054,9 @@ fn shift_boundaries(eq0: &[usize], eq1: &[usize], changed: &mut [Vec<bool>; 2]) 
                 }
                 corresponding = if c(other, j - 1) { i } else { i_end };
                 while i != i_end && e(start) == e(i) {
-                    ch[to_usize(start + 1)] = false;
+                    set(ch, start, false);
                     start += 1;
-                    ch[to_usize(i + 1)] = true;
+                    set(ch, i, true);
                     i += 1;
                     while c(ch, i) {
                         i += 1;
@@ -2051,9 +2073,9 @@ fn shift_boundaries(eq0: &[usize], eq1: &[usize], changed: &mut [Vec<bool>; 2]) 
             }
             while corresponding < i {
                 start -= 1;
-                ch[to_usize(start + 1)] = true;
+                set(ch, start, true);
                 i -= 1;
-                ch[to_usize(i + 1)] = false;
+                set(ch, i, false);
                 j -= 1;
                 while c(other, j) {
                     j -= 1;
@@ -2068,8 +2090,872 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// Strips the newline that follows the opening quote of an expectation.
+    fn doc(s: &str) -> &str {
+        s.strip_prefix('\n').unwrap_or(s)
+    }
+
+    fn yaml_of(json_text: &str) -> String {
+        let v: Value = serde_json::from_str(json_text).expect("test input is JSON");
+        to_yaml(&v)
+    }
+
+    // --- YAML: expectations produced by sigs.k8s.io/yaml v1.6.0 (go.yaml.in/yaml/v2 v2.4.2)
+
     #[test]
-    fn placeholder() {
-        assert_eq!(to_yaml(&json!(null)), "null\n");
+    fn yaml_deployment_nested_object() {
+        let got = yaml_of(
+            r##"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"annotations":{"deployment.kubernetes.io/revision":"3"},"labels":{"app":"guestbook","app.kubernetes.io/instance":"guestbook"},"name":"guestbook-ui","namespace":"default"},"spec":{"replicas":1,"revisionHistoryLimit":3,"selector":{"matchLabels":{"app":"guestbook-ui"}},"template":{"metadata":{"labels":{"app":"guestbook-ui"}},"spec":{"containers":[{"image":"gcr.io/heptio-images/ks-guestbook-demo:0.2","imagePullPolicy":"IfNotPresent","name":"guestbook-ui","ports":[{"containerPort":80,"protocol":"TCP"}],"resources":{"limits":{"cpu":"500m","memory":"128Mi"}}}],"dnsPolicy":"ClusterFirst","securityContext":{}}}}}"##,
+        );
+        let want = r##"
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  annotations:
+    deployment.kubernetes.io/revision: "3"
+  labels:
+    app: guestbook
+    app.kubernetes.io/instance: guestbook
+  name: guestbook-ui
+  namespace: default
+spec:
+  replicas: 1
+  revisionHistoryLimit: 3
+  selector:
+    matchLabels:
+      app: guestbook-ui
+  template:
+    metadata:
+      labels:
+        app: guestbook-ui
+    spec:
+      containers:
+      - image: gcr.io/heptio-images/ks-guestbook-demo:0.2
+        imagePullPolicy: IfNotPresent
+        name: guestbook-ui
+        ports:
+        - containerPort: 80
+          protocol: TCP
+        resources:
+          limits:
+            cpu: 500m
+            memory: 128Mi
+      dnsPolicy: ClusterFirst
+      securityContext: {}
+"##;
+        assert_eq!(got, doc(want));
+    }
+
+    #[test]
+    fn yaml_lists_of_maps_lists_of_lists_and_empty_containers() {
+        let got = yaml_of(
+            r##"{"matrix":[[1,2],[],[["a"],{}]],"empty":{"list":[],"map":{}},"items":[{"name":"a","value":"1"},{"name":"b"},{}],"nulls":[null,{"k":null}]}"##,
+        );
+        let want = r##"
+empty:
+  list: []
+  map: {}
+items:
+- name: a
+  value: "1"
+- name: b
+- {}
+matrix:
+- - 1
+  - 2
+- []
+- - - a
+  - {}
+nulls:
+- null
+- k: null
+"##;
+        assert_eq!(got, doc(want));
+        assert_eq!(
+            yaml_of(r##"[[["deep"]],[{"a":[1,[2]]}]]"##),
+            "- - - deep\n- - a:\n    - 1\n    - - 2\n"
+        );
+    }
+
+    #[test]
+    fn yaml_top_level_values() {
+        assert_eq!(to_yaml(&Value::Null), "null\n");
+        assert_eq!(to_yaml(&json!("just a string")), "just a string\n");
+        assert_eq!(to_yaml(&json!([])), "[]\n");
+        assert_eq!(to_yaml(&json!({})), "{}\n");
+        assert_eq!(to_yaml(&json!(true)), "true\n");
+        assert_eq!(to_yaml(&json!("a\nb\n")), "|\n  a\n  b\n");
+    }
+
+    #[test]
+    fn yaml_quotes_strings_that_would_not_read_back_as_strings() {
+        let got = yaml_of(
+            r##"{"s":["true","yes","on","no","off","y","n","~","null","NULL","","1","0.5","1e3","0x1F","012","08","0o17","1_000","+1","-1",".inf","-.inf",".nan",".5","2001-12-14","2001-02-30","2001-12-14T21:59:43Z","2001-12-14 21:59:43.10","1:20","a: b","a:b","#x","x #y","x#y"," lead","trail ","-","- x","-x","---","...","?","? x",":",":x","[x]","{x}","*a","&a","!t","|","\u003e","'q'","\"dq\"","%p","@at","`bt","a,b","\u003c\u003c","=","tab\there","back\\slash","plain text"]}"##,
+        );
+        let want = r##"
+s:
+- "true"
+- "yes"
+- "on"
+- "no"
+- "off"
+- "y"
+- "n"
+- "~"
+- "null"
+- "NULL"
+- ""
+- "1"
+- "0.5"
+- "1e3"
+- "0x1F"
+- "012"
+- "08"
+- "0o17"
+- "1_000"
+- "+1"
+- "-1"
+- ".inf"
+- "-.inf"
+- ".nan"
+- ".5"
+- "2001-12-14"
+- 2001-02-30
+- "2001-12-14T21:59:43Z"
+- "2001-12-14 21:59:43.10"
+- "1:20"
+- 'a: b'
+- a:b
+- '#x'
+- 'x #y'
+- x#y
+- ' lead'
+- 'trail '
+- '-'
+- '- x'
+- -x
+- '---'
+- '...'
+- '?'
+- '? x'
+- ':'
+- :x
+- '[x]'
+- '{x}'
+- '*a'
+- '&a'
+- '!t'
+- '|'
+- '>'
+- '''q'''
+- '"dq"'
+- '%p'
+- '@at'
+- '`bt'
+- a,b
+- <<
+- =
+- "tab\there"
+- back\slash
+- plain text
+"##;
+        assert_eq!(got, doc(want));
+    }
+
+    #[test]
+    fn yaml_multiline_configmap_data() {
+        let got = yaml_of(
+            r##"{"data":{"trailing.conf":"line one\nline two\n","no-trailing.conf":"line one\nline two","keep.conf":"a\n\n","lead.txt":" indented\nnext\n","spaces.txt":"trailing space \nnext\n","only-newline":"\n","crlf":"a\r\nb\n","tabbed":"key:\tvalue\n"}}"##,
+        );
+        let want = r##"
+data:
+  crlf: "a\r\nb\n"
+  keep.conf: |+
+    a
+
+  lead.txt: |2
+     indented
+    next
+  no-trailing.conf: |-
+    line one
+    line two
+  only-newline: |2+
+
+  spaces.txt: "trailing space \nnext\n"
+  tabbed: "key:\tvalue\n"
+  trailing.conf: |
+    line one
+    line two
+"##;
+        assert_eq!(got, doc(want));
+    }
+
+    #[test]
+    fn yaml_unicode() {
+        let got = yaml_of(
+            r##"{"unicode":{"accent":"café","cjk":"日本語","emoji":"deploy 🚀","nbsp":"a\u00a0b","bom":"\ufeffx","ls":"a\u2028b","nel":"a\u0085b"},"日本":"key","é":1,"z":2,"E":3}"##,
+        );
+        let want = concat!(
+            "E: 3\n",
+            "unicode:\n",
+            "  accent: café\n",
+            "  bom: \"\\uFEFF\\x78\"\n",
+            "  cjk: 日本語\n",
+            "  emoji: \"deploy \\U0001F680\"\n",
+            "  ls: 'a\u{2028}    b'\n",
+            "  nbsp: a\u{a0}b\n",
+            "  nel: a b\n",
+            "z: 2\n",
+            "é: 1\n",
+            "日本: key\n",
+        );
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn yaml_long_strings_fold_at_80_columns() {
+        let got = yaml_of(
+            r##"{"short":"The quick brown fox jumps over the lazy dog and keeps running until the end of the line","annotation":"kubectl.kubernetes.io/last-applied-configuration-like value: {\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"x\"}} trailing words here","quoted":"true but this is a very long string that starts with a word that is not special, no it does not, yes 1","dq":"tab\tseparated\tvalues that go on and on and on for quite a long while past the eighty column limit ok","nospace":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa","nested":{"deeper":{"value":"word word word word word word word word word word word word word word word word word word"}}}"##,
+        );
+        let want = r##"
+annotation: 'kubectl.kubernetes.io/last-applied-configuration-like value: {"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"}}
+  trailing words here'
+dq: "tab\tseparated\tvalues that go on and on and on for quite a long while past the
+  eighty column limit ok"
+nested:
+  deeper:
+    value: word word word word word word word word word word word word word word word
+      word word word
+nospace: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
+quoted: true but this is a very long string that starts with a word that is not special,
+  no it does not, yes 1
+short: The quick brown fox jumps over the lazy dog and keeps running until the end
+  of the line
+"##;
+        assert_eq!(got, doc(want));
+    }
+
+    #[test]
+    fn yaml_folds_only_past_column_80() {
+        let x78 = "x".repeat(78);
+        let x77 = "x".repeat(77);
+        let input = json!({"k": format!("{x78} tail end"), "q": format!("#{x77} tail end"), "r": format!("{x77} tail end")});
+        let want = format!("k: {x78}\n  tail end\nq: '#{x77}\n  tail end'\nr: {x77} tail\n  end\n");
+        assert_eq!(to_yaml(&input), want);
+    }
+
+    #[test]
+    fn yaml_numbers_follow_the_json_then_yaml_round_trip() {
+        let got = yaml_of(
+            r##"{"n":[0,-7,9223372036854775807,-9223372036854775808,18446744073709551615,0.5,2.0,-0.0,1e21,1e20,1e19,1e-7,0.000001,0.0001,1234567.5,100000.5,3.14159,1.5e300,1152921504606846976.0],"b":[true,false]}"##,
+        );
+        let want = r##"
+b:
+- true
+- false
+"n":
+- 0
+- -7
+- 9223372036854775807
+- -9223372036854775808
+- 1.8446744073709552e+19
+- 0.5
+- 2
+- 0
+- 1e+21
+- 1e+20
+- 10000000000000000000
+- 1e-07
+- 1e-06
+- 0.0001
+- 1.2345675e+06
+- 100000.5
+- 3.14159
+- 1.5e+300
+- 1152921504606847000
+"##;
+        assert_eq!(got, doc(want));
+    }
+
+    #[test]
+    fn yaml_keys_use_go_yaml_natural_order() {
+        let got = yaml_of(
+            r##"{"port10":1,"port9":2,"port1":3,"FOO_BAR":4,"FOOBAR":5,"a-b":6,"a_b":7,"aB":8,"a.b":9,"a:":10,"a1":11,"a01":12,"x":13}"##,
+        );
+        let want = r##"
+FOO_BAR: 4
+FOOBAR: 5
+a-b: 6
+a.b: 9
+'a:': 10
+a_b: 7
+a1: 11
+a01: 12
+aB: 8
+port1: 3
+port9: 2
+port10: 1
+x: 13
+"##;
+        assert_eq!(got, doc(want));
+    }
+
+    #[test]
+    fn yaml_long_and_multiline_keys_become_complex_keys() {
+        let long = "a".repeat(130);
+        let input = json!({ long.clone(): "long key", "multi\nline": "key with newline", "": "empty key", "true": "bool-like key" });
+        let want = format!(
+            "\"\": empty key\n? {long}\n: long key\n? |-\n  multi\n  line\n: key with newline\n\"true\": bool-like key\n"
+        );
+        assert_eq!(to_yaml(&input), want);
+        // 128 bytes is still a simple key.
+        let k128 = "k".repeat(128);
+        assert_eq!(to_yaml(&json!({ k128.clone(): 1 })), format!("{k128}: 1\n"));
+    }
+
+    #[test]
+    fn yaml_nel_is_folded_like_go_yaml_reads_json() {
+        assert_eq!(reread_json_string("a\u{85}b"), "a b");
+        assert_eq!(reread_json_string("a \u{85}  b"), "a b");
+        assert_eq!(reread_json_string("a\u{85}\u{85}b"), "a\nb");
+        assert_eq!(reread_json_string("a\u{85} \u{85}\u{85}b"), "a\n\nb");
+        assert_eq!(reread_json_string("no  breaks "), "no  breaks ");
+        assert_eq!(to_yaml(&json!("N\u{85}")), "'N '\n");
+    }
+
+    #[test]
+    fn resolve_table_matches_go_yaml() {
+        let non_strings = [
+            "",
+            "~",
+            "null",
+            "Yes",
+            "OFF",
+            "y",
+            "N",
+            ".NaN",
+            "-.Inf",
+            "0",
+            "-0",
+            "+12",
+            "0x1f",
+            "0X1F",
+            "0o17",
+            "017",
+            "0b101",
+            "-0b11",
+            "1_000",
+            "1_",
+            "08",
+            "1.5",
+            "1.",
+            "-.5",
+            ".5",
+            ".5_5",
+            "1e5",
+            "1E-5",
+            "+1.5e+3",
+            "9223372036854775808",
+            "18446744073709551615",
+            "18446744073709551616",
+            "2001-12-14",
+            "2001-1-2",
+            "2000-02-29",
+            "2001-12-14t21:59:43.10-05:00",
+            "2001-12-14T21:59:43Z",
+            "2001-12-14 21:59:43.10",
+            "2001-12-14    1:2:3",
+            "2001-12-14T21:59:43,5+24:00",
+        ];
+        for s in non_strings {
+            assert!(!resolves_to_str(s), "{s:?} should not resolve to a string");
+        }
+        let strings = [
+            "a",
+            "yess",
+            "Nope",
+            "o",
+            "<<",
+            "._5",
+            ".5_",
+            ".",
+            "..",
+            "-",
+            "+",
+            "0x",
+            "0b2",
+            "1e400",
+            "1e",
+            "e5",
+            "2001-02-30",
+            "2001-02-29",
+            "2001-12-14T21:59:43",
+            "2001-12-14 21:59",
+            "2001-13-01",
+            "2001-12-14T25:00:00Z",
+            "2001-12-14T21:59:43+25:00",
+            "12001-12-14",
+            "2001-12-14x",
+            "1.2.3",
+            "v1",
+            "true1",
+        ];
+        for s in strings {
+            assert!(resolves_to_str(s), "{s:?} should resolve to a string");
+        }
+        assert!(is_base60_float("1:20"));
+        assert!(is_base60_float("-1_0:59:30.5"));
+        assert!(!is_base60_float("1:60"));
+        assert!(!is_base60_float("a:1"));
+        assert!(!is_base60_float("12"));
+    }
+
+    #[test]
+    fn floats_format_like_go() {
+        let cases = [
+            (0.5, "0.5"),
+            (2.0, "2"),
+            (-0.0, "0"),
+            (1e21, "1e+21"),
+            (1e20, "1e+20"),
+            (1e19, "10000000000000000000"),
+            (-(2f64.powi(63)), "-9.223372036854776e+18"),
+            (2f64.powi(63), "9223372036854776000"),
+            (1e-7, "1e-07"),
+            (1e-5, "1e-05"),
+            (0.0001, "0.0001"),
+            (123456.5, "123456.5"),
+            (1234567.5, "1.2345675e+06"),
+            (-2.5e-300, "-2.5e-300"),
+            (5e-324, "5e-324"),
+        ];
+        for (x, want) in cases {
+            assert_eq!(format_float(x), want, "{x:e}");
+        }
+    }
+
+    #[test]
+    fn key_order_predicate() {
+        assert!(go_yaml_key_less("a9", "a10"));
+        assert!(!go_yaml_key_less("a10", "a9"));
+        assert!(go_yaml_key_less("A_B", "AB"));
+        assert!(go_yaml_key_less("a1", "a01"));
+        assert!(go_yaml_key_less("Z", "a"));
+        assert!(go_yaml_key_less("ab", "abc"));
+        let sorted = merge_sort_by(vec!["b", "a10", "a9", "_", "a"], &|x: &&str, y: &&str| {
+            go_yaml_key_less(x, y)
+        });
+        assert_eq!(sorted, ["_", "a", "a9", "a10", "b"]);
+    }
+
+    // --- diff: expectations produced by GNU diffutils 3.8
+
+    #[test]
+    fn equal_inputs_give_no_output() {
+        for s in ["", "a\n", "a\nb", "x\n\n"] {
+            assert_eq!(normal_diff(s, s), "");
+            assert_eq!(unified_diff(s, s, "live", "target"), "");
+        }
+    }
+
+    #[test]
+    fn normal_diff_commands() {
+        let cases = [
+            (
+                "a\nb\nc\nd\n",
+                "a\nB\nc\nd\ne\n",
+                "2c2\n< b\n---\n> B\n4a5\n> e\n",
+            ),
+            ("a\nb\nc\nd\n", "a\nd\n", "2,3d1\n< b\n< c\n"),
+            ("", "a\nb\nc\n", "0a1,3\n> a\n> b\n> c\n"),
+            ("a\nb\nc\n", "", "1,3d0\n< a\n< b\n< c\n"),
+            ("a\n\nb\n", "a\nb\n", "2d1\n< \n"),
+        ];
+        for (old, new, want) in cases {
+            assert_eq!(normal_diff(old, new), want, "{old:?} -> {new:?}");
+        }
+    }
+
+    #[test]
+    fn missing_newline_markers() {
+        let cases = [
+            (
+                "a\nb",
+                "a\nb\n",
+                "2c2\n< b\n\\ No newline at end of file\n---\n> b\n",
+            ),
+            (
+                "a\nb\n",
+                "a\nc",
+                "2c2\n< b\n---\n> c\n\\ No newline at end of file\n",
+            ),
+            (
+                "x\ny",
+                "x\nz",
+                "2c2\n< y\n\\ No newline at end of file\n---\n> z\n\\ No newline at end of file\n",
+            ),
+        ];
+        for (old, new, want) in cases {
+            assert_eq!(normal_diff(old, new), want, "{old:?} -> {new:?}");
+        }
+        assert_eq!(
+            unified_diff("x\ny", "x\nz", "live", "target"),
+            "--- live\n+++ target\n@@ -1,2 +1,2 @@\n x\n-y\n\\ No newline at end of file\n+z\n\\ No newline at end of file\n"
+        );
+    }
+
+    #[test]
+    fn hunks_placed_where_gnu_diff_places_them() {
+        // Plain Myers diffs differ from GNU diff on each of these.
+        assert_eq!(
+            normal_diff("c\nc\na\n", "b\na\nc\na\nc\n"),
+            "1c1,2\n< c\n---\n> b\n> a\n3a5\n> c\n"
+        );
+        assert_eq!(
+            normal_diff("a\na\nc\nb\n", "c\nc\nb\na\na\n"),
+            "1,2c1\n< a\n< a\n---\n> c\n4a4,5\n> a\n> a\n"
+        );
+        assert_eq!(
+            unified_diff("c\nc\na\n", "b\na\nc\na\nc\n", "live", "target"),
+            "--- live\n+++ target\n@@ -1,3 +1,5 @@\n-c\n+b\n+a\n c\n a\n+c\n"
+        );
+    }
+
+    #[test]
+    fn unified_hunks_context_and_merging() {
+        let old: String = (1..=20).map(|i| format!("l{i}\n")).collect();
+        let edit = |changed: [usize; 2]| -> String {
+            (1..=20)
+                .map(|i| {
+                    if changed.contains(&i) {
+                        format!("L{i}\n")
+                    } else {
+                        format!("l{i}\n")
+                    }
+                })
+                .collect()
+        };
+        assert_eq!(
+            unified_diff(&old, &edit([2, 18]), "live", "target"),
+            "--- live\n+++ target\n@@ -1,5 +1,5 @@\n l1\n-l2\n+L2\n l3\n l4\n l5\n@@ -15,6 +15,6 @@\n l15\n l16\n l17\n-l18\n+L18\n l19\n l20\n"
+        );
+        assert_eq!(
+            unified_diff(&old, &edit([5, 11]), "live", "target"),
+            "--- live\n+++ target\n@@ -2,13 +2,13 @@\n l2\n l3\n l4\n-l5\n+L5\n l6\n l7\n l8\n l9\n l10\n-l11\n+L11\n l12\n l13\n l14\n"
+        );
+        assert_eq!(
+            unified_diff("", "a\nb\n", "l", "t"),
+            "--- l\n+++ t\n@@ -0,0 +1,2 @@\n+a\n+b\n"
+        );
+        assert_eq!(
+            unified_diff("a\nb\nc\n", "", "l", "t"),
+            "--- l\n+++ t\n@@ -1,3 +0,0 @@\n-a\n-b\n-c\n"
+        );
+        assert_eq!(
+            unified_diff("a\nb\nc\nd\ne\n", "new\na\nb\nc\nd\ne\n", "l", "t"),
+            "--- l\n+++ t\n@@ -1,3 +1,4 @@\n+new\n a\n b\n c\n"
+        );
+    }
+
+    fn deployment(image: &str, replicas: u32, extra_env: bool, tier: bool) -> Value {
+        let mut env = vec![
+            json!({"name": "A", "value": "1"}),
+            json!({"name": "C", "value": "3"}),
+        ];
+        if extra_env {
+            env.insert(1, json!({"name": "B", "value": "2"}));
+        }
+        let mut labels = json!({"app": "web"});
+        if tier {
+            labels["tier"] = json!("frontend");
+        }
+        json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": "prod", "labels": labels},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "web"}},
+              "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [
+                {"name": "app", "image": image, "env": env, "ports": [{"containerPort": 80, "protocol": "TCP"}]},
+                {"name": "sidecar", "image": "envoy:1.0", "args": ["--log-level", "info"]}]}}}
+        })
+    }
+
+    #[test]
+    fn deployment_diff_as_argocd_prints_it() {
+        let live = to_yaml(&deployment("nginx:1.25", 2, false, false));
+        let target = to_yaml(&deployment("nginx:1.26", 3, true, true));
+        assert_eq!(
+            normal_diff(&live, &target),
+            "5a6\n>     tier: frontend\n9c10\n<   replicas: 2\n---\n>   replicas: 3\n21a23,24\n>         - name: B\n>           value: \"2\"\n24c27\n<         image: nginx:1.25\n---\n>         image: nginx:1.26\n"
+        );
+        assert_eq!(
+            unified_diff(&live, &target, "live", "target"),
+            "--- live\n+++ target\n@@ -3,10 +3,11 @@\n metadata:\n   labels:\n     app: web\n+    tier: frontend\n   name: web\n   namespace: prod\n spec:\n-  replicas: 2\n+  replicas: 3\n   selector:\n     matchLabels:\n       app: web\n@@ -19,9 +20,11 @@\n       - env:\n         - name: A\n           value: \"1\"\n+        - name: B\n+          value: \"2\"\n         - name: C\n           value: \"3\"\n-        image: nginx:1.25\n+        image: nginx:1.26\n         name: app\n         ports:\n         - containerPort: 80\n"
+        );
+    }
+
+    // --- patch appliers and generators for property tests
+
+    struct XorShift(u64);
+
+    impl XorShift {
+        fn below(&mut self, n: usize) -> usize {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            usize::try_from(self.0 % u64::try_from(n).expect("small")).expect("small")
+        }
+    }
+
+    fn random_text(r: &mut XorShift, alphabet: &[&str], max_lines: usize) -> String {
+        let n = r.below(max_lines + 1);
+        let mut s = String::new();
+        for i in 0..n {
+            s.push_str(alphabet[r.below(alphabet.len())]);
+            if i + 1 < n || r.below(4) != 0 {
+                s.push('\n');
+            }
+        }
+        s
+    }
+
+    /// Lines with their terminators; the last may lack one.
+    fn lines(s: &str) -> Vec<String> {
+        s.split_inclusive('\n').map(str::to_owned).collect()
+    }
+
+    /// Applies a normal-format diff, checking every `<` line against `old`.
+    fn apply_normal(old: &str, diff: &str) -> String {
+        let old_lines = lines(old);
+        let mut out: Vec<String> = Vec::new();
+        let mut next_old = 0; // 0-based index of the next old line to copy
+        let mut last_was_new = false;
+        for line in diff.lines() {
+            if let Some(text) = line.strip_prefix("< ") {
+                assert_eq!(old_lines[next_old].trim_end_matches('\n'), text);
+                next_old += 1;
+                last_was_new = false;
+            } else if let Some(text) = line.strip_prefix("> ") {
+                out.push(format!("{text}\n"));
+                last_was_new = true;
+            } else if line == "\\ No newline at end of file" {
+                if last_was_new {
+                    let l = out.last_mut().expect("a line precedes the marker");
+                    l.pop();
+                }
+            } else if line == "---" {
+            } else {
+                let cmd = line.find(['a', 'c', 'd']).expect("a change command");
+                let range = &line[..cmd];
+                let first: usize = range
+                    .split(',')
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .expect("line number");
+                // Lines before the change (for `a`, up to and including `first`).
+                let copy_to = if &line[cmd..=cmd] == "a" {
+                    first
+                } else {
+                    first - 1
+                };
+                while next_old < copy_to {
+                    out.push(old_lines[next_old].clone());
+                    next_old += 1;
+                }
+            }
+        }
+        out.extend(old_lines[next_old..].iter().cloned());
+        out.concat()
+    }
+
+    /// Applies a unified diff, checking context and `-` lines against `old`.
+    fn apply_unified(old: &str, diff: &str) -> String {
+        let old_lines = lines(old);
+        let mut out: Vec<String> = Vec::new();
+        let mut next_old = 0;
+        let mut last_kept = false;
+        for line in diff.lines().skip(2) {
+            if let Some(rest) = line.strip_prefix("@@ -") {
+                let range = rest.split(' ').next().expect("old range");
+                let mut parts = range.split(',');
+                let start: usize = parts.next().and_then(|n| n.parse().ok()).expect("start");
+                let len: usize = parts.next().map_or(1, |n| n.parse().expect("len"));
+                let copy_to = if len == 0 { start } else { start - 1 };
+                while next_old < copy_to {
+                    out.push(old_lines[next_old].clone());
+                    next_old += 1;
+                }
+            } else if line == "\\ No newline at end of file" {
+                if last_kept {
+                    out.last_mut().expect("a line precedes the marker").pop();
+                }
+            } else if let Some(text) = line.strip_prefix('+') {
+                out.push(format!("{text}\n"));
+                last_kept = true;
+            } else if let Some(text) = line.strip_prefix('-') {
+                assert_eq!(old_lines[next_old].trim_end_matches('\n'), text);
+                next_old += 1;
+                last_kept = false;
+            } else {
+                let text = line.strip_prefix(' ').expect("context line");
+                assert_eq!(old_lines[next_old].trim_end_matches('\n'), text);
+                out.push(format!("{text}\n"));
+                next_old += 1;
+                last_kept = true;
+            }
+        }
+        out.extend(old_lines[next_old..].iter().cloned());
+        out.concat()
+    }
+
+    #[test]
+    fn property_diffs_applied_as_patches_rebuild_the_new_text() {
+        let mut r = XorShift(0x9E37_79B9_7F4A_7C15);
+        let alphabet = ["a", "b", "c", "", "- name: x"];
+        for _ in 0..3000 {
+            let old = random_text(&mut r, &alphabet, 10);
+            let new = random_text(&mut r, &alphabet, 10);
+            let normal = normal_diff(&old, &new);
+            assert_eq!(normal.is_empty(), old == new, "{old:?} -> {new:?}");
+            assert_eq!(
+                apply_normal(&old, &normal),
+                new,
+                "normal {old:?} -> {new:?}\n{normal}"
+            );
+            let unified = unified_diff(&old, &new, "a", "b");
+            assert_eq!(
+                apply_unified(&old, &unified),
+                new,
+                "unified {old:?} -> {new:?}\n{unified}"
+            );
+        }
+    }
+
+    // --- exact match against the real GNU diff, when it is installed
+
+    const GNU_DIFF: &str = "/usr/bin/diff";
+
+    fn gnu_diff(args: &[&str], old: &str, new: &str, tag: &str) -> Option<String> {
+        if !std::path::Path::new(GNU_DIFF).exists() {
+            return None;
+        }
+        let dir = std::env::temp_dir();
+        let pa = dir.join(format!("plumb-text-{}-{tag}-old", std::process::id()));
+        let pb = dir.join(format!("plumb-text-{}-{tag}-new", std::process::id()));
+        std::fs::write(&pa, old).ok()?;
+        std::fs::write(&pb, new).ok()?;
+        let out = std::process::Command::new(GNU_DIFF)
+            .args(args)
+            .arg(&pa)
+            .arg(&pb)
+            .output()
+            .ok()?;
+        let _ = std::fs::remove_file(&pa);
+        let _ = std::fs::remove_file(&pb);
+        String::from_utf8(out.stdout).ok()
+    }
+
+    fn assert_same_as_gnu(old: &str, new: &str, tag: &str) -> bool {
+        let Some(want) = gnu_diff(&[], old, new, tag) else {
+            return false;
+        };
+        assert_eq!(
+            normal_diff(old, new),
+            want,
+            "normal diff of\n{old}\n---- vs ----\n{new}"
+        );
+        let want_u = gnu_diff(
+            &["-u", "--label", "live", "--label", "target"],
+            old,
+            new,
+            tag,
+        )
+        .unwrap_or_default();
+        assert_eq!(
+            unified_diff(old, new, "live", "target"),
+            want_u,
+            "unified diff of\n{old}\n---- vs ----\n{new}"
+        );
+        true
+    }
+
+    /// Realistic objects and edits: every pair is rendered with `to_yaml` and
+    /// diffed by both implementations.
+    fn yaml_corpus() -> Vec<(Value, Value)> {
+        let cm = |data: Value| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg", "namespace": "prod"}, "data": data});
+        let svc = |ports: Value| json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"}, "spec": {"ports": ports, "selector": {"app": "web"}, "type": "ClusterIP"}});
+        let port = |name: &str, n: u16| json!({"name": name, "port": n, "protocol": "TCP", "targetPort": n});
+        let base = deployment("nginx:1.25", 2, false, false);
+        let mut with_probe = base.clone();
+        with_probe["spec"]["template"]["spec"]["containers"][0]["readinessProbe"] =
+            json!({"httpGet": {"path": "/healthz", "port": 80}, "periodSeconds": 10});
+        let mut two_apps = base.clone();
+        let first = two_apps["spec"]["template"]["spec"]["containers"][0].clone();
+        if let Some(list) = two_apps["spec"]["template"]["spec"]["containers"].as_array_mut() {
+            list.insert(0, first);
+        }
+        vec![
+            (base.clone(), deployment("nginx:1.26", 2, false, false)),
+            (base.clone(), deployment("nginx:1.25", 5, true, true)),
+            (deployment("nginx:1.25", 2, true, false), base.clone()),
+            (base.clone(), with_probe.clone()),
+            (with_probe, deployment("nginx:1.27", 1, true, true)),
+            (base.clone(), two_apps),
+            (Value::Null, base.clone()),
+            (base.clone(), Value::Null),
+            (
+                cm(json!({"app.properties": "a=1\nb=2\nc=3\n", "flag": "true"})),
+                cm(json!({"app.properties": "a=1\nb=20\nc=3\nd=4\n", "flag": "false", "new": "x"})),
+            ),
+            (
+                cm(json!({"script.sh": "#!/bin/sh\nset -e\necho start\n\necho done\n"})),
+                cm(json!({"script.sh": "#!/bin/sh\nset -e\necho start\necho middle\n\necho done"})),
+            ),
+            (
+                svc(json!([port("http", 80), port("https", 443)])),
+                svc(json!([port("https", 443), port("http", 80)])),
+            ),
+            (
+                svc(json!([port("http", 80)])),
+                svc(json!([
+                    port("http", 80),
+                    port("metrics", 9090),
+                    port("grpc", 9091)
+                ])),
+            ),
+        ]
+    }
+
+    #[test]
+    fn yaml_object_diffs_match_gnu_diff() {
+        let render = |v: &Value| {
+            if v.is_null() {
+                String::new()
+            } else {
+                to_yaml(v)
+            }
+        };
+        let mut compared = 0;
+        for (i, (live, target)) in yaml_corpus().iter().enumerate() {
+            if assert_same_as_gnu(&render(live), &render(target), &format!("yaml{i}")) {
+                compared += 1;
+            }
+        }
+        if compared == 0 {
+            eprintln!("skipped: {GNU_DIFF} not found");
+        }
+    }
+
+    #[test]
+    fn random_line_sets_match_gnu_diff() {
+        let mut r = XorShift(0x2545_F491_4F6C_DD1D);
+        let alphabet = ["a", "b", "c", "", "  name: x", "- name: y"];
+        for i in 0..300 {
+            let old = random_text(&mut r, &alphabet, 14);
+            let new = random_text(&mut r, &alphabet, 14);
+            if !assert_same_as_gnu(&old, &new, &format!("rand{i}")) {
+                eprintln!("skipped: {GNU_DIFF} not found");
+                return;
+            }
+        }
     }
 }
