@@ -34,7 +34,7 @@ impl fmt::Display for GroupKind {
 /// Identity of an object for pairing live with desired: group, kind, namespace, name.
 /// The version is deliberately not part of it (Argo CD pairs `apps/v1` with `apps/v1beta1`).
 /// An empty namespace means cluster-scoped (or not yet defaulted).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ResourceKey {
     pub group: String,
     pub kind: String,

@@ -175,6 +175,15 @@ impl Schema {
         f.type_ref.as_deref().and_then(|r| self.types.get(r))
     }
 
+    /// The object type of a field's value: its `ref` for an object, the value type for a map.
+    pub fn value_type(&self, f: &FieldDef) -> Option<&TypeDef> {
+        match f.t {
+            FieldType::Object => self.field_type(f),
+            FieldType::Map => f.values.as_deref().and_then(|v| self.field_type(v)),
+            _ => None,
+        }
+    }
+
     /// `Some(true)` for a built-in cluster-scoped kind, `Some(false)` for a built-in namespaced
     /// one, `None` when the kind is not built in (ask discovery or the CRD).
     pub fn is_cluster_scoped(&self, group: &str, kind: &str) -> Option<bool> {

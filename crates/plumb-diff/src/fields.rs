@@ -4,7 +4,7 @@
 use plumb_core::schema::{FieldType, Schema, TypeDef};
 use plumb_core::value::json_eq;
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// One differing leaf. A side where the value is absent is `None`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -39,6 +39,16 @@ pub fn changed_fields(live: &Value, predicted: &Value) -> Vec<FieldChange> {
     out
 }
 
+/// The keys of both maps, sorted, each once.
+fn union_keys<'a>(l: &'a Map<String, Value>, d: &'a Map<String, Value>) -> Vec<&'a String> {
+    let mut keys: Vec<&String> = l
+        .keys()
+        .chain(d.keys().filter(|k| !l.contains_key(*k)))
+        .collect();
+    keys.sort();
+    keys
+}
+
 fn escape(k: &str) -> String {
     k.replace('~', "~0").replace('/', "~1")
 }
@@ -53,17 +63,10 @@ fn walk(
 ) {
     match (live, desired) {
         (Some(Value::Object(l)), Some(Value::Object(d))) => {
-            let mut keys: Vec<&String> = l
-                .keys()
-                .chain(d.keys().filter(|k| !l.contains_key(*k)))
-                .collect();
-            keys.sort();
+            let keys = union_keys(l, d);
             for k in keys {
                 let f = ty.and_then(|t| t.fields.get(k.as_str()));
-                let sub_ty = f.and_then(|f| match f.t {
-                    FieldType::Object => schema.field_type(f),
-                    _ => None,
-                });
+                let sub_ty = f.and_then(|f| schema.value_type(f));
                 let len = path.len();
                 path.push('/');
                 path.push_str(&escape(k));
@@ -166,11 +169,7 @@ fn walk_map_values(
 ) {
     match (live, desired) {
         (Some(Value::Object(l)), Some(Value::Object(d))) => {
-            let mut keys: Vec<&String> = l
-                .keys()
-                .chain(d.keys().filter(|k| !l.contains_key(*k)))
-                .collect();
-            keys.sort();
+            let keys = union_keys(l, d);
             for k in keys {
                 let len = path.len();
                 path.push('/');

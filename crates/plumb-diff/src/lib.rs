@@ -83,12 +83,7 @@ pub enum DiffError {
 }
 
 fn key_of(v: &Value) -> ResourceKey {
-    ResourceKey::of(v).unwrap_or(ResourceKey {
-        group: String::new(),
-        kind: String::new(),
-        namespace: String::new(),
-        name: String::new(),
-    })
+    ResourceKey::of(v).unwrap_or_default()
 }
 
 /// Step 1 and 2 for one object: remarshal, normalise, ignore rules, known types.

@@ -13,7 +13,7 @@
 //! JSON merge semantics: lists are atomic and are compared against live stripped of the
 //! keys last-applied does not have (`RemoveMapFields`).
 
-use plumb_core::schema::{FieldDef, FieldType, Schema, TypeDef};
+use plumb_core::schema::{FieldDef, Schema, TypeDef};
 use plumb_core::value::json_eq;
 use serde_json::{Map, Value};
 
@@ -86,11 +86,7 @@ fn child_semantics<'a>(sem: Semantics<'a>, field: Option<&'a FieldDef>) -> Seman
     match sem {
         Semantics::Json => Semantics::Json,
         Semantics::Strategic(schema, _) => {
-            let ty = field.and_then(|f| match f.t {
-                FieldType::Object => schema.field_type(f),
-                FieldType::Map => f.values.as_deref().and_then(|v| schema.field_type(v)),
-                _ => None,
-            });
+            let ty = field.and_then(|f| schema.value_type(f));
             Semantics::Strategic(schema, ty)
         }
     }

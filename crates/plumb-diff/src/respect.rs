@@ -10,7 +10,7 @@
 use crate::merge::{self, Semantics};
 use crate::{DiffConfig, DiffError, ignore};
 use plumb_core::ResourceKey;
-use plumb_core::schema::{FieldType, Schema, TypeDef};
+use plumb_core::schema::{Schema, TypeDef};
 use plumb_core::value::json_eq;
 use serde_json::{Map, Value};
 
@@ -26,12 +26,7 @@ pub fn normalize_target_for_sync(
     let schema = Schema::builtin();
     let key = ResourceKey::of(desired)
         .or_else(|| ResourceKey::of(live))
-        .unwrap_or(ResourceKey {
-            group: String::new(),
-            kind: String::new(),
-            namespace: String::new(),
-            name: String::new(),
-        });
+        .unwrap_or_default();
     let mut live = live.clone();
     if let Some(o) = live.as_object_mut() {
         o.remove("status");
@@ -86,13 +81,7 @@ fn diff_patch(
                     }
                     Some(fv) if json_eq(fv, tv) => {}
                     Some(fv) => {
-                        let sub_ty = field.and_then(|f| match f.t {
-                            FieldType::Object => schema.field_type(f),
-                            FieldType::Map => {
-                                f.values.as_deref().and_then(|v| schema.field_type(v))
-                            }
-                            _ => None,
-                        });
+                        let sub_ty = field.and_then(|f| schema.value_type(f));
                         let keyed = field.filter(|f| strategic && f.merges()).and_then(|f| {
                             let item_ty = f.items.as_deref().and_then(|i| schema.field_type(i));
                             f.merge_key.as_deref().map(|k| (k, item_ty))

@@ -108,23 +108,16 @@ fn io_reason(e: &std::io::Error) -> String {
 }
 
 fn collect_dir(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), LoadError> {
-    let rd = std::fs::read_dir(dir).map_err(|e| {
+    let dir_err = |e: std::io::Error| {
         err(
             dir,
             None,
             None,
             format!("cannot read directory: {}", io_reason(&e)),
         )
-    })?;
-    for entry in rd {
-        let entry = entry.map_err(|e| {
-            err(
-                dir,
-                None,
-                None,
-                format!("cannot read directory: {}", io_reason(&e)),
-            )
-        })?;
+    };
+    for entry in std::fs::read_dir(dir).map_err(dir_err)? {
+        let entry = entry.map_err(dir_err)?;
         let path = entry.path();
         let ft = entry
             .file_type()
