@@ -137,6 +137,9 @@ pub fn run(args: DiffArgs) -> Result<u8> {
         );
     }
     let differs = results.iter().any(|r| r.status != Status::Equal);
+    // The process exits next: freeing tens of thousands of objects one by one would
+    // only delay it (a third of a second at 10,000 objects).
+    std::mem::forget(results);
     Ok(if differs && args.exit_code {
         EXIT_DIFFERENCES
     } else {

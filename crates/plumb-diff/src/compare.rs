@@ -2,7 +2,7 @@
 //! inject tracking, find extra (prune-needed) objects, diff each pair and mask Secrets.
 //! This is what `plumb diff` prints and what sync and doctor build on.
 
-use crate::{DiffConfig, DiffError, DiffResult, diff, fields, mask};
+use crate::{DiffConfig, DiffError, DiffResult, diff_owned, fields, mask};
 use plumb_core::argo::{Application, Settings, TrackingMethod};
 use plumb_core::schema::Schema;
 use plumb_core::{INSTANCE_LABEL, ResourceKey, TRACKING_ID_ANNOTATION};
@@ -215,25 +215,25 @@ pub fn compare(
             (key, d, l)
         })
         .collect();
-    let diffed = plumb_core::parallel::map(
-        &pairs,
-        |(key, d, l)| -> Result<ResourceDiff, CompareError> {
-            let mut live_obj = l.clone();
+    let diffed = plumb_core::parallel::map_owned(
+        pairs,
+        |(key, d, mut live_obj)| -> Result<ResourceDiff, CompareError> {
             if let (Some(lv), TrackingMethod::Annotation) = (live_obj.as_mut(), tracking) {
                 pre_diff_tracking(lv, &d.object);
             }
-            let mut result = diff(Some(&d.object), live_obj.as_ref(), ctx.config)?;
-            let status = match (&live_obj, result.modified) {
-                (None, _) => Status::Missing,
-                (Some(_), true) => Status::Modified,
-                (Some(_), false) => Status::Equal,
+            let exists = live_obj.is_some();
+            let mut result = diff_owned(Some(d.object), live_obj, ctx.config)?;
+            let status = match (exists, result.modified) {
+                (false, _) => Status::Missing,
+                (true, true) => Status::Modified,
+                (true, false) => Status::Equal,
             };
             mask_result(&mut result, ctx.settings);
             Ok(ResourceDiff {
-                key: key.clone(),
+                key,
                 status,
                 result,
-                origin: Some(d.origin.clone()),
+                origin: Some(d.origin),
             })
         },
     );
@@ -241,7 +241,7 @@ pub fn compare(
     if let Some(app) = ctx.app {
         for (key, l) in have {
             if is_tracked_by(&l, &app.name) {
-                let mut result = diff(None, Some(&l), ctx.config)?;
+                let mut result = diff_owned(None, Some(l), ctx.config)?;
                 mask_result(&mut result, ctx.settings);
                 out.push(ResourceDiff {
                     key,
@@ -277,13 +277,11 @@ fn pre_diff_tracking(live: &mut Value, desired: &Value) {
 }
 
 fn mask_result(r: &mut DiffResult, settings: Option<&Settings>) {
-    let sensitive = settings
-        .map(|s| s.sensitive_annotations.clone())
-        .unwrap_or_default();
+    let sensitive = settings.map_or(&[][..], |s| &s.sensitive_annotations[..]);
     let DiffResult {
         predicted_live,
         normalized_live,
         ..
     } = r;
-    mask::hide_secret_data(&mut [predicted_live, normalized_live], &sensitive);
+    mask::hide_secret_data(&mut [predicted_live, normalized_live], sensitive);
 }

@@ -87,17 +87,10 @@ fn key_of(v: &Value) -> ResourceKey {
 }
 
 /// Step 1 and 2 for one object: remarshal, normalise, ignore rules, known types.
-fn prepare(
-    obj: &Value,
-    cfg: &DiffConfig,
-    schema: &Schema,
-    remarshal: bool,
-) -> Result<Value, DiffError> {
-    let mut v = if remarshal {
-        remarshal::remarshal(obj, schema).unwrap_or_else(|_| obj.clone())
-    } else {
-        obj.clone()
-    };
+fn prepare(obj: Value, cfg: &DiffConfig, schema: &Schema) -> Result<Value, DiffError> {
+    let mut v = obj;
+    // A failed typed decode leaves the object as it was (Argo CD compares it as is).
+    let _ = remarshal::remarshal_in_place(&mut v, schema);
     plumb_core::value::canonicalize_numbers(&mut v);
     full_normalize(&mut v, cfg, schema)?;
     Ok(v)
@@ -147,25 +140,34 @@ pub fn diff(
     live: Option<&Value>,
     cfg: &DiffConfig,
 ) -> Result<DiffResult, DiffError> {
+    diff_owned(desired.cloned(), live.cloned(), cfg)
+}
+
+/// [`diff`] on owned objects, which it reuses instead of copying.
+pub fn diff_owned(
+    desired: Option<Value>,
+    live: Option<Value>,
+    cfg: &DiffConfig,
+) -> Result<DiffResult, DiffError> {
     let schema = Schema::builtin();
     match (desired, live) {
         (None, None) => Err(DiffError::NothingToCompare),
         (Some(d), None) => Ok(DiffResult {
             modified: true,
             normalized_live: Value::Null,
-            predicted_live: prepare(d, cfg, schema, true)?,
+            predicted_live: prepare(d, cfg, schema)?,
         }),
         (None, Some(l)) => Ok(DiffResult {
             modified: false,
-            normalized_live: prepare(l, cfg, schema, true)?,
+            normalized_live: prepare(l, cfg, schema)?,
             predicted_live: Value::Null,
         }),
-        (Some(d), Some(l)) => {
-            let (mut d, mut l) = (d.clone(), l.clone());
+        (Some(mut d), Some(mut l)) => {
             let managers = cfg.ignore.managers_for(&key_of(&l));
             ignore::normalize_managed_fields(&mut l, &mut d, &managers);
-            let config = prepare(&d, cfg, schema, true)?;
-            let mut live = prepare(&l, cfg, schema, true)?;
+            let orig = last_applied(&l);
+            let config = prepare(d, cfg, schema)?;
+            let mut live = prepare(l, cfg, schema)?;
             let api_version = config
                 .get("apiVersion")
                 .and_then(Value::as_str)
@@ -179,7 +181,7 @@ pub fn diff(
             let group = plumb_core::group_of_api_version(&api_version).to_string();
             let builtin = schema.is_builtin(&group, &kind);
 
-            let orig = match last_applied(&l) {
+            let orig = match orig {
                 Some(mut o) => {
                     full_normalize(&mut o, cfg, schema)?;
                     Some(o)

@@ -23,6 +23,14 @@ pub struct DecodeFailure {
 /// Canonicalises a built-in object; returns it unchanged (with the reason) when
 /// the typed decode fails or the kind is not built in.
 pub fn remarshal(obj: &Value, schema: &Schema) -> Result<Value, DecodeFailure> {
+    let mut v = obj.clone();
+    remarshal_in_place(&mut v, schema)?;
+    Ok(v)
+}
+
+/// [`remarshal`] without the copy: `obj` is rewritten only when the whole typed decode
+/// succeeds, and left exactly as it was otherwise.
+pub fn remarshal_in_place(obj: &mut Value, schema: &Schema) -> Result<(), DecodeFailure> {
     let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
     let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
     let group = plumb_core::group_of_api_version(api_version);
@@ -38,8 +46,15 @@ pub fn remarshal(obj: &Value, schema: &Schema) -> Result<Value, DecodeFailure> {
             reason: "no schema for this version",
         });
     };
-    let mut path = String::new();
-    canon_object(obj, root, schema, &mut path, true)
+    let mut walk = Walk {
+        schema,
+        path: String::new(),
+        strict: true,
+        apply: false,
+    };
+    walk.object(obj, root)?;
+    walk.apply = true;
+    walk.object(obj, root)
 }
 
 /// Canonicalises `value` as the built-in type `type_name` (knownTypeFields).
@@ -50,8 +65,20 @@ pub fn canonicalize_as(
     field: &FieldDef,
     schema: &Schema,
 ) -> Result<Value, DecodeFailure> {
-    let mut path = String::new();
-    Ok(canon_field(value, field, schema, &mut path, false)?.unwrap_or(Value::Null))
+    let mut walk = Walk {
+        schema,
+        path: String::new(),
+        strict: false,
+        apply: false,
+    };
+    let mut v = value.clone();
+    walk.field(&mut v, field)?;
+    walk.apply = true;
+    Ok(if walk.field(&mut v, field)? {
+        v
+    } else {
+        Value::Null
+    })
 }
 
 fn fail(path: &str, reason: &'static str) -> DecodeFailure {
@@ -59,37 +86,6 @@ fn fail(path: &str, reason: &'static str) -> DecodeFailure {
         path: path.to_string(),
         reason,
     }
-}
-
-pub(crate) fn canon_object(
-    v: &Value,
-    ty: &TypeDef,
-    schema: &Schema,
-    path: &mut String,
-    strict: bool,
-) -> Result<Value, DecodeFailure> {
-    let Value::Object(m) = v else {
-        return Err(fail(path, "expected an object"));
-    };
-    let mut out = Map::new();
-    for (k, fv) in m {
-        let Some(f) = ty.fields.get(k) else {
-            if !strict {
-                continue;
-            }
-            let p = format!("{path}/{k}");
-            return Err(fail(&p, "unknown field"));
-        };
-        let len = path.len();
-        path.push('/');
-        path.push_str(k);
-        let c = canon_field(fv, f, schema, path, strict)?;
-        path.truncate(len);
-        if let Some(c) = c {
-            out.insert(k.clone(), c);
-        }
-    }
-    Ok(Value::Object(out))
 }
 
 fn integral(n: &Number) -> Option<Number> {
@@ -100,115 +96,163 @@ fn integral(n: &Number) -> Option<Number> {
     (f.fract() == 0.0 && f.abs() < 9.3e18).then(|| Number::from(f as i64))
 }
 
-/// `Ok(None)`: the key disappears in the typed round trip.
-fn canon_field(
-    v: &Value,
-    f: &FieldDef,
-    schema: &Schema,
-    path: &mut String,
+/// One walk of the typed decode, in two modes over the same code: with `apply` false it
+/// only checks that the decode succeeds and changes nothing; with `apply` true (run only
+/// after a successful check, so it cannot fail) it rewrites the value in place. Checking
+/// first keeps the "all or nothing" of Go's decode without copying the object.
+struct Walk<'s> {
+    schema: &'s Schema,
+    /// JSON pointer of the value being decoded, for the failure report.
+    path: String,
+    /// Whether an unknown field fails the decode (else it is dropped).
     strict: bool,
-) -> Result<Option<Value>, DecodeFailure> {
-    // Non-pointer scalars and slices/maps tagged omitempty vanish when empty; null never survives.
-    let omit_zero = f.omitempty && !f.ptr;
-    if v.is_null() {
-        return Ok(None);
+    apply: bool,
+}
+
+impl Walk<'_> {
+    fn enter<T>(&mut self, seg: &str, f: impl FnOnce(&mut Self) -> T) -> T {
+        let len = self.path.len();
+        self.path.push('/');
+        self.path.push_str(seg);
+        let r = f(self);
+        self.path.truncate(len);
+        r
     }
-    let out = match f.t {
-        FieldType::String => match v {
-            Value::String(s) => (!(omit_zero && s.is_empty())).then(|| v.clone()),
-            _ => return Err(fail(path, "expected a string")),
-        },
-        FieldType::Integer => match v {
-            Value::Number(n) => {
-                let n = integral(n).ok_or_else(|| fail(path, "expected an integer"))?;
-                (!(omit_zero && n.as_i64() == Some(0))).then_some(Value::Number(n))
-            }
-            _ => return Err(fail(path, "expected an integer")),
-        },
-        FieldType::Number => match v {
-            Value::Number(n) => {
-                let n = integral(n).unwrap_or_else(|| n.clone());
-                (!(omit_zero && n.as_f64() == Some(0.0))).then_some(Value::Number(n))
-            }
-            _ => return Err(fail(path, "expected a number")),
-        },
-        FieldType::Boolean => match v {
-            Value::Bool(b) => (!omit_zero || *b).then(|| v.clone()),
-            _ => return Err(fail(path, "expected a boolean")),
-        },
-        FieldType::Quantity => {
-            let q = Quantity::from_json(v).ok_or_else(|| fail(path, "invalid quantity"))?;
-            Some(Value::String(q.canonical()))
-        }
-        FieldType::Intstr => match v {
-            Value::String(_) => Some(v.clone()),
-            Value::Number(n) => Some(Value::Number(
-                integral(n).ok_or_else(|| fail(path, "expected int or string"))?,
-            )),
-            _ => return Err(fail(path, "expected int or string")),
-        },
-        FieldType::Time => match v {
-            Value::String(s) if s.is_empty() => None,
-            Value::String(_) => Some(v.clone()),
-            _ => return Err(fail(path, "expected a timestamp")),
-        },
-        FieldType::Object => {
-            let ty = schema
-                .field_type(f)
-                .ok_or_else(|| fail(path, "unknown type"))?;
-            Some(canon_object(v, ty, schema, path, strict)?)
-        }
-        FieldType::List => {
-            let Value::Array(items) = v else {
-                return Err(fail(path, "expected a list"));
-            };
-            if omit_zero_collection(f) && items.is_empty() {
-                None
-            } else {
-                let item_def = f
-                    .items
-                    .as_deref()
-                    .ok_or_else(|| fail(path, "list without item type"))?;
-                let mut out = Vec::with_capacity(items.len());
-                for (i, item) in items.iter().enumerate() {
-                    let len = path.len();
-                    path.push_str(&format!("/{i}"));
-                    out.push(
-                        canon_field(item, item_def, schema, path, strict)?
-                            .unwrap_or_else(|| zero_of(item_def)),
-                    );
-                    path.truncate(len);
+
+    fn object(&mut self, v: &mut Value, ty: &TypeDef) -> Result<(), DecodeFailure> {
+        let Value::Object(m) = v else {
+            return Err(fail(&self.path, "expected an object"));
+        };
+        let mut gone: Vec<String> = Vec::new();
+        for (k, fv) in m.iter_mut() {
+            let keep = match ty.fields.get(k) {
+                Some(f) => self.enter(k, |w| w.field(fv, f))?,
+                None if self.strict => {
+                    return Err(fail(&format!("{}/{k}", self.path), "unknown field"));
                 }
-                Some(Value::Array(out))
-            }
-        }
-        FieldType::Map => {
-            let Value::Object(m) = v else {
-                return Err(fail(path, "expected a map"));
+                None => false,
             };
-            if omit_zero_collection(f) && m.is_empty() {
-                None
-            } else {
-                let vdef = f
-                    .values
-                    .as_deref()
-                    .ok_or_else(|| fail(path, "map without value type"))?;
-                let mut out = Map::new();
-                for (k, item) in m {
-                    let len = path.len();
-                    path.push('/');
-                    path.push_str(k);
-                    let c = canon_field(item, vdef, schema, path, strict)?
-                        .unwrap_or_else(|| zero_of(vdef));
-                    path.truncate(len);
-                    out.insert(k.clone(), c);
-                }
-                Some(Value::Object(out))
+            if !keep && self.apply {
+                gone.push(k.clone());
             }
         }
-        FieldType::Any => Some(v.clone()),
-    };
-    Ok(out)
+        for k in gone {
+            m.remove(&k);
+        }
+        Ok(())
+    }
+
+    /// Decodes one field value; `Ok(false)`: the key disappears in the typed round trip.
+    fn field(&mut self, v: &mut Value, f: &FieldDef) -> Result<bool, DecodeFailure> {
+        // Non-pointer scalars and slices/maps tagged omitempty vanish when empty; null never survives.
+        let omit_zero = f.omitempty && !f.ptr;
+        if v.is_null() {
+            return Ok(false);
+        }
+        let path = &self.path;
+        let keep = match f.t {
+            FieldType::String => match v {
+                Value::String(s) => !(omit_zero && s.is_empty()),
+                _ => return Err(fail(path, "expected a string")),
+            },
+            FieldType::Integer => match v {
+                Value::Number(n) => {
+                    let n = integral(n).ok_or_else(|| fail(path, "expected an integer"))?;
+                    let keep = !(omit_zero && n.as_i64() == Some(0));
+                    self.set(v, Value::Number(n));
+                    keep
+                }
+                _ => return Err(fail(path, "expected an integer")),
+            },
+            FieldType::Number => match v {
+                Value::Number(n) => {
+                    let n = integral(n).unwrap_or_else(|| n.clone());
+                    let keep = !(omit_zero && n.as_f64() == Some(0.0));
+                    self.set(v, Value::Number(n));
+                    keep
+                }
+                _ => return Err(fail(path, "expected a number")),
+            },
+            FieldType::Boolean => match v {
+                Value::Bool(b) => !omit_zero || *b,
+                _ => return Err(fail(path, "expected a boolean")),
+            },
+            FieldType::Quantity => {
+                let q = Quantity::from_json(v).ok_or_else(|| fail(path, "invalid quantity"))?;
+                if self.apply {
+                    *v = Value::String(q.canonical());
+                }
+                true
+            }
+            FieldType::Intstr => match v {
+                Value::String(_) => true,
+                Value::Number(n) => {
+                    let n = integral(n).ok_or_else(|| fail(path, "expected int or string"))?;
+                    self.set(v, Value::Number(n));
+                    true
+                }
+                _ => return Err(fail(path, "expected int or string")),
+            },
+            FieldType::Time => match v {
+                Value::String(s) => !s.is_empty(),
+                _ => return Err(fail(path, "expected a timestamp")),
+            },
+            FieldType::Object => {
+                let ty = self
+                    .schema
+                    .field_type(f)
+                    .ok_or_else(|| fail(path, "unknown type"))?;
+                self.object(v, ty)?;
+                true
+            }
+            FieldType::List => {
+                let Value::Array(items) = v else {
+                    return Err(fail(path, "expected a list"));
+                };
+                if omit_zero_collection(f) && items.is_empty() {
+                    false
+                } else {
+                    let item_def = f
+                        .items
+                        .as_deref()
+                        .ok_or_else(|| fail(path, "list without item type"))?;
+                    for (i, item) in items.iter_mut().enumerate() {
+                        if !self.enter(&i.to_string(), |w| w.field(item, item_def))? && self.apply {
+                            *item = zero_of(item_def);
+                        }
+                    }
+                    true
+                }
+            }
+            FieldType::Map => {
+                let Value::Object(m) = v else {
+                    return Err(fail(path, "expected a map"));
+                };
+                if omit_zero_collection(f) && m.is_empty() {
+                    false
+                } else {
+                    let vdef = f
+                        .values
+                        .as_deref()
+                        .ok_or_else(|| fail(path, "map without value type"))?;
+                    for (k, item) in m.iter_mut() {
+                        if !self.enter(k, |w| w.field(item, vdef))? && self.apply {
+                            *item = zero_of(vdef);
+                        }
+                    }
+                    true
+                }
+            }
+            FieldType::Any => true,
+        };
+        Ok(keep)
+    }
+
+    fn set(&self, slot: &mut Value, v: Value) {
+        if self.apply {
+            *slot = v;
+        }
+    }
 }
 
 /// Slices and maps are omitted when empty under omitempty, pointer or not.
@@ -289,7 +333,11 @@ mod tests {
         let bad = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "a"},
             "spec": {"revisionHistoryLimit": "badValue", "template": {"spec": {"containers": [{"name": "c",
                 "resources": {"requests": {"cpu": "1000m"}}}]}}}});
-        let err = canon(bad).unwrap_err();
+        let mut in_place = bad.clone();
+        let err = remarshal_in_place(&mut in_place, Schema::builtin()).unwrap_err();
+        assert_eq!(in_place, bad, "a failed decode rewrites nothing");
+        let err2 = canon(bad).unwrap_err();
+        assert_eq!(err, err2);
         assert_eq!(err.path, "/spec/revisionHistoryLimit");
         let unknown = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "invalidKey": "asdf"});
         assert_eq!(canon(unknown).unwrap_err().reason, "unknown field");
