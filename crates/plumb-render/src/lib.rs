@@ -10,6 +10,8 @@
 //! }
 //! ```
 
+pub mod source;
+
 use serde_json::Value;
 use std::fmt;
 use std::path::{Path, PathBuf};
