@@ -336,13 +336,94 @@ impl CompareOptions {
 }
 
 /// What plumb reads from an Argo CD (or plumb) `Application`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Application {
     pub name: String,
+    /// `spec.source` (or the first of `spec.sources`), when given.
+    pub source: Option<AppSource>,
     pub destination_namespace: Option<String>,
     pub ignore_differences: Vec<IgnoreRule>,
     pub compare_options: CompareOptions,
     pub sync_options: Vec<String>,
+}
+
+/// An Application's `spec.source`: where desired state comes from and how it renders.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct AppSource {
+    #[serde(rename = "repoURL")]
+    pub repo_url: String,
+    pub path: String,
+    pub target_revision: String,
+    /// A Helm chart name (chart repositories are not read; plumb renders git paths).
+    pub chart: Option<String>,
+    pub directory: Option<DirectorySource>,
+    pub kustomize: Option<KustomizeSource>,
+    pub helm: Option<HelmSource>,
+}
+
+/// `spec.source.directory`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct DirectorySource {
+    pub recurse: bool,
+    /// A glob (with `{a,b}` alternatives) matched against paths relative to the source path.
+    pub include: String,
+    /// Like `include`; takes precedence over it.
+    pub exclude: String,
+}
+
+/// `spec.source.kustomize`: parameters Argo CD applies to the kustomization before building.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct KustomizeSource {
+    pub name_prefix: String,
+    pub name_suffix: String,
+    /// `name=newName:tag`, `name:tag`, `name@digest` forms, as `kustomize edit set image`.
+    pub images: Vec<String>,
+    pub common_labels: std::collections::BTreeMap<String, String>,
+    pub common_annotations: std::collections::BTreeMap<String, String>,
+    pub namespace: String,
+    pub replicas: Vec<KustomizeReplica>,
+    pub patches: Vec<Value>,
+    pub components: Vec<String>,
+    pub force_common_labels: bool,
+    pub force_common_annotations: bool,
+    pub label_without_selector: bool,
+}
+
+/// One `spec.source.kustomize.replicas` entry; `count` is an int or a string.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct KustomizeReplica {
+    pub name: String,
+    pub count: Value,
+}
+
+/// `spec.source.helm`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct HelmSource {
+    pub value_files: Vec<String>,
+    pub parameters: Vec<HelmParameter>,
+    pub release_name: String,
+    /// Inline values as a YAML string.
+    pub values: String,
+    pub values_object: Option<Value>,
+    pub namespace: String,
+    pub skip_crds: bool,
+    pub ignore_missing_value_files: bool,
+    pub kube_version: String,
+    pub api_versions: Vec<String>,
+}
+
+/// One `--set` (or `--set-string` when `forceString`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct HelmParameter {
+    pub name: String,
+    pub value: String,
+    pub force_string: bool,
 }
 
 impl Application {
@@ -389,8 +470,16 @@ impl Application {
         let compare_options = annotation(v, crate::COMPARE_OPTIONS_ANNOTATION)
             .map(CompareOptions::parse)
             .unwrap_or_default();
+        let source = match spec.get("source").or_else(|| spec.pointer("/sources/0")) {
+            None | Some(Value::Null) => None,
+            Some(src) => Some(
+                serde_json::from_value::<AppSource>(src.clone())
+                    .map_err(|e| SettingsError(format!("spec.source: {e}")))?,
+            ),
+        };
         Ok(Application {
             name,
+            source,
             destination_namespace,
             ignore_differences,
             compare_options,

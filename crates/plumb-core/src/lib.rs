@@ -11,7 +11,8 @@
 //! - [`schema::Schema`]: the Kubernetes schema facts (merge keys, list types,
 //!   quantities, pointer-ness) generated from a real API server's OpenAPI document;
 //! - [`quantity`]: Kubernetes resource quantities and their canonical form;
-//! - [`argo`]: the Argo CD `Application` and `argocd-cm` settings plumb reads.
+//! - [`argo`]: the Argo CD `Application` and `argocd-cm` settings plumb reads;
+//! - [`origin`]: source locations (file:line) of rendered values.
 //!
 //! No I/O, no async, no Kubernetes client.
 //!
@@ -26,6 +27,7 @@
 pub mod argo;
 pub mod fieldpath;
 mod key;
+pub mod origin;
 pub mod parallel;
 pub mod pointer;
 pub mod quantity;

@@ -4,6 +4,7 @@
 
 use crate::{DiffConfig, DiffError, DiffResult, diff_owned, fields, mask};
 use plumb_core::argo::{Application, Settings, TrackingMethod};
+use plumb_core::origin::{Declared, Origins};
 use plumb_core::schema::Schema;
 use plumb_core::{INSTANCE_LABEL, ResourceKey, TRACKING_ID_ANNOTATION};
 use serde_json::Value;
@@ -14,6 +15,19 @@ use std::collections::{BTreeMap, BTreeSet};
 pub struct Desired {
     pub object: Value,
     pub origin: String,
+    /// Where each scalar was set, when the renderer knows (empty otherwise).
+    pub origins: Origins,
+}
+
+impl Desired {
+    /// A desired object known only by its `file:line`.
+    pub fn new(object: Value, origin: String) -> Desired {
+        Desired {
+            object,
+            origin,
+            origins: Origins::new(),
+        }
+    }
 }
 
 /// The state of one resource of the comparison.
@@ -36,6 +50,8 @@ pub struct ResourceDiff {
     pub result: DiffResult,
     /// Where desired declares the object, when it is desired.
     pub origin: Option<String>,
+    /// The object as rendered with the origins of its scalars, when the renderer knew them.
+    pub declared: Option<Declared>,
 }
 
 impl ResourceDiff {
@@ -134,12 +150,15 @@ pub fn compare(
     let tracking = ctx.settings.map(|s| s.tracking_method).unwrap_or_default();
 
     // Desired: namespace defaulting, cluster-scoped namespaces dropped, duplicates refused.
-    let mut want: BTreeMap<ResourceKey, Desired> = BTreeMap::new();
+    // Each desired object with, when it has origins, a copy as rendered (before the
+    // namespace and tracking injected below) that the origins' pointers address.
+    let mut want: BTreeMap<ResourceKey, (Desired, Option<Value>)> = BTreeMap::new();
     let mut unscoped: BTreeSet<ResourceKey> = BTreeSet::new();
     for mut d in desired {
         let Some(mut key) = ResourceKey::of(&d.object) else {
             continue;
         };
+        let rendered = (!d.origins.is_empty()).then(|| d.object.clone());
         match cluster_scoped(&key.group, &key.kind, &crds) {
             Some(true) => key.namespace.clear(),
             scoped => {
@@ -170,14 +189,14 @@ pub fn compare(
                 set_map_entry(&mut d.object, "labels", INSTANCE_LABEL, &app.name);
             }
         }
-        if let Some(prev) = want.get(&key) {
+        if let Some((prev, _)) = want.get(&key) {
             return Err(CompareError::Duplicate {
                 key: Box::new(key),
                 first: prev.origin.clone(),
                 second: d.origin,
             });
         }
-        want.insert(key, d);
+        want.insert(key, (d, rendered));
     }
 
     // Live: index by key.
@@ -208,7 +227,7 @@ pub fn compare(
         }
     }
 
-    let pairs: Vec<(ResourceKey, Desired, Option<Value>)> = want
+    let pairs: Vec<(ResourceKey, (Desired, Option<Value>), Option<Value>)> = want
         .into_iter()
         .map(|(key, d)| {
             let l = have.remove(&key);
@@ -217,11 +236,15 @@ pub fn compare(
         .collect();
     let diffed = plumb_core::parallel::map_owned(
         pairs,
-        |(key, d, mut live_obj)| -> Result<ResourceDiff, CompareError> {
+        |(key, (d, rendered), mut live_obj)| -> Result<ResourceDiff, CompareError> {
             if let (Some(lv), TrackingMethod::Annotation) = (live_obj.as_mut(), tracking) {
                 pre_diff_tracking(lv, &d.object);
             }
             let exists = live_obj.is_some();
+            let declared = rendered.map(|object| Declared {
+                object,
+                origins: d.origins,
+            });
             let mut result = diff_owned(Some(d.object), live_obj, ctx.config)?;
             let status = match (exists, result.modified) {
                 (false, _) => Status::Missing,
@@ -234,6 +257,7 @@ pub fn compare(
                 status,
                 result,
                 origin: Some(d.origin),
+                declared,
             })
         },
     );
@@ -248,6 +272,7 @@ pub fn compare(
                     status: Status::Extra,
                     result,
                     origin: None,
+                    declared: None,
                 });
             }
         }

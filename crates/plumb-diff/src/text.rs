@@ -53,10 +53,79 @@ pub fn to_yaml(v: &Value) -> String {
     e.out
 }
 
+/// [`to_yaml`] with a comment after each scalar value: `comment` gets the scalar's JSON
+/// pointer and returns the text to write after `# ` (e.g. its source location). A block
+/// scalar's comment goes on its header line. Used by `plumb render --show-origins`.
+#[must_use]
+pub fn to_yaml_with_comments(v: &Value, comment: &dyn Fn(&str) -> Option<String>) -> String {
+    let mut pointer = String::new();
+    let node = build_commented(v, &mut pointer, comment);
+    let mut e = Emitter::new();
+    e.emit_node(&node, Ctx::ROOT);
+    e.indent = -1;
+    e.write_indent();
+    e.out
+}
+
+fn build_commented(
+    v: &Value,
+    pointer: &mut String,
+    comment: &dyn Fn(&str) -> Option<String>,
+) -> Node {
+    let at = |seg: &str, v: &Value, pointer: &mut String| {
+        let len = pointer.len();
+        pointer.push('/');
+        pointer.push_str(&seg.replace('~', "~0").replace('/', "~1"));
+        let n = build_commented(v, pointer, comment);
+        pointer.truncate(len);
+        n
+    };
+    match v {
+        Value::Array(items) => Node::Seq(
+            items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| at(&i.to_string(), item, pointer))
+                .collect(),
+        ),
+        Value::Object(map) => {
+            // Same keys and order as `build_node`; values built with their pointers.
+            let Node::Map(entries) = build_node(&Value::Object(
+                map.keys().map(|k| (k.clone(), Value::Null)).collect(),
+            )) else {
+                unreachable!("an object builds a map")
+            };
+            let originals: std::collections::HashMap<String, &String> = map
+                .keys()
+                .map(|k| (reread_json_string(k).into_owned(), k))
+                .collect();
+            Node::Map(
+                entries
+                    .into_iter()
+                    .map(|(k, _)| {
+                        let Node::Scalar(ref text, _) = k else {
+                            unreachable!("keys are scalars")
+                        };
+                        let orig = originals.get(text).copied().unwrap_or(text);
+                        let val = at(orig, &map[orig.as_str()], pointer);
+                        (k, val)
+                    })
+                    .collect(),
+            )
+        }
+        scalar => match (build_node(scalar), comment(pointer)) {
+            (Node::Scalar(text, style), Some(c)) => Node::Commented(text, style, c),
+            (n, _) => n,
+        },
+    }
+}
+
 /// A YAML node ready for emission: scalars carry the style go-yaml's encoder
 /// asks for (the emitter may still override it).
 enum Node {
     Scalar(String, Style),
+    /// A scalar followed by a `# comment`.
+    Commented(String, Style, String),
     Seq(Vec<Node>),
     Map(Vec<(Node, Node)>),
 }
@@ -918,6 +987,8 @@ fn analyze_scalar(value: &str) -> Analysis {
 /// A port of the parts of libyaml's emitter state that go-yaml v2 exercises
 /// for block collections of scalars (flow style only for `[]` and `{}`).
 struct Emitter {
+    /// A comment to write after the scalar being emitted (block scalars: on the header).
+    comment: Option<String>,
     out: String,
     column: usize,
     indent: isize,
@@ -929,6 +1000,7 @@ struct Emitter {
 impl Emitter {
     fn new() -> Self {
         Self {
+            comment: None,
             out: String::new(),
             column: 0,
             indent: -1,
@@ -1002,6 +1074,13 @@ impl Emitter {
     fn emit_node(&mut self, node: &Node, ctx: Ctx) {
         match node {
             Node::Scalar(value, style) => self.emit_scalar(value, *style, ctx),
+            Node::Commented(value, style, comment) => {
+                self.comment = Some(comment.clone());
+                self.emit_scalar(value, *style, ctx);
+                if let Some(c) = self.comment.take() {
+                    self.write_comment(&c);
+                }
+            }
             Node::Seq(items) if items.is_empty() => self.emit_empty_flow("[", "]"),
             Node::Map(entries) if entries.is_empty() => self.emit_empty_flow("{", "}"),
             Node::Seq(items) => {
@@ -1032,6 +1111,16 @@ impl Emitter {
                 self.pop_indent();
             }
         }
+    }
+
+    fn write_comment(&mut self, comment: &str) {
+        self.put(' ');
+        self.put('#');
+        self.put(' ');
+        for c in comment.chars().filter(|c| !is_break(*c)) {
+            self.put(c);
+        }
+        self.whitespace = false;
     }
 
     fn emit_empty_flow(&mut self, open: &str, close: &str) {
@@ -1240,6 +1329,9 @@ impl Emitter {
         if let Some(ch) = chomp {
             self.write_indicator(ch, false, false, false);
         }
+        if let Some(c) = self.comment.take() {
+            self.write_comment(&c);
+        }
         self.put_break();
         self.indention = true;
         self.whitespace = true;
@@ -1267,6 +1359,7 @@ fn is_simple_key(node: &Node) -> bool {
         Node::Scalar(value, _) => {
             !analyze_scalar(value).multiline && value.len() <= MAX_SIMPLE_KEY_LEN
         }
+        Node::Commented(..) => false,
         Node::Seq(items) => items.is_empty(),
         Node::Map(entries) => entries.is_empty(),
     }
@@ -2087,6 +2180,17 @@ fn shift_boundaries(eq0: &[usize], eq1: &[usize], changed: &mut [Vec<bool>; 2]) 
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn comments_follow_scalars_and_keep_the_yaml() {
+        let v = serde_json::json!({"metadata": {"name": "web", "labels": {"a/b": "x"}},
+            "spec": {"containers": [{"name": "app", "args": ["--x"]}], "script": "line1\nline2\n"}});
+        let out = super::to_yaml_with_comments(&v, &|p: &str| Some(format!("at {p}")));
+        assert_eq!(out, "metadata:\n  labels:\n    a/b: x # at /metadata/labels/a~1b\n  name: web # at /metadata/name\nspec:\n  containers:\n  - args:\n    - --x # at /spec/containers/0/args/0\n    name: app # at /spec/containers/0/name\n  script: | # at /spec/script\n    line1\n    line2\n");
+        let plain = super::to_yaml_with_comments(&v, &|_: &str| None);
+        assert_eq!(plain, super::to_yaml(&v));
+    }
+
     use super::*;
     use serde_json::json;
 
