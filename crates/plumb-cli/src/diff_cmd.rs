@@ -1,6 +1,7 @@
 //! `plumb diff`: desired manifests against live objects, Argo CD's verdict and output.
 
 use crate::output::{self, Format};
+use crate::source_args::{SourceArgs, render_source};
 use crate::{EXIT_DIFFERENCES, EXIT_IN_SYNC, Hint};
 use anyhow::{Result, anyhow, bail};
 use plumb_core::argo::{Application, Settings};
@@ -13,9 +14,12 @@ use std::time::Duration;
 
 #[derive(clap::Args)]
 pub struct DiffArgs {
-    /// Desired manifests: YAML/JSON files (multi-document, `kind: List`) or directories (recursive).
-    #[arg(long, required = true, num_args = 1.., value_name = "PATH")]
+    /// Desired manifests: YAML/JSON files (multi-document, `kind: List`) or directories
+    /// (recursive). Instead of this, render a source: --repo/--revision/--path, or --app's spec.source.
+    #[arg(long, num_args = 1.., value_name = "PATH", conflicts_with_all = ["repo", "revision", "path"])]
     desired: Vec<PathBuf>,
+    #[command(flatten)]
+    source: SourceArgs,
     /// Live objects, in the same forms (e.g. `kubectl get -o yaml` output, or a plumb snapshot).
     #[arg(long, required = true, num_args = 1.., value_name = "PATH")]
     live: Vec<PathBuf>,
@@ -61,19 +65,54 @@ fn load_one(path: &Path, what: &str) -> Result<serde_json::Value> {
     }
 }
 
+/// Reads an Argo CD Application manifest.
+pub fn load_app(p: &Path) -> Result<Application> {
+    let v = load_one(p, "Application")?;
+    Application::from_value(&v).map_err(|e| anyhow!("{}: {e}", p.display()))
+}
+
+/// Desired objects: files as given, or a rendered source (with source locations).
+fn load_desired(args: &DiffArgs, app: Option<&Application>) -> Result<Vec<Desired>> {
+    if !args.desired.is_empty() {
+        let ms = plumb_render::load_paths(&args.desired).map_err(|e| anyhow!("{e}"))?;
+        return Ok(ms
+            .into_iter()
+            .map(|m| {
+                let origin = m.location();
+                Desired::new(m.object, origin)
+            })
+            .collect());
+    }
+    let from_app = app.is_some_and(|a| a.source.is_some());
+    if !args.source.given() && !from_app {
+        bail!("no desired state: pass --desired PATH, --path SUBDIR [--repo DIR], or --app with spec.source");
+    }
+    let app_ref = match (app, &args.app) {
+        (Some(a), Some(p)) => Some((a, p.as_path())),
+        _ => None,
+    };
+    let (rendered, _) = render_source(&args.source, app_ref)?;
+    Ok(rendered
+        .objects
+        .into_iter()
+        .map(|o| Desired {
+            origin: o.location(),
+            object: o.object,
+            origins: o.origins,
+        })
+        .collect())
+}
+
 pub fn run(args: DiffArgs) -> Result<u8> {
     let started = std::time::Instant::now();
-    let desired = plumb_render::load_paths(&args.desired).map_err(|e| anyhow!("{e}"))?;
+    let app = match &args.app {
+        Some(p) => Some(load_app(p)?),
+        None => None,
+    };
+    let desired = load_desired(&args, app.as_ref())?;
     let live = plumb_render::load_paths(&args.live).map_err(|e| anyhow!("{e}"))?;
     let parsed = started.elapsed();
 
-    let app = match &args.app {
-        Some(p) => {
-            let v = load_one(p, "Application")?;
-            Some(Application::from_value(&v).map_err(|e| anyhow!("{}: {e}", p.display()))?)
-        }
-        None => None,
-    };
     let settings = match &args.settings {
         Some(p) => {
             let v = load_one(p, "argocd-cm ConfigMap")?;
@@ -108,18 +147,12 @@ pub fn run(args: DiffArgs) -> Result<u8> {
         ignore_aggregated_roles: settings.ignore_aggregated_roles,
         known_types: KnownTypes::from_overrides(&settings.overrides),
     };
-    let desired: Vec<Desired> = desired
-        .into_iter()
-        .map(|m| Desired {
-            origin: m.location(),
-            object: m.object,
-        })
-        .collect();
     let live: Vec<serde_json::Value> = live.into_iter().map(|m| m.object).collect();
     let ctx = CompareContext {
         app: app.as_ref(),
         settings: Some(&settings),
         config: &config,
+        keep_equal: false,
     };
     let results = compare(desired, live, &ctx)?;
     let compared = started.elapsed();

@@ -3,6 +3,8 @@
 
 mod diff_cmd;
 mod output;
+mod render_cmd;
+mod source_args;
 
 use clap::{Parser, Subcommand};
 use std::io::Write;
@@ -25,6 +27,9 @@ enum Command {
     ///
     /// Exit code: 0 in sync, 1 differences (modified, missing or extra), 2 error.
     Diff(diff_cmd::DiffArgs),
+    /// Render a source (directory, kustomization, Helm chart) at a git revision, as Argo
+    /// CD's repo server would, optionally with the file:line of every value.
+    Render(render_cmd::RenderArgs),
 }
 
 /// Exit codes shared by every command.
@@ -46,6 +51,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Diff(args) => diff_cmd::run(args),
+        Command::Render(args) => render_cmd::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

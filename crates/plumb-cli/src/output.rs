@@ -62,7 +62,11 @@ pub fn print(results: &[ResourceDiff], format: Format) -> Result<()> {
             let resources: Vec<Value> = results
                 .iter()
                 .map(|r| {
-                    let fields = if r.status == Status::Modified { r.fields() } else { Vec::new() };
+                    let fields: Vec<Value> = if r.status == Status::Modified {
+                        r.fields().into_iter().map(|f| field_json(r, f)).collect()
+                    } else {
+                        Vec::new()
+                    };
                     json!({
                         "group": r.key.group, "kind": r.key.kind, "namespace": r.key.namespace, "name": r.key.name,
                         "status": r.status, "fields": fields,
@@ -83,6 +87,23 @@ pub fn print(results: &[ResourceDiff], format: Format) -> Result<()> {
     }
     out.flush()?;
     Ok(())
+}
+
+/// One differing field, with `declaredAt` (repository-relative file and line) when the
+/// desired side declares it and the renderer knew where.
+fn field_json(r: &ResourceDiff, f: plumb_diff::fields::FieldChange) -> Value {
+    let declared = r.declared.as_ref().and_then(|d| {
+        d.locate(&r.result.normalized_live, &f.path)
+            .or_else(|| d.locate(&r.result.predicted_live, &f.path))
+    });
+    let mut v = serde_json::to_value(&f).unwrap_or(Value::Null);
+    if let (Some(o), Some(m)) = (declared, v.as_object_mut()) {
+        m.insert(
+            "declaredAt".into(),
+            json!({"file": &*o.file, "line": o.line}),
+        );
+    }
+    v
 }
 
 /// Runs `KUBECTL_EXTERNAL_DIFF` on two files, as argocd does (`<cmd> [args] LIVE TARGET`).

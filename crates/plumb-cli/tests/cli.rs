@@ -29,8 +29,8 @@ const EXAMPLE: [&str; 7] = [
     "diff",
     "--app",
     "examples/payments/app.yaml",
-    "--desired",
-    "examples/payments/desired",
+    "--repo",
+    "examples/payments/repo",
     "--live",
     "examples/payments/live",
 ];
@@ -121,7 +121,8 @@ fn json_output_lists_differing_fields() {
     assert_eq!(dep["status"], "modified");
     assert_eq!(
         dep["fields"],
-        serde_json::json!([{"path": "/spec/template/spec/containers/0/imagePullPolicy", "live": "Always", "desired": "IfNotPresent"}])
+        serde_json::json!([{"path": "/spec/template/spec/containers/0/imagePullPolicy", "live": "Always", "desired": "IfNotPresent",
+            "declaredAt": {"file": "overlays/prod/pull-policy.yaml", "line": 10}}])
     );
 }
 

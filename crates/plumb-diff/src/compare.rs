@@ -55,8 +55,11 @@ pub struct ResourceDiff {
 }
 
 impl ResourceDiff {
-    /// The differing leaves (masked values for Secrets).
+    /// The differing leaves (masked values for Secrets); none for an `Equal` resource.
     pub fn fields(&self) -> Vec<fields::FieldChange> {
+        if self.status == Status::Equal {
+            return Vec::new();
+        }
         fields::changed_fields(&self.result.normalized_live, &self.result.predicted_live)
     }
 }
@@ -80,6 +83,10 @@ pub struct CompareContext<'a> {
     pub app: Option<&'a Application>,
     pub settings: Option<&'a Settings>,
     pub config: &'a DiffConfig,
+    /// Keep the normalized and predicted objects of `Equal` resources. Off, they are
+    /// dropped as soon as the verdict is known (both `Null`), which halves the memory
+    /// of a large, mostly in-sync comparison.
+    pub keep_equal: bool,
 }
 
 /// Whether a kind is cluster-scoped: the built-in schema, else a CRD among `objects`.
@@ -251,7 +258,12 @@ pub fn compare(
                 (true, true) => Status::Modified,
                 (true, false) => Status::Equal,
             };
-            mask_result(&mut result, ctx.settings);
+            if status == Status::Equal && !ctx.keep_equal {
+                result.normalized_live = Value::Null;
+                result.predicted_live = Value::Null;
+            } else {
+                mask_result(&mut result, ctx.settings);
+            }
             Ok(ResourceDiff {
                 key,
                 status,

@@ -10,6 +10,8 @@
 //! }
 //! ```
 
+pub mod kustomize;
+pub mod render;
 pub mod source;
 
 use serde_json::Value;

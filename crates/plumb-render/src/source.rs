@@ -867,7 +867,7 @@ fn physical_path(dirs: &[(String, ObjectId)], name: &str) -> String {
 
 /// Whether `dir` itself is a git repository: it holds `.git` (a directory, or a file
 /// pointing to one), or it is a bare repository.
-fn is_git_repository(dir: &Path) -> bool {
+pub fn is_git_repository(dir: &Path) -> bool {
     dir.join(".git").exists()
         || (dir.join("HEAD").is_file() && dir.join("objects").is_dir() && dir.join("refs").is_dir())
 }

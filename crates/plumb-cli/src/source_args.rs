@@ -1,0 +1,114 @@
+//! Where desired state comes from: `--repo/--revision/--path`, an Application's
+//! `spec.source`, shared by `plumb render` and `plumb diff`.
+
+use anyhow::{Result, anyhow, bail};
+use plumb_core::argo::{AppSource, Application};
+use plumb_render::render::{Rendered, Renderer, render};
+use std::path::{Path, PathBuf};
+
+#[derive(clap::Args, Debug, Default)]
+pub struct SourceArgs {
+    /// A git repository (read at --revision from its object database, never the work
+    /// tree) or a plain directory. Default: the Application's spec.source.repoURL, else `.`.
+    #[arg(long, value_name = "DIR")]
+    pub repo: Option<PathBuf>,
+    /// Git revision: branch, tag, SHA, `HEAD~1`… Default: the Application's
+    /// targetRevision, else HEAD.
+    #[arg(long, value_name = "REV")]
+    pub revision: Option<String>,
+    /// The source path inside the repository. Default: the Application's spec.source.path.
+    #[arg(long, value_name = "SUBDIR")]
+    pub path: Option<String>,
+    /// Kustomize renderer: plumb's own (with source locations) or the kustomize binary.
+    #[arg(long, value_enum, default_value_t = RendererArg::Native)]
+    pub renderer: RendererArg,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum RendererArg {
+    #[default]
+    Native,
+    KustomizeBinary,
+}
+
+impl SourceArgs {
+    /// Whether any source option was given.
+    pub fn given(&self) -> bool {
+        self.repo.is_some() || self.revision.is_some() || self.path.is_some()
+    }
+}
+
+/// Renders the source the options and the Application describe.
+pub fn render_source(
+    args: &SourceArgs,
+    app: Option<(&Application, &Path)>,
+) -> Result<(Rendered, PathBuf)> {
+    let app_source = app.and_then(|(a, _)| a.source.clone()).unwrap_or_default();
+    let repo = match &args.repo {
+        Some(r) => r.clone(),
+        None => match app {
+            Some((a, file)) if !app_source.repo_url.is_empty() => {
+                repo_from_url(&app_source.repo_url, file).map_err(|e| {
+                    anyhow!(
+                        "{}: Application {}: {e}",
+                        file.display(),
+                        a.name
+                    )
+                })?
+            }
+            _ => PathBuf::from("."),
+        },
+    };
+    // The Application's targetRevision applies to git repositories; a plain directory
+    // has only its working tree (an explicit --revision there is an error).
+    let revision = args.revision.clone().or_else(|| {
+        let r = app_source.target_revision.trim();
+        (!r.is_empty() && plumb_render::source::is_git_repository(&repo)).then(|| r.to_string())
+    });
+    let path = match (&args.path, app) {
+        (Some(p), _) => p.clone(),
+        (None, Some(_)) => app_source.path.clone(),
+        (None, None) => bail!("no source path: pass --path SUBDIR (or --app with spec.source.path)"),
+    };
+    let fs = plumb_render::source::open_source(&repo, revision.as_deref())
+        .map_err(|e| anyhow!("{e}"))?;
+    let renderer = match args.renderer {
+        RendererArg::Native => Renderer::Native,
+        RendererArg::KustomizeBinary => Renderer::KustomizeBinary,
+    };
+    let source = AppSource {
+        path: path.clone(),
+        ..app_source
+    };
+    let rendered = render(fs.as_ref(), &path, &source, renderer).map_err(|e| {
+        let mut e = e;
+        // Paths in errors are repository-relative; say which repository.
+        if e.file.is_relative() && repo != Path::new(".") {
+            e.file = repo.join(&e.file);
+        }
+        anyhow!("{e}")
+    })?;
+    for note in &rendered.notes {
+        eprintln!("note: {note}");
+    }
+    Ok((rendered, repo))
+}
+
+/// `spec.source.repoURL` as a local repository: a path (relative to the Application
+/// file's directory) or a `file://` URL. Remote URLs need a local clone (`--repo`).
+fn repo_from_url(url: &str, app_file: &Path) -> Result<PathBuf, String> {
+    let local = if let Some(rest) = url.strip_prefix("file://") {
+        PathBuf::from(rest)
+    } else if url.contains("://") || url.starts_with("git@") {
+        return Err(format!(
+            "repoURL {url} is remote; plumb reads local repositories: pass --repo DIR with a clone of it"
+        ));
+    } else {
+        PathBuf::from(url)
+    };
+    Ok(if local.is_absolute() {
+        local
+    } else {
+        app_file.parent().unwrap_or(Path::new(".")).join(local)
+    })
+}

@@ -1,0 +1,212 @@
+//! RFC 6902 JSON patches applied to the annotated tree (values added by the patch keep
+//! the patch file's origins; moved and copied values keep theirs).
+
+use super::tree::Node;
+
+/// One operation.
+pub struct Op {
+    pub op: String,
+    pub path: String,
+    pub from: Option<String>,
+    pub value: Option<Node>,
+}
+
+/// Reads a patch document (a sequence of operation mappings).
+pub fn parse_ops(doc: &Node) -> Result<Vec<Op>, String> {
+    let Some(items) = doc.as_seq() else {
+        return Err("a JSON patch must be a list of operations".into());
+    };
+    let mut ops = Vec::new();
+    for it in items {
+        let Some(m) = it.as_map() else {
+            return Err("a JSON patch operation must be a mapping".into());
+        };
+        let s = |k: &str| m.get(k).and_then(Node::scalar_text);
+        let op = s("op").ok_or("JSON patch operation has no 'op'")?;
+        let path = s("path").ok_or_else(|| format!("JSON patch operation '{op}' has no 'path'"))?;
+        ops.push(Op {
+            op,
+            path,
+            from: s("from"),
+            value: m.get("value").cloned(),
+        });
+    }
+    Ok(ops)
+}
+
+fn tokens(ptr: &str) -> Result<Vec<String>, String> {
+    if ptr.is_empty() {
+        return Ok(Vec::new());
+    }
+    let Some(rest) = ptr.strip_prefix('/') else {
+        return Err(format!("invalid JSON pointer {ptr:?}"));
+    };
+    Ok(rest
+        .split('/')
+        .map(|t| t.replace("~1", "/").replace("~0", "~"))
+        .collect())
+}
+
+fn get<'a>(doc: &'a Node, toks: &[String]) -> Option<&'a Node> {
+    let mut cur = doc;
+    for t in toks {
+        cur = match cur {
+            Node::Map(m) => m.get(t)?,
+            Node::Seq(s) => s.get(index(t, s.len())?)?,
+            _ => return None,
+        };
+    }
+    Some(cur)
+}
+
+fn get_mut<'a>(doc: &'a mut Node, toks: &[String]) -> Option<&'a mut Node> {
+    let mut cur = doc;
+    for t in toks {
+        cur = match cur {
+            Node::Map(m) => m.get_mut(t)?,
+            Node::Seq(s) => {
+                let i = index(t, s.len())?;
+                s.get_mut(i)?
+            }
+            _ => return None,
+        };
+    }
+    Some(cur)
+}
+
+fn index(t: &str, _len: usize) -> Option<usize> {
+    if t.len() > 1 && t.starts_with('0') {
+        return None;
+    }
+    t.parse().ok()
+}
+
+fn missing(path: &str) -> String {
+    format!("path {path:?} does not exist")
+}
+
+fn add(doc: &mut Node, path: &str, value: Node) -> Result<(), String> {
+    let toks = tokens(path)?;
+    let Some((last, parents)) = toks.split_last() else {
+        *doc = value;
+        return Ok(());
+    };
+    match get_mut(doc, parents) {
+        Some(Node::Map(m)) => {
+            m.insert(last.clone(), value);
+            Ok(())
+        }
+        Some(Node::Seq(s)) => {
+            let i = if last == "-" {
+                s.len()
+            } else {
+                index(last, s.len()).ok_or_else(|| format!("invalid index in {path:?}"))?
+            };
+            if i > s.len() {
+                return Err(format!("index out of range in {path:?}"));
+            }
+            s.insert(i, value);
+            Ok(())
+        }
+        _ => Err(missing(path)),
+    }
+}
+
+fn remove(doc: &mut Node, path: &str) -> Result<Node, String> {
+    let toks = tokens(path)?;
+    let Some((last, parents)) = toks.split_last() else {
+        return Err("cannot remove the whole document".into());
+    };
+    match get_mut(doc, parents) {
+        Some(Node::Map(m)) => m.remove(last).ok_or_else(|| missing(path)),
+        Some(Node::Seq(s)) => {
+            let i = index(last, s.len()).ok_or_else(|| missing(path))?;
+            if i >= s.len() {
+                return Err(missing(path));
+            }
+            Ok(s.remove(i))
+        }
+        _ => Err(missing(path)),
+    }
+}
+
+/// Applies the operations in order.
+pub fn apply(doc: &mut Node, ops: &[Op]) -> Result<(), String> {
+    for op in ops {
+        let value = || {
+            op.value
+                .clone()
+                .ok_or_else(|| format!("'{}' operation has no value", op.op))
+        };
+        match op.op.as_str() {
+            "add" => add(doc, &op.path, value()?)?,
+            "remove" => {
+                remove(doc, &op.path)?;
+            }
+            "replace" => {
+                let toks = tokens(&op.path)?;
+                let v = value()?;
+                match get_mut(doc, &toks) {
+                    Some(slot) => *slot = v,
+                    None => return Err(missing(&op.path)),
+                }
+            }
+            "move" => {
+                let from = op.from.as_deref().ok_or("'move' operation has no from")?;
+                let v = remove(doc, from)?;
+                add(doc, &op.path, v)?;
+            }
+            "copy" => {
+                let from = op.from.as_deref().ok_or("'copy' operation has no from")?;
+                let v = get(doc, &tokens(from)?)
+                    .cloned()
+                    .ok_or_else(|| missing(from))?;
+                add(doc, &op.path, v)?;
+            }
+            "test" => {
+                let v = value()?;
+                let cur = get(doc, &tokens(&op.path)?).ok_or_else(|| missing(&op.path))?;
+                if *cur != v {
+                    return Err(format!("test operation failed at {:?}", op.path));
+                }
+            }
+            other => return Err(format!("unexpected JSON patch operation {other:?}")),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tree::{Dialect, parse_stream};
+    use super::*;
+
+    #[test]
+    fn operations() {
+        let mut doc = parse_stream("a: {b: [1, 2]}\nc: x\n", 0, 0, 0, Dialect::Resource)
+            .unwrap()
+            .remove(0)
+            .node;
+        let p = parse_stream(
+            "- {op: add, path: /a/b/-, value: 3}\n- {op: replace, path: /c, value: y}\n- {op: move, from: /c, path: /d}\n- {op: copy, from: /a/b/0, path: /a/b/0}\n- {op: remove, path: /a/b/1}\n- {op: test, path: /d, value: y}\n",
+            1,
+            0,
+            0,
+            Dialect::Resource,
+        )
+        .unwrap()
+        .remove(0)
+        .node;
+        apply(&mut doc, &parse_ops(&p).unwrap()).unwrap();
+        assert_eq!(
+            doc.to_json(),
+            serde_json::json!({"a": {"b": [1, 2, 3]}, "d": "y"})
+        );
+        assert_eq!(doc.get("d").unwrap().org().unwrap().line, 2);
+        let bad = parse_stream("- {op: remove, path: /zz}\n", 1, 0, 0, Dialect::Resource)
+            .unwrap()
+            .remove(0)
+            .node;
+        assert!(apply(&mut doc, &parse_ops(&bad).unwrap()).is_err());
+    }
+}

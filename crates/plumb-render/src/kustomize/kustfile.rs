@@ -1,0 +1,191 @@
+//! Reading a kustomization file: the fields kustomize 5.5 knows, which of them the native
+//! renderer implements, and typed access to entries with their origins.
+
+use super::tree::{Map, Node, Org, raw_scalar_at};
+
+/// File names kustomize looks for in a directory, in its order.
+pub const FILE_NAMES: &[&str] = &["kustomization.yaml", "kustomization.yml", "Kustomization"];
+
+/// Fields kustomize accepts but the native renderer does not implement: their presence
+/// (non-empty) makes the build fall back to the kustomize binary.
+pub const UNSUPPORTED: &[&str] = &[
+    "vars",
+    "helmCharts",
+    "helmGlobals",
+    "helmChartInflationGenerator",
+    "helmChartRepos",
+    "configurations",
+    "openapi",
+    "crds",
+    "transformers",
+    "generators",
+    "validators",
+    "buildMetadata",
+];
+
+/// Fields the native renderer implements.
+pub const SUPPORTED: &[&str] = &[
+    "apiVersion",
+    "kind",
+    "metadata",
+    "resources",
+    "bases",
+    "components",
+    "namespace",
+    "namePrefix",
+    "nameSuffix",
+    "commonLabels",
+    "labels",
+    "commonAnnotations",
+    "patches",
+    "patchesStrategicMerge",
+    "patchesJson6902",
+    "images",
+    "replicas",
+    "replacements",
+    "configMapGenerator",
+    "secretGenerator",
+    "generatorOptions",
+    "sortOptions",
+];
+
+/// A parsed kustomization.
+pub struct Kust {
+    /// Repository-relative path of the file and its directory.
+    pub path: String,
+    pub dir: String,
+    pub file: u32,
+    pub src: String,
+    pub root: Map,
+    pub is_component: bool,
+}
+
+/// A string with where it was written.
+#[derive(Clone, Debug)]
+pub struct Spanned {
+    pub value: String,
+    pub org: Org,
+}
+
+impl Kust {
+    pub fn get(&self, field: &str) -> Option<&Node> {
+        self.root.get(field).filter(|n| !n.is_null())
+    }
+
+    /// A scalar read as Go reads it into a string field: numbers keep their spelling.
+    pub fn text(&self, n: &Node) -> Option<String> {
+        match n {
+            Node::Scalar(super::tree::Scalar::Str(s), _) => Some(s.clone()),
+            Node::Scalar(_, o) => {
+                raw_scalar_at(&self.src, o.line, o.col).or_else(|| n.scalar_text())
+            }
+            _ => None,
+        }
+    }
+
+    pub fn spanned(&self, n: &Node) -> Option<Spanned> {
+        Some(Spanned {
+            value: self.text(n)?,
+            org: n.org()?,
+        })
+    }
+
+    pub fn string(&self, field: &str) -> Result<Option<Spanned>, String> {
+        match self.get(field) {
+            None => Ok(None),
+            Some(n) => self
+                .spanned(n)
+                .map(Some)
+                .ok_or_else(|| format!("field {field} must be a string")),
+        }
+    }
+
+    /// A list of strings.
+    pub fn strings(&self, field: &str) -> Result<Vec<Spanned>, String> {
+        strings_of(self, self.get(field), field)
+    }
+
+    /// A map of strings (labels, annotations).
+    pub fn string_map(&self, field: &str) -> Result<Vec<(String, Spanned)>, String> {
+        string_map_of(self, self.get(field), field)
+    }
+
+    /// A list of mappings.
+    pub fn maps(&self, field: &str) -> Result<Vec<&Map>, String> {
+        match self.get(field) {
+            None => Ok(Vec::new()),
+            Some(Node::Seq(items)) => items
+                .iter()
+                .map(|i| {
+                    i.as_map()
+                        .ok_or_else(|| format!("entries of {field} must be mappings"))
+                })
+                .collect(),
+            Some(_) => Err(format!("field {field} must be a list")),
+        }
+    }
+}
+
+pub fn strings_of(k: &Kust, n: Option<&Node>, field: &str) -> Result<Vec<Spanned>, String> {
+    match n {
+        None => Ok(Vec::new()),
+        Some(Node::Scalar(super::tree::Scalar::Null, _)) => Ok(Vec::new()),
+        Some(Node::Seq(items)) => items
+            .iter()
+            .map(|i| {
+                k.spanned(i)
+                    .ok_or_else(|| format!("entries of {field} must be strings"))
+            })
+            .collect(),
+        Some(_) => Err(format!(
+            "json: cannot unmarshal object into Go struct field of {field} of type []string"
+        )),
+    }
+}
+
+pub fn string_map_of(
+    k: &Kust,
+    n: Option<&Node>,
+    field: &str,
+) -> Result<Vec<(String, Spanned)>, String> {
+    match n {
+        None => Ok(Vec::new()),
+        Some(Node::Scalar(super::tree::Scalar::Null, _)) => Ok(Vec::new()),
+        Some(Node::Map(m)) => m
+            .iter()
+            .map(|(key, v)| {
+                if let Node::Scalar(super::tree::Scalar::Bool(_), _) = v {
+                    return Err(format!(
+                        "json: cannot unmarshal bool into Go struct field Kustomization.{field} of type string"
+                    ));
+                }
+                let s = match v {
+                    Node::Scalar(super::tree::Scalar::Null, o) => Spanned {
+                        value: String::new(),
+                        org: *o,
+                    },
+                    _ => k
+                        .spanned(v)
+                        .ok_or_else(|| format!("values of {field} must be strings"))?,
+                };
+                Ok((key.clone(), s))
+            })
+            .collect(),
+        Some(_) => Err(format!("field {field} must be a mapping")),
+    }
+}
+
+/// A string field of an entry mapping.
+pub fn entry_str(k: &Kust, m: &Map, field: &str) -> Option<Spanned> {
+    m.get(field)
+        .filter(|n| !n.is_null())
+        .and_then(|n| k.spanned(n))
+}
+
+/// A boolean field of an entry mapping.
+pub fn entry_bool(m: &Map, field: &str) -> bool {
+    matches!(
+        m.get(field),
+        Some(Node::Scalar(super::tree::Scalar::Bool(true), _))
+    ) || m.get(field).and_then(Node::as_str) == Some("true")
+}

@@ -1,0 +1,834 @@
+//! Native kustomize renderer: renders a kustomization like `kubectl kustomize`
+//! (kustomize 5.5) — same objects, same order, same content — and records, for every
+//! scalar of every rendered object, the file, line and column that set its value.
+//!
+//! The build follows kustomize's structure: a kustomization accumulates its resources
+//! (files, and directories holding kustomizations, built recursively), its components,
+//! then its generators, then runs its transformers in kustomize's fixed order
+//! (strategic-merge patches, patches, namespace, prefix/suffix, labels, annotations,
+//! JSON 6902 patches, replicas, images, replacements). At the top only, generated names
+//! get their content hash, name references are repaired (with the history of every
+//! rename, as kustomize's build annotations keep it), and resources are sorted.
+//!
+//! Fields the renderer does not implement produce [`KustomizeError::Unsupported`] so the
+//! caller can fall back to the kustomize binary.
+
+mod fieldspec;
+mod generators;
+mod json6902;
+mod kustfile;
+mod namerefs;
+mod patches;
+mod replacements;
+mod resource;
+mod select;
+mod smp;
+mod transformers;
+mod tree;
+
+use crate::LoadError;
+use crate::source::{EntryKind, SourceFs, join};
+use kustfile::{FILE_NAMES, Kust, SUPPORTED, UNSUPPORTED};
+use resource::Res;
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::path::PathBuf;
+use tree::{Dialect, Node, Org};
+
+pub use plumb_core::origin::Origin;
+
+/// One rendered object.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rendered {
+    pub object: serde_json::Value,
+    /// JSON pointer (with list indexes, RFC 6901) of every scalar leaf of `object` → where
+    /// its value was set.
+    pub origins: BTreeMap<String, Origin>,
+    /// File and line of the document (or generator entry) that created the object.
+    pub file: String,
+    pub line: usize,
+}
+
+/// Why a kustomization could not be rendered natively.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KustomizeError {
+    Load(LoadError),
+    /// A field/feature the native renderer does not implement: the caller falls back to
+    /// the kustomize binary.
+    Unsupported {
+        file: String,
+        field: String,
+    },
+}
+
+impl fmt::Display for KustomizeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            KustomizeError::Load(e) => e.fmt(f),
+            KustomizeError::Unsupported { file, field } => {
+                write!(
+                    f,
+                    "{file}: field '{field}' is not supported by the native kustomize renderer"
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for KustomizeError {}
+
+impl From<LoadError> for KustomizeError {
+    fn from(e: LoadError) -> Self {
+        KustomizeError::Load(e)
+    }
+}
+
+fn load_error(file: &str, org: Option<Org>, message: impl Into<String>) -> KustomizeError {
+    let org = org.filter(|o| o.line > 0);
+    KustomizeError::Load(LoadError {
+        file: PathBuf::from(file),
+        line: org.map(|o| o.line as usize),
+        column: org.map(|o| o.col as usize),
+        message: message.into(),
+    })
+}
+
+fn path_in(dir: &str, name: &str) -> String {
+    if dir.is_empty() {
+        name.to_string()
+    } else {
+        format!("{dir}/{name}")
+    }
+}
+
+/// The kustomization file in `dir`, if any.
+fn kustomization_file(fs: &dyn SourceFs, dir: &str) -> Result<Option<String>, LoadError> {
+    let mut found = Vec::new();
+    for name in FILE_NAMES {
+        let p = path_in(dir, name);
+        if fs.kind(&p)? == Some(EntryKind::File) {
+            found.push(p);
+        }
+    }
+    if found.len() > 1 {
+        return Err(LoadError {
+            file: PathBuf::from(if dir.is_empty() { "." } else { dir }),
+            line: None,
+            column: None,
+            message: "found multiple kustomization files".into(),
+        });
+    }
+    Ok(found.pop())
+}
+
+/// Whether `dir` holds a kustomization (kustomization.yaml, kustomization.yml or Kustomization).
+pub fn is_kustomization(fs: &dyn SourceFs, dir: &str) -> Result<bool, LoadError> {
+    Ok(kustomization_file(fs, dir)?.is_some())
+}
+
+/// Renders the kustomization in `dir` like `kubectl kustomize` (kustomize 5.5).
+pub fn build(fs: &dyn SourceFs, dir: &str) -> Result<Vec<Rendered>, KustomizeError> {
+    let mut ctx = Ctx {
+        fs,
+        files: Vec::new(),
+        file_idx: HashMap::new(),
+        stack: Vec::new(),
+    };
+    let kust = ctx.load_kustomization(dir, None)?;
+    let mut ra = Vec::new();
+    ctx.stack.push(dir.to_string());
+    ctx.accumulate(&kust, &mut ra)?;
+    // Top level only, as kustomize does: hash suffixes, then name references.
+    for r in ra.iter_mut() {
+        if r.needs_hash {
+            let hash = generators::hash_suffix(&r.node);
+            let org = r
+                .node
+                .path(&["metadata", "name"])
+                .and_then(Node::org)
+                .unwrap_or(Org::NONE);
+            let name = format!("{}-{hash}", r.name());
+            r.store_previous_id();
+            r.set_name(name, org);
+        }
+    }
+    namerefs::fix(&mut ra).map_err(|m| load_error(&kust.path, None, m))?;
+    ra.retain(|r| {
+        r.node.path_str(&[
+            "metadata",
+            "annotations",
+            "config.kubernetes.io/local-config",
+        ]) != Some("true")
+    });
+    sort(&ctx, &kust, &mut ra)?;
+    Ok(ra.into_iter().map(|r| ctx.rendered(r)).collect())
+}
+
+/// The objects of one manifest file (a directory source's file), with the origin of
+/// every scalar, validated as kustomize validates resources (`kind: List` expanded).
+pub fn load_file(fs: &dyn SourceFs, path: &str) -> Result<Vec<Rendered>, LoadError> {
+    let mut ctx = Ctx {
+        fs,
+        files: Vec::new(),
+        file_idx: HashMap::new(),
+        stack: Vec::new(),
+    };
+    let res = ctx.load_resources(path).map_err(|e| match e {
+        KustomizeError::Load(e) => e,
+        other => LoadError {
+            file: PathBuf::from(path),
+            line: None,
+            column: None,
+            message: other.to_string(),
+        },
+    })?;
+    Ok(res.into_iter().map(|r| ctx.rendered(r)).collect())
+}
+
+impl Ctx<'_> {
+    /// A resource as the API hands it out: JSON plus the origins of its scalars.
+    fn rendered(&self, r: Res) -> Rendered {
+        let mut origins = Vec::new();
+        let object = r.node.to_json_with_origins(&mut origins);
+        let files: Vec<std::sync::Arc<str>> =
+            self.files.iter().map(|f| std::sync::Arc::from(f.as_str())).collect();
+        Rendered {
+            object,
+            origins: origins
+                .into_iter()
+                .filter(|(_, o)| o.file != u32::MAX)
+                .map(|(p, o)| {
+                    (
+                        p,
+                        Origin {
+                            file: files[o.file as usize].clone(),
+                            line: o.line,
+                            column: o.col,
+                        },
+                    )
+                })
+                .collect(),
+            file: self.files.get(r.file as usize).cloned().unwrap_or_default(),
+            line: r.line as usize,
+        }
+    }
+}
+
+/// kustomize's legacy order (the default), or `sortOptions` of the top kustomization.
+fn sort(ctx: &Ctx, kust: &Kust, ra: &mut [Res]) -> Result<(), KustomizeError> {
+    let mut first: Vec<String> = [
+        "Namespace",
+        "ResourceQuota",
+        "StorageClass",
+        "CustomResourceDefinition",
+        "ServiceAccount",
+        "PodSecurityPolicy",
+        "Role",
+        "ClusterRole",
+        "RoleBinding",
+        "ClusterRoleBinding",
+        "ConfigMap",
+        "Secret",
+        "Endpoints",
+        "Service",
+        "LimitRange",
+        "PriorityClass",
+        "PersistentVolume",
+        "PersistentVolumeClaim",
+        "Deployment",
+        "StatefulSet",
+        "CronJob",
+        "PodDisruptionBudget",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let mut last: Vec<String> = vec![
+        "MutatingWebhookConfiguration".into(),
+        "ValidatingWebhookConfiguration".into(),
+    ];
+    if let Some(so) = kust.get("sortOptions") {
+        let m = so
+            .as_map()
+            .ok_or_else(|| ctx.kerr(kust, so.org(), "sortOptions must be a mapping"))?;
+        let order = m.get("order").and_then(Node::as_str).unwrap_or("");
+        match order {
+            "fifo" => return Ok(()),
+            "legacy" | "" => {}
+            other => {
+                return Err(ctx.kerr(
+                    kust,
+                    None,
+                    format!(
+                        "the field 'sortOptions.order' must be one of [fifo, legacy], got {other:?}"
+                    ),
+                ));
+            }
+        }
+        if let Some(lo) = m.get("legacySortOptions").and_then(Node::as_map) {
+            let list = |f: &str| -> Option<Vec<String>> {
+                lo.get(f)?.as_seq().map(|s| {
+                    s.iter()
+                        .filter_map(|n| n.as_str().map(String::from))
+                        .collect()
+                })
+            };
+            if let Some(f) = list("orderFirst") {
+                first = f;
+            }
+            if let Some(l) = list("orderLast") {
+                last = l;
+            }
+        }
+    }
+    let rank = |kind: &str| -> i64 {
+        if let Some(i) = first.iter().position(|k| k == kind) {
+            i as i64 - first.len() as i64
+        } else if let Some(i) = last.iter().position(|k| k == kind) {
+            1 + i as i64
+        } else {
+            0
+        }
+    };
+    let gvk_string = |r: &Res| {
+        let id = r.cur_id();
+        let or = |s: &str, d: &str| {
+            if s.is_empty() {
+                d.to_string()
+            } else {
+                s.to_string()
+            }
+        };
+        format!(
+            "{}_{}_{}",
+            or(&id.group, "~G"),
+            or(&id.version, "~V"),
+            or(&id.kind, "~K")
+        )
+    };
+    ra.sort_by(|a, b| {
+        let (ka, kb) = (a.kind(), b.kind());
+        rank(ka)
+            .cmp(&rank(kb))
+            .then_with(|| gvk_string(a).cmp(&gvk_string(b)))
+            .then_with(|| {
+                let (ia, ib) = (a.cur_id(), b.cur_id());
+                (ia.effective_namespace(), ia.name.as_str())
+                    .cmp(&(ib.effective_namespace(), ib.name.as_str()))
+            })
+    });
+    Ok(())
+}
+
+/// Build state: the source, the file table origins point into, the kustomization stack.
+pub(crate) struct Ctx<'a> {
+    fs: &'a dyn SourceFs,
+    files: Vec<String>,
+    file_idx: HashMap<String, u32>,
+    stack: Vec<String>,
+}
+
+impl Ctx<'_> {
+    fn file_id(&mut self, path: &str) -> u32 {
+        if let Some(i) = self.file_idx.get(path) {
+            return *i;
+        }
+        let i = self.files.len() as u32;
+        self.files.push(path.to_string());
+        self.file_idx.insert(path.to_string(), i);
+        i
+    }
+
+    fn read(&self, path: &str) -> Result<Vec<u8>, KustomizeError> {
+        Ok(self.fs.read(path)?)
+    }
+
+    fn read_text(&self, path: &str) -> Result<String, KustomizeError> {
+        String::from_utf8(self.read(path)?).map_err(|_| load_error(path, None, "not valid UTF-8"))
+    }
+
+    /// An error located in a kustomization file.
+    fn kerr(&self, k: &Kust, org: Option<Org>, message: impl Into<String>) -> KustomizeError {
+        let org = org.filter(|o| o.file == k.file || o.file == u32::MAX);
+        load_error(&k.path, org, message)
+    }
+
+    /// A file referenced by a kustomization, which kustomize requires to be in or below
+    /// the kustomization's directory.
+    fn file_under(&self, k: &Kust, rel: &str, org: Org) -> Result<String, KustomizeError> {
+        let p = join(&k.dir, rel, &k.path).map_err(|e| self.kerr(k, Some(org), e.message))?;
+        let inside = k.dir.is_empty() || p == k.dir || p.starts_with(&format!("{}/", k.dir));
+        if !inside {
+            return Err(self.kerr(
+                k,
+                Some(org),
+                format!(
+                    "security; file '{p}' is not in or below '{}'",
+                    if k.dir.is_empty() { "." } else { &k.dir }
+                ),
+            ));
+        }
+        match self.fs.kind(&p)? {
+            Some(EntryKind::File) => Ok(p),
+            Some(EntryKind::Dir) => {
+                Err(self.kerr(k, Some(org), format!("'{p}' is a directory, not a file")))
+            }
+            None => Err(self.kerr(k, Some(org), format!("file '{p}' does not exist"))),
+        }
+    }
+
+    /// Parses YAML documents of a file.
+    fn parse_file(&mut self, path: &str) -> Result<(u32, Vec<tree::Doc>), KustomizeError> {
+        let text = self.read_text(path)?;
+        let file = self.file_id(path);
+        let docs = tree::parse_stream(&text, file, 0, 0, Dialect::Resource).map_err(|e| {
+            KustomizeError::Load(LoadError {
+                file: PathBuf::from(path),
+                line: e.line,
+                column: e.column,
+                message: format!("invalid YAML: {}", e.message),
+            })
+        })?;
+        Ok((file, docs))
+    }
+
+    /// Loads the kustomization of a directory. `referrer` names the file referring to it.
+    fn load_kustomization(
+        &mut self,
+        dir: &str,
+        referrer: Option<(&Kust, Org)>,
+    ) -> Result<Kust, KustomizeError> {
+        let Some(path) = kustomization_file(self.fs, dir)? else {
+            let msg = format!(
+                "unable to find one of 'kustomization.yaml', 'kustomization.yml' or 'Kustomization' in directory '{}'",
+                if dir.is_empty() { "." } else { dir }
+            );
+            return Err(match referrer {
+                Some((k, o)) => self.kerr(k, Some(o), msg),
+                None => load_error(if dir.is_empty() { "." } else { dir }, None, msg),
+            });
+        };
+        let src = self.read_text(&path)?;
+        let file = self.file_id(&path);
+        let docs = tree::parse_stream(&src, file, 0, 0, Dialect::Kustomization).map_err(|e| {
+            KustomizeError::Load(LoadError {
+                file: PathBuf::from(&path),
+                line: e.line,
+                column: e.column,
+                message: format!("invalid YAML: {}", e.message),
+            })
+        })?;
+        if docs.len() > 1 {
+            return Err(load_error(
+                &path,
+                None,
+                "a kustomization must be a single YAML document",
+            ));
+        }
+        let root = match docs.into_iter().next().map(|d| d.node) {
+            None => tree::Map::new(),
+            Some(Node::Map(m)) => m,
+            Some(_) => {
+                return Err(load_error(
+                    &path,
+                    None,
+                    "invalid Kustomization: not a mapping",
+                ));
+            }
+        };
+        let kust = Kust {
+            path: path.clone(),
+            dir: dir.to_string(),
+            file,
+            src,
+            is_component: root.get("kind").and_then(Node::as_str) == Some("Component"),
+            root,
+        };
+        for (key, v) in &kust.root {
+            if UNSUPPORTED.contains(&key.as_str()) {
+                let empty = match v {
+                    Node::Scalar(tree::Scalar::Null, _) => true,
+                    Node::Seq(s) => s.is_empty(),
+                    Node::Map(m) => m.is_empty(),
+                    _ => false,
+                };
+                if !empty {
+                    return Err(KustomizeError::Unsupported {
+                        file: path,
+                        field: key.clone(),
+                    });
+                }
+            } else if !SUPPORTED.contains(&key.as_str()) {
+                return Err(load_error(
+                    &path,
+                    v.org(),
+                    format!("invalid Kustomization: json: unknown field \"{key}\""),
+                ));
+            }
+        }
+        let kind = kust.get("kind").and_then(Node::as_str).unwrap_or("");
+        let av = kust.get("apiVersion").and_then(Node::as_str).unwrap_or("");
+        match kind {
+            "" | "Kustomization" => {
+                if !av.is_empty() && av != "kustomize.config.k8s.io/v1beta1" {
+                    return Err(load_error(
+                        &path,
+                        None,
+                        "apiVersion for Kustomization should be kustomize.config.k8s.io/v1beta1",
+                    ));
+                }
+            }
+            "Component" => {
+                if av != "kustomize.config.k8s.io/v1alpha1" {
+                    return Err(load_error(
+                        &path,
+                        None,
+                        "apiVersion for Component should be kustomize.config.k8s.io/v1alpha1",
+                    ));
+                }
+            }
+            other => {
+                return Err(load_error(
+                    &path,
+                    None,
+                    format!("kind should be Kustomization or Component, not {other:?}"),
+                ));
+            }
+        }
+        Ok(kust)
+    }
+
+    /// Accumulates a kustomization's resources, components and generated objects into
+    /// `ra`, then runs its transformers over `ra`.
+    fn accumulate(&mut self, k: &Kust, ra: &mut Vec<Res>) -> Result<(), KustomizeError> {
+        let mut entries = k.strings("resources").map_err(|m| self.kerr(k, None, m))?;
+        entries.extend(k.strings("bases").map_err(|m| self.kerr(k, None, m))?);
+        for e in entries {
+            if looks_remote(&e.value) {
+                return Err(KustomizeError::Unsupported {
+                    file: k.path.clone(),
+                    field: "resources".into(),
+                });
+            }
+            let p = join(&k.dir, &e.value, &k.path)
+                .map_err(|le| self.kerr(k, Some(e.org), le.message))?;
+            match self.fs.kind(&p)? {
+                Some(EntryKind::Dir) => {
+                    let sub = self.load_kustomization(&p, Some((k, e.org)))?;
+                    if sub.is_component {
+                        return Err(self.kerr(
+                            k,
+                            Some(e.org),
+                            format!("expected kind != 'Component' for path '{p}'"),
+                        ));
+                    }
+                    let mut sub_ra = Vec::new();
+                    self.enter(k, &p, e.org)?;
+                    self.accumulate(&sub, &mut sub_ra)?;
+                    self.stack.pop();
+                    append(self, k, ra, sub_ra, Some(e.org))?;
+                }
+                Some(EntryKind::File) => {
+                    let p = self.file_under(k, &e.value, e.org)?;
+                    let rs = self.load_resources(&p)?;
+                    append(self, k, ra, rs, Some(e.org))?;
+                }
+                None => {
+                    return Err(self.kerr(
+                        k,
+                        Some(e.org),
+                        format!("accumulating resources: '{p}': no such file or directory"),
+                    ));
+                }
+            }
+        }
+        for c in k.strings("components").map_err(|m| self.kerr(k, None, m))? {
+            if looks_remote(&c.value) {
+                return Err(KustomizeError::Unsupported {
+                    file: k.path.clone(),
+                    field: "components".into(),
+                });
+            }
+            let p = join(&k.dir, &c.value, &k.path)
+                .map_err(|le| self.kerr(k, Some(c.org), le.message))?;
+            if self.fs.kind(&p)? != Some(EntryKind::Dir) {
+                return Err(self.kerr(
+                    k,
+                    Some(c.org),
+                    format!("component '{p}' is not a directory"),
+                ));
+            }
+            let comp = self.load_kustomization(&p, Some((k, c.org)))?;
+            if !comp.is_component {
+                return Err(self.kerr(
+                    k,
+                    Some(c.org),
+                    format!("expected kind 'Component' for path '{p}' but got 'Kustomization'"),
+                ));
+            }
+            self.enter(k, &p, c.org)?;
+            self.accumulate(&comp, ra)?;
+            self.stack.pop();
+        }
+        // Generators.
+        let global = generators::read_options(k, k.get("generatorOptions"), "generatorOptions")
+            .map_err(|m| self.kerr(k, None, m))?;
+        for field in ["configMapGenerator", "secretGenerator"] {
+            for g in generators::generate(self, k, field, &global)? {
+                absorb(self, k, ra, g)?;
+            }
+        }
+        transformers::run(self, k, ra)
+    }
+
+    /// Pushes a kustomization directory on the stack, refusing cycles.
+    fn enter(&mut self, k: &Kust, dir: &str, org: Org) -> Result<(), KustomizeError> {
+        if let Some(i) = self.stack.iter().position(|d| d == dir) {
+            let mut cycle: Vec<String> = self.stack[i..]
+                .iter()
+                .map(|d| {
+                    if d.is_empty() {
+                        ".".to_string()
+                    } else {
+                        d.clone()
+                    }
+                })
+                .collect();
+            cycle.push(if dir.is_empty() {
+                ".".into()
+            } else {
+                dir.to_string()
+            });
+            return Err(self.kerr(
+                k,
+                Some(org),
+                format!("cycle detected: {}", cycle.join(" -> ")),
+            ));
+        }
+        self.stack.push(dir.to_string());
+        Ok(())
+    }
+
+    /// The objects of a resource file (`kind: List` expanded).
+    fn load_resources(&mut self, path: &str) -> Result<Vec<Res>, KustomizeError> {
+        let (file, docs) = self.parse_file(path)?;
+        let mut out = Vec::new();
+        for d in docs {
+            push_object(path, file, d.line, d.node, &mut out)?;
+        }
+        Ok(out)
+    }
+}
+
+fn push_object(
+    path: &str,
+    file: u32,
+    line: u32,
+    node: Node,
+    out: &mut Vec<Res>,
+) -> Result<(), KustomizeError> {
+    let at = Some(Org { file, line, col: 1 });
+    let Node::Map(m) = node else {
+        return Err(load_error(
+            path,
+            at,
+            "document is not a Kubernetes object (expected a mapping)",
+        ));
+    };
+    let kind = m.get("kind").and_then(Node::as_str).unwrap_or("");
+    if kind.ends_with("List") && m.get("items").is_some_and(|i| i.as_seq().is_some()) {
+        if let Some(Node::Seq(items)) = m.get("items") {
+            for it in items {
+                let l = first_line(it).unwrap_or(line);
+                push_object(path, file, l, it.clone(), out)?;
+            }
+        }
+        return Ok(());
+    }
+    if kind.is_empty() {
+        return Err(load_error(
+            path,
+            at,
+            "missing Resource metadata: kind is required",
+        ));
+    }
+    let node = Node::Map(m);
+    if node
+        .path_str(&["metadata", "name"])
+        .is_none_or(str::is_empty)
+    {
+        return Err(load_error(path, at, "missing metadata.name in object"));
+    }
+    out.push(Res::new(node, file, line));
+    Ok(())
+}
+
+fn first_line(n: &Node) -> Option<u32> {
+    match n {
+        Node::Scalar(_, o) => Some(o.line),
+        Node::Map(m) => m.values().filter_map(first_line).min(),
+        Node::Seq(s) => s.iter().filter_map(first_line).min(),
+    }
+}
+
+fn looks_remote(s: &str) -> bool {
+    s.contains("://")
+        || s.starts_with("github.com/")
+        || s.starts_with("gitlab.com/")
+        || s.starts_with("bitbucket.org/")
+        || s.starts_with("git@")
+        || s.starts_with("git::")
+        || s.contains("?ref=")
+}
+
+/// Appends resources, refusing a duplicate id.
+fn append(
+    ctx: &Ctx,
+    k: &Kust,
+    ra: &mut Vec<Res>,
+    new: Vec<Res>,
+    org: Option<Org>,
+) -> Result<(), KustomizeError> {
+    let mut seen: std::collections::HashSet<_> = ra.iter().map(|r| r.cur_id().key()).collect();
+    for r in new {
+        let id = r.cur_id();
+        if !seen.insert(id.key()) {
+            return Err(ctx.kerr(
+                k,
+                org,
+                format!(
+                    "may not add resource with an already registered id: {}",
+                    id.display()
+                ),
+            ));
+        }
+        ra.push(r);
+    }
+    Ok(())
+}
+
+/// Adds a generated resource: appended, or merged into / replacing an existing one as its
+/// behavior says (kustomize's appendReplaceOrMerge).
+fn absorb(ctx: &Ctx, k: &Kust, ra: &mut Vec<Res>, mut g: Res) -> Result<(), KustomizeError> {
+    use resource::Behavior;
+    let id = g.cur_id();
+    let mut matches: Vec<usize> = ra
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.all_ids().iter().any(|x| x.equals(&id)))
+        .map(|(i, _)| i)
+        .collect();
+    if matches.is_empty() {
+        matches = ra
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| {
+                let c = r.cur_id();
+                c.gvk_equals(&id) && c.name == id.name
+            })
+            .map(|(i, _)| i)
+            .collect();
+    }
+    let at = g.node.path(&["metadata", "name"]).and_then(Node::org);
+    match matches.len() {
+        0 => match g.behavior {
+            Some(Behavior::Merge) | Some(Behavior::Replace) => Err(ctx.kerr(
+                k,
+                at,
+                format!(
+                    "id {} does not exist; cannot merge or replace",
+                    id.display()
+                ),
+            )),
+            _ => {
+                ra.push(g);
+                Ok(())
+            }
+        },
+        1 => {
+            let i = matches[0];
+            let old = &ra[i];
+            let merge = match g.behavior {
+                Some(Behavior::Merge) => true,
+                Some(Behavior::Replace) => false,
+                _ => {
+                    return Err(ctx.kerr(
+                        k,
+                        at,
+                        format!(
+                            "id {} exists; behavior must be merge or replace",
+                            id.display()
+                        ),
+                    ));
+                }
+            };
+            // Labels and annotations: the old ones overridden by the new; name,
+            // namespace and build history from the old.
+            let gm = g.node.as_map_mut().expect("generated objects are mappings");
+            let meta = gm
+                .entry("metadata".to_string())
+                .or_insert_with(Node::empty_map);
+            for field in ["labels", "annotations"] {
+                if let Some(old_map) = old.node.path(&["metadata", field]).and_then(Node::as_map) {
+                    let mut merged = old_map.clone();
+                    if let Some(new_map) = meta.get(field).and_then(Node::as_map) {
+                        for (kk, v) in new_map {
+                            merged.insert(kk.clone(), v.clone());
+                        }
+                    }
+                    if let Some(mm) = meta.as_map_mut() {
+                        mm.insert(field.to_string(), Node::Map(merged));
+                    }
+                }
+            }
+            if let Some(mm) = meta.as_map_mut() {
+                match old.node.path(&["metadata", "name"]) {
+                    Some(n) => {
+                        mm.insert("name".into(), n.clone());
+                    }
+                    None => {
+                        mm.remove("name");
+                    }
+                }
+                match old.node.path(&["metadata", "namespace"]) {
+                    Some(n) => {
+                        mm.insert("namespace".into(), n.clone());
+                    }
+                    None => {
+                        mm.remove("namespace");
+                    }
+                }
+            }
+            if merge {
+                for field in ["data", "binaryData"] {
+                    if let Some(old_map) = old.node.get(field).and_then(Node::as_map) {
+                        let mut merged = old_map.clone();
+                        if let Some(new_map) = gm.get(field).and_then(Node::as_map) {
+                            for (kk, v) in new_map {
+                                merged.insert(kk.clone(), v.clone());
+                            }
+                        }
+                        gm.insert(field.to_string(), Node::Map(merged));
+                    }
+                }
+            }
+            g.prev = old.prev.clone();
+            g.prefixes = old.prefixes.clone();
+            g.suffixes = old.suffixes.clone();
+            // needsHashSuffix travels with the build annotations of the original.
+            g.needs_hash = old.needs_hash;
+            g.file = old.file;
+            g.line = old.line;
+            ra[i] = g;
+            Ok(())
+        }
+        _ => Err(ctx.kerr(
+            k,
+            at,
+            format!(
+                "found multiple objects that could accept merge of {}",
+                id.display()
+            ),
+        )),
+    }
+}

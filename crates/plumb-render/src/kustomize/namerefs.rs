@@ -1,0 +1,304 @@
+//! Name reference repair: after renames (prefix/suffix, hash suffix, namespace), fields
+//! that hold another object's name are updated the way kustomize's nameReference
+//! transformer does it — candidates are matched by *previous* names, narrowed by kind,
+//! roleRef, namespace and finally by equal prefix/suffix history.
+
+use super::fieldspec::{Leaf, name_refs, walk};
+use super::resource::{Res, ResId};
+use super::tree::{Node, Org};
+use std::collections::HashMap;
+
+/// The candidates, and which of them ever had a given name.
+struct Index<'a> {
+    cands: &'a [Cand],
+    by_prev_name: HashMap<&'a str, Vec<usize>>,
+}
+
+/// What the repair needs to know about a possible referral.
+struct Cand {
+    cur: ResId,
+    prev: Vec<ResId>,
+    org_id: ResId,
+    raw_namespace: String,
+    name_org: Org,
+    ns_org: Org,
+    prefixes: Vec<String>,
+    suffixes: Vec<String>,
+}
+
+struct Referrer<'a> {
+    id: ResId,
+    prefixes: &'a [String],
+    suffixes: &'a [String],
+    role_ref: Option<(String, String)>,
+}
+
+pub fn fix(ra: &mut [Res]) -> Result<(), String> {
+    let cands: Vec<Cand> = ra
+        .iter()
+        .map(|r| Cand {
+            cur: r.cur_id(),
+            prev: r.prev.clone(),
+            org_id: r.org_id(),
+            raw_namespace: r.namespace().to_string(),
+            name_org: r
+                .node
+                .path(&["metadata", "name"])
+                .and_then(Node::org)
+                .unwrap_or(Org::NONE),
+            ns_org: r
+                .node
+                .path(&["metadata", "namespace"])
+                .and_then(Node::org)
+                .unwrap_or(Org::NONE),
+            prefixes: r.prefixes.clone(),
+            suffixes: r.suffixes.clone(),
+        })
+        .collect();
+    // Nothing was renamed: nothing to repair.
+    if cands.iter().all(|c| c.prev.is_empty()) {
+        return Ok(());
+    }
+    let mut by_prev_name: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, c) in cands.iter().enumerate() {
+        for p in &c.prev {
+            let v = by_prev_name.entry(p.name.as_str()).or_default();
+            if v.last() != Some(&i) {
+                v.push(i);
+            }
+        }
+    }
+    let ix = Index {
+        cands: &cands,
+        by_prev_name,
+    };
+    for r in ra.iter_mut() {
+        let id = r.cur_id();
+        let subset = referable_subset(r, &id, &cands);
+        let subset: Vec<bool> = {
+            let mut b = vec![false; cands.len()];
+            for i in subset {
+                b[i] = true;
+            }
+            b
+        };
+        let prefixes = r.prefixes.clone();
+        let suffixes = r.suffixes.clone();
+        let role_ref = r.node.get("roleRef").and_then(|rr| {
+            Some((
+                rr.get("apiGroup")?.as_str()?.to_string(),
+                rr.get("kind")?.as_str()?.to_string(),
+            ))
+        });
+        let referrer = Referrer {
+            id: id.clone(),
+            prefixes: &prefixes,
+            suffixes: &suffixes,
+            role_ref,
+        };
+        for nr in name_refs() {
+            for fs in nr.referrers.iter().filter(|f| f.selects(&id)) {
+                let target = (nr.group, nr.version, nr.kind);
+                let is_role_ref = fs.path.ends_with("roleRef/name");
+                walk(&mut r.node, &fs.segments(), false, Leaf::Scalar, &mut |n| {
+                    set(n, &referrer, &ix, &subset, target, is_role_ref)
+                })
+                .map_err(|m| {
+                    format!(
+                        "updating name reference in '{}' field of '{}': {m}",
+                        fs.path,
+                        id.display()
+                    )
+                })?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// kustomize's SubsetThatCouldBeReferencedByResource.
+fn referable_subset(r: &Res, id: &ResId, cands: &[Cand]) -> Vec<usize> {
+    if id.is_cluster_scoped() {
+        return (0..cands.len()).collect();
+    }
+    let mut rb_namespaces = Vec::new();
+    if id.kind == "RoleBinding"
+        && let Some(Node::Seq(subjects)) = r.node.get("subjects")
+    {
+        for s in subjects {
+            if s.get("kind").and_then(Node::as_str) == Some("ServiceAccount")
+                && let Some(ns) = s.get("namespace").and_then(Node::as_str)
+            {
+                rb_namespaces.push(ns.to_string());
+            }
+        }
+    }
+    (0..cands.len())
+        .filter(|&i| {
+            let c = &cands[i].cur;
+            c.is_cluster_scoped()
+                || c.ns_equals(id)
+                || rb_namespaces.contains(&cands[i].raw_namespace)
+        })
+        .collect()
+}
+
+fn set(
+    n: &mut Node,
+    referrer: &Referrer,
+    ix: &Index,
+    subset: &[bool],
+    target: (&str, &str, &str),
+    is_role_ref: bool,
+) -> Result<(), String> {
+    match n {
+        Node::Scalar(..) => set_scalar(n, referrer, ix, subset, target, is_role_ref),
+        Node::Map(_) => set_mapping(n, referrer, ix, subset, target, is_role_ref),
+        Node::Seq(items) => {
+            for it in items.iter_mut() {
+                match it {
+                    Node::Map(_) => set_mapping(it, referrer, ix, subset, target, is_role_ref)?,
+                    Node::Scalar(..) => set_scalar(it, referrer, ix, subset, target, is_role_ref)?,
+                    Node::Seq(_) => {}
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+fn set_scalar(
+    n: &mut Node,
+    referrer: &Referrer,
+    ix: &Index,
+    subset: &[bool],
+    target: (&str, &str, &str),
+    is_role_ref: bool,
+) -> Result<(), String> {
+    let Some(old) = n.as_str().map(String::from) else {
+        return Ok(());
+    };
+    let pool = ix.named(&old, subset);
+    let Some(i) = select(&old, pool, referrer, ix.cands, target, is_role_ref, false)? else {
+        return Ok(());
+    };
+    let c = &ix.cands[i];
+    if c.cur.name != old {
+        *n = Node::str(c.cur.name.clone(), c.name_org);
+    }
+    Ok(())
+}
+
+fn set_mapping(
+    n: &mut Node,
+    referrer: &Referrer,
+    ix: &Index,
+    subset: &[bool],
+    target: (&str, &str, &str),
+    is_role_ref: bool,
+) -> Result<(), String> {
+    let Some(old) = n.get("name").and_then(|x| x.scalar_text()) else {
+        return Err("path config error; no 'name' field in node".into());
+    };
+    let cands = ix.cands;
+    let named = ix.named(&old, subset);
+    let pool: Vec<usize> = match n.get("namespace").and_then(|x| x.scalar_text()) {
+        None => named,
+        Some(ns) => {
+            // kustomize groups the whole subset by namespace first, then matches names.
+            let in_org = |i: usize| {
+                !cands[i].org_id.is_cluster_scoped() && cands[i].org_id.effective_namespace() == ns
+            };
+            let in_cur = |i: usize| {
+                !cands[i].cur.is_cluster_scoped() && cands[i].cur.effective_namespace() == ns
+            };
+            let any_org = (0..cands.len()).any(|i| subset[i] && in_org(i));
+            if any_org {
+                named.into_iter().filter(|&i| in_org(i)).collect()
+            } else {
+                named.into_iter().filter(|&i| in_cur(i)).collect()
+            }
+        }
+    };
+    let Some(i) = select(&old, pool, referrer, cands, target, is_role_ref, true)? else {
+        return Ok(());
+    };
+    let c = &cands[i];
+    if c.cur.name == old && c.cur.namespace.is_empty() {
+        return Ok(());
+    }
+    if let Some(m) = n.as_map_mut() {
+        m.insert("name".into(), Node::str(c.cur.name.clone(), c.name_org));
+        if !c.cur.namespace.is_empty() {
+            m.insert(
+                "namespace".into(),
+                Node::str(c.cur.namespace.clone(), c.ns_org),
+            );
+        }
+    }
+    Ok(())
+}
+
+impl Index<'_> {
+    /// Candidates in the subset that once had `name`.
+    fn named(&self, name: &str, subset: &[bool]) -> Vec<usize> {
+        self.by_prev_name
+            .get(name)
+            .map(|v| v.iter().copied().filter(|&i| subset[i]).collect())
+            .unwrap_or_default()
+    }
+}
+
+/// kustomize's selectReferral.
+fn select(
+    old: &str,
+    mut pool: Vec<usize>,
+    referrer: &Referrer,
+    cands: &[Cand],
+    target: (&str, &str, &str),
+    is_role_ref: bool,
+    with_namespace: bool,
+) -> Result<Option<usize>, String> {
+    pool.retain(|&i| cands[i].prev.iter().any(|p| p.name == old));
+    pool.retain(|&i| {
+        cands[i]
+            .prev
+            .iter()
+            .any(|p| p.gvk_selected(target.0, target.1, target.2))
+    });
+    if is_role_ref && let Some((g, k)) = &referrer.role_ref {
+        pool.retain(|&i| cands[i].prev.iter().any(|p| p.gvk_selected(g, "", k)));
+    }
+    if !referrer.id.is_cluster_scoped() {
+        pool.retain(|&i| {
+            let c = &cands[i].cur;
+            c.is_cluster_scoped() || c.kind == "ServiceAccount" || referrer.id.ns_equals(c)
+        });
+    }
+    if pool.len() == 1 {
+        return Ok(Some(pool[0]));
+    }
+    pool.retain(|&i| {
+        cands[i].prefixes == referrer.prefixes && cands[i].suffixes == referrer.suffixes
+    });
+    match pool.len() {
+        0 => Ok(None),
+        1 => Ok(Some(pool[0])),
+        _ => {
+            let first = &cands[pool[0]].cur;
+            let same = pool.iter().all(|&i| {
+                let c = &cands[i].cur;
+                c.name == first.name && (!with_namespace || c.namespace == first.namespace)
+            });
+            if same {
+                Ok(Some(pool[0]))
+            } else {
+                let ids: Vec<String> = pool.iter().map(|&i| cands[i].cur.display()).collect();
+                Err(format!(
+                    " found multiple possible referrals: {}",
+                    ids.join(", ")
+                ))
+            }
+        }
+    }
+}

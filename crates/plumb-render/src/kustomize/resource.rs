@@ -1,0 +1,249 @@
+//! Resources during a build: the annotated object plus the bookkeeping kustomize keeps in
+//! build annotations (previous ids, applied prefixes/suffixes, generator behaviour).
+
+use super::tree::{Map, Node, Org, Scalar};
+
+/// Kinds kustomize treats as not namespaced by kind alone (its `NotNamespaceableKinds`).
+const NOT_NAMESPACEABLE: &[&str] = &[
+    "APIService",
+    "CSIDriver",
+    "CSINode",
+    "CertificateSigningRequest",
+    "Cluster",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "ComponentStatus",
+    "CustomResourceDefinition",
+    "MutatingWebhookConfiguration",
+    "Namespace",
+    "Node",
+    "PersistentVolume",
+    "PodSecurityPolicy",
+    "PriorityClass",
+    "RuntimeClass",
+    "SelfSubjectAccessReview",
+    "SelfSubjectRulesReview",
+    "StorageClass",
+    "SubjectAccessReview",
+    "TokenReview",
+    "ValidatingWebhookConfiguration",
+    "VolumeAttachment",
+];
+
+/// kustomize's id of a resource: group, version, kind, name, namespace.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct ResId {
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+    pub name: String,
+    pub namespace: String,
+}
+
+impl ResId {
+    /// Cluster-scoped by kustomize's kind list.
+    pub fn is_cluster_scoped(&self) -> bool {
+        NOT_NAMESPACEABLE.contains(&self.kind.as_str())
+    }
+
+    /// `default` for an empty namespace, a marker for cluster-scoped kinds.
+    pub fn effective_namespace(&self) -> &str {
+        if self.is_cluster_scoped() {
+            "_non_namespaceable_"
+        } else if self.namespace.is_empty() {
+            "default"
+        } else {
+            &self.namespace
+        }
+    }
+
+    pub fn ns_equals(&self, o: &ResId) -> bool {
+        (self.is_cluster_scoped() && o.is_cluster_scoped())
+            || self.effective_namespace() == o.effective_namespace()
+    }
+
+    pub fn gvk_equals(&self, o: &ResId) -> bool {
+        self.group == o.group && self.version == o.version && self.kind == o.kind
+    }
+
+    /// kustomize's `ResId.Equals`.
+    pub fn equals(&self, o: &ResId) -> bool {
+        self.ns_equals(o) && self.gvk_equals(o) && self.name == o.name
+    }
+
+    /// Whether a (group, version, kind) selector with empty wildcards selects this id.
+    pub fn gvk_selected(&self, group: &str, version: &str, kind: &str) -> bool {
+        (group.is_empty() || group == self.group)
+            && (version.is_empty() || version == self.version)
+            && (kind.is_empty() || kind == self.kind)
+    }
+
+    /// kustomize's `IsSelectedBy` (exact matching, empty fields are wildcards).
+    pub fn selected_by(&self, sel: &ResId) -> bool {
+        (sel.name.is_empty() || sel.name == self.name)
+            && (sel.namespace.is_empty() || sel.ns_equals(self))
+            && self.gvk_selected(&sel.group, &sel.version, &sel.kind)
+    }
+
+    /// A key equal for exactly the ids `equals` considers equal.
+    pub fn key(&self) -> (String, String, String, String, String) {
+        let ns = if self.is_cluster_scoped() {
+            String::new()
+        } else {
+            self.effective_namespace().to_string()
+        };
+        (
+            self.group.clone(),
+            self.version.clone(),
+            self.kind.clone(),
+            self.name.clone(),
+            ns,
+        )
+    }
+
+    /// `group_version_kind|namespace|name`, as kustomize prints ids in messages.
+    pub fn display(&self) -> String {
+        let or = |s: &str, d: &str| {
+            if s.is_empty() {
+                d.to_string()
+            } else {
+                s.to_string()
+            }
+        };
+        format!(
+            "{}_{}_{}|{}|{}",
+            or(&self.group, "~G"),
+            or(&self.version, "~V"),
+            or(&self.kind, "~K"),
+            or(&self.namespace, "~X"),
+            or(&self.name, "~N")
+        )
+    }
+}
+
+/// Generator behaviour of a generated resource.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Behavior {
+    Create,
+    Merge,
+    Replace,
+}
+
+/// One resource.
+#[derive(Clone, Debug)]
+pub struct Res {
+    pub node: Node,
+    /// File table index and line of the document (or generator entry) that created it.
+    pub file: u32,
+    pub line: u32,
+    /// Earlier ids, oldest first (kustomize's `previousNames` & co.).
+    pub prev: Vec<ResId>,
+    pub prefixes: Vec<String>,
+    pub suffixes: Vec<String>,
+    pub behavior: Option<Behavior>,
+    pub needs_hash: bool,
+}
+
+impl Res {
+    pub fn new(node: Node, file: u32, line: u32) -> Res {
+        Res {
+            node,
+            file,
+            line,
+            prev: Vec::new(),
+            prefixes: Vec::new(),
+            suffixes: Vec::new(),
+            behavior: None,
+            needs_hash: false,
+        }
+    }
+
+    pub fn kind(&self) -> &str {
+        self.node.path_str(&["kind"]).unwrap_or("")
+    }
+
+    pub fn api_version(&self) -> &str {
+        self.node.path_str(&["apiVersion"]).unwrap_or("")
+    }
+
+    pub fn name(&self) -> &str {
+        self.node.path_str(&["metadata", "name"]).unwrap_or("")
+    }
+
+    pub fn namespace(&self) -> &str {
+        self.node.path_str(&["metadata", "namespace"]).unwrap_or("")
+    }
+
+    /// The current id.
+    pub fn cur_id(&self) -> ResId {
+        let av = self.api_version();
+        let (group, version) = match av.rsplit_once('/') {
+            Some((g, v)) => (g.to_string(), v.to_string()),
+            None => (String::new(), av.to_string()),
+        };
+        ResId {
+            group,
+            version,
+            kind: self.kind().to_string(),
+            name: self.name().to_string(),
+            namespace: self.namespace().to_string(),
+        }
+    }
+
+    /// The original id: the first previous one, or the current one.
+    pub fn org_id(&self) -> ResId {
+        self.prev.first().cloned().unwrap_or_else(|| self.cur_id())
+    }
+
+    /// Current then previous ids (kustomize's `MakeResIds`).
+    pub fn all_ids(&self) -> Vec<ResId> {
+        let mut v = vec![self.cur_id()];
+        v.extend(self.prev.iter().cloned());
+        v
+    }
+
+    pub fn store_previous_id(&mut self) {
+        let id = self.cur_id();
+        self.prev.push(id);
+    }
+
+    /// Sets `metadata.name`, keeping `org` as the origin of the new value.
+    pub fn set_name(&mut self, name: String, org: Org) {
+        if let Some(m) = self.node.map_at(&["metadata"]) {
+            m.insert("name".into(), Node::str(name, org));
+        }
+    }
+
+    pub fn metadata_map(&self, field: &str) -> Option<&Map> {
+        self.node.path(&["metadata", field])?.as_map()
+    }
+
+    /// A string-valued label or annotation map as pairs.
+    pub fn string_map(&self, field: &str) -> Vec<(String, String)> {
+        self.metadata_map(field)
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| (k.clone(), v.scalar_text().unwrap_or_default()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Whether the object has no content (kustomize drops such resources).
+    pub fn is_empty(&self) -> bool {
+        match &self.node {
+            Node::Map(m) => m.is_empty(),
+            Node::Scalar(Scalar::Null, _) => true,
+            _ => false,
+        }
+    }
+}
+
+/// Whether kustomize's namespace transformer treats a kind as cluster-scoped: the schema
+/// for built-in kinds, kustomize's kind list otherwise (custom resources are namespaced).
+pub fn schema_cluster_scoped(group: &str, kind: &str) -> bool {
+    match plumb_core::schema::Schema::builtin().is_cluster_scoped(group, kind) {
+        Some(b) => b,
+        None => NOT_NAMESPACEABLE.contains(&kind),
+    }
+}

@@ -1,0 +1,442 @@
+//! The builtin transformers, run in kustomize's fixed order over a kustomization's
+//! accumulated resources.
+
+use super::fieldspec::{self, FieldSpec, Leaf, walk};
+use super::kustfile::{Kust, Spanned, entry_bool, entry_str, string_map_of};
+use super::resource::{Res, schema_cluster_scoped};
+use super::tree::{Node, Org, Scalar};
+use super::{Ctx, KustomizeError, patches, replacements};
+use regex::Regex;
+
+fn kerr(k: &Kust, org: Option<Org>, m: impl Into<String>) -> KustomizeError {
+    super::load_error(&k.path, org.filter(|o| o.file == k.file), m)
+}
+
+/// Runs a kustomization's transformers over `ra`.
+pub fn run(ctx: &mut Ctx, k: &Kust, ra: &mut Vec<Res>) -> Result<(), KustomizeError> {
+    patches::patches_strategic_merge(ctx, k, ra)?;
+    patches::patches(ctx, k, ra)?;
+    namespace(k, ra)?;
+    prefix_suffix(k, ra)?;
+    labels(k, ra)?;
+    annotations(k, ra)?;
+    patches::patches_json6902(ctx, k, ra)?;
+    replicas(k, ra)?;
+    images(k, ra)?;
+    replacements::run(ctx, k, ra)
+}
+
+fn gvk(r: &Res) -> super::resource::ResId {
+    r.cur_id()
+}
+
+/// `namespace`: metadata.namespace of namespaced kinds, the name of Namespace objects,
+/// RoleBinding subjects named `default`, and a few service references.
+fn namespace(k: &Kust, ra: &mut [Res]) -> Result<(), KustomizeError> {
+    let Some(ns) = k.string("namespace").map_err(|m| kerr(k, None, m))? else {
+        return Ok(());
+    };
+    if ns.value.is_empty() {
+        return Ok(());
+    }
+    let specs = [
+        FieldSpec::new("", "", "Namespace", "metadata/name", true),
+        FieldSpec::new(
+            "apiregistration.k8s.io",
+            "",
+            "APIService",
+            "spec/service/namespace",
+            true,
+        ),
+        FieldSpec::new(
+            "apiextensions.k8s.io",
+            "",
+            "CustomResourceDefinition",
+            "spec/conversion/webhook/clientConfig/service/namespace",
+            false,
+        ),
+    ];
+    let value = Node::str(ns.value.clone(), ns.org);
+    for r in ra.iter_mut() {
+        if r.is_empty() {
+            continue;
+        }
+        r.store_previous_id();
+        let id = gvk(r);
+        if !schema_cluster_scoped(&id.group, &id.kind)
+            && let Some(m) = r.node.map_at(&["metadata"])
+        {
+            m.insert("namespace".into(), value.clone());
+        }
+        if matches!(id.kind.as_str(), "RoleBinding" | "ClusterRoleBinding")
+            && let Some(Node::Seq(subjects)) = r.node.get_mut("subjects")
+        {
+            for s in subjects.iter_mut() {
+                if s.get("name").and_then(Node::as_str) == Some("default")
+                    && let Some(m) = s.as_map_mut()
+                {
+                    m.insert("namespace".into(), value.clone());
+                }
+            }
+        }
+        for fs in specs.iter().filter(|f| f.selects(&id)) {
+            walk(
+                &mut r.node,
+                &fs.segments(),
+                fs.create,
+                Leaf::Scalar,
+                &mut |n| {
+                    *n = value.clone();
+                    Ok(())
+                },
+            )
+            .map_err(|m| kerr(k, Some(ns.org), m))?;
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    for r in ra.iter() {
+        let id = r.cur_id();
+        if !seen.insert(id.key()) {
+            return Err(kerr(
+                k,
+                Some(ns.org),
+                format!(
+                    "namespace transformation produces ID conflict: {}",
+                    id.display()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `namePrefix` / `nameSuffix` on metadata.name (not of CRDs, APIServices, Namespaces).
+fn prefix_suffix(k: &Kust, ra: &mut [Res]) -> Result<(), KustomizeError> {
+    let prefix = k.string("namePrefix").map_err(|m| kerr(k, None, m))?;
+    let suffix = k.string("nameSuffix").map_err(|m| kerr(k, None, m))?;
+    for (affix, is_prefix) in [(prefix, true), (suffix, false)] {
+        let Some(a) = affix.filter(|a| !a.value.is_empty()) else {
+            continue;
+        };
+        for r in ra.iter_mut() {
+            let org = r.org_id();
+            if matches!(
+                org.kind.as_str(),
+                "CustomResourceDefinition" | "APIService" | "Namespace"
+            ) {
+                continue;
+            }
+            if is_prefix {
+                r.prefixes.push(a.value.clone());
+            } else {
+                r.suffixes.push(a.value.clone());
+            }
+            r.store_previous_id();
+            let name = r.name().to_string();
+            let new = if is_prefix {
+                format!("{}{name}", a.value)
+            } else {
+                format!("{name}{}", a.value)
+            };
+            r.set_name(new, a.org);
+        }
+    }
+    Ok(())
+}
+
+/// Sets `pairs` into the map found at each field spec.
+fn set_pairs(
+    k: &Kust,
+    r: &mut Res,
+    specs: &[FieldSpec],
+    pairs: &[(String, Spanned)],
+) -> Result<(), KustomizeError> {
+    let id = gvk(r);
+    for fs in specs.iter().filter(|f| f.selects(&id)) {
+        walk(
+            &mut r.node,
+            &fs.segments(),
+            fs.create,
+            Leaf::Map,
+            &mut |n| {
+                let Some(m) = n.as_map_mut() else {
+                    return Err("expected a mapping for labels or annotations".into());
+                };
+                for (key, v) in pairs {
+                    m.insert(key.clone(), Node::str(v.value.clone(), v.org));
+                }
+                Ok(())
+            },
+        )
+        .map_err(|m| kerr(k, pairs.first().map(|p| p.1.org), m))?;
+    }
+    Ok(())
+}
+
+/// Reads custom field specs (`labels[].fields`).
+fn read_specs(k: &Kust, n: Option<&Node>) -> Result<Vec<FieldSpec>, String> {
+    let Some(Node::Seq(items)) = n else {
+        return Ok(Vec::new());
+    };
+    items
+        .iter()
+        .map(|it| {
+            let m = it.as_map().ok_or("field specs must be mappings")?;
+            let s = |f: &str| entry_str(k, m, f).map(|s| s.value).unwrap_or_default();
+            Ok(FieldSpec::new(
+                &s("group"),
+                &s("version"),
+                &s("kind"),
+                &s("path"),
+                entry_bool(m, "create"),
+            ))
+        })
+        .collect()
+}
+
+/// `commonLabels`, then each `labels` entry.
+fn labels(k: &Kust, ra: &mut [Res]) -> Result<(), KustomizeError> {
+    let common = k.string_map("commonLabels").map_err(|m| kerr(k, None, m))?;
+    if !common.is_empty() {
+        for r in ra.iter_mut() {
+            set_pairs(k, r, fieldspec::common_labels(), &common)?;
+        }
+    }
+    for e in k.maps("labels").map_err(|m| kerr(k, None, m))? {
+        for key in e.keys() {
+            if !["pairs", "includeSelectors", "includeTemplates", "fields"].contains(&key.as_str())
+            {
+                return Err(kerr(
+                    k,
+                    e.values().find_map(Node::org),
+                    format!("json: unknown field \"{key}\""),
+                ));
+            }
+        }
+        let pairs = string_map_of(k, e.get("pairs"), "pairs").map_err(|m| kerr(k, None, m))?;
+        let mut specs = read_specs(k, e.get("fields")).map_err(|m| kerr(k, None, m))?;
+        if entry_bool(e, "includeSelectors") {
+            specs.extend(fieldspec::common_labels().iter().cloned());
+        } else {
+            specs.push(FieldSpec::new("", "", "", "metadata/labels", true));
+            if entry_bool(e, "includeTemplates") {
+                specs.extend(fieldspec::template_labels().iter().cloned());
+            }
+        }
+        if pairs.is_empty() {
+            continue;
+        }
+        for r in ra.iter_mut() {
+            set_pairs(k, r, &specs, &pairs)?;
+        }
+    }
+    Ok(())
+}
+
+/// `commonAnnotations`.
+fn annotations(k: &Kust, ra: &mut [Res]) -> Result<(), KustomizeError> {
+    let pairs = k
+        .string_map("commonAnnotations")
+        .map_err(|m| kerr(k, None, m))?;
+    if pairs.is_empty() {
+        return Ok(());
+    }
+    for r in ra.iter_mut() {
+        set_pairs(k, r, fieldspec::common_annotations(), &pairs)?;
+    }
+    Ok(())
+}
+
+/// `replicas`: spec.replicas of the named Deployments, ReplicationControllers,
+/// ReplicaSets and StatefulSets (by current or earlier name).
+fn replicas(k: &Kust, ra: &mut [Res]) -> Result<(), KustomizeError> {
+    for e in k.maps("replicas").map_err(|m| kerr(k, None, m))? {
+        let at = e.values().find_map(Node::org);
+        let name = entry_str(k, e, "name").map(|s| s.value).unwrap_or_default();
+        let Some(count) = e.get("count") else {
+            return Err(kerr(k, at, "replicas entry has no count"));
+        };
+        let count = match count {
+            Node::Scalar(Scalar::Num(n), o) if n.is_i64() => {
+                Node::Scalar(Scalar::Num(n.clone()), *o)
+            }
+            _ => {
+                return Err(kerr(
+                    k,
+                    count.org(),
+                    "json: cannot unmarshal into Go struct field Replica.count of type int64",
+                ));
+            }
+        };
+        let mut found = false;
+        for kind in [
+            "Deployment",
+            "ReplicationController",
+            "ReplicaSet",
+            "StatefulSet",
+        ] {
+            for r in ra.iter_mut() {
+                if r.all_ids()
+                    .iter()
+                    .any(|id| id.name == name && id.kind == kind)
+                {
+                    found = true;
+                    if let Some(spec) = r.node.map_at(&["spec"]) {
+                        spec.insert("replicas".into(), count.clone());
+                    }
+                }
+            }
+        }
+        if !found {
+            return Err(kerr(
+                k,
+                at,
+                format!(
+                    "resource with name {name} does not match a config with the following GVK [~G_~V_Deployment ~G_~V_ReplicationController ~G_~V_ReplicaSet ~G_~V_StatefulSet]"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// One `images` entry.
+struct ImageRule {
+    matcher: Regex,
+    new_name: Option<String>,
+    new_tag: Option<String>,
+    digest: Option<String>,
+    org: Org,
+}
+
+/// Splits an image into name, tag and digest as kustomize does.
+fn split_image(image: &str) -> (&str, &str, &str) {
+    let slash = image.find('/').filter(|i| *i > 0).unwrap_or(0);
+    let search = &image[slash..];
+    let at = search.find('@');
+    let colon = search.find(':');
+    match (colon, at) {
+        (None, None) => (image, "", ""),
+        (c, Some(d)) if c.is_none_or(|c| d < c) => {
+            (&image[..slash + d], "", &image[slash + d + 1..])
+        }
+        (Some(c), Some(d)) => (
+            &image[..slash + c],
+            &image[slash + c + 1..slash + d],
+            &image[slash + d + 1..],
+        ),
+        (Some(c), None) => (&image[..slash + c], &image[slash + c + 1..], ""),
+        (None, Some(_)) => unreachable!("handled above"),
+    }
+}
+
+impl ImageRule {
+    fn apply(&self, value: &str) -> Option<String> {
+        if !self.matcher.is_match(value) {
+            return None;
+        }
+        let (name, tag, digest) = split_image(value);
+        let mut name = name.to_string();
+        let (mut tag, mut digest) = (tag.to_string(), digest.to_string());
+        if let Some(n) = &self.new_name {
+            name = n.clone();
+        }
+        match (&self.new_tag, &self.digest) {
+            (Some(t), Some(d)) => {
+                tag = t.clone();
+                digest = d.clone();
+            }
+            (Some(t), None) => {
+                tag = t.clone();
+                digest.clear();
+            }
+            (None, Some(d)) => {
+                tag.clear();
+                digest = d.clone();
+            }
+            (None, None) => {}
+        }
+        if !tag.is_empty() {
+            name = format!("{name}:{tag}");
+        }
+        if !digest.is_empty() {
+            name = format!("{name}@{digest}");
+        }
+        Some(name)
+    }
+}
+
+/// Updates `image` of every element of every `containers`/`initContainers` list.
+fn walk_images(n: &mut Node, rule: &ImageRule) {
+    match n {
+        Node::Map(m) => {
+            for (key, v) in m.iter_mut() {
+                if matches!(key.as_str(), "containers" | "initContainers")
+                    && let Node::Seq(items) = v
+                {
+                    for c in items.iter_mut() {
+                        if let Some(img) = c.get_mut("image")
+                            && let Some(cur) = img.as_str()
+                            && let Some(new) = rule.apply(cur)
+                        {
+                            *img = Node::str(new, rule.org);
+                        }
+                    }
+                }
+                walk_images(v, rule);
+            }
+        }
+        Node::Seq(s) => s.iter_mut().for_each(|x| walk_images(x, rule)),
+        Node::Scalar(..) => {}
+    }
+}
+
+/// `images`.
+fn images(k: &Kust, ra: &mut [Res]) -> Result<(), KustomizeError> {
+    for e in k.maps("images").map_err(|m| kerr(k, None, m))? {
+        let at = e.values().find_map(Node::org).unwrap_or(Org::NONE);
+        for key in e.keys() {
+            if !["name", "newName", "newTag", "digest", "tagSuffix"].contains(&key.as_str()) {
+                return Err(kerr(k, Some(at), format!("json: unknown field \"{key}\"")));
+            }
+        }
+        let s = |f: &str| entry_str(k, e, f).filter(|s| !s.value.is_empty());
+        let name = s("name").map(|n| n.value).unwrap_or_default();
+        // The most specific entry field written is where the new value comes from.
+        let org = s("digest")
+            .or_else(|| s("newTag"))
+            .or_else(|| s("newName"))
+            .map_or(at, |x| x.org);
+        let matcher = Regex::new(&format!(
+            "^{name}(:[a-zA-Z0-9_.{{}}-]*)?(@sha256:[a-zA-Z0-9_.{{}}-]*)?$"
+        ))
+        .map_err(|err| kerr(k, Some(at), format!("invalid image name {name:?}: {err}")))?;
+        let rule = ImageRule {
+            matcher,
+            new_name: s("newName").map(|x| x.value),
+            new_tag: s("newTag").map(|x| x.value),
+            digest: s("digest").map(|x| x.value),
+            org,
+        };
+        for r in ra.iter_mut() {
+            walk_images(&mut r.node, &rule);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn image_split() {
+        assert_eq!(split_image("nginx"), ("nginx", "", ""));
+        assert_eq!(split_image("nginx:1.2"), ("nginx", "1.2", ""));
+        assert_eq!(split_image("nginx@sha256:ab"), ("nginx", "", "sha256:ab"));
+        assert_eq!(
+            split_image("reg:5000/a/b:t@sha256:ab"),
+            ("reg:5000/a/b", "t", "sha256:ab")
+        );
+    }
+}

@@ -1,0 +1,695 @@
+//! The annotated tree the build works on: a YAML value in which every scalar carries the
+//! place (file, line, column) that set it. Parsed with serde-saphyr's `Spanned` support,
+//! converted to `serde_json::Value` plus a pointer→origin map at the end of the build.
+
+use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::{Number, Value};
+use serde_saphyr::Spanned;
+use std::cell::Cell;
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// Where a scalar was set: an index into the build's file table, 1-based line and column.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Org {
+    pub file: u32,
+    pub line: u32,
+    pub col: u32,
+}
+
+impl Org {
+    /// No known origin (never produced for parsed input).
+    pub const NONE: Org = Org {
+        file: u32::MAX,
+        line: 0,
+        col: 0,
+    };
+}
+
+/// A scalar value.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Scalar {
+    Null,
+    Bool(bool),
+    Num(Number),
+    Str(String),
+}
+
+/// A YAML node with origins on its scalars.
+#[derive(Clone, Debug)]
+pub enum Node {
+    Scalar(Scalar, Org),
+    Seq(Vec<Node>),
+    Map(Map),
+}
+
+/// Mappings are kept sorted by key, as `kubectl kustomize` prints them.
+pub type Map = BTreeMap<String, Node>;
+
+/// Value equality, ignoring origins; numbers compare numerically (`1` == `1.0`).
+impl PartialEq for Node {
+    fn eq(&self, other: &Node) -> bool {
+        match (self, other) {
+            (Node::Scalar(a, _), Node::Scalar(b, _)) => scalar_eq(a, b),
+            (Node::Seq(a), Node::Seq(b)) => a == b,
+            (Node::Map(a), Node::Map(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+fn scalar_eq(a: &Scalar, b: &Scalar) -> bool {
+    match (a, b) {
+        (Scalar::Num(x), Scalar::Num(y)) => {
+            if let (Some(x), Some(y)) = (x.as_i64(), y.as_i64()) {
+                x == y
+            } else {
+                x.as_f64() == y.as_f64()
+            }
+        }
+        _ => a == b,
+    }
+}
+
+impl Node {
+    pub fn str(s: impl Into<String>, org: Org) -> Node {
+        Node::Scalar(Scalar::Str(s.into()), org)
+    }
+
+    pub fn empty_map() -> Node {
+        Node::Map(Map::new())
+    }
+
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Node::Scalar(Scalar::Str(s), _) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn as_map(&self) -> Option<&Map> {
+        match self {
+            Node::Map(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    pub fn as_map_mut(&mut self) -> Option<&mut Map> {
+        match self {
+            Node::Map(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    pub fn as_seq(&self) -> Option<&Vec<Node>> {
+        match self {
+            Node::Seq(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn is_null(&self) -> bool {
+        matches!(self, Node::Scalar(Scalar::Null, _))
+    }
+
+    /// The origin of a scalar.
+    pub fn org(&self) -> Option<Org> {
+        match self {
+            Node::Scalar(_, o) => Some(*o),
+            _ => None,
+        }
+    }
+
+    /// A child of a mapping.
+    pub fn get(&self, key: &str) -> Option<&Node> {
+        self.as_map()?.get(key)
+    }
+
+    pub fn get_mut(&mut self, key: &str) -> Option<&mut Node> {
+        self.as_map_mut()?.get_mut(key)
+    }
+
+    /// A nested mapping value by path of keys.
+    pub fn path(&self, keys: &[&str]) -> Option<&Node> {
+        let mut cur = self;
+        for k in keys {
+            cur = cur.get(k)?;
+        }
+        Some(cur)
+    }
+
+    pub fn path_str(&self, keys: &[&str]) -> Option<&str> {
+        self.path(keys)?.as_str()
+    }
+
+    /// The nested mapping at `keys`, creating missing (or null) levels.
+    pub fn map_at(&mut self, keys: &[&str]) -> Option<&mut Map> {
+        let mut cur = self;
+        for k in keys {
+            let m = cur.as_map_mut()?;
+            let child = m.entry((*k).to_string()).or_insert_with(Node::empty_map);
+            if child.is_null() {
+                *child = Node::empty_map();
+            }
+            cur = child;
+        }
+        cur.as_map_mut()
+    }
+
+    /// Sets every scalar's origin to `org` (for values copied from elsewhere).
+    pub fn set_org(&mut self, org: Org) {
+        match self {
+            Node::Scalar(_, o) => *o = org,
+            Node::Seq(s) => s.iter_mut().for_each(|n| n.set_org(org)),
+            Node::Map(m) => m.values_mut().for_each(|n| n.set_org(org)),
+        }
+    }
+
+    /// The text a scalar would have as a Go string (numbers and booleans as written in JSON).
+    pub fn scalar_text(&self) -> Option<String> {
+        match self {
+            Node::Scalar(Scalar::Str(s), _) => Some(s.clone()),
+            Node::Scalar(Scalar::Num(n), _) => Some(n.to_string()),
+            Node::Scalar(Scalar::Bool(b), _) => Some(b.to_string()),
+            Node::Scalar(Scalar::Null, _) => Some(String::new()),
+            _ => None,
+        }
+    }
+
+    /// Builds a node from JSON, every scalar with origin `org`.
+    #[cfg(test)]
+    pub fn from_json(v: &Value, org: Org) -> Node {
+        match v {
+            Value::Null => Node::Scalar(Scalar::Null, org),
+            Value::Bool(b) => Node::Scalar(Scalar::Bool(*b), org),
+            Value::Number(n) => Node::Scalar(Scalar::Num(n.clone()), org),
+            Value::String(s) => Node::str(s.clone(), org),
+            Value::Array(a) => Node::Seq(a.iter().map(|x| Node::from_json(x, org)).collect()),
+            Value::Object(m) => Node::Map(
+                m.iter()
+                    .map(|(k, x)| (k.clone(), Node::from_json(x, org)))
+                    .collect(),
+            ),
+        }
+    }
+
+    /// The plain JSON value (origins dropped; integral floats folded to integers).
+    pub fn to_json(&self) -> Value {
+        match self {
+            Node::Scalar(s, _) => scalar_json(s),
+            Node::Seq(s) => Value::Array(s.iter().map(Node::to_json).collect()),
+            Node::Map(m) => {
+                Value::Object(m.iter().map(|(k, v)| (k.clone(), v.to_json())).collect())
+            }
+        }
+    }
+
+    /// The JSON value plus the origin of every scalar leaf, keyed by RFC 6901 pointer.
+    pub fn to_json_with_origins(&self, origins: &mut Vec<(String, Org)>) -> Value {
+        let mut path = String::new();
+        self.walk_json(&mut path, origins)
+    }
+
+    fn walk_json(&self, path: &mut String, out: &mut Vec<(String, Org)>) -> Value {
+        match self {
+            Node::Scalar(s, o) => {
+                out.push((path.clone(), *o));
+                scalar_json(s)
+            }
+            Node::Seq(items) => {
+                let mut a = Vec::with_capacity(items.len());
+                for (i, n) in items.iter().enumerate() {
+                    let len = path.len();
+                    path.push('/');
+                    path.push_str(&i.to_string());
+                    a.push(n.walk_json(path, out));
+                    path.truncate(len);
+                }
+                Value::Array(a)
+            }
+            Node::Map(m) => {
+                let mut obj = serde_json::Map::new();
+                for (k, n) in m {
+                    let len = path.len();
+                    path.push('/');
+                    for c in k.chars() {
+                        match c {
+                            '~' => path.push_str("~0"),
+                            '/' => path.push_str("~1"),
+                            c => path.push(c),
+                        }
+                    }
+                    obj.insert(k.clone(), n.walk_json(path, out));
+                    path.truncate(len);
+                }
+                Value::Object(obj)
+            }
+        }
+    }
+}
+
+fn scalar_json(s: &Scalar) -> Value {
+    match s {
+        Scalar::Null => Value::Null,
+        Scalar::Bool(b) => Value::Bool(*b),
+        Scalar::Num(n) => {
+            if !n.is_i64()
+                && !n.is_u64()
+                && let Some(f) = n.as_f64()
+                && f.fract() == 0.0
+                && f.abs() <= 9_007_199_254_740_992.0
+            {
+                return Value::Number(Number::from(f as i64));
+            }
+            Value::Number(n.clone())
+        }
+        Scalar::Str(s) => Value::String(s.clone()),
+    }
+}
+
+/// One YAML document: its root node and the line it starts on.
+pub struct Doc {
+    pub node: Node,
+    pub line: u32,
+}
+
+/// A YAML syntax error with its position.
+#[derive(Debug)]
+pub struct ParseError {
+    pub line: Option<usize>,
+    pub column: Option<usize>,
+    pub message: String,
+}
+
+thread_local! {
+    /// The file index stamped on origins while a parse runs on this thread.
+    static FILE: Cell<u32> = const { Cell::new(u32::MAX) };
+    /// Line offset added to positions (for inline patches embedded in a kustomization).
+    static LINE_OFFSET: Cell<u32> = const { Cell::new(0) };
+    /// Column offset added to positions.
+    static COL_OFFSET: Cell<u32> = const { Cell::new(0) };
+    /// The text being parsed (to tell plain scalars from quoted ones).
+    static SRC: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
+/// How scalars are resolved: resources follow kustomize's YAML 1.2 reading (`yes` is a
+/// string), kustomization files follow sigs.k8s.io/yaml's YAML 1.1 reading.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    Resource,
+    Kustomization,
+}
+
+/// Parses a YAML stream into documents, stamping origins with `file`; positions are
+/// shifted by `line_offset` lines (and `col_offset` columns) for embedded text.
+pub fn parse_stream(
+    text: &str,
+    file: u32,
+    line_offset: u32,
+    col_offset: u32,
+    dialect: Dialect,
+) -> Result<Vec<Doc>, ParseError> {
+    FILE.with(|f| f.set(file));
+    LINE_OFFSET.with(|f| f.set(line_offset));
+    COL_OFFSET.with(|f| f.set(col_offset));
+    SRC.with(|s| {
+        let mut s = s.borrow_mut();
+        s.clear();
+        if dialect == Dialect::Resource {
+            s.push_str(text);
+        }
+    });
+    let mut options = if dialect == Dialect::Resource {
+        serde_saphyr::options! { legacy_octal_numbers: true, strict_booleans: true }
+    } else {
+        serde_saphyr::options! { legacy_octal_numbers: true }
+    };
+    // Manifest files legitimately hold thousands of documents; the source already caps
+    // file sizes.
+    options.budget = None;
+    let docs: Result<Vec<Option<Spanned<Raw>>>, _> =
+        serde_saphyr::from_multiple_with_options(text, options);
+    let docs = docs.map_err(|e| {
+        let (line, column) = match e.location() {
+            Some(l) => (
+                Some(l.line() as usize + line_offset as usize),
+                Some(l.column() as usize),
+            ),
+            None => (None, None),
+        };
+        ParseError {
+            line,
+            column,
+            message: yaml_reason(&e),
+        }
+    })?;
+    Ok(docs
+        .into_iter()
+        .flatten()
+        .filter(|d| !d.value.0.is_null())
+        .map(|d| Doc {
+            line: d.referenced.line() as u32 + line_offset,
+            node: d.value.0,
+        })
+        .collect())
+}
+
+fn yaml_reason(e: &serde_saphyr::Error) -> String {
+    let s = e.to_string();
+    let mut first = s
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("syntax error")
+        .trim();
+    first = first.strip_prefix("error: ").unwrap_or(first);
+    if first.starts_with("line ")
+        && let Some(i) = first.find(": ")
+    {
+        first = &first[i + 2..];
+    }
+    match first.find(" at line ") {
+        Some(i) => first[..i].to_string(),
+        None => first.to_string(),
+    }
+}
+
+fn org_of(loc: &serde_saphyr::Location) -> Org {
+    Org {
+        file: FILE.with(Cell::get),
+        line: loc.line() as u32 + LINE_OFFSET.with(Cell::get),
+        col: loc.column() as u32 + COL_OFFSET.with(Cell::get),
+    }
+}
+
+/// A node as deserialized; scalars get their origin from the enclosing `Spanned`.
+struct Raw(Node);
+
+impl Raw {
+    fn stamp(s: Spanned<Raw>) -> Node {
+        match s.value.0 {
+            Node::Scalar(Scalar::Str(v), _) if looks_like_timestamp(&v) => {
+                let org = org_of(&s.referenced);
+                let plain = s.referenced.span().byte_offset().is_some_and(|off| {
+                    SRC.with(|src| {
+                        src.borrow()
+                            .as_bytes()
+                            .get(off as usize)
+                            .is_some_and(|c| c.is_ascii_digit())
+                    })
+                });
+                match plain.then(|| go_timestamp(&v)).flatten() {
+                    Some(t) => Node::Scalar(Scalar::Str(t), org),
+                    None => Node::Scalar(Scalar::Str(v), org),
+                }
+            }
+            Node::Scalar(v, _) => Node::Scalar(v, org_of(&s.referenced)),
+            other => other,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Raw {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Raw, D::Error> {
+        d.deserialize_any(RawVisitor).map(Raw)
+    }
+}
+
+struct RawVisitor;
+
+impl<'de> Visitor<'de> for RawVisitor {
+    type Value = Node;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any YAML value")
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Node, E> {
+        Ok(Node::Scalar(Scalar::Null, Org::NONE))
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Node, E> {
+        self.visit_unit()
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Node, D::Error> {
+        d.deserialize_any(RawVisitor)
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Node, E> {
+        Ok(Node::Scalar(Scalar::Bool(v), Org::NONE))
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Node, E> {
+        Ok(Node::Scalar(Scalar::Num(v.into()), Org::NONE))
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Node, E> {
+        Ok(Node::Scalar(Scalar::Num(v.into()), Org::NONE))
+    }
+
+    fn visit_i128<E: de::Error>(self, v: i128) -> Result<Node, E> {
+        match i64::try_from(v) {
+            Ok(i) => self.visit_i64(i),
+            Err(_) => self.visit_f64(v as f64),
+        }
+    }
+
+    fn visit_u128<E: de::Error>(self, v: u128) -> Result<Node, E> {
+        match u64::try_from(v) {
+            Ok(i) => self.visit_u64(i),
+            Err(_) => self.visit_f64(v as f64),
+        }
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Node, E> {
+        Ok(match Number::from_f64(v) {
+            Some(n) => Node::Scalar(Scalar::Num(n), Org::NONE),
+            // .inf / .nan have no JSON form; kustomize prints them as strings.
+            None => Node::Scalar(Scalar::Str(format_special_float(v)), Org::NONE),
+        })
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Node, E> {
+        Ok(Node::Scalar(Scalar::Str(v.to_string()), Org::NONE))
+    }
+
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Node, E> {
+        Ok(Node::Scalar(Scalar::Str(v), Org::NONE))
+    }
+
+    fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Node, E> {
+        Ok(Node::Scalar(
+            Scalar::Str(String::from_utf8_lossy(v).into_owned()),
+            Org::NONE,
+        ))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node, A::Error> {
+        let mut out = Vec::new();
+        while let Some(item) = seq.next_element::<Spanned<Raw>>()? {
+            out.push(Raw::stamp(item));
+        }
+        Ok(Node::Seq(out))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node, A::Error> {
+        let mut out = Map::new();
+        while let Some(key) = map.next_key::<Key>()? {
+            let value = map.next_value::<Spanned<Raw>>()?;
+            out.insert(key.0, Raw::stamp(value));
+        }
+        Ok(Node::Map(out))
+    }
+}
+
+fn looks_like_timestamp(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() >= 8 && b[..4].iter().all(u8::is_ascii_digit) && b[4] == b'-'
+}
+
+/// A plain YAML timestamp as kustomize prints it after its JSON round trip (Go's
+/// RFC 3339 form of a `time.Time`); `None` when the text is not a timestamp.
+fn go_timestamp(s: &str) -> Option<String> {
+    let num = |t: &str, min: usize, max: usize| -> Option<u32> {
+        (t.len() >= min && t.len() <= max && t.bytes().all(|c| c.is_ascii_digit()))
+            .then(|| t.parse().ok())
+            .flatten()
+    };
+    let (date, rest) = match s.find(['T', 't', ' ']) {
+        Some(i) => (&s[..i], Some(s[i + 1..].trim_start())),
+        None => (s, None),
+    };
+    let mut dp = date.split('-');
+    let (y, mo, d) = (
+        num(dp.next()?, 4, 4)?,
+        num(dp.next()?, 1, 2)?,
+        num(dp.next()?, 1, 2)?,
+    );
+    if dp.next().is_some() || !(1..=12).contains(&mo) || !(1..=31).contains(&d) {
+        return None;
+    }
+    let Some(rest) = rest else {
+        return Some(format!("{y:04}-{mo:02}-{d:02}T00:00:00Z"));
+    };
+    // Time, optional fraction, optional zone (Z or ±hh:mm).
+    let (time, zone) = match rest.find(['Z', 'z', '+', '-']) {
+        Some(i) => (rest[..i].trim_end(), &rest[i..]),
+        None => (rest.trim_end(), ""),
+    };
+    let (hms, frac) = match time.split_once('.') {
+        Some((a, b)) => (a, b),
+        None => (time, ""),
+    };
+    let mut tp = hms.split(':');
+    let (h, mi, sec) = (
+        num(tp.next()?, 1, 2)?,
+        num(tp.next()?, 1, 2)?,
+        num(tp.next()?, 1, 2)?,
+    );
+    if tp.next().is_some() || h > 23 || mi > 59 || sec > 60 {
+        return None;
+    }
+    if !frac.is_empty() && (frac.len() > 9 || !frac.bytes().all(|c| c.is_ascii_digit())) {
+        return None;
+    }
+    let frac = frac.trim_end_matches('0');
+    let zone = match zone {
+        "" | "Z" | "z" => "Z".to_string(),
+        z => {
+            let (sign, hm) = z.split_at(1);
+            let (zh, zm) = hm.split_once(':').unwrap_or((hm, "00"));
+            let (zh, zm) = (num(zh, 1, 2)?, num(zm, 2, 2)?);
+            if zh == 0 && zm == 0 {
+                "Z".to_string()
+            } else {
+                format!("{sign}{zh:02}:{zm:02}")
+            }
+        }
+    };
+    let frac = if frac.is_empty() {
+        String::new()
+    } else {
+        format!(".{frac}")
+    };
+    Some(format!(
+        "{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{sec:02}{frac}{zone}"
+    ))
+}
+
+fn format_special_float(v: f64) -> String {
+    if v.is_nan() {
+        ".nan".into()
+    } else if v > 0.0 {
+        ".inf".into()
+    } else {
+        "-.inf".into()
+    }
+}
+
+/// A mapping key: any scalar, as text.
+struct Key(String);
+
+impl<'de> Deserialize<'de> for Key {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Key, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = String;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a scalar mapping key")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<String, E> {
+                Ok(v.to_string())
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<String, E> {
+                Ok(v)
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<String, E> {
+                Ok(v.to_string())
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<String, E> {
+                Ok(v.to_string())
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<String, E> {
+                Ok(v.to_string())
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<String, E> {
+                Ok(v.to_string())
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<String, E> {
+                Ok("null".into())
+            }
+            fn visit_none<E: de::Error>(self) -> Result<String, E> {
+                Ok("null".into())
+            }
+        }
+        d.deserialize_any(KeyVisitor).map(Key)
+    }
+}
+
+/// The plain scalar text written at `line`:`col` (1-based) of `src`, for kustomization
+/// fields Go reads as strings although YAML resolves them as numbers (`newTag: 1.20`).
+pub fn raw_scalar_at(src: &str, line: u32, col: u32) -> Option<String> {
+    let l = src.lines().nth(line.checked_sub(1)? as usize)?;
+    let start: usize = l
+        .char_indices()
+        .nth(col.checked_sub(1)? as usize)
+        .map(|(i, _)| i)?;
+    let rest = &l[start..];
+    let mut end = rest.len();
+    for (i, c) in rest.char_indices() {
+        if matches!(c, ',' | ']' | '}') || (c == '#' && i > 0 && rest[..i].ends_with(' ')) {
+            end = i;
+            break;
+        }
+    }
+    Some(rest[..end].trim_end().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origins_on_every_scalar() {
+        let docs = parse_stream(
+            "a: 1\nb:\n  - x\n  - {c: true}\n---\n---\nz: null\n",
+            7,
+            0,
+            0,
+            Dialect::Resource,
+        )
+        .unwrap();
+        assert_eq!(docs.len(), 2);
+        let d = &docs[0].node;
+        assert_eq!(
+            d.get("a").unwrap().org(),
+            Some(Org {
+                file: 7,
+                line: 1,
+                col: 4
+            })
+        );
+        let b = d.get("b").unwrap().as_seq().unwrap();
+        assert_eq!(b[0].org().unwrap().line, 3);
+        assert_eq!(b[1].get("c").unwrap().org().unwrap().line, 4);
+        assert_eq!(docs[1].line, 7);
+        let mut origins = Vec::new();
+        let v = d.to_json_with_origins(&mut origins);
+        assert_eq!(v["b"][1]["c"], Value::Bool(true));
+        assert!(origins.iter().any(|(p, o)| p == "/b/1/c" && o.line == 4));
+    }
+
+    #[test]
+    fn resource_dialect_keeps_yes_a_string_and_reads_legacy_octal() {
+        let docs = parse_stream("a: yes\nb: 0644\nc: 1.0\n", 0, 0, 0, Dialect::Resource).unwrap();
+        let v = docs[0].node.to_json();
+        assert_eq!(v, serde_json::json!({"a": "yes", "b": 420, "c": 1}));
+    }
+
+    #[test]
+    fn raw_scalar_text() {
+        let src = "images:\n- name: x\n  newTag: 1.20 # c\nl: [1.0, 2]\n";
+        assert_eq!(raw_scalar_at(src, 3, 11).as_deref(), Some("1.20"));
+        assert_eq!(raw_scalar_at(src, 4, 5).as_deref(), Some("1.0"));
+    }
+}

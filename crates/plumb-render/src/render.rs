@@ -1,0 +1,742 @@
+//! Rendering an Application source the way Argo CD's repo server does: a plain
+//! directory, a kustomization (natively, with source locations, or through the
+//! kustomize binary), or a Helm chart (through `helm template`).
+//!
+//! Every rendered object carries the file and line that declared it; natively rendered
+//! ones also carry, for every scalar, the place that set its value ([`Origin`]).
+
+use crate::kustomize::{self, KustomizeError};
+use crate::source::{EntryKind, SourceFs, join};
+use crate::{LoadError, Manifest};
+use plumb_core::argo::{AppSource, DirectorySource, KustomizeSource};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub use plumb_core::origin::{Origin, Origins};
+
+/// How a source path is rendered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceType {
+    Directory,
+    Kustomize,
+    Helm,
+}
+
+impl SourceType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SourceType::Directory => "Directory",
+            SourceType::Kustomize => "Kustomize",
+            SourceType::Helm => "Helm",
+        }
+    }
+}
+
+/// Which kustomize implementation renders kustomizations.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Renderer {
+    /// plumb's own, with source locations; falls back to the binary for what it lacks.
+    #[default]
+    Native,
+    /// `kustomize build`, else `kubectl kustomize` (no source locations).
+    KustomizeBinary,
+}
+
+/// One rendered object.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RenderedObject {
+    pub object: Value,
+    /// Repository-relative file that declared the object (for binary renders: the
+    /// source path itself).
+    pub file: String,
+    /// 1-based line of the object's document in `file` (0 when unknown).
+    pub line: usize,
+    /// JSON pointer of each scalar → where its value was set; empty when the renderer
+    /// cannot tell (kustomize or helm binaries).
+    pub origins: Origins,
+}
+
+impl RenderedObject {
+    /// `file:line`, for messages.
+    pub fn location(&self) -> String {
+        if self.line == 0 {
+            self.file.clone()
+        } else {
+            format!("{}:{}", self.file, self.line)
+        }
+    }
+
+    /// Where the scalar at `pointer` (or the nearest declared parent) was set.
+    pub fn declared_at(&self, pointer: &str) -> Option<&Origin> {
+        self.origins.get(pointer)
+    }
+}
+
+/// The result of rendering one source.
+#[derive(Debug, Clone)]
+pub struct Rendered {
+    pub objects: Vec<RenderedObject>,
+    pub source_type: SourceType,
+    /// As Argo CD shows it: `HEAD (b5e2be1)`, or `working tree`.
+    pub revision: String,
+    /// Things the user should know (fallbacks, missing source locations).
+    pub notes: Vec<String>,
+}
+
+/// Renders `path` (repository-relative) of `fs` as `source` says.
+pub fn render(
+    fs: &dyn SourceFs,
+    path: &str,
+    source: &AppSource,
+    renderer: Renderer,
+) -> Result<Rendered, LoadError> {
+    let path = join("", path, path)?;
+    match fs.kind(&path)? {
+        Some(EntryKind::Dir) => {}
+        Some(EntryKind::File) => return Err(fail(&path, "source path is a file, not a directory")),
+        None => return Err(fail(&path, "source path does not exist at this revision")),
+    }
+    let revision = fs.revision_label();
+    let mut notes = Vec::new();
+    let source_type = detect(fs, &path, source)?;
+    let objects = match source_type {
+        SourceType::Directory => render_directory(
+            fs,
+            &path,
+            source.directory.as_ref().unwrap_or(&DirectorySource::default()),
+        )?,
+        SourceType::Kustomize => {
+            render_kustomize(fs, &path, source.kustomize.as_ref(), renderer, &mut notes)?
+        }
+        SourceType::Helm => render_helm(fs, &path, source, &mut notes)?,
+    };
+    Ok(Rendered {
+        objects,
+        source_type,
+        revision,
+        notes,
+    })
+}
+
+fn fail(file: &str, message: impl Into<String>) -> LoadError {
+    LoadError {
+        file: PathBuf::from(file),
+        line: None,
+        column: None,
+        message: message.into(),
+    }
+}
+
+/// Argo CD's detection: Helm when `helm` parameters are given or a `Chart.yaml` is
+/// present, Kustomize when a kustomization file is, else a directory of manifests.
+fn detect(fs: &dyn SourceFs, path: &str, source: &AppSource) -> Result<SourceType, LoadError> {
+    if source.helm.is_some() || fs.kind(&child(path, "Chart.yaml"))? == Some(EntryKind::File) {
+        return Ok(SourceType::Helm);
+    }
+    if source.kustomize.is_some() || kustomize::is_kustomization(fs, path)? {
+        return Ok(SourceType::Kustomize);
+    }
+    Ok(SourceType::Directory)
+}
+
+fn child(dir: &str, name: &str) -> String {
+    if dir.is_empty() {
+        name.to_string()
+    } else {
+        format!("{dir}/{name}")
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Directories
+
+/// The manifest files of a directory source, in Argo CD's order (sorted, depth-first),
+/// filtered by `recurse`, `include` and `exclude`.
+fn directory_files(
+    fs: &dyn SourceFs,
+    root: &str,
+    opts: &DirectorySource,
+) -> Result<Vec<String>, LoadError> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_string()];
+    while let Some(dir) = stack.pop() {
+        let mut subdirs = Vec::new();
+        for (name, kind) in fs.list(&dir)? {
+            let full = child(&dir, &name);
+            match kind {
+                EntryKind::Dir if opts.recurse && !name.starts_with('.') => subdirs.push(full),
+                EntryKind::File if crate::is_manifest_file(Path::new(&name)) => {
+                    let rel = full
+                        .strip_prefix(root)
+                        .map(|r| r.trim_start_matches('/'))
+                        .unwrap_or(&full);
+                    if !opts.exclude.is_empty() && glob_match(&opts.exclude, rel) {
+                        continue;
+                    }
+                    if !opts.include.is_empty() && !glob_match(&opts.include, rel) {
+                        continue;
+                    }
+                    out.push(full);
+                }
+                _ => {}
+            }
+        }
+        stack.extend(subdirs.into_iter().rev());
+    }
+    out.sort();
+    Ok(out)
+}
+
+fn render_directory(
+    fs: &dyn SourceFs,
+    root: &str,
+    opts: &DirectorySource,
+) -> Result<Vec<RenderedObject>, LoadError> {
+    let files = directory_files(fs, root, opts)?;
+    let parsed = plumb_core::parallel::map(&files, |f| kustomize::load_file(fs, f));
+    let mut out = Vec::new();
+    for r in parsed {
+        out.extend(r?.into_iter().map(from_kustomize));
+    }
+    Ok(out)
+}
+
+fn from_kustomize(r: kustomize::Rendered) -> RenderedObject {
+    RenderedObject {
+        object: r.object,
+        file: r.file,
+        line: r.line,
+        origins: r.origins,
+    }
+}
+
+/// Argo CD's include/exclude globs: `*` and `?` (matching `/` too, as Argo CD compiles
+/// them without separators), `[...]` classes and `{a,b}` alternatives.
+pub fn glob_match(pattern: &str, text: &str) -> bool {
+    expand_braces(pattern)
+        .iter()
+        .any(|p| plain_glob(p.as_bytes(), text.as_bytes()))
+}
+
+fn expand_braces(pattern: &str) -> Vec<String> {
+    let Some(open) = pattern.find('{') else {
+        return vec![pattern.to_string()];
+    };
+    // Find the matching close brace, splitting the top-level alternatives.
+    let bytes = pattern.as_bytes();
+    let (mut depth, mut parts, mut start) = (0usize, Vec::new(), open + 1);
+    for i in open..bytes.len() {
+        match bytes[i] {
+            b'{' => depth += 1,
+            b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    parts.push(&pattern[start..i]);
+                    let (head, tail) = (&pattern[..open], &pattern[i + 1..]);
+                    return parts
+                        .iter()
+                        .flat_map(|alt| expand_braces(&format!("{head}{alt}{tail}")))
+                        .collect();
+                }
+            }
+            b',' if depth == 1 => {
+                parts.push(&pattern[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    vec![pattern.to_string()] // unbalanced: literal
+}
+
+fn plain_glob(p: &[u8], t: &[u8]) -> bool {
+    let (mut pi, mut ti) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        if pi < p.len() {
+            match p[pi] {
+                b'*' => {
+                    while pi < p.len() && p[pi] == b'*' {
+                        pi += 1;
+                    }
+                    star = Some((pi, ti));
+                    continue;
+                }
+                b'?' => {
+                    pi += 1;
+                    ti += 1;
+                    continue;
+                }
+                b'[' => {
+                    if let Some((matched, next)) = class_match(&p[pi..], t[ti]) {
+                        if matched {
+                            pi += next;
+                            ti += 1;
+                            continue;
+                        }
+                    } else if t[ti] == b'[' {
+                        pi += 1;
+                        ti += 1;
+                        continue;
+                    }
+                }
+                c if c == t[ti] => {
+                    pi += 1;
+                    ti += 1;
+                    continue;
+                }
+                _ => {}
+            }
+        }
+        match star {
+            Some((sp, st)) => {
+                pi = sp;
+                ti = st + 1;
+                star = Some((sp, st + 1));
+            }
+            None => return false,
+        }
+    }
+    p[pi..].iter().all(|&c| c == b'*')
+}
+
+/// `[abc]`, `[a-z]`, `[!x]`: whether `c` matches and the class's length.
+fn class_match(p: &[u8], c: u8) -> Option<(bool, usize)> {
+    let end = p.iter().skip(1).position(|&b| b == b']')? + 1;
+    let body = &p[1..end];
+    let (negate, body) = match body.first() {
+        Some(b'!' | b'^') => (true, &body[1..]),
+        _ => (false, body),
+    };
+    let mut hit = false;
+    let mut i = 0;
+    while i < body.len() {
+        if i + 2 < body.len() && body[i + 1] == b'-' {
+            hit |= body[i] <= c && c <= body[i + 2];
+            i += 3;
+        } else {
+            hit |= body[i] == c;
+            i += 1;
+        }
+    }
+    Some((hit != negate, end + 1))
+}
+
+// ---------------------------------------------------------------------------------------
+// Kustomize
+
+fn render_kustomize(
+    fs: &dyn SourceFs,
+    path: &str,
+    params: Option<&KustomizeSource>,
+    renderer: Renderer,
+    notes: &mut Vec<String>,
+) -> Result<Vec<RenderedObject>, LoadError> {
+    let overlay;
+    let fs: &dyn SourceFs = match params {
+        Some(p) if !is_empty_params(p) => {
+            overlay = with_app_parameters(fs, path, p)?;
+            &overlay
+        }
+        _ => fs,
+    };
+    if renderer == Renderer::Native {
+        match kustomize::build(fs, path) {
+            Ok(objects) => return Ok(objects.into_iter().map(from_kustomize).collect()),
+            Err(KustomizeError::Load(e)) => return Err(e),
+            Err(KustomizeError::Unsupported { file, field }) => {
+                notes.push(format!(
+                    "{file}: `{field}` is not implemented by plumb's kustomize; rendered with the kustomize binary, so source locations are unavailable for this source"
+                ));
+                return kustomize_binary(fs, path, Some((&file, &field)));
+            }
+        }
+    }
+    notes.push("rendered with the kustomize binary: source locations are unavailable".into());
+    kustomize_binary(fs, path, None)
+}
+
+fn is_empty_params(p: &KustomizeSource) -> bool {
+    *p == KustomizeSource::default()
+}
+
+/// Argo CD applies `spec.source.kustomize` by editing the kustomization before the build
+/// (`kustomize edit set …`); plumb does the same edit on a copy served in place of the file.
+fn with_app_parameters<'a>(
+    fs: &'a dyn SourceFs,
+    path: &str,
+    p: &KustomizeSource,
+) -> Result<Overlay<'a>, LoadError> {
+    let file = ["kustomization.yaml", "kustomization.yml", "Kustomization"]
+        .iter()
+        .map(|n| child(path, n))
+        .find(|f| matches!(fs.kind(f), Ok(Some(EntryKind::File))))
+        .ok_or_else(|| fail(path, "spec.source.kustomize is set but there is no kustomization"))?;
+    let bytes = fs.read(&file)?;
+    let text = String::from_utf8(bytes).map_err(|_| fail(&file, "not valid UTF-8"))?;
+    let mut k: Value = if text.trim().is_empty() {
+        Value::Object(Default::default())
+    } else {
+        serde_saphyr::from_str(&text).map_err(|e| fail(&file, format!("invalid YAML: {e}")))?
+    };
+    let Some(m) = k.as_object_mut() else {
+        return Err(fail(&file, "kustomization is not a mapping"));
+    };
+    let set = |m: &mut serde_json::Map<String, Value>, key: &str, v: &str| {
+        if !v.is_empty() {
+            m.insert(key.into(), Value::String(v.into()));
+        }
+    };
+    set(m, "namePrefix", &p.name_prefix);
+    set(m, "nameSuffix", &p.name_suffix);
+    set(m, "namespace", &p.namespace);
+    for (field, entries) in [
+        ("commonLabels", &p.common_labels),
+        ("commonAnnotations", &p.common_annotations),
+    ] {
+        if entries.is_empty() {
+            continue;
+        }
+        let slot = m
+            .entry(field)
+            .or_insert_with(|| Value::Object(Default::default()));
+        if let Some(obj) = slot.as_object_mut() {
+            for (k, v) in entries {
+                obj.insert(k.clone(), Value::String(v.clone()));
+            }
+        }
+    }
+    for image in &p.images {
+        upsert_by_name(m, "images", parse_image_param(image));
+    }
+    for r in &p.replicas {
+        let count = match &r.count {
+            Value::String(s) => s
+                .parse::<i64>()
+                .map(Value::from)
+                .map_err(|_| fail(&file, format!("replicas count {s:?} is not a number")))?,
+            v => v.clone(),
+        };
+        upsert_by_name(
+            m,
+            "replicas",
+            serde_json::json!({"name": r.name, "count": count}),
+        );
+    }
+    for (field, extra) in [("patches", &p.patches), ("components", &{
+        p.components
+            .iter()
+            .map(|c| Value::String(c.clone()))
+            .collect::<Vec<_>>()
+    })] {
+        if extra.is_empty() {
+            continue;
+        }
+        let slot = m.entry(field).or_insert_with(|| Value::Array(Vec::new()));
+        if let Some(list) = slot.as_array_mut() {
+            list.extend(extra.iter().cloned());
+        }
+    }
+    let text = serde_json::to_string_pretty(&k).map_err(|e| fail(&file, e.to_string()))?;
+    Ok(Overlay {
+        inner: fs,
+        file,
+        bytes: text.into_bytes(),
+    })
+}
+
+/// `kustomize edit set image` syntax: `name=newName:tag`, `name:tag`, `name@digest`.
+fn parse_image_param(s: &str) -> Value {
+    let (name, target) = match s.split_once('=') {
+        Some((n, t)) => (n.to_string(), t.to_string()),
+        None => (String::new(), s.to_string()),
+    };
+    let (base, digest) = match target.split_once('@') {
+        Some((b, d)) => (b.to_string(), Some(d.to_string())),
+        None => (target.clone(), None),
+    };
+    // A tag follows the last ':' after the last '/' (a registry port is not a tag).
+    let slash = base.rfind('/').map_or(0, |i| i + 1);
+    let (image, tag) = match base[slash..].rfind(':') {
+        Some(i) => (
+            base[..slash + i].to_string(),
+            Some(base[slash + i + 1..].to_string()),
+        ),
+        None => (base.clone(), None),
+    };
+    let mut out = serde_json::Map::new();
+    if name.is_empty() {
+        out.insert("name".into(), Value::String(image));
+    } else {
+        out.insert("name".into(), Value::String(name.clone()));
+        if image != name {
+            out.insert("newName".into(), Value::String(image));
+        }
+    }
+    if let Some(t) = tag {
+        out.insert("newTag".into(), Value::String(t));
+    }
+    if let Some(d) = digest {
+        out.insert("digest".into(), Value::String(d));
+    }
+    Value::Object(out)
+}
+
+fn upsert_by_name(m: &mut serde_json::Map<String, Value>, field: &str, entry: Value) {
+    let slot = m.entry(field).or_insert_with(|| Value::Array(Vec::new()));
+    let Some(list) = slot.as_array_mut() else {
+        return;
+    };
+    let name = entry.get("name").cloned();
+    match list.iter_mut().find(|e| e.get("name") == name.as_ref()) {
+        Some(existing) => *existing = entry,
+        None => list.push(entry),
+    }
+}
+
+/// A source with one file replaced.
+struct Overlay<'a> {
+    inner: &'a dyn SourceFs,
+    file: String,
+    bytes: Vec<u8>,
+}
+
+impl SourceFs for Overlay<'_> {
+    fn kind(&self, path: &str) -> Result<Option<EntryKind>, LoadError> {
+        self.inner.kind(path)
+    }
+    fn list(&self, dir: &str) -> Result<Vec<(String, EntryKind)>, LoadError> {
+        self.inner.list(dir)
+    }
+    fn read(&self, path: &str) -> Result<Vec<u8>, LoadError> {
+        if path == self.file {
+            Ok(self.bytes.clone())
+        } else {
+            self.inner.read(path)
+        }
+    }
+    fn revision_label(&self) -> String {
+        self.inner.revision_label()
+    }
+}
+
+/// The first of `kustomize` and `kubectl` on PATH.
+fn kustomize_command() -> Option<Command> {
+    if let Some(p) = which("kustomize") {
+        let mut c = Command::new(p);
+        c.arg("build");
+        return Some(c);
+    }
+    which("kubectl").map(|p| {
+        let mut c = Command::new(p);
+        c.arg("kustomize");
+        c
+    })
+}
+
+fn which(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+fn kustomize_binary(
+    fs: &dyn SourceFs,
+    path: &str,
+    unsupported: Option<(&str, &str)>,
+) -> Result<Vec<RenderedObject>, LoadError> {
+    let Some(mut cmd) = kustomize_command() else {
+        return Err(match unsupported {
+            Some((file, field)) => fail(
+                file,
+                format!("`{field}` is not supported by plumb's native kustomize, and neither kustomize nor kubectl is on PATH to render it"),
+            ),
+            None => fail(path, "neither kustomize nor kubectl is on PATH"),
+        });
+    };
+    let tree = Materialized::new(fs)?;
+    cmd.arg(tree.root.join(path));
+    let out = run(cmd, path)?;
+    parse_tool_output(&out, path)
+}
+
+fn run(mut cmd: Command, path: &str) -> Result<String, LoadError> {
+    let program = cmd.get_program().to_string_lossy().into_owned();
+    let out = cmd
+        .output()
+        .map_err(|e| fail(path, format!("cannot run {program}: {e}")))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let first = err
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("failed")
+            .trim()
+            .trim_start_matches("Error: ");
+        return Err(fail(path, format!("{program} failed: {first}")));
+    }
+    String::from_utf8(out.stdout).map_err(|_| fail(path, format!("{program} printed non-UTF-8")))
+}
+
+fn parse_tool_output(text: &str, path: &str) -> Result<Vec<RenderedObject>, LoadError> {
+    let ms: Vec<Manifest> = crate::parse_str(text, Path::new(path))?;
+    Ok(ms
+        .into_iter()
+        .map(|m| RenderedObject {
+            object: m.object,
+            file: path.to_string(),
+            line: 0,
+            origins: Origins::new(),
+        })
+        .collect())
+}
+
+// ---------------------------------------------------------------------------------------
+// Helm
+
+fn render_helm(
+    fs: &dyn SourceFs,
+    path: &str,
+    source: &AppSource,
+    notes: &mut Vec<String>,
+) -> Result<Vec<RenderedObject>, LoadError> {
+    let helm = which("helm").ok_or_else(|| {
+        fail(
+            path,
+            "this source is a Helm chart and `helm` is not on PATH (plumb renders charts with `helm template`)",
+        )
+    })?;
+    let params = source.helm.clone().unwrap_or_default();
+    let tree = Materialized::new(fs)?;
+    let chart_dir = tree.root.join(path);
+    let mut cmd = Command::new(helm);
+    let release = if params.release_name.is_empty() {
+        "release-name".to_string()
+    } else {
+        params.release_name.clone()
+    };
+    cmd.arg("template").arg(&release).arg(&chart_dir);
+    if !params.namespace.is_empty() {
+        cmd.arg("--namespace").arg(&params.namespace);
+    }
+    for vf in &params.value_files {
+        let joined = join(path, vf, path)?;
+        if fs.kind(&joined)?.is_none() {
+            if params.ignore_missing_value_files {
+                continue;
+            }
+            return Err(fail(&joined, "helm value file does not exist"));
+        }
+        cmd.arg("--values").arg(tree.root.join(&joined));
+    }
+    let inline = match (&params.values_object, params.values.trim()) {
+        (Some(v), _) => Some(serde_json::to_string(v).unwrap_or_default()),
+        (None, "") => None,
+        (None, v) => Some(v.to_string()),
+    };
+    if let Some(values) = inline {
+        let f = tree.root.join(".plumb-inline-values.yaml");
+        std::fs::write(&f, values).map_err(|e| fail(path, format!("cannot write values: {e}")))?;
+        cmd.arg("--values").arg(f);
+    }
+    for p in &params.parameters {
+        let flag = if p.force_string {
+            "--set-string"
+        } else {
+            "--set"
+        };
+        cmd.arg(flag).arg(format!("{}={}", p.name, p.value));
+    }
+    if !params.skip_crds {
+        cmd.arg("--include-crds");
+    }
+    if !params.kube_version.is_empty() {
+        cmd.arg("--kube-version").arg(&params.kube_version);
+    }
+    for v in &params.api_versions {
+        cmd.arg("--api-versions").arg(v);
+    }
+    notes.push("rendered with `helm template`: source locations are unavailable".into());
+    let out = run(cmd, path)?;
+    parse_tool_output(&out, path)
+}
+
+// ---------------------------------------------------------------------------------------
+// Materializing a source for external tools
+
+/// A source's files written to a private temporary directory, removed on drop. External
+/// renderers see exactly the revision's files (never the work tree) and nothing outside.
+struct Materialized {
+    root: PathBuf,
+}
+
+impl Materialized {
+    fn new(fs: &dyn SourceFs) -> Result<Materialized, LoadError> {
+        static COUNTER: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let root = std::env::temp_dir().join(format!("plumb-src-{}-{n}", std::process::id()));
+        let tree = Materialized { root };
+        let io = |e: std::io::Error| fail(&tree.root.display().to_string(), e.to_string());
+        std::fs::create_dir_all(&tree.root).map_err(io)?;
+        let mut stack = vec![String::new()];
+        while let Some(dir) = stack.pop() {
+            for (name, kind) in fs.list(&dir)? {
+                let rel = child(&dir, &name);
+                let dest = tree.root.join(&rel);
+                match kind {
+                    EntryKind::Dir => {
+                        if name == ".git" {
+                            continue;
+                        }
+                        std::fs::create_dir_all(&dest).map_err(io)?;
+                        stack.push(rel);
+                    }
+                    EntryKind::File => std::fs::write(&dest, fs.read(&rel)?).map_err(io)?,
+                }
+            }
+        }
+        Ok(tree)
+    }
+}
+
+impl Drop for Materialized {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn argo_globs() {
+        assert!(glob_match("*.yaml", "a.yaml"));
+        assert!(glob_match("*.yaml", "sub/a.yaml"), "* crosses /");
+        assert!(glob_match("{config.yaml,env-use2/*}", "env-use2/x.yml"));
+        assert!(glob_match("{config.yaml,env-use2/*}", "config.yaml"));
+        assert!(!glob_match("{config.yaml,env-use2/*}", "other.yaml"));
+        assert!(glob_match("app-?.json", "app-1.json"));
+        assert!(glob_match("[ab]*.yaml", "b1.yaml"));
+        assert!(!glob_match("[!ab]*.yaml", "b1.yaml"));
+        assert!(glob_match("{a,{b,c}}.yaml", "c.yaml"));
+    }
+
+    #[test]
+    fn image_parameters() {
+        assert_eq!(
+            parse_image_param("nginx=registry.example.com/nginx:1.25"),
+            serde_json::json!({"name": "nginx", "newName": "registry.example.com/nginx", "newTag": "1.25"})
+        );
+        assert_eq!(
+            parse_image_param("localhost:5000/app:2"),
+            serde_json::json!({"name": "localhost:5000/app", "newTag": "2"})
+        );
+        assert_eq!(
+            parse_image_param("app@sha256:abc"),
+            serde_json::json!({"name": "app", "digest": "sha256:abc"})
+        );
+    }
+}
