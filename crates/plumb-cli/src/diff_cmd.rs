@@ -85,7 +85,9 @@ fn load_desired(args: &DiffArgs, app: Option<&Application>) -> Result<Vec<Desire
     }
     let from_app = app.is_some_and(|a| a.source.is_some());
     if !args.source.given() && !from_app {
-        bail!("no desired state: pass --desired PATH, --path SUBDIR [--repo DIR], or --app with spec.source");
+        bail!(
+            "no desired state: pass --desired PATH, --path SUBDIR [--repo DIR], or --app with spec.source"
+        );
     }
     let app_ref = match (app, &args.app) {
         (Some(a), Some(p)) => Some((a, p.as_path())),

@@ -7,6 +7,11 @@ mod render_cmd;
 mod source_args;
 
 use clap::{Parser, Subcommand};
+
+/// plumb allocates millions of small maps and strings (parsed objects); mimalloc's
+/// per-thread free lists halve the time glibc's allocator spends on them across threads.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::io::Write;
 use std::process::ExitCode;
 

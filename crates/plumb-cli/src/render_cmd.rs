@@ -28,7 +28,8 @@ pub fn run(args: RenderArgs) -> Result<u8> {
     };
     let (rendered, _) = render_source(
         &args.source,
-        app.as_ref().map(|(a, p): &(Application, PathBuf)| (a, p.as_path())),
+        app.as_ref()
+            .map(|(a, p): &(Application, PathBuf)| (a, p.as_path())),
     )?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
@@ -40,7 +41,9 @@ pub fn run(args: RenderArgs) -> Result<u8> {
         args.source
             .path
             .clone()
-            .or_else(|| app.as_ref().and_then(|(a, _)| a.source.as_ref().map(|s| s.path.clone())))
+            .or_else(|| app
+                .as_ref()
+                .and_then(|(a, _)| a.source.as_ref().map(|s| s.path.clone())))
             .unwrap_or_default(),
         rendered.revision,
         objects_len

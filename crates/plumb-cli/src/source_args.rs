@@ -48,13 +48,8 @@ pub fn render_source(
         Some(r) => r.clone(),
         None => match app {
             Some((a, file)) if !app_source.repo_url.is_empty() => {
-                repo_from_url(&app_source.repo_url, file).map_err(|e| {
-                    anyhow!(
-                        "{}: Application {}: {e}",
-                        file.display(),
-                        a.name
-                    )
-                })?
+                repo_from_url(&app_source.repo_url, file)
+                    .map_err(|e| anyhow!("{}: Application {}: {e}", file.display(), a.name))?
             }
             _ => PathBuf::from("."),
         },
@@ -68,7 +63,9 @@ pub fn render_source(
     let path = match (&args.path, app) {
         (Some(p), _) => p.clone(),
         (None, Some(_)) => app_source.path.clone(),
-        (None, None) => bail!("no source path: pass --path SUBDIR (or --app with spec.source.path)"),
+        (None, None) => {
+            bail!("no source path: pass --path SUBDIR (or --app with spec.source.path)")
+        }
     };
     let fs = plumb_render::source::open_source(&repo, revision.as_deref())
         .map_err(|e| anyhow!("{e}"))?;

@@ -41,7 +41,14 @@ fn write(root: &Path, rel: &str, text: &str) {
 
 fn git(dir: &Path, args: &[&str]) -> String {
     let o = Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"])
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@example.com",
+            "-c",
+            "commit.gpgsign=false",
+        ])
         .args(args)
         .current_dir(dir)
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
@@ -83,20 +90,52 @@ fn render_reads_the_revision_not_the_work_tree() {
     assert_eq!(o.status.code(), Some(0), "{}", err(&o));
     let text = out(&o);
     assert!(text.contains("image: web:2"), "{text}");
-    assert!(!text.contains("dirty") && !text.contains("untracked"), "{text}");
+    assert!(
+        !text.contains("dirty") && !text.contains("untracked"),
+        "{text}"
+    );
     assert!(text.contains(&format!("at HEAD ({})", &v2[..7])), "{text}");
 
     for rev in ["HEAD~1", &v1[..8], "main~1"] {
-        let o = plumb_in(&r, &["render", "--repo", rs, "--revision", rev, "--path", "app"]);
+        let o = plumb_in(
+            &r,
+            &["render", "--repo", rs, "--revision", rev, "--path", "app"],
+        );
         assert_eq!(o.status.code(), Some(0), "{rev}: {}", err(&o));
         assert!(out(&o).contains("image: web:1"), "{rev}: {}", out(&o));
-        assert!(out(&o).contains(&format!("at {rev} ({})", &v1[..7])), "{}", out(&o));
+        assert!(
+            out(&o).contains(&format!("at {rev} ({})", &v1[..7])),
+            "{}",
+            out(&o)
+        );
     }
     git(&r, &["tag", "-a", "v1.0", "-m", "release", &v1]);
-    let o = plumb_in(&r, &["render", "--repo", rs, "--revision", "v1.0", "--path", "app"]);
+    let o = plumb_in(
+        &r,
+        &[
+            "render",
+            "--repo",
+            rs,
+            "--revision",
+            "v1.0",
+            "--path",
+            "app",
+        ],
+    );
     assert!(out(&o).contains("image: web:1"), "{}", err(&o));
 
-    let o = plumb_in(&r, &["render", "--repo", rs, "--revision", "nope", "--path", "app"]);
+    let o = plumb_in(
+        &r,
+        &[
+            "render",
+            "--repo",
+            rs,
+            "--revision",
+            "nope",
+            "--path",
+            "app",
+        ],
+    );
     assert_eq!(o.status.code(), Some(2));
     assert!(err(&o).contains("unknown revision \"nope\""), "{}", err(&o));
     assert_eq!(err(&o).lines().count(), 1, "{}", err(&o));
@@ -118,7 +157,11 @@ fn directory_rules_recurse_include_exclude() {
     write(&d, "app/a.yaml", &deployment("a", "a:1"));
     write(&d, "app/skip.yml", &deployment("skip", "s:1"));
     write(&d, "app/notes.txt", "not a manifest");
-    write(&d, "app/sub/b.json", r#"{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b"}}"#);
+    write(
+        &d,
+        "app/sub/b.json",
+        r#"{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b"}}"#,
+    );
     let names = |app: &str| -> Vec<String> {
         write(&d, "app.yaml", app);
         let o = plumb_in(&d, &["render", "--app", "app.yaml"]);
@@ -130,7 +173,9 @@ fn directory_rules_recurse_include_exclude() {
             .collect()
     };
     let app = |dir: &str| {
-        format!("apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: t\nspec:\n  source:\n    repoURL: .\n    path: app\n{dir}")
+        format!(
+            "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: t\nspec:\n  source:\n    repoURL: .\n    path: app\n{dir}"
+        )
     };
     assert_eq!(names(&app("")), ["a", "skip"], "no recursion by default");
     assert_eq!(
@@ -138,11 +183,15 @@ fn directory_rules_recurse_include_exclude() {
         ["a", "skip", "b"]
     );
     assert_eq!(
-        names(&app("    directory:\n      recurse: true\n      exclude: '{skip.yml,sub/*}'\n")),
+        names(&app(
+            "    directory:\n      recurse: true\n      exclude: '{skip.yml,sub/*}'\n"
+        )),
         ["a"]
     );
     assert_eq!(
-        names(&app("    directory:\n      recurse: true\n      include: '*.json'\n")),
+        names(&app(
+            "    directory:\n      recurse: true\n      include: '*.json'\n"
+        )),
         ["b"]
     );
 }
@@ -151,7 +200,11 @@ fn directory_rules_recurse_include_exclude() {
 fn a_document_that_is_not_an_object_names_file_and_line() {
     let d = tmp("notobject");
     write(&d, "app/ok.yaml", &deployment("a", "a:1"));
-    write(&d, "app/bad.yaml", &format!("{}---\nfoo: bar\n", deployment("b", "b:1")));
+    write(
+        &d,
+        "app/bad.yaml",
+        &format!("{}---\nfoo: bar\n", deployment("b", "b:1")),
+    );
     let o = plumb_in(&d, &["render", "--path", "app"]);
     assert_eq!(o.status.code(), Some(2), "{}", out(&o));
     let e = err(&o);
@@ -163,18 +216,27 @@ fn a_document_that_is_not_an_object_names_file_and_line() {
 fn sources_never_leave_the_repository() {
     let d = tmp("escape");
     write(&d, "outside.yaml", &deployment("outside", "o:1"));
-    write(&d, "repo/app/kustomization.yaml", "resources:\n- ../../outside.yaml\n");
+    write(
+        &d,
+        "repo/app/kustomization.yaml",
+        "resources:\n- ../../outside.yaml\n",
+    );
     let o = plumb_in(&d, &["render", "--repo", "repo", "--path", "app"]);
     assert_eq!(o.status.code(), Some(2), "{}", out(&o));
     assert!(err(&o).contains("leaves the repository"), "{}", err(&o));
 
-    write(&d, "repo/abs/kustomization.yaml", "resources:\n- /etc/hostname\n");
+    write(
+        &d,
+        "repo/abs/kustomization.yaml",
+        "resources:\n- /etc/hostname\n",
+    );
     let o = plumb_in(&d, &["render", "--repo", "repo", "--path", "abs"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(err(&o).contains("/etc/hostname"), "{}", err(&o));
 
     std::fs::create_dir_all(d.join("repo/link")).expect("mkdir");
-    std::os::unix::fs::symlink("../../outside.yaml", d.join("repo/link/out.yaml")).expect("symlink");
+    std::os::unix::fs::symlink("../../outside.yaml", d.join("repo/link/out.yaml"))
+        .expect("symlink");
     let o = plumb_in(&d, &["render", "--repo", "repo", "--path", "link"]);
     assert_eq!(o.status.code(), Some(2), "{}", out(&o));
     assert!(err(&o).contains("leaves the repository"), "{}", err(&o));
@@ -182,8 +244,16 @@ fn sources_never_leave_the_repository() {
     let o = plumb_in(&d, &["render", "--repo", "repo", "--path", "../outside"]);
     assert_eq!(o.status.code(), Some(2));
 
-    write(&d, "repo/cycle/a/kustomization.yaml", "resources:\n- ../b\n");
-    write(&d, "repo/cycle/b/kustomization.yaml", "resources:\n- ../a\n");
+    write(
+        &d,
+        "repo/cycle/a/kustomization.yaml",
+        "resources:\n- ../b\n",
+    );
+    write(
+        &d,
+        "repo/cycle/b/kustomization.yaml",
+        "resources:\n- ../a\n",
+    );
     let o = plumb_in(&d, &["render", "--repo", "repo", "--path", "cycle/a"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(err(&o).contains("cycle"), "{}", err(&o));
@@ -192,8 +262,16 @@ fn sources_never_leave_the_repository() {
 #[test]
 fn helm_without_helm_is_a_clear_error() {
     let d = tmp("helm");
-    write(&d, "chart/Chart.yaml", "apiVersion: v2\nname: c\nversion: 0.1.0\n");
-    write(&d, "chart/templates/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\n");
+    write(
+        &d,
+        "chart/Chart.yaml",
+        "apiVersion: v2\nname: c\nversion: 0.1.0\n",
+    );
+    write(
+        &d,
+        "chart/templates/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\n",
+    );
     let o = Command::new(env!("CARGO_BIN_EXE_plumb"))
         .args(["render", "--path", "chart"])
         .current_dir(&d)
@@ -206,18 +284,39 @@ fn helm_without_helm_is_a_clear_error() {
 
 #[test]
 fn unsupported_kustomize_features_fall_back_to_the_binary() {
-    if Command::new("kubectl").arg("version").arg("--client").output().is_err() {
-        assert!(std::env::var_os("REQUIRE_KUBECTL").is_none(), "kubectl is required");
+    if Command::new("kubectl")
+        .arg("version")
+        .arg("--client")
+        .output()
+        .is_err()
+    {
+        assert!(
+            std::env::var_os("REQUIRE_KUBECTL").is_none(),
+            "kubectl is required"
+        );
         eprintln!("skipped: kubectl not on PATH");
         return;
     }
     let root = repo_root();
-    let o = plumb_in(&root, &["render", "--path", "tests/kustomize-fallback/01-vars"]);
-    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
-    assert!(err(&o).contains("source locations are unavailable"), "{}", err(&o));
     let o = plumb_in(
         &root,
-        &["render", "--path", "tests/kustomize/71-payments-prod", "--renderer", "kustomize-binary"],
+        &["render", "--path", "tests/kustomize-fallback/01-vars"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    assert!(
+        err(&o).contains("source locations are unavailable"),
+        "{}",
+        err(&o)
+    );
+    let o = plumb_in(
+        &root,
+        &[
+            "render",
+            "--path",
+            "tests/kustomize/71-payments-prod",
+            "--renderer",
+            "kustomize-binary",
+        ],
     );
     assert_eq!(o.status.code(), Some(0), "{}", err(&o));
     assert!(out(&o).contains("imagePullPolicy: IfNotPresent"));
@@ -228,7 +327,12 @@ fn origins_name_the_patch_that_sets_a_field() {
     let root = repo_root();
     let o = plumb_in(
         &root,
-        &["render", "--path", "examples/payments/repo/overlays/prod", "--show-origins"],
+        &[
+            "render",
+            "--path",
+            "examples/payments/repo/overlays/prod",
+            "--show-origins",
+        ],
     );
     assert_eq!(o.status.code(), Some(0), "{}", err(&o));
     let text = out(&o);
@@ -241,7 +345,10 @@ fn origins_name_the_patch_that_sets_a_field() {
         "{line}"
     );
     let image = text.lines().find(|l| l.contains("image:")).expect("image");
-    assert!(image.contains("# examples/payments/repo/base/deployment.yaml:"), "{image}");
+    assert!(
+        image.contains("# examples/payments/repo/base/deployment.yaml:"),
+        "{image}"
+    );
     assert!(
         !text.contains("correct-horse") && !text.contains("Y29ycmVjd"),
         "secret values are never printed"
@@ -254,8 +361,15 @@ fn diff_json_says_where_git_declares_each_field() {
     let o = plumb_in(
         &root,
         &[
-            "diff", "--app", "examples/payments/app.yaml", "--repo", "examples/payments/repo",
-            "--live", "examples/payments/live", "-o", "json",
+            "diff",
+            "--app",
+            "examples/payments/app.yaml",
+            "--repo",
+            "examples/payments/repo",
+            "--live",
+            "examples/payments/live",
+            "-o",
+            "json",
         ],
     );
     assert_eq!(o.status.code(), Some(1), "{}", err(&o));
@@ -270,8 +384,18 @@ fn diff_json_says_where_git_declares_each_field() {
         .as_array()
         .expect("fields")
         .iter()
-        .find(|f| f["path"].as_str().is_some_and(|p| p.ends_with("/imagePullPolicy")))
+        .find(|f| {
+            f["path"]
+                .as_str()
+                .is_some_and(|p| p.ends_with("/imagePullPolicy"))
+        })
         .expect("imagePullPolicy differs");
-    assert_eq!(field["declaredAt"]["file"], "overlays/prod/pull-policy.yaml", "{field}");
-    assert!(field["declaredAt"]["line"].as_u64().is_some_and(|l| l > 0), "{field}");
+    assert_eq!(
+        field["declaredAt"]["file"], "overlays/prod/pull-policy.yaml",
+        "{field}"
+    );
+    assert!(
+        field["declaredAt"]["line"].as_u64().is_some_and(|l| l > 0),
+        "{field}"
+    );
 }

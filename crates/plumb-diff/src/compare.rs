@@ -145,6 +145,9 @@ fn set_map_entry(obj: &mut Value, map: &str, k: &str, v: &str) {
     }
 }
 
+/// A desired object and, when it has origins, its copy as rendered.
+type Wanted = (Desired, Option<Value>);
+
 /// Compares desired with live. Live objects that are neither desired nor tracked by the
 /// app are not part of the comparison.
 pub fn compare(
@@ -159,7 +162,7 @@ pub fn compare(
     // Desired: namespace defaulting, cluster-scoped namespaces dropped, duplicates refused.
     // Each desired object with, when it has origins, a copy as rendered (before the
     // namespace and tracking injected below) that the origins' pointers address.
-    let mut want: BTreeMap<ResourceKey, (Desired, Option<Value>)> = BTreeMap::new();
+    let mut want: BTreeMap<ResourceKey, Wanted> = BTreeMap::new();
     let mut unscoped: BTreeSet<ResourceKey> = BTreeSet::new();
     for mut d in desired {
         let Some(mut key) = ResourceKey::of(&d.object) else {
@@ -234,7 +237,7 @@ pub fn compare(
         }
     }
 
-    let pairs: Vec<(ResourceKey, (Desired, Option<Value>), Option<Value>)> = want
+    let pairs: Vec<(ResourceKey, Wanted, Option<Value>)> = want
         .into_iter()
         .map(|(key, d)| {
             let l = have.remove(&key);

@@ -2186,7 +2186,10 @@ mod tests {
         let v = serde_json::json!({"metadata": {"name": "web", "labels": {"a/b": "x"}},
             "spec": {"containers": [{"name": "app", "args": ["--x"]}], "script": "line1\nline2\n"}});
         let out = super::to_yaml_with_comments(&v, &|p: &str| Some(format!("at {p}")));
-        assert_eq!(out, "metadata:\n  labels:\n    a/b: x # at /metadata/labels/a~1b\n  name: web # at /metadata/name\nspec:\n  containers:\n  - args:\n    - --x # at /spec/containers/0/args/0\n    name: app # at /spec/containers/0/name\n  script: | # at /spec/script\n    line1\n    line2\n");
+        assert_eq!(
+            out,
+            "metadata:\n  labels:\n    a/b: x # at /metadata/labels/a~1b\n  name: web # at /metadata/name\nspec:\n  containers:\n  - args:\n    - --x # at /spec/containers/0/args/0\n    name: app # at /spec/containers/0/name\n  script: | # at /spec/script\n    line1\n    line2\n"
+        );
         let plain = super::to_yaml_with_comments(&v, &|_: &str| None);
         assert_eq!(plain, super::to_yaml(&v));
     }

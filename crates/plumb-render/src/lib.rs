@@ -13,6 +13,7 @@
 pub mod kustomize;
 pub mod render;
 pub mod source;
+pub mod yaml_fast;
 
 use serde_json::Value;
 use std::fmt;
@@ -183,8 +184,13 @@ pub fn parse_str(text: &str, path: &Path) -> Result<Vec<Manifest>, LoadError> {
         {
             continue;
         }
-        let options = serde_saphyr::options! { legacy_octal_numbers: true };
-        let v: Value = match serde_saphyr::from_str_with_options(doc, options) {
+        // The fast path handles the YAML manifests are written in and gives exactly what
+        // serde-saphyr gives; anything else (and every error) goes to serde-saphyr.
+        let parsed = yaml_fast::parse_document(doc).map(Ok).unwrap_or_else(|| {
+            let options = serde_saphyr::options! { legacy_octal_numbers: true };
+            serde_saphyr::from_str_with_options(doc, options)
+        });
+        let v: Value = match parsed {
             Ok(v) => v,
             Err(e) => {
                 let (line, col) = match e.location() {

