@@ -1,0 +1,239 @@
+//! plumb's view of a live cluster: connect as kubectl does, discover what the
+//! server serves, LIST live objects, predict what a server-side apply would
+//! produce (`dryRun=All`), and snapshot what a diff needs into YAML files.
+//!
+//! Objects are `serde_json::Value`s, as everywhere in plumb. Every request
+//! this crate makes is plain JSON over the Kubernetes REST API (through
+//! `kube`'s client for configuration, TLS and authentication), so objects come
+//! back exactly as the server wrote them, `managedFields` included.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), plumb_cluster::ClusterError> {
+//! use plumb_cluster::{Cluster, ConnectOptions};
+//! use plumb_core::GroupKind;
+//! let cluster = Cluster::connect(&ConnectOptions::default()).await?;
+//! let live = cluster
+//!     .list_live(&[GroupKind::new("apps", "Deployment")], Some(&["prod".to_string()]), None)
+//!     .await?;
+//! println!("{} deployments", live.len());
+//! # Ok(()) }
+//! ```
+//!
+//! Concurrency: requests of one call run concurrently on the calling task
+//! (bounded: [`LIST_CONCURRENCY`] LISTs, [`APPLY_CONCURRENCY`] applies in
+//! flight); results keep the order of the input.
+
+mod apply;
+mod connect;
+mod discovery;
+mod error;
+mod live;
+mod snapshot;
+
+pub use connect::ConnectOptions;
+pub use discovery::{ApiResources, ResourceInfo};
+pub use error::{ClusterError, Result};
+pub use snapshot::{SnapshotSummary, redact_secret};
+
+use error::RequestContext;
+use std::sync::{Arc, Mutex};
+
+/// How many LIST requests one call keeps in flight.
+pub const LIST_CONCURRENCY: usize = 8;
+/// How many (dry-run) applies one call keeps in flight.
+pub const APPLY_CONCURRENCY: usize = 16;
+
+/// A connected cluster: a client that answered a version probe, and a
+/// discovery cache.
+pub struct Cluster {
+    client: kube::Client,
+    /// The API server URL (for messages).
+    server: String,
+    /// Which kubeconfig file(s) it came from, or `in-cluster`.
+    source: String,
+    default_namespace: String,
+    server_version: String,
+    /// The last discovery, refreshed by [`Cluster::discover`] and on a miss in
+    /// [`Cluster::resource_for`].
+    discovery: Mutex<Option<Arc<ApiResources>>>,
+}
+
+impl std::fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cluster")
+            .field("server", &self.server)
+            .field("source", &self.source)
+            .field("default_namespace", &self.default_namespace)
+            .field("server_version", &self.server_version)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Cluster {
+    /// Resolves the configuration as kubectl does (see [`ConnectOptions`]) and
+    /// checks the server answers (`GET /version`). An unreachable or silent
+    /// server fails within 10 s with [`ClusterError::Unreachable`].
+    pub async fn connect(opts: &ConnectOptions) -> Result<Cluster> {
+        let connect::Resolved { config, source } = connect::resolve(opts).await?;
+        let server = config
+            .cluster_url
+            .to_string()
+            .trim_end_matches('/')
+            .to_string();
+        let default_namespace = config.default_namespace.clone();
+        let client = kube::Client::try_from(config).map_err(|e| ClusterError::Kubeconfig {
+            file: source.clone(),
+            reason: error::one_line(&e.to_string()),
+        })?;
+        let ctx = RequestContext {
+            server: &server,
+            verb: "get",
+            resource: "/version".to_string(),
+            namespace: String::new(),
+        };
+        let info =
+            match tokio::time::timeout(connect::PROBE_TIMEOUT, client.apiserver_version()).await {
+                Err(_) => {
+                    return Err(ClusterError::Unreachable {
+                        server,
+                        reason: format!("no answer within {} s", connect::PROBE_TIMEOUT.as_secs()),
+                    });
+                }
+                Ok(result) => result.map_err(|e| ClusterError::from_kube(e, &ctx))?,
+            };
+        Ok(Cluster {
+            client,
+            server: server.clone(),
+            source,
+            default_namespace,
+            server_version: info.git_version,
+            discovery: Mutex::new(None),
+        })
+    }
+
+    /// The underlying client, for requests this crate does not wrap.
+    pub fn client(&self) -> &kube::Client {
+        &self.client
+    }
+
+    /// The API server URL.
+    pub fn server(&self) -> &str {
+        &self.server
+    }
+
+    /// The kubeconfig file(s) the configuration came from, or `in-cluster`.
+    pub fn config_source(&self) -> &str {
+        &self.source
+    }
+
+    /// The namespace of the kubeconfig context (`default` when it names none).
+    pub fn default_namespace(&self) -> &str {
+        &self.default_namespace
+    }
+
+    /// The server's `gitVersion` (`v1.36.3`).
+    pub fn server_version(&self) -> &str {
+        &self.server_version
+    }
+
+    /// Runs discovery now (aggregated discovery, else per group), caches and
+    /// returns it. Call again after installing CRDs.
+    pub async fn discover(&self) -> Result<Arc<ApiResources>> {
+        let ctx = RequestContext {
+            server: &self.server,
+            verb: "get",
+            resource: "discovery (/api, /apis)".to_string(),
+            namespace: String::new(),
+        };
+        let discovery = match kube::Discovery::new(self.client.clone())
+            .run_aggregated()
+            .await
+        {
+            Ok(d) => d,
+            // Unreachable is unreachable whichever way we ask.
+            Err(e @ (kube::Error::HyperError(_) | kube::Error::Service(_))) => {
+                return Err(ClusterError::from_kube(e, &ctx));
+            }
+            // Old servers: no aggregated discovery; ask group by group.
+            Err(_) => kube::Discovery::new(self.client.clone())
+                .run()
+                .await
+                .map_err(|e| ClusterError::from_kube(e, &ctx))?,
+        };
+        let resources = Arc::new(ApiResources::from_groups(discovery.groups()));
+        if let Ok(mut cache) = self.discovery.lock() {
+            *cache = Some(resources.clone());
+        }
+        Ok(resources)
+    }
+
+    /// The cached discovery, running it first if there is none yet.
+    pub async fn api_resources(&self) -> Result<Arc<ApiResources>> {
+        let cached = self.discovery.lock().ok().and_then(|c| c.clone());
+        match cached {
+            Some(resources) => Ok(resources),
+            None => self.discover().await,
+        }
+    }
+
+    /// The resource serving `group`/`kind`. A kind missing from the cached
+    /// discovery triggers one refresh (a CRD may just have been installed)
+    /// before [`ClusterError::UnknownKind`].
+    pub async fn resource_for(&self, group: &str, kind: &str) -> Result<ResourceInfo> {
+        if let Some(info) = self.api_resources().await?.get(group, kind) {
+            return Ok(info.clone());
+        }
+        match self.discover().await?.get(group, kind) {
+            Some(info) => Ok(info.clone()),
+            None => Err(ClusterError::UnknownKind {
+                group: group.to_string(),
+                kind: kind.to_string(),
+            }),
+        }
+    }
+
+    /// The error context of a request on `info` in `namespace` (`None`: all
+    /// namespaces or cluster scope).
+    fn context(
+        &self,
+        verb: &'static str,
+        info: &ResourceInfo,
+        namespace: Option<&str>,
+    ) -> RequestContext<'_> {
+        RequestContext {
+            server: &self.server,
+            verb,
+            resource: info.resource_name(),
+            namespace: if info.namespaced {
+                namespace.unwrap_or_default().to_string()
+            } else {
+                String::new()
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The futures of the public API are `Send`, so callers can spawn them.
+    #[allow(dead_code)]
+    fn futures_are_send(cluster: &Cluster, app: &plumb_core::argo::Application) {
+        fn is_send<T: Send>(_: T) {}
+        is_send(Cluster::connect(&ConnectOptions::default()));
+        is_send(cluster.discover());
+        is_send(cluster.resource_for("apps", "Deployment"));
+        is_send(cluster.list_live(&[], None, None));
+        is_send(cluster.live_for(&[], None, plumb_core::INSTANCE_LABEL));
+        is_send(cluster.dry_run_apply(Vec::new(), "plumb", false));
+        is_send(cluster.snapshot(Some(app), &[], std::path::Path::new("x")));
+    }
+
+    #[test]
+    fn cluster_is_send_and_sync() {
+        fn is_send_sync<T: Send + Sync>() {}
+        is_send_sync::<Cluster>();
+        is_send_sync::<ClusterError>();
+    }
+}

@@ -1,0 +1,128 @@
+//! Shared helpers of the integration tests: the test bed, namespaces, objects.
+//!
+//! Tests run against the real API server of `testbed/up.sh` when `TESTBED_DIR`
+//! is set (with `KUBECONFIG` pointing at it). Otherwise they print a skip notice
+//! and pass, unless `REQUIRE_K8S_TESTBED=1`, which makes them fail.
+
+// Each test binary uses its own subset of these helpers.
+#![allow(dead_code)]
+
+pub mod webhook;
+
+use plumb_cluster::{Cluster, ConnectOptions};
+use serde_json::{Value, json};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// The test bed's cluster, or `None` (after a notice) when there is none.
+pub async fn testbed(test: &str) -> Option<Cluster> {
+    if std::env::var_os("TESTBED_DIR").is_none() {
+        if std::env::var("REQUIRE_K8S_TESTBED").as_deref() == Ok("1") {
+            panic!("{test}: REQUIRE_K8S_TESTBED=1 but TESTBED_DIR is not set (run testbed/up.sh)");
+        }
+        eprintln!(
+            "SKIP {test}: no Kubernetes test bed (TESTBED_DIR unset; eval \"$(testbed/up.sh)\")"
+        );
+        return None;
+    }
+    match Cluster::connect(&ConnectOptions::default()).await {
+        Ok(cluster) => Some(cluster),
+        Err(e) => panic!("{test}: TESTBED_DIR is set but the test bed does not answer: {e}"),
+    }
+}
+
+/// The test bed directory (certificates, kubeconfig).
+pub fn testbed_dir() -> std::path::PathBuf {
+    std::env::var_os("TESTBED_DIR")
+        .map(Into::into)
+        .expect("TESTBED_DIR")
+}
+
+/// A name unique to this run: `<prefix>-<hex>`.
+pub fn unique(prefix: &str) -> String {
+    static COUNTER: AtomicUsize = AtomicUsize::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_nanos();
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    format!(
+        "{prefix}-{:x}{n}",
+        (nanos as u64 ^ u64::from(std::process::id())) & 0xff_ffff
+    )
+}
+
+/// Applies (server-side, for real) and returns the stored objects; panics on error.
+pub async fn apply(cluster: &Cluster, objects: Vec<Value>) -> Vec<Value> {
+    cluster
+        .apply(objects, "plumb-test", true)
+        .await
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|e| panic!("apply failed: {e}")))
+        .collect()
+}
+
+/// Creates a namespace with a unique name and the given labels.
+pub async fn namespace(cluster: &Cluster, prefix: &str, labels: Value) -> String {
+    let name = unique(prefix);
+    apply(
+        cluster,
+        vec![json!({"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": name, "labels": labels}})],
+    )
+    .await;
+    name
+}
+
+/// A small Deployment.
+pub fn deployment(namespace: &str, name: &str, pull_policy: &str) -> Value {
+    json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "app", "image": "registry.invalid/app:1",
+                    "imagePullPolicy": pull_policy}]}
+            }
+        }
+    })
+}
+
+/// A ConfigMap with one key.
+pub fn configmap(namespace: &str, name: &str, labels: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "data": {"key": name}})
+}
+
+/// Polls `check` every 100 ms until it returns `Some`, for at most `timeout`.
+pub async fn eventually<T, F, Fut>(timeout: Duration, mut check: F) -> Option<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if let Some(v) = check().await {
+            return Some(v);
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The names of objects, sorted.
+pub fn names(objects: &[Value]) -> Vec<String> {
+    let mut names: Vec<String> = objects
+        .iter()
+        .filter_map(|o| o.pointer("/metadata/name").and_then(Value::as_str))
+        .map(String::from)
+        .collect();
+    names.sort();
+    names
+}
