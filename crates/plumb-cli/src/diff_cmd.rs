@@ -1,12 +1,13 @@
 //! `plumb diff`: desired manifests against live objects, Argo CD's verdict and output.
 
+use crate::cluster_args::{ClusterArgs, Connected, FIELD_MANAGER, connect};
 use crate::output::{self, Format};
 use crate::source_args::{SourceArgs, render_source};
 use crate::{EXIT_DIFFERENCES, EXIT_IN_SYNC, Hint};
 use anyhow::{Result, anyhow, bail};
 use plumb_core::argo::{Application, Settings};
 use plumb_diff::DiffConfig;
-use plumb_diff::compare::{CompareContext, Desired, Status, compare};
+use plumb_diff::compare::{CompareContext, Desired, ServerSide, Status, compare};
 use plumb_diff::ignore::IgnoreNormalizer;
 use plumb_diff::known_types::KnownTypes;
 use std::path::{Path, PathBuf};
@@ -20,9 +21,16 @@ pub struct DiffArgs {
     desired: Vec<PathBuf>,
     #[command(flatten)]
     source: SourceArgs,
-    /// Live objects, in the same forms (e.g. `kubectl get -o yaml` output, or a plumb snapshot).
-    #[arg(long, required = true, num_args = 1.., value_name = "PATH")]
+    /// Live objects, in the same forms (e.g. `kubectl get -o yaml` output, or a plumb
+    /// snapshot). Instead of this, --cluster reads them from the API server.
+    #[arg(long, num_args = 1.., value_name = "PATH", required_unless_present = "cluster", conflicts_with = "cluster")]
     live: Vec<PathBuf>,
+    #[command(flatten)]
+    cluster: ClusterArgs,
+    /// Server-side diff: predicted live is a dry-run server-side apply of desired (also
+    /// turned on by the Application annotation `compare-options: ServerSideDiff=true`).
+    #[arg(long, requires = "cluster")]
+    server_side: bool,
     /// An Argo CD Application manifest: ignoreDifferences, destination namespace, tracking, compare options.
     #[arg(long, value_name = "FILE")]
     app: Option<PathBuf>,
@@ -105,6 +113,35 @@ fn load_desired(args: &DiffArgs, app: Option<&Application>) -> Result<Vec<Desire
         .collect())
 }
 
+/// The live objects desired (and the app's tracking) name: one LIST per kind.
+fn live_from_cluster(
+    c: &Connected,
+    desired: &[Desired],
+    app: Option<&Application>,
+) -> Result<Vec<serde_json::Value>> {
+    // Default namespaces as the compare will (the destination), so the LISTs look there.
+    let dest = app.and_then(|a| a.destination_namespace.clone());
+    let objects: Vec<serde_json::Value> = desired
+        .iter()
+        .map(|d| {
+            let mut o = d.object.clone();
+            if let (Some(ns), Some(meta)) =
+                (&dest, o.get_mut("metadata").and_then(|m| m.as_object_mut()))
+                && !meta.contains_key("namespace")
+            {
+                meta.insert("namespace".into(), serde_json::Value::String(ns.clone()));
+            }
+            o
+        })
+        .collect();
+    c.block_on(c.cluster.live_for(
+        &objects,
+        app.map(|a| a.name.as_str()),
+        plumb_core::INSTANCE_LABEL,
+    ))
+    .map_err(|e| anyhow!("{e}"))
+}
+
 pub fn run(args: DiffArgs) -> Result<u8> {
     let started = std::time::Instant::now();
     let app = match &args.app {
@@ -112,7 +149,19 @@ pub fn run(args: DiffArgs) -> Result<u8> {
         None => None,
     };
     let desired = load_desired(&args, app.as_ref())?;
-    let live = plumb_render::load_paths(&args.live).map_err(|e| anyhow!("{e}"))?;
+    let connected = if args.cluster.cluster {
+        Some(connect(&args.cluster)?)
+    } else {
+        None
+    };
+    let live: Vec<serde_json::Value> = match &connected {
+        Some(c) => live_from_cluster(c, &desired, app.as_ref())?,
+        None => plumb_render::load_paths(&args.live)
+            .map_err(|e| anyhow!("{e}"))?
+            .into_iter()
+            .map(|m| m.object)
+            .collect(),
+    };
     let parsed = started.elapsed();
 
     let settings = match &args.settings {
@@ -122,11 +171,20 @@ pub fn run(args: DiffArgs) -> Result<u8> {
         }
         None => Settings::argocd_defaults(),
     };
-    if let Some(app) = &app
+    let server_side = args.server_side
+        || (connected.is_some()
+            && app
+                .as_ref()
+                .is_some_and(|a| a.compare_options.server_side_diff == Some(true)));
+    let include_mutation_webhook = app
+        .as_ref()
+        .is_some_and(|a| a.compare_options.include_mutation_webhook);
+    if connected.is_none()
+        && let Some(app) = &app
         && app.compare_options.server_side_diff == Some(true)
     {
         return Err(anyhow!(Hint(
-            "server-side diff needs a live API server; drop the annotation to compare files client-side".into()
+            "server-side diff needs a live API server: add --cluster, or drop the annotation to compare files client-side".into()
         ))
         .context(format!("Application {} asks for ServerSideDiff=true, which a file-based diff cannot do", app.name)));
     }
@@ -149,12 +207,32 @@ pub fn run(args: DiffArgs) -> Result<u8> {
         ignore_aggregated_roles: settings.ignore_aggregated_roles,
         known_types: KnownTypes::from_overrides(&settings.overrides),
     };
-    let live: Vec<serde_json::Value> = live.into_iter().map(|m| m.object).collect();
     let ctx = CompareContext {
         app: app.as_ref(),
         settings: Some(&settings),
         config: &config,
         keep_equal: false,
+        server_side: None,
+    };
+    let dry_run = |objects: Vec<serde_json::Value>| -> Vec<Result<serde_json::Value, String>> {
+        let Some(c) = &connected else {
+            return objects
+                .iter()
+                .map(|_| Err("no cluster".to_string()))
+                .collect();
+        };
+        c.block_on(c.cluster.dry_run_apply(objects, FIELD_MANAGER, true))
+            .into_iter()
+            .map(|r| r.map_err(|e| e.to_string()))
+            .collect()
+    };
+    let ctx = CompareContext {
+        server_side: server_side.then_some(ServerSide {
+            manager: FIELD_MANAGER,
+            include_mutation_webhook,
+            dry_run: &dry_run,
+        }),
+        ..ctx
     };
     let results = compare(desired, live, &ctx)?;
     let compared = started.elapsed();

@@ -1,9 +1,11 @@
 //! `plumb`: a GitOps engine and drift doctor for Kubernetes. This binary is thin:
 //! argument parsing, reading inputs, printing; the work is in the library crates.
 
+mod cluster_args;
 mod diff_cmd;
 mod output;
 mod render_cmd;
+mod snapshot_cmd;
 mod source_args;
 
 use clap::{Parser, Subcommand};
@@ -35,6 +37,10 @@ enum Command {
     /// Render a source (directory, kustomization, Helm chart) at a git revision, as Argo
     /// CD's repo server would, optionally with the file:line of every value.
     Render(render_cmd::RenderArgs),
+    /// Save what a diagnosis needs from a cluster as YAML files: the app's objects (with
+    /// managedFields), namespaces, webhooks, admission policies, HPAs, CRDs, Applications.
+    /// Secret values are never written. `plumb diff --live DIR` reads it back.
+    Snapshot(snapshot_cmd::SnapshotArgs),
 }
 
 /// Exit codes shared by every command.
@@ -57,6 +63,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Diff(args) => diff_cmd::run(args),
         Command::Render(args) => render_cmd::run(args),
+        Command::Snapshot(args) => snapshot_cmd::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -2,7 +2,7 @@
 //! inject tracking, find extra (prune-needed) objects, diff each pair and mask Secrets.
 //! This is what `plumb diff` prints and what sync and doctor build on.
 
-use crate::{DiffConfig, DiffError, DiffResult, diff_owned, fields, mask};
+use crate::{DiffConfig, DiffError, DiffResult, diff_owned, fields, mask, server_side};
 use plumb_core::argo::{Application, Settings, TrackingMethod};
 use plumb_core::origin::{Declared, Origins};
 use plumb_core::schema::Schema;
@@ -75,6 +75,11 @@ pub enum CompareError {
     },
     #[error(transparent)]
     Diff(#[from] DiffError),
+    #[error("{key}: server-side dry run failed: {message}")]
+    DryRun {
+        key: Box<ResourceKey>,
+        message: String,
+    },
 }
 
 /// What a comparison is about.
@@ -87,6 +92,30 @@ pub struct CompareContext<'a> {
     /// dropped as soon as the verdict is known (both `Null`), which halves the memory
     /// of a large, mostly in-sync comparison.
     pub keep_equal: bool,
+    /// Server-side diff: predicted live comes from a dry-run apply.
+    pub server_side: Option<ServerSide<'a>>,
+}
+
+/// How a server-side diff gets its dry runs. The compare engine stays pure: the caller
+/// (the CLI, with a cluster connection) supplies the dry run.
+pub struct ServerSide<'a> {
+    /// The field manager the dry run applies with.
+    pub manager: &'a str,
+    /// `IncludeMutationWebhook=true`: keep what webhooks changed in the dry run.
+    pub include_mutation_webhook: bool,
+    /// Dry-run applies the desired objects (namespace defaulted, tracking injected),
+    /// returning one result per object, in order.
+    #[allow(clippy::type_complexity)]
+    pub dry_run: &'a (dyn Fn(Vec<Value>) -> Vec<Result<Value, String>> + Sync),
+}
+
+impl std::fmt::Debug for ServerSide<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerSide")
+            .field("manager", &self.manager)
+            .field("include_mutation_webhook", &self.include_mutation_webhook)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Whether a kind is cluster-scoped: the built-in schema, else a CRD among `objects`.
@@ -244,9 +273,27 @@ pub fn compare(
             (key, d, l)
         })
         .collect();
+    // Server-side diff: one batch of dry runs for the objects that exist live.
+    let mut dry: Vec<Option<Value>> = vec![None; pairs.len()];
+    if let Some(ss) = &ctx.server_side {
+        let idx: Vec<usize> = (0..pairs.len()).filter(|&i| pairs[i].2.is_some()).collect();
+        let objects = idx.iter().map(|&i| pairs[i].1.0.object.clone()).collect();
+        for (i, r) in idx.into_iter().zip((ss.dry_run)(objects)) {
+            match r {
+                Ok(v) => dry[i] = Some(v),
+                Err(message) => {
+                    return Err(CompareError::DryRun {
+                        key: Box::new(pairs[i].0.clone()),
+                        message,
+                    });
+                }
+            }
+        }
+    }
+    let pairs: Vec<_> = pairs.into_iter().zip(dry).collect();
     let diffed = plumb_core::parallel::map_owned(
         pairs,
-        |(key, (d, rendered), mut live_obj)| -> Result<ResourceDiff, CompareError> {
+        |((key, (d, rendered), mut live_obj), dry)| -> Result<ResourceDiff, CompareError> {
             if let (Some(lv), TrackingMethod::Annotation) = (live_obj.as_mut(), tracking) {
                 pre_diff_tracking(lv, &d.object);
             }
@@ -255,7 +302,16 @@ pub fn compare(
                 object,
                 origins: d.origins,
             });
-            let mut result = diff_owned(Some(d.object), live_obj, ctx.config)?;
+            let mut result = match (dry, live_obj, &ctx.server_side) {
+                (Some(predicted), Some(live), Some(ss)) => server_side::diff_server_side(
+                    live,
+                    predicted,
+                    ss.manager,
+                    ss.include_mutation_webhook,
+                    ctx.config,
+                )?,
+                (_, live_obj, _) => diff_owned(Some(d.object), live_obj, ctx.config)?,
+            };
             let status = match (exists, result.modified) {
                 (false, _) => Status::Missing,
                 (true, true) => Status::Modified,

@@ -37,6 +37,7 @@ pub mod merge;
 pub mod normalize;
 pub mod remarshal;
 pub mod respect;
+pub mod server_side;
 pub mod text;
 
 use ignore::{IgnoreError, IgnoreNormalizer};
