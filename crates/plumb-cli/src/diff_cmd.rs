@@ -80,16 +80,21 @@ pub fn load_app(p: &Path) -> Result<Application> {
 }
 
 /// Desired objects: files as given, or a rendered source (with source locations).
-fn load_desired(args: &DiffArgs, app: Option<&Application>) -> Result<Vec<Desired>> {
+/// The revision is Argo CD's label of a rendered source (`HEAD (b5e2be1)`).
+fn load_desired(
+    args: &DiffArgs,
+    app: Option<&Application>,
+) -> Result<(Vec<Desired>, Option<String>)> {
     if !args.desired.is_empty() {
         let ms = plumb_render::load_paths(&args.desired).map_err(|e| anyhow!("{e}"))?;
-        return Ok(ms
+        let desired = ms
             .into_iter()
             .map(|m| {
                 let origin = m.location();
                 Desired::new(m.object, origin)
             })
-            .collect());
+            .collect();
+        return Ok((desired, None));
     }
     let from_app = app.is_some_and(|a| a.source.is_some());
     if !args.source.given() && !from_app {
@@ -102,7 +107,7 @@ fn load_desired(args: &DiffArgs, app: Option<&Application>) -> Result<Vec<Desire
         _ => None,
     };
     let (rendered, _) = render_source(&args.source, app_ref)?;
-    Ok(rendered
+    let desired = rendered
         .objects
         .into_iter()
         .map(|o| Desired {
@@ -110,7 +115,8 @@ fn load_desired(args: &DiffArgs, app: Option<&Application>) -> Result<Vec<Desire
             object: o.object,
             origins: o.origins,
         })
-        .collect())
+        .collect();
+    Ok((desired, Some(rendered.revision)))
 }
 
 /// The live objects desired (and the app's tracking) name: one LIST per kind.
@@ -148,7 +154,7 @@ pub fn run(args: DiffArgs) -> Result<u8> {
         Some(p) => Some(load_app(p)?),
         None => None,
     };
-    let desired = load_desired(&args, app.as_ref())?;
+    let (desired, revision) = load_desired(&args, app.as_ref())?;
     let connected = if args.cluster.cluster {
         Some(connect(&args.cluster)?)
     } else {
@@ -237,7 +243,7 @@ pub fn run(args: DiffArgs) -> Result<u8> {
     let results = compare(desired, live, &ctx)?;
     let compared = started.elapsed();
 
-    output::print(&results, args.output)?;
+    output::print(&results, args.output, revision.as_deref())?;
     if std::env::var_os("PLUMB_TIMINGS").is_some() {
         let ms = |d: Duration| d.as_secs_f64() * 1000.0;
         eprintln!(

@@ -28,7 +28,9 @@ fn header(r: &ResourceDiff) -> String {
     format!("\n===== {} ======\n", r.key)
 }
 
-pub fn print(results: &[ResourceDiff], format: Format) -> Result<()> {
+/// Prints the comparison; `revision` (a rendered source's, as Argo CD shows it) goes into
+/// the JSON document.
+pub fn print(results: &[ResourceDiff], format: Format, revision: Option<&str>) -> Result<()> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     match format {
@@ -73,7 +75,7 @@ pub fn print(results: &[ResourceDiff], format: Format) -> Result<()> {
                     })
                 })
                 .collect();
-            let doc = json!({
+            let mut doc = json!({
                 "summary": {
                     "inSync": results.iter().all(|r| r.status == Status::Equal),
                     "modified": count(Status::Modified), "missing": count(Status::Missing),
@@ -81,6 +83,9 @@ pub fn print(results: &[ResourceDiff], format: Format) -> Result<()> {
                 },
                 "resources": resources,
             });
+            if let (Some(rev), Some(m)) = (revision, doc.as_object_mut()) {
+                m.insert("revision".into(), json!(rev));
+            }
             serde_json::to_writer_pretty(&mut out, &doc)?;
             out.write_all(b"\n")?;
         }
