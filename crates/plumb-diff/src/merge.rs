@@ -44,38 +44,41 @@ fn merge_map(
     live: &Map<String, Value>,
     sem: Semantics<'_>,
 ) -> Map<String, Value> {
-    let mut out = live.clone();
-    if let Some(orig) = orig {
-        for k in orig.keys() {
-            if !config.contains_key(k) {
-                out.remove(k);
-            }
+    // Built in one pass over live, so each live value is copied exactly once (untouched
+    // subtrees whole, merged ones piece by piece), then desired's new keys.
+    let deleted = |k: &String| orig.is_some_and(|o| o.contains_key(k)) && !config.contains_key(k);
+    let mut out = Map::new();
+    for (k, lv) in live {
+        if deleted(k) {
+            continue;
         }
-    }
-    for (k, cv) in config {
+        let Some(cv) = config.get(k) else {
+            out.insert(k.clone(), lv.clone());
+            continue;
+        };
         let ov = orig.and_then(|o| o.get(k));
         let field = match sem {
             Semantics::Strategic(_, Some(ty)) => ty.fields.get(k),
             _ => None,
         };
-        match (cv, live.get(k)) {
-            (Value::Null, Some(Value::Null)) => {}
-            (Value::Null, _) => {
-                out.remove(k);
-            }
-            (Value::Object(cm), Some(Value::Object(lm))) => {
+        let merged = match (cv, lv) {
+            (Value::Null, Value::Null) => Value::Null,
+            (Value::Null, _) => continue,
+            (Value::Object(cm), Value::Object(lm)) => {
                 let sub = child_semantics(sem, field);
-                let merged = merge_map(ov.and_then(Value::as_object), cm, lm, sub);
-                out.insert(k.clone(), Value::Object(merged));
+                Value::Object(merge_map(ov.and_then(Value::as_object), cm, lm, sub))
             }
-            (Value::Array(ca), Some(Value::Array(la))) => {
-                let merged = merge_list(ov, ca, la, field, sem);
-                out.insert(k.clone(), Value::Array(merged));
+            (Value::Array(ca), Value::Array(la)) => {
+                Value::Array(merge_list(ov, ca, la, field, sem))
             }
-            (cv, Some(lv)) if json_eq(cv, lv) => {}
-            (cv, _) => {
-                out.insert(k.clone(), cv.clone());
-            }
+            (cv, lv) if json_eq(cv, lv) => lv.clone(),
+            (cv, _) => cv.clone(),
+        };
+        out.insert(k.clone(), merged);
+    }
+    for (k, cv) in config {
+        if !cv.is_null() && !live.contains_key(k) {
+            out.insert(k.clone(), cv.clone());
         }
     }
     out
@@ -157,36 +160,37 @@ fn merge_keyed(
     key: &str,
     sem: Semantics<'_>,
 ) -> Vec<Value> {
-    let mut out: Vec<Value> = live.to_vec();
     let mut changed = false;
     // Deletions: elements last-applied had that desired no longer has.
-    if let Some(orig) = orig {
-        for o in orig {
-            let Some(k) = key_of(o, key) else { continue };
-            if find_by_key(config, key, k).is_none()
-                && let Some((i, _)) = find_by_key(&out, key, k)
-            {
-                out.remove(i);
-                changed = true;
+    let deleted = |l: &Value| {
+        orig.is_some_and(|orig| {
+            key_of(l, key).is_some_and(|k| {
+                find_by_key(orig, key, k).is_some() && find_by_key(config, key, k).is_none()
+            })
+        })
+    };
+    // One pass over live: each element copied once, merged where desired has it.
+    let mut out: Vec<Value> = Vec::with_capacity(live.len() + config.len());
+    for l in live {
+        if deleted(l) {
+            changed = true;
+            continue;
+        }
+        let c = key_of(l, key).and_then(|k| find_by_key(config, key, k).map(|(_, c)| (k, c)));
+        match c {
+            Some((k, c)) if find_by_key(&out, key, k).is_none() => {
+                let o = orig.and_then(|o| find_by_key(o, key, k)).map(|(_, v)| v);
+                let merged = three_way(o, c, l, sem);
+                changed |= !json_eq(&merged, l);
+                out.push(merged);
             }
+            _ => out.push(l.clone()),
         }
     }
     for c in config {
-        let Some(k) = key_of(c, key) else {
-            out.push(c.clone());
-            changed = true;
-            continue;
-        };
-        match find_by_key(&out, key, k) {
-            Some((i, l)) => {
-                let o = orig.and_then(|o| find_by_key(o, key, k)).map(|(_, v)| v);
-                let merged = three_way(o, c, l, sem);
-                if !json_eq(&merged, l) {
-                    out[i] = merged;
-                    changed = true;
-                }
-            }
-            None => {
+        match key_of(c, key) {
+            Some(k) if find_by_key(live, key, k).is_some() => {}
+            _ => {
                 out.push(c.clone());
                 changed = true;
             }
