@@ -3,7 +3,7 @@
 
 use anyhow::{Result, anyhow, bail};
 use plumb_core::argo::{AppSource, Application};
-use plumb_render::render::{Rendered, Renderer, render};
+use plumb_render::render::{RenderOptions, Rendered, Renderer, render};
 use std::path::{Path, PathBuf};
 
 #[derive(clap::Args, Debug, Default)]
@@ -77,7 +77,12 @@ pub fn render_source(
         path: path.clone(),
         ..app_source
     };
-    let rendered = render(fs.as_ref(), &path, &source, renderer).map_err(|e| {
+    let opts = RenderOptions {
+        renderer,
+        app_name: app.map(|(a, _)| a.name.clone()),
+        namespace: app.and_then(|(a, _)| a.destination_namespace.clone()),
+    };
+    let rendered = render(fs.as_ref(), &path, &source, &opts).map_err(|e| {
         let mut e = e;
         // Paths in errors are repository-relative; say which repository.
         if e.file.is_relative() && repo != Path::new(".") {

@@ -2,6 +2,8 @@
 //! repositories made with the `git` CLI), plain directories, Argo CD's directory rules,
 //! kustomize (native and fallback), Helm's absence, source locations, safety.
 
+mod common;
+use common::{TmpDir, err, git, out, write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -18,45 +20,8 @@ fn plumb_in(dir: &Path, args: &[&str]) -> Output {
         .expect("plumb runs")
 }
 
-fn out(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn err(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("plumb-src-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("temp dir");
-    d
-}
-
-fn write(root: &Path, rel: &str, text: &str) {
-    let p = root.join(rel);
-    std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
-    std::fs::write(p, text).expect("write");
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let o = Command::new("git")
-        .args([
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@example.com",
-            "-c",
-            "commit.gpgsign=false",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .expect("git runs");
-    assert!(o.status.success(), "git {args:?}: {}", err(&o));
-    out(&o).trim().to_string()
+fn tmp(name: &str) -> TmpDir {
+    common::tmp("src", name)
 }
 
 fn deployment(name: &str, image: &str) -> String {
@@ -67,7 +32,7 @@ fn deployment(name: &str, image: &str) -> String {
 
 /// A repository with two commits of `app/deploy.yaml`, an uncommitted edit and an
 /// untracked file on top.
-fn two_commit_repo(name: &str) -> (PathBuf, String, String) {
+fn two_commit_repo(name: &str) -> (TmpDir, String, String) {
     let r = tmp(name);
     git(&r, &["init", "-q", "-b", "main"]);
     write(&r, "app/deploy.yaml", &deployment("web", "web:1"));

@@ -84,13 +84,24 @@ pub struct Rendered {
     pub notes: Vec<String>,
 }
 
+/// How to render, beyond the source itself.
+#[derive(Debug, Clone, Default)]
+pub struct RenderOptions {
+    pub renderer: Renderer,
+    /// The Application's name: Helm's default release name, as in Argo CD.
+    pub app_name: Option<String>,
+    /// The Application's destination namespace: Helm's default release namespace.
+    pub namespace: Option<String>,
+}
+
 /// Renders `path` (repository-relative) of `fs` as `source` says.
 pub fn render(
     fs: &dyn SourceFs,
     path: &str,
     source: &AppSource,
-    renderer: Renderer,
+    opts: &RenderOptions,
 ) -> Result<Rendered, LoadError> {
+    let renderer = opts.renderer;
     let path = join("", path, path)?;
     match fs.kind(&path)? {
         Some(EntryKind::Dir) => {}
@@ -112,7 +123,7 @@ pub fn render(
         SourceType::Kustomize => {
             render_kustomize(fs, &path, source.kustomize.as_ref(), renderer, &mut notes)?
         }
-        SourceType::Helm => render_helm(fs, &path, source, &mut notes)?,
+        SourceType::Helm => render_helm(fs, &path, source, opts, &mut notes)?,
     };
     Ok(Rendered {
         objects,
@@ -613,6 +624,7 @@ fn render_helm(
     fs: &dyn SourceFs,
     path: &str,
     source: &AppSource,
+    opts: &RenderOptions,
     notes: &mut Vec<String>,
 ) -> Result<Vec<RenderedObject>, LoadError> {
     let helm = which("helm").ok_or_else(|| {
@@ -625,14 +637,21 @@ fn render_helm(
     let tree = Materialized::new(fs)?;
     let chart_dir = tree.root.join(path);
     let mut cmd = Command::new(helm);
-    let release = if params.release_name.is_empty() {
-        "release-name".to_string()
-    } else {
-        params.release_name.clone()
-    };
+    // Argo CD names the release after the Application and puts it in the destination
+    // namespace unless the helm parameters say otherwise.
+    let release = [Some(&params.release_name), opts.app_name.as_ref()]
+        .into_iter()
+        .flatten()
+        .find(|s| !s.is_empty())
+        .cloned()
+        .unwrap_or_else(|| "release-name".to_string());
     cmd.arg("template").arg(&release).arg(&chart_dir);
-    if !params.namespace.is_empty() {
-        cmd.arg("--namespace").arg(&params.namespace);
+    if let Some(ns) = [Some(&params.namespace), opts.namespace.as_ref()]
+        .into_iter()
+        .flatten()
+        .find(|s| !s.is_empty())
+    {
+        cmd.arg("--namespace").arg(ns);
     }
     for vf in &params.value_files {
         let joined = join(path, vf, path)?;
@@ -660,7 +679,8 @@ fn render_helm(
         } else {
             "--set"
         };
-        cmd.arg(flag).arg(format!("{}={}", p.name, p.value));
+        cmd.arg(flag)
+            .arg(format!("{}={}", p.name, escape_set_value(&p.value)));
     }
     if !params.skip_crds {
         cmd.arg("--include-crds");
@@ -674,6 +694,16 @@ fn render_helm(
     notes.push("rendered with `helm template`: source locations are unavailable".into());
     let out = run(cmd, path)?;
     parse_tool_output(&out, path)
+}
+
+/// A `--set` value as Argo CD passes it: commas escaped (so `a,b` stays one value) unless
+/// the value is a `{…}` list.
+fn escape_set_value(v: &str) -> String {
+    if v.starts_with('{') && v.ends_with('}') {
+        v.to_string()
+    } else {
+        v.replace(',', "\\,")
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -735,6 +765,13 @@ mod tests {
         assert!(glob_match("[ab]*.yaml", "b1.yaml"));
         assert!(!glob_match("[!ab]*.yaml", "b1.yaml"));
         assert!(glob_match("{a,{b,c}}.yaml", "c.yaml"));
+    }
+
+    #[test]
+    fn helm_set_values_escape_commas_like_argo() {
+        assert_eq!(escape_set_value("a,b"), "a\\,b");
+        assert_eq!(escape_set_value("{a,b}"), "{a,b}");
+        assert_eq!(escape_set_value("plain"), "plain");
     }
 
     #[test]
