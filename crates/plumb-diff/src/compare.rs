@@ -310,7 +310,9 @@ pub fn compare(
                     ss.include_mutation_webhook,
                     ctx.config,
                 )?,
-                (_, live_obj, _) => diff_owned(Some(d.object), live_obj, ctx.config)?,
+                (_, live_obj, _) => {
+                    crate::diff_owned_with(Some(d.object), live_obj, ctx.config, ctx.keep_equal)?
+                }
             };
             let status = match (exists, result.modified) {
                 (false, _) => Status::Missing,

@@ -150,6 +150,18 @@ pub fn diff_owned(
     live: Option<Value>,
     cfg: &DiffConfig,
 ) -> Result<DiffResult, DiffError> {
+    diff_owned_with(desired, live, cfg, true)
+}
+
+/// [`diff_owned`]; with `keep_equal` false, an unmodified pair comes back with both
+/// objects `Null` and without the work of building them (the usual case of a large,
+/// mostly in-sync comparison).
+pub(crate) fn diff_owned_with(
+    desired: Option<Value>,
+    live: Option<Value>,
+    cfg: &DiffConfig,
+    keep_equal: bool,
+) -> Result<DiffResult, DiffError> {
     let schema = Schema::builtin();
     match (desired, live) {
         (None, None) => Err(DiffError::NothingToCompare),
@@ -205,6 +217,14 @@ pub fn diff_owned(
             } else {
                 Semantics::Json
             };
+            if !keep_equal && !merge::changes(Some(&orig), &config, &live, sem) {
+                // Predicted live is live itself; defaults would apply to both alike.
+                return Ok(DiffResult {
+                    modified: false,
+                    normalized_live: Value::Null,
+                    predicted_live: Value::Null,
+                });
+            }
             let mut predicted = merge::three_way(Some(&orig), &config, &live, sem);
             if builtin {
                 defaults::apply(&mut predicted);

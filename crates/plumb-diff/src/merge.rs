@@ -84,6 +84,102 @@ fn merge_map(
     out
 }
 
+/// Whether [`three_way`] would change live at all — the same rules, walked without
+/// building anything. Most objects of a comparison are in sync; for them this is the
+/// whole merge.
+pub fn changes(orig: Option<&Value>, config: &Value, live: &Value, sem: Semantics<'_>) -> bool {
+    match (config, live) {
+        (Value::Object(c), Value::Object(l)) => {
+            map_changes(orig.and_then(Value::as_object), c, l, sem)
+        }
+        _ => !json_eq(config, live),
+    }
+}
+
+fn map_changes(
+    orig: Option<&Map<String, Value>>,
+    config: &Map<String, Value>,
+    live: &Map<String, Value>,
+    sem: Semantics<'_>,
+) -> bool {
+    if let Some(orig) = orig
+        && orig
+            .keys()
+            .any(|k| !config.contains_key(k) && live.contains_key(k))
+    {
+        return true;
+    }
+    config.iter().any(|(k, cv)| {
+        let Some(lv) = live.get(k) else {
+            return !cv.is_null();
+        };
+        let ov = orig.and_then(|o| o.get(k));
+        let field = match sem {
+            Semantics::Strategic(_, Some(ty)) => ty.fields.get(k),
+            _ => None,
+        };
+        match (cv, lv) {
+            (Value::Null, lv) => !lv.is_null(),
+            (Value::Object(cm), Value::Object(lm)) => map_changes(
+                ov.and_then(Value::as_object),
+                cm,
+                lm,
+                child_semantics(sem, field),
+            ),
+            (Value::Array(ca), Value::Array(la)) => list_changes(ov, ca, la, field, sem),
+            (cv, lv) => !json_eq(cv, lv),
+        }
+    })
+}
+
+fn list_changes(
+    orig: Option<&Value>,
+    config: &[Value],
+    live: &[Value],
+    field: Option<&FieldDef>,
+    sem: Semantics<'_>,
+) -> bool {
+    let orig_list = orig.and_then(Value::as_array).map(Vec::as_slice);
+    match (sem, field) {
+        (Semantics::Strategic(schema, _), Some(f)) if f.merges() => {
+            let item_ty = f.items.as_deref().and_then(|i| schema.field_type(i));
+            match (&f.merge_key, item_ty) {
+                (Some(key), Some(ty)) => {
+                    let sem = Semantics::Strategic(schema, Some(ty));
+                    let deleted = orig_list.into_iter().flatten().any(|o| {
+                        key_of(o, key).is_some_and(|k| {
+                            find_by_key(config, key, k).is_none()
+                                && find_by_key(live, key, k).is_some()
+                        })
+                    });
+                    deleted
+                        || config.iter().any(|c| match key_of(c, key) {
+                            None => true,
+                            Some(k) => match find_by_key(live, key, k) {
+                                None => true,
+                                Some((_, l)) => {
+                                    let o = orig_list
+                                        .and_then(|o| find_by_key(o, key, k))
+                                        .map(|(_, v)| v);
+                                    changes(o, c, l, sem)
+                                }
+                            },
+                        })
+                }
+                _ => {
+                    let contains = |l: &[Value], v: &Value| l.iter().any(|x| json_eq(x, v));
+                    orig_list
+                        .into_iter()
+                        .flatten()
+                        .any(|o| !contains(config, o) && contains(live, o))
+                        || config.iter().any(|c| !contains(live, c))
+                }
+            }
+        }
+        _ => !lists_eq(&merge_list(orig, config, live, field, sem), live),
+    }
+}
+
 /// The semantics for the value of a field: its object type, or a map's value type.
 fn child_semantics<'a>(sem: Semantics<'a>, field: Option<&'a FieldDef>) -> Semantics<'a> {
     match sem {
@@ -305,6 +401,45 @@ pub fn remove_map_fields(config: &Value, live: &Value) -> Value {
 
 #[cfg(test)]
 mod tests {
+
+    /// `changes` is exactly "the merge would change live", on every pair of fixtures
+    /// below combined as (last-applied, desired, live).
+    #[test]
+    fn changes_agrees_with_the_merge() {
+        let objs = [
+            json!({"data": {"a": "1"}}),
+            json!({"data": {"a": "2", "b": null}}),
+            json!({"data": null, "x": [1, 2]}),
+            json!({"spec": {"template": {"spec": {"containers": [{"name": "a", "image": "x"}, {"name": "b"}],
+                "tolerations": [{"key": "k"}], "finalizers": ["f"]}}}}),
+            json!({"spec": {"template": {"spec": {"containers": [{"name": "b"}, {"name": "a", "image": "y", "env": [{"name": "E", "value": "1"}]}],
+                "tolerations": [], "finalizers": ["f", "g"]}}}}),
+            json!({"spec": {"template": {"spec": {"containers": [{"image": "nokey"}]}}}}),
+            json!({"metadata": {"labels": {"a": "b"}}, "spec": {"replicas": 2}}),
+            json!({"metadata": {"labels": {}}, "spec": {"replicas": null, "x": {"y": [{"z": 1}]}}}),
+        ];
+        for sem in [
+            strategic("apps/v1 Deployment"),
+            strategic("v1 ConfigMap"),
+            Semantics::Json,
+        ] {
+            for o in &objs {
+                for c in &objs {
+                    for l in &objs {
+                        for orig in [Some(o), None] {
+                            let merged = three_way(orig, c, l, sem);
+                            assert_eq!(
+                                changes(orig, c, l, sem),
+                                !json_eq(&merged, l),
+                                "orig {orig:?}\nconfig {c}\nlive {l}\nmerged {merged}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     use super::*;
     use serde_json::json;
 
