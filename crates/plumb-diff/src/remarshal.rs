@@ -50,11 +50,11 @@ pub fn remarshal_in_place(obj: &mut Value, schema: &Schema) -> Result<(), Decode
         schema,
         path: String::new(),
         strict: true,
-        apply: false,
+        edits: Vec::new(),
     };
     walk.object(obj, root)?;
-    walk.apply = true;
-    walk.object(obj, root)
+    walk.apply_edits(obj);
+    Ok(())
 }
 
 /// Canonicalises `value` as the built-in type `type_name` (knownTypeFields).
@@ -69,16 +69,12 @@ pub fn canonicalize_as(
         schema,
         path: String::new(),
         strict: false,
-        apply: false,
+        edits: Vec::new(),
     };
     let mut v = value.clone();
-    walk.field(&mut v, field)?;
-    walk.apply = true;
-    Ok(if walk.field(&mut v, field)? {
-        v
-    } else {
-        Value::Null
-    })
+    let keep = walk.field(&v, field)?;
+    walk.apply_edits(&mut v);
+    Ok(if keep { v } else { Value::Null })
 }
 
 fn fail(path: &str, reason: &'static str) -> DecodeFailure {
@@ -96,35 +92,71 @@ fn integral(n: &Number) -> Option<Number> {
     (f.fract() == 0.0 && f.abs() < 9.3e18).then(|| Number::from(f as i64))
 }
 
-/// One walk of the typed decode, in two modes over the same code: with `apply` false it
-/// only checks that the decode succeeds and changes nothing; with `apply` true (run only
-/// after a successful check, so it cannot fail) it rewrites the value in place. Checking
-/// first keeps the "all or nothing" of Go's decode without copying the object.
+/// The typed decode as one read-only walk that records what the round trip changes
+/// (few things, usually: a quantity spelled differently, a null, an empty omitempty
+/// value); the edits are applied only when the whole decode succeeds, which keeps Go's
+/// "all or nothing" without copying the object.
 struct Walk<'s> {
     schema: &'s Schema,
-    /// JSON pointer of the value being decoded, for the failure report.
+    /// JSON pointer of the value being decoded (escaped), for failures and edits.
     path: String,
     /// Whether an unknown field fails the decode (else it is dropped).
     strict: bool,
-    apply: bool,
+    edits: Vec<(String, Edit)>,
+}
+
+/// One change the typed round trip makes, at a JSON pointer.
+enum Edit {
+    Set(Value),
+    Remove,
 }
 
 impl Walk<'_> {
     fn enter<T>(&mut self, seg: &str, f: impl FnOnce(&mut Self) -> T) -> T {
         let len = self.path.len();
         self.path.push('/');
-        self.path.push_str(seg);
+        if seg.contains(['~', '/']) {
+            self.path
+                .push_str(&seg.replace('~', "~0").replace('/', "~1"));
+        } else {
+            self.path.push_str(seg);
+        }
         let r = f(self);
         self.path.truncate(len);
         r
     }
 
-    fn object(&mut self, v: &mut Value, ty: &TypeDef) -> Result<(), DecodeFailure> {
+    fn set(&mut self, v: Value) {
+        self.edits.push((self.path.clone(), Edit::Set(v)));
+    }
+
+    /// Applies the recorded edits (children before their parents, as recorded).
+    fn apply_edits(&mut self, root: &mut Value) {
+        for (ptr, edit) in std::mem::take(&mut self.edits) {
+            match edit {
+                Edit::Set(v) => {
+                    if let Some(slot) = root.pointer_mut(&ptr) {
+                        *slot = v;
+                    }
+                }
+                Edit::Remove => {
+                    let Some((parent, key)) = ptr.rsplit_once('/') else {
+                        continue;
+                    };
+                    let key = key.replace("~1", "/").replace("~0", "~");
+                    if let Some(m) = root.pointer_mut(parent).and_then(Value::as_object_mut) {
+                        m.remove(&key);
+                    }
+                }
+            }
+        }
+    }
+
+    fn object(&mut self, v: &Value, ty: &TypeDef) -> Result<(), DecodeFailure> {
         let Value::Object(m) = v else {
             return Err(fail(&self.path, "expected an object"));
         };
-        let mut gone: Vec<String> = Vec::new();
-        for (k, fv) in m.iter_mut() {
+        for (k, fv) in m {
             let keep = match ty.fields.get(k) {
                 Some(f) => self.enter(k, |w| w.field(fv, f))?,
                 None if self.strict => {
@@ -132,18 +164,15 @@ impl Walk<'_> {
                 }
                 None => false,
             };
-            if !keep && self.apply {
-                gone.push(k.clone());
+            if !keep {
+                self.enter(k, |w| w.edits.push((w.path.clone(), Edit::Remove)));
             }
-        }
-        for k in gone {
-            m.remove(&k);
         }
         Ok(())
     }
 
     /// Decodes one field value; `Ok(false)`: the key disappears in the typed round trip.
-    fn field(&mut self, v: &mut Value, f: &FieldDef) -> Result<bool, DecodeFailure> {
+    fn field(&mut self, v: &Value, f: &FieldDef) -> Result<bool, DecodeFailure> {
         // Non-pointer scalars and slices/maps tagged omitempty vanish when empty; null never survives.
         let omit_zero = f.omitempty && !f.ptr;
         if v.is_null() {
@@ -157,18 +186,22 @@ impl Walk<'_> {
             },
             FieldType::Integer => match v {
                 Value::Number(n) => {
-                    let n = integral(n).ok_or_else(|| fail(path, "expected an integer"))?;
-                    let keep = !(omit_zero && n.as_i64() == Some(0));
-                    self.set(v, Value::Number(n));
+                    let i = integral(n).ok_or_else(|| fail(path, "expected an integer"))?;
+                    let keep = !(omit_zero && i.as_i64() == Some(0));
+                    if i != *n {
+                        self.set(Value::Number(i));
+                    }
                     keep
                 }
                 _ => return Err(fail(path, "expected an integer")),
             },
             FieldType::Number => match v {
                 Value::Number(n) => {
-                    let n = integral(n).unwrap_or_else(|| n.clone());
-                    let keep = !(omit_zero && n.as_f64() == Some(0.0));
-                    self.set(v, Value::Number(n));
+                    let i = integral(n).unwrap_or_else(|| n.clone());
+                    let keep = !(omit_zero && i.as_f64() == Some(0.0));
+                    if i != *n {
+                        self.set(Value::Number(i));
+                    }
                     keep
                 }
                 _ => return Err(fail(path, "expected a number")),
@@ -179,16 +212,19 @@ impl Walk<'_> {
             },
             FieldType::Quantity => {
                 let q = Quantity::from_json(v).ok_or_else(|| fail(path, "invalid quantity"))?;
-                if self.apply {
-                    *v = Value::String(q.canonical());
+                let canonical = q.canonical();
+                if v.as_str() != Some(canonical.as_str()) {
+                    self.set(Value::String(canonical));
                 }
                 true
             }
             FieldType::Intstr => match v {
                 Value::String(_) => true,
                 Value::Number(n) => {
-                    let n = integral(n).ok_or_else(|| fail(path, "expected int or string"))?;
-                    self.set(v, Value::Number(n));
+                    let i = integral(n).ok_or_else(|| fail(path, "expected int or string"))?;
+                    if i != *n {
+                        self.set(Value::Number(i));
+                    }
                     true
                 }
                 _ => return Err(fail(path, "expected int or string")),
@@ -216,10 +252,13 @@ impl Walk<'_> {
                         .items
                         .as_deref()
                         .ok_or_else(|| fail(path, "list without item type"))?;
-                    for (i, item) in items.iter_mut().enumerate() {
-                        if !self.enter(&i.to_string(), |w| w.field(item, item_def))? && self.apply {
-                            *item = zero_of(item_def);
-                        }
+                    for (i, item) in items.iter().enumerate() {
+                        self.enter(&i.to_string(), |w| -> Result<(), DecodeFailure> {
+                            if !w.field(item, item_def)? {
+                                w.set(zero_of(item_def));
+                            }
+                            Ok(())
+                        })?;
                     }
                     true
                 }
@@ -235,10 +274,13 @@ impl Walk<'_> {
                         .values
                         .as_deref()
                         .ok_or_else(|| fail(path, "map without value type"))?;
-                    for (k, item) in m.iter_mut() {
-                        if !self.enter(k, |w| w.field(item, vdef))? && self.apply {
-                            *item = zero_of(vdef);
-                        }
+                    for (k, item) in m {
+                        self.enter(k, |w| -> Result<(), DecodeFailure> {
+                            if !w.field(item, vdef)? {
+                                w.set(zero_of(vdef));
+                            }
+                            Ok(())
+                        })?;
                     }
                     true
                 }
@@ -246,12 +288,6 @@ impl Walk<'_> {
             FieldType::Any => true,
         };
         Ok(keep)
-    }
-
-    fn set(&self, slot: &mut Value, v: Value) {
-        if self.apply {
-            *slot = v;
-        }
     }
 }
 
