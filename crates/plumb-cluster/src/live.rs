@@ -151,7 +151,9 @@ impl Cluster {
     /// across all namespaces with the label selector finds labelled extras in
     /// other namespaces (skipped when forbidden: RBAC limited to the app's
     /// namespaces still works). Cluster-scoped kinds get one unfiltered LIST.
-    /// Extras of kinds desired does not use at all are not looked for.
+    /// With an `app`, extras of kinds desired does not use are looked for too: every
+    /// other listable kind in desired's namespaces, and cluster-scoped kinds by the
+    /// tracking label. Objects with an owner (a ReplicaSet's Pods) are never extras.
     ///
     /// The result is sorted by group, kind, namespace, name.
     pub async fn live_for(
@@ -213,6 +215,48 @@ impl Cluster {
             }
         }
 
+        // Kinds git does not use can still hold the app's objects (prune candidates).
+        let mut others = Vec::new();
+        if let Some(app) = app {
+            let all_namespaces: BTreeSet<String> = wanted
+                .iter()
+                .filter(|k| !k.namespace.is_empty())
+                .map(|k| k.namespace.clone())
+                .collect();
+            let used: BTreeSet<(String, String)> = plain
+                .iter()
+                .map(|r: &ListRequest| (r.info.group.clone(), r.info.kind.clone()))
+                .collect();
+            let resources = self.api_resources().await?;
+            for info in resources.iter() {
+                let never = crate::snapshot::NEVER_TRACKED
+                    .iter()
+                    .any(|(g, k)| *g == info.group && *k == info.kind);
+                if never
+                    || !info.supports("list")
+                    || used.contains(&(info.group.clone(), info.kind.clone()))
+                {
+                    continue;
+                }
+                if info.namespaced {
+                    for ns in &all_namespaces {
+                        others.push(ListRequest {
+                            info: info.clone(),
+                            namespace: Some(ns.clone()),
+                            selector: None,
+                        });
+                    }
+                } else {
+                    others.push(ListRequest {
+                        info: info.clone(),
+                        namespace: None,
+                        selector: Some(format!("{tracking_label}={app}")),
+                    });
+                }
+            }
+        }
+        let extras: Vec<ListRequest> = extras.into_iter().chain(others).collect();
+
         let (plain, extras) = futures::join!(self.list_many(plain), self.list_each(extras));
         let mut found: BTreeMap<String, Value> = BTreeMap::new();
         for obj in plain?.into_iter().flatten() {
@@ -220,17 +264,31 @@ impl Cluster {
                 continue;
             };
             let tracked = app.is_some_and(|a| is_tracked(&obj, a, tracking_label));
-            if tracked || wanted.contains(&key) {
+            let owned = obj
+                .pointer("/metadata/ownerReferences")
+                .and_then(Value::as_array)
+                .is_some_and(|o| !o.is_empty());
+            if wanted.contains(&key) || (tracked && !owned) {
                 found.insert(key.sort_key(), obj);
             }
         }
         for result in extras {
             let objects = match result {
                 Ok(objects) => objects,
-                Err(ClusterError::Forbidden { .. }) => continue,
+                // Extras are looked for on a best-effort basis: a kind this user may not
+                // list, or an aggregated API that is down, does not fail the diff.
+                Err(ClusterError::Forbidden { .. } | ClusterError::Api { .. }) => continue,
                 Err(e) => return Err(e),
             };
             for obj in objects {
+                let owned = obj
+                    .pointer("/metadata/ownerReferences")
+                    .and_then(Value::as_array)
+                    .is_some_and(|o| !o.is_empty());
+                let tracked = app.is_some_and(|a| is_tracked(&obj, a, tracking_label));
+                if owned || !tracked {
+                    continue;
+                }
                 if let Some(key) = ResourceKey::of(&obj) {
                     found.entry(key.sort_key()).or_insert(obj);
                 }

@@ -72,11 +72,15 @@ const CONTEXT_KINDS: &[(&str, &str, Scope)] = &[
     ("mutations.gatekeeper.sh", "ModifySet", Scope::All),
 ];
 
-/// Kinds never scanned for app objects: high-volume records, not desired state.
-const NEVER_TRACKED: &[(&str, &str)] = &[
+/// Kinds never scanned for app objects: high-volume records, not desired state, and
+/// objects the control plane derives from others (Endpoints copy a Service's labels), as
+/// Argo CD's default `resource.exclusions` leave them out.
+pub(crate) const NEVER_TRACKED: &[(&str, &str)] = &[
     ("", "Event"),
     ("events.k8s.io", "Event"),
     ("coordination.k8s.io", "Lease"),
+    ("", "Endpoints"),
+    ("discovery.k8s.io", "EndpointSlice"),
 ];
 
 /// What [`Cluster::snapshot`] wrote.
@@ -113,6 +117,17 @@ pub fn redact_secret(obj: &mut Value) -> bool {
         return false;
     }
     blank_values(obj);
+    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        let annotations = meta
+            .entry("annotations")
+            .or_insert_with(|| Value::Object(Default::default()));
+        if let Some(a) = annotations.as_object_mut() {
+            a.insert(
+                plumb_core::REDACTED_ANNOTATION.into(),
+                Value::String("true".into()),
+            );
+        }
+    }
     if let Some(annotation) = obj
         .pointer_mut("/metadata/annotations")
         .and_then(|a| a.get_mut(LAST_APPLIED_ANNOTATION))

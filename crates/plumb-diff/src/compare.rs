@@ -153,11 +153,27 @@ pub fn tracking_id(app: &str, key: &ResourceKey) -> String {
     )
 }
 
-/// Whether a live object is tracked by `app` (label or annotation).
+/// Whether a live object is tracked by `app` (label or annotation). As in Argo CD, an
+/// object with an owner (a Deployment's ReplicaSet, which copies its annotations) is the
+/// owner's, and a tracking id names the very object that carries it.
 pub fn is_tracked_by(obj: &Value, app: &str) -> bool {
+    let owned = obj
+        .pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .is_some_and(|o| !o.is_empty());
+    if owned {
+        return false;
+    }
     plumb_core::value::label(obj, INSTANCE_LABEL) == Some(app)
-        || plumb_core::value::annotation(obj, TRACKING_ID_ANNOTATION)
-            .is_some_and(|id| id.split_once(':').is_some_and(|(a, _)| a == app))
+        || plumb_core::value::annotation(obj, TRACKING_ID_ANNOTATION).is_some_and(|id| {
+            ResourceKey::of(obj).is_some_and(|key| {
+                let mut own = key.clone();
+                // Cluster-scoped objects are tracked with an empty namespace.
+                let with_ns = tracking_id(app, &own);
+                own.namespace.clear();
+                id == with_ns || id == tracking_id(app, &own)
+            })
+        })
 }
 
 fn set_map_entry(obj: &mut Value, map: &str, k: &str, v: &str) {
@@ -296,6 +312,9 @@ pub fn compare(
         |((key, (d, rendered), mut live_obj), dry)| -> Result<ResourceDiff, CompareError> {
             if let (Some(lv), TrackingMethod::Annotation) = (live_obj.as_mut(), tracking) {
                 pre_diff_tracking(lv, &d.object);
+            }
+            if let Some(lv) = live_obj.as_mut() {
+                mask::restore_redacted(lv, &d.object);
             }
             let exists = live_obj.is_some();
             let declared = rendered.map(|object| Declared {

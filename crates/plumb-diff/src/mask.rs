@@ -14,6 +14,58 @@ pub fn is_secret(v: &Value) -> bool {
         && v.get("apiVersion").and_then(Value::as_str) == Some("v1")
 }
 
+/// A live Secret from a `plumb snapshot` has its values removed (and says so with
+/// [`plumb_core::REDACTED_ANNOTATION`]): its values are unknown, so they are taken from
+/// desired — a snapshot cannot show a Secret value drifting, and must not invent a drift.
+pub fn restore_redacted(live: &mut Value, desired: &Value) {
+    if !is_secret(live)
+        || plumb_core::value::annotation(live, plumb_core::REDACTED_ANNOTATION) != Some("true")
+    {
+        return;
+    }
+    let encode = |s: &str| {
+        use base64::Engine as _;
+        base64::engine::general_purpose::STANDARD.encode(s)
+    };
+    if let Some(a) = live
+        .pointer_mut("/metadata/annotations")
+        .and_then(Value::as_object_mut)
+    {
+        a.remove(plumb_core::REDACTED_ANNOTATION);
+        if a.is_empty()
+            && let Some(meta) = live.get_mut("metadata").and_then(Value::as_object_mut)
+        {
+            meta.remove("annotations");
+        }
+    }
+    for field in ["data", "stringData"] {
+        let Some(map) = live.get_mut(field).and_then(Value::as_object_mut) else {
+            continue;
+        };
+        for (k, v) in map.iter_mut() {
+            let from_desired = match field {
+                "data" => desired
+                    .pointer(&format!(
+                        "/data/{}",
+                        k.replace('~', "~0").replace('/', "~1")
+                    ))
+                    .cloned()
+                    .or_else(|| {
+                        desired
+                            .get("stringData")
+                            .and_then(|s| s.get(k))
+                            .and_then(Value::as_str)
+                            .map(|s| Value::String(encode(s)))
+                    }),
+                _ => desired.get("stringData").and_then(|s| s.get(k)).cloned(),
+            };
+            if let Some(d) = from_desired {
+                *v = d;
+            }
+        }
+    }
+}
+
 /// Masks Secret data in `objects` (in order: desired side first, then live) and in
 /// their last-applied annotations, plus the listed sensitive annotations.
 pub fn hide_secret_data(objects: &mut [&mut Value], sensitive_annotations: &[String]) {
@@ -93,6 +145,26 @@ pub fn hide_secret_data(objects: &mut [&mut Value], sensitive_annotations: &[Str
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn redacted_snapshot_values_come_from_desired() {
+        let mut live = json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "s", "annotations": {plumb_core::REDACTED_ANNOTATION: "true"}},
+            "data": {"a": "", "b": "", "gone": ""}});
+        let desired = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
+            "data": {"a": "eA=="}, "stringData": {"b": "y"}});
+        restore_redacted(&mut live, &desired);
+        assert_eq!(live["data"], json!({"a": "eA==", "b": "eQ==", "gone": ""}));
+        assert!(
+            live["metadata"].get("annotations").is_none(),
+            "the marker is not a difference"
+        );
+        // Without the marker an empty value is a real value.
+        let mut plain = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "data": {"a": ""}});
+        restore_redacted(&mut plain, &desired);
+        assert_eq!(plain["data"]["a"], "");
+    }
+
     use super::*;
     use serde_json::json;
 

@@ -1,0 +1,1325 @@
+//! End-to-end tests of `plumb diff --cluster` and `plumb snapshot --cluster`: the
+//! `plumb` binary against the real API server of `testbed/up.sh`.
+//!
+//! Tests that need the test bed print a skip notice and pass when `TESTBED_DIR`
+//! is unset, and fail when `REQUIRE_K8S_TESTBED=1` (as plumb-cluster's tests).
+//! Each test works in namespaces of its own (unique names); cluster-wide objects
+//! (webhook configurations, CRDs) get unique names and are deleted at the end.
+//!
+//! ```sh
+//! eval "$(testbed/up.sh)"
+//! REQUIRE_K8S_TESTBED=1 cargo test -p plumb-cli --test cluster
+//! testbed/down.sh
+//! ```
+
+#[path = "../../plumb-cluster/tests/support/mod.rs"]
+mod support;
+
+use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use plumb_cluster::Cluster;
+use plumb_core::{INSTANCE_LABEL, TRACKING_ID_ANNOTATION};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use support::webhook::Webhook;
+use support::{apply, deployment, eventually, namespace, testbed, unique};
+
+// ---------------------------------------------------------------------------
+// Running plumb
+// ---------------------------------------------------------------------------
+
+/// What one run of `plumb` did.
+#[derive(Debug)]
+struct Run {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+    took: Duration,
+}
+
+impl Run {
+    /// The `-o json` document.
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}", self.stdout))
+    }
+
+    /// The resource named `name` in the `-o json` document.
+    fn resource(&self, name: &str) -> Value {
+        let doc = self.json();
+        doc["resources"]
+            .as_array()
+            .expect("resources")
+            .iter()
+            .find(|r| r["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no resource {name} in:\n{}", self.stdout))
+    }
+
+    /// The status of `name` in the `-o json` document, `absent` when it is not
+    /// listed.
+    fn status(&self, name: &str) -> String {
+        let doc = self.json();
+        doc["resources"]
+            .as_array()
+            .expect("resources")
+            .iter()
+            .find(|r| r["name"] == name)
+            .map_or("absent".to_string(), |r| {
+                r["status"].as_str().unwrap_or("?").to_string()
+            })
+    }
+
+    /// The lines of stderr that are not empty.
+    fn stderr_lines(&self) -> Vec<&str> {
+        self.stderr
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .collect()
+    }
+}
+
+impl std::fmt::Display for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "exit {:?} after {:?}\n--- stdout\n{}\n--- stderr\n{}",
+            self.code, self.took, self.stdout, self.stderr
+        )
+    }
+}
+
+/// How long one plumb run may take before the test kills it.
+const RUN_DEADLINE: Duration = Duration::from_secs(120);
+
+/// Runs `plumb args` (with the test process's environment, `KUBECONFIG`
+/// included) and checks it never panics.
+fn plumb_blocking(args: &[String]) -> Run {
+    let started = Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_plumb"))
+        .args(args)
+        .env_remove("KUBECTL_EXTERNAL_DIFF")
+        .env_remove("PLUMB_TIMINGS")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("plumb starts");
+    // Read both pipes on threads so a large output cannot block the child.
+    let mut out_pipe = child.stdout.take().expect("stdout");
+    let mut err_pipe = child.stderr.take().expect("stderr");
+    let out = std::thread::spawn(move || {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut out_pipe, &mut s).ok();
+        s
+    });
+    let err = std::thread::spawn(move || {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut err_pipe, &mut s).ok();
+        s
+    });
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for plumb") {
+            break status;
+        }
+        if started.elapsed() > RUN_DEADLINE {
+            // Our own child, by its handle.
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("plumb {args:?} ran longer than {RUN_DEADLINE:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let run = Run {
+        code: status.code(),
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
+        took: started.elapsed(),
+    };
+    assert!(
+        !run.stderr.contains("panicked"),
+        "plumb {args:?} panicked:\n{run}"
+    );
+    run
+}
+
+/// [`plumb_blocking`] off the async runtime (the webhook server runs on it).
+async fn plumb<S: AsRef<str>>(args: &[S]) -> Run {
+    let args: Vec<String> = args.iter().map(|a| a.as_ref().to_string()).collect();
+    tokio::task::spawn_blocking(move || plumb_blocking(&args))
+        .await
+        .expect("plumb runner")
+}
+
+// ---------------------------------------------------------------------------
+// Files
+// ---------------------------------------------------------------------------
+
+/// A temporary directory, removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(prefix: &str) -> Scratch {
+        let dir = std::env::temp_dir().join(unique(&format!("plumb-cli-cluster-{prefix}")));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("scratch dir");
+        Scratch(dir)
+    }
+
+    fn path(&self, relative: &str) -> PathBuf {
+        self.0.join(relative)
+    }
+
+    /// Writes `objects` as a YAML stream (JSON documents are YAML) at `relative`.
+    fn write(&self, relative: &str, objects: &[Value]) -> String {
+        let path = self.path(relative);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        let text: Vec<String> = objects
+            .iter()
+            .map(|o| serde_json::to_string_pretty(o).expect("JSON"))
+            .collect();
+        std::fs::write(&path, text.join("\n---\n") + "\n").expect("write");
+        s(&path)
+    }
+
+    /// Writes an Argo CD Application named `name` deploying to `namespace`.
+    fn app(
+        &self,
+        file: &str,
+        name: &str,
+        namespace: &str,
+        compare_options: Option<&str>,
+        ignore_differences: Value,
+    ) -> String {
+        let mut app = json!({
+            "apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+            "metadata": {"name": name, "namespace": "argocd"},
+            "spec": {
+                "project": "default",
+                "destination": {"server": "https://kubernetes.default.svc", "namespace": namespace},
+                "ignoreDifferences": ignore_differences,
+            }
+        });
+        if let Some(options) = compare_options {
+            app["metadata"]["annotations"] = json!({"argocd.argoproj.io/compare-options": options});
+        }
+        self.write(file, &[app])
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn s(path: &Path) -> String {
+    path.display().to_string()
+}
+
+/// Every file under `dir`, recursively.
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).expect("read_dir") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+// ---------------------------------------------------------------------------
+// Objects
+// ---------------------------------------------------------------------------
+
+/// `obj` as an Argo CD sync with annotation tracking leaves it live: with the
+/// `argocd.argoproj.io/tracking-id` annotation of `app`.
+fn synced(app: &str, mut obj: Value) -> Value {
+    let group = obj["apiVersion"]
+        .as_str()
+        .and_then(|v| v.rsplit_once('/'))
+        .map_or("", |(g, _)| g)
+        .to_string();
+    let id = format!(
+        "{app}:{group}/{}:{}/{}",
+        obj["kind"].as_str().unwrap_or_default(),
+        obj["metadata"]["namespace"].as_str().unwrap_or_default(),
+        obj["metadata"]["name"].as_str().unwrap_or_default()
+    );
+    obj["metadata"]["annotations"][TRACKING_ID_ANNOTATION] = Value::String(id);
+    obj
+}
+
+fn configmap(namespace: &str, name: &str, data: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace}, "data": data})
+}
+
+/// A Deployment without `imagePullPolicy` (the API server defaults it).
+fn deployment_without_policy(namespace: &str, name: &str) -> Value {
+    let mut d = deployment(namespace, name, "IfNotPresent");
+    d["spec"]["template"]["spec"]["containers"][0]
+        .as_object_mut()
+        .expect("container")
+        .remove("imagePullPolicy");
+    d
+}
+
+/// Deletes the cluster-scoped object `name` of type `K` (best effort: clean-up).
+async fn delete_cluster_object<K>(cluster: &Cluster, name: &str)
+where
+    K: kube::Resource<Scope = k8s_openapi::ClusterResourceScope>
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned,
+    K::DynamicType: Default,
+{
+    let api: kube::Api<K> = kube::Api::all(cluster.client().clone());
+    if let Err(e) = api.delete(name, &Default::default()).await {
+        eprintln!("clean-up: cannot delete {name}: {e}");
+    }
+}
+
+// ---------------------------------------------------------------------------
+// 1. missing / extra / modified, then in sync
+// ---------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn missing_extra_and_modified_then_in_sync() {
+    let Some(cluster) = testbed("missing_extra_and_modified_then_in_sync").await else {
+        return;
+    };
+    let ns = namespace(&cluster, "mem", json!({})).await;
+    let app = unique("mem-app");
+    let dir = Scratch::new("mem");
+
+    // Git: A (live, but different) and B (not live). Live: A, and C tracked by
+    // the app (its instance label) but not in git.
+    let a = configmap(&ns, "a", json!({"mode": "desired", "same": "1"}));
+    let b = configmap(&ns, "b", json!({"k": "b"}));
+    let desired = dir.write("desired/objects.yaml", &[a.clone(), b.clone()]);
+    let app_file = dir.app("app.yaml", &app, &ns, None, json!([]));
+    let mut c = configmap(&ns, "c", json!({"k": "c"}));
+    c["metadata"]["labels"] = json!({INSTANCE_LABEL: app});
+    apply(
+        &cluster,
+        vec![
+            synced(
+                &app,
+                configmap(&ns, "a", json!({"mode": "live", "same": "1"})),
+            ),
+            c,
+        ],
+    )
+    .await;
+
+    let run = plumb(&[
+        "diff",
+        "--cluster",
+        "--app",
+        &app_file,
+        "--desired",
+        &desired,
+        "-o",
+        "json",
+    ])
+    .await;
+    assert_eq!(run.code, Some(1), "{run}");
+    let doc = run.json();
+    assert_eq!(
+        doc["summary"],
+        json!({"inSync": false, "modified": 1, "missing": 1, "extra": 1, "equal": 0}),
+        "{run}"
+    );
+    let ra = run.resource("a");
+    assert_eq!(ra["status"], "modified");
+    assert_eq!(ra["namespace"], ns.as_str());
+    assert_eq!(ra["kind"], "ConfigMap");
+    assert_eq!(
+        ra["fields"],
+        json!([{"path": "/data/mode", "live": "live", "desired": "desired"}]),
+        "{run}"
+    );
+    assert_eq!(run.resource("b")["status"], "missing");
+    assert_eq!(run.resource("c")["status"], "extra");
+    assert!(run.stderr_lines().is_empty(), "{run}");
+
+    // The argocd format says the same.
+    let run = plumb(&[
+        "diff",
+        "--cluster",
+        "--app",
+        &app_file,
+        "--desired",
+        &desired,
+    ])
+    .await;
+    assert_eq!(run.code, Some(1), "{run}");
+    for header in ["a", "b", "c"] {
+        assert!(
+            run.stdout
+                .contains(&format!("===== /ConfigMap {ns}/{header} ======\n")),
+            "{run}"
+        );
+    }
+    assert!(
+        run.stdout
+            .contains("<   mode: live\n---\n>   mode: desired\n"),
+        "{run}"
+    );
+
+    // Sync as Argo CD would (desired + tracking annotation, prune C): in sync.
+    apply(&cluster, vec![synced(&app, a), synced(&app, b)]).await;
+    let configmaps: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+        kube::Api::namespaced(cluster.client().clone(), &ns);
+    configmaps
+        .delete("c", &Default::default())
+        .await
+        .expect("delete c");
+    let run = plumb(&[
+        "diff",
+        "--cluster",
+        "--app",
+        &app_file,
+        "--desired",
+        &desired,
+        "-o",
+        "json",
+    ])
+    .await;
+    assert_eq!(run.code, Some(0), "{run}");
+    let doc = run.json();
+    assert_eq!(
+        doc["summary"],
+        json!({"inSync": true, "modified": 0, "missing": 0, "extra": 0, "equal": 2}),
+        "{run}"
+    );
+    assert_eq!(run.status("a"), "equal", "{run}");
+    assert_eq!(run.status("b"), "equal", "{run}");
+    assert_eq!(run.status("c"), "absent", "{run}"); // pruned
+    // Without the app (no tracking): in sync as well, and the argocd format is empty.
+    let run = plumb(&["diff", "--cluster", "--desired", &desired]).await;
+    assert_eq!(run.code, Some(0), "{run}");
+    assert_eq!(run.stdout.trim(), "", "{run}");
+}
+
+// ---------------------------------------------------------------------------
+// 2. a mutating webhook: client-side against server-side diff
+// ---------------------------------------------------------------------------
+
+const PULL_LABEL: &str = "policy.lab/image-pull";
+const POLICY: &str = "/spec/template/spec/containers/0/imagePullPolicy";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutating_webhook_client_side_against_server_side_diff() {
+    let Some(cluster) = testbed("mutating_webhook_client_side_against_server_side_diff").await
+    else {
+        return;
+    };
+    let hook = Webhook::start().await;
+    let ns = namespace(&cluster, "whdiff", json!({PULL_LABEL: "always"})).await;
+    let app = unique("wh-app");
+    let dir = Scratch::new("webhook");
+
+    // `pre` exists before the webhook does: imagePullPolicy is not in git and
+    // the server defaulted it to IfNotPresent.
+    let pre = deployment_without_policy(&ns, "pre");
+    apply(&cluster, vec![synced(&app, pre.clone())]).await;
+
+    let config_name = unique("plumb-cli-test-force-always");
+    apply(
+        &cluster,
+        vec![hook.configuration(&config_name, PULL_LABEL, "always")],
+    )
+    .await;
+    let result = std::panic::AssertUnwindSafe(webhook_cases(&cluster, &ns, &app, &dir, pre));
+    let outcome = futures::FutureExt::catch_unwind(result).await;
+
+    // Deregister and stop the webhook whatever happened.
+    delete_cluster_object::<MutatingWebhookConfiguration>(&cluster, &config_name).await;
+    hook.stop().await;
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+async fn webhook_cases(cluster: &Cluster, ns: &str, app: &str, dir: &Scratch, pre: Value) {
+    // The API server picks new webhook configurations up asynchronously.
+    let probe = deployment(ns, "probe", "IfNotPresent");
+    eventually(Duration::from_secs(30), || async {
+        match cluster
+            .dry_run_apply(vec![probe.clone()], "plumb", false)
+            .await
+            .remove(0)
+        {
+            Ok(obj) if obj.pointer(POLICY) == Some(&json!("Always")) => Some(()),
+            _ => None,
+        }
+    })
+    .await
+    .expect("the webhook never mutated a dry run");
+
+    // `web` is created with the webhook in place: git says IfNotPresent, live
+    // has Always.
+    let web = deployment(ns, "web", "IfNotPresent");
+    let stored = apply(cluster, vec![synced(app, web.clone())]).await;
+    assert_eq!(stored[0].pointer(POLICY), Some(&json!("Always")));
+
+    let desired = dir.write("desired/deployments.yaml", &[web, pre]);
+
+    // Client-side (legacy) diff: the webhook's rewrite is a difference; `pre`
+    // is in sync (git does not declare imagePullPolicy).
+    let run = plumb(&["diff", "--cluster", "--desired", &desired]).await;
+    assert_eq!(run.code, Some(1), "{run}");
+    assert!(
+        run.stdout
+            .contains(&format!("===== apps/Deployment {ns}/web ======\n")),
+        "{run}"
+    );
+    assert!(
+        run.stdout.contains(
+            "<         imagePullPolicy: Always\n---\n>         imagePullPolicy: IfNotPresent\n"
+        ),
+        "{run}"
+    );
+    assert!(!run.stdout.contains("/pre ======"), "{run}");
+    let run = plumb(&["diff", "--cluster", "--desired", &desired, "-o", "json"]).await;
+    assert_eq!(run.code, Some(1), "{run}");
+    assert_eq!(
+        run.resource("web")["fields"],
+        json!([{"path": POLICY, "live": "Always", "desired": "IfNotPresent"}]),
+        "{run}"
+    );
+    assert_eq!(run.status("pre"), "equal", "{run}");
+
+    // Server-side diff: the dry run goes through the webhook too, so it
+    // predicts Always, which is what live has: in sync.
+    let run = plumb(&[
+        "diff",
+        "--cluster",
+        "--server-side",
+        "--desired",
+        &desired,
+        "-o",
+        "json",
+    ])
+    .await;
+    assert_eq!(run.code, Some(0), "{run}");
+    assert_eq!(run.json()["summary"]["equal"], 2, "{run}");
+    // The dry runs stored nothing.
+    let live: kube::Api<k8s_openapi::api::apps::v1::Deployment> =
+        kube::Api::namespaced(cluster.client().clone(), ns);
+    assert!(live.get_opt("probe").await.expect("get probe").is_none());
+
+    // The same through the Application annotation.
+    let app_ssd = dir.app(
+        "app-ssd.yaml",
+        app,
+        ns,
+        Some("ServerSideDiff=true"),
+        json!([]),
+    );
+    let run = plumb(&[
+        "diff",
+        "--cluster",
+        "--app",
+        &app_ssd,
+        "--desired",
+        &desired,
+        "-o",
+        "json",
+    ])
+    .await;
+    assert_eq!(run.code, Some(0), "{run}");
+    assert_eq!(run.json()["summary"]["equal"], 2, "{run}");
+    // The argocd format prints nothing in sync.
+    let run = plumb(&[
+        "diff",
+        "--cluster",
+        "--app",
+        &app_ssd,
+        "--desired",
+        &desired,
+    ])
+    .await;
+    assert_eq!((run.code, run.stdout.trim()), (Some(0), ""), "{run}");
+
+    // IncludeMutationWebhook=true keeps what webhooks change in the dry run
+    // (Argo CD's removeWebhookMutation is skipped). For `web` that changes
+    // nothing: live already carries the mutation, the sync would write Always
+    // again. For `pre` it is the point of the option: the next sync would
+    // have the webhook turn IfNotPresent into Always, a field nobody applies
+    // (git does not declare it), so only IncludeMutationWebhook shows it.
+    let app_mw = dir.app(
+        "app-mw.yaml",
+        app,
+        ns,
+        Some("ServerSideDiff=true,IncludeMutationWebhook=true"),
+        json!([]),
+    );
+    let run = plumb(&[
+        "diff",
+        "--cluster",
+        "--app",
+        &app_mw,
+        "--desired",
+        &desired,
+        "-o",
+        "json",
+    ])
+    .await;
+    assert_eq!(run.code, Some(1), "{run}");
+    assert_eq!(run.status("web"), "equal", "{run}");
+    let fields = run.resource("pre")["fields"].clone();
+    assert!(
+        fields
+            .as_array()
+            .expect("fields")
+            .contains(&json!({"path": POLICY, "live": "IfNotPresent", "desired": "Always"})),
+        "{run}"
+    );
+    // The dry run's result is taken whole, so the generation the update would
+    // bump shows as well (as in Argo CD, where only removeWebhookMutation would
+    // put live's generation back); nothing else does.
+    for field in fields.as_array().expect("fields") {
+        assert!(
+            field["path"] == POLICY || field["path"] == "/metadata/generation",
+            "{run}"
+        );
+    }
+    // The --server-side flag wins over `ServerSideDiff=false` in the annotation
+    // (a client-side diff would exit 1 on `web`).
+    let app_off = dir.app(
+        "app-off.yaml",
+        app,
+        ns,
+        Some("ServerSideDiff=false"),
+        json!([]),
+    );
+    let run = plumb(&[
+        "diff",
+        "--cluster",
+        "--server-side",
+        "--app",
+        &app_off,
+        "--desired",
+        &desired,
+        "-o",
+        "json",
+    ])
+    .await;
+    assert_eq!(run.code, Some(0), "{run}");
+}
+
+// ---------------------------------------------------------------------------
+// 3. replicas through the scale subresource
+// ---------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_scaled_by_the_controller_manager() {
+    let Some(cluster) = testbed("replicas_scaled_by_the_controller_manager").await else {
+        return;
+    };
+    let ns = namespace(&cluster, "scale", json!({})).await;
+    let app = unique("scale-app");
+    let dir = Scratch::new("scale");
+
+    let mut web = deployment(&ns, "web", "IfNotPresent");
+    web["spec"]["replicas"] = json!(2);
+    let desired = dir.write("desired/web.yaml", std::slice::from_ref(&web));
+    // As `kubectl apply --server-side` would (another manager than plumb).
+    let stored: Vec<Value> = cluster
+        .apply(vec![synced(&app, web)], "kubectl", true)
+        .await
+        .into_iter()
+        .map(|r| r.expect("apply"))
+        .collect();
+    assert_eq!(stored[0]["spec"]["replicas"], 2);
+
+    // What the HPA / an operator does: PATCH .../scale as kube-controller-manager.
+    let request = kube::core::Request::new(format!("/apis/apps/v1/namespaces/{ns}/deployments"))
+        .patch_subresource(
+            "scale",
+            "web",
+            &kube::api::PatchParams {
+                field_manager: Some("kube-controller-manager".into()),
+                ..Default::default()
+            },
+            &kube::api::Patch::Merge(json!({"spec": {"replicas": 5}})),
+        )
+        .expect("scale request");
+    let scale: Value = cluster.client().request(request).await.expect("scale");
+    assert_eq!(scale["spec"]["replicas"], 5);
+
+    let replicas = json!([{"path": "/spec/replicas", "live": 5, "desired": 2}]);
+    let run = plumb(&["diff", "--cluster", "--desired", &desired, "-o", "json"]).await;
+    assert_eq!(run.code, Some(1), "{run}");
+    assert_eq!(run.resource("web")["fields"], replicas, "{run}");
+    let run = plumb(&["diff", "--cluster", "--desired", &desired]).await;
+    assert_eq!(run.code, Some(1), "{run}");
+    assert!(
+        run.stdout
+            .contains("<   replicas: 5\n---\n>   replicas: 2\n"),
+        "{run}"
+    );
+
+    // An app without the rule: the same difference.
+    let plain_app = dir.app("plain.yaml", &app, &ns, None, json!([]));
+    let run = plumb(&[
+        "diff",
+        "--cluster",
+        "--app",
+        &plain_app,
+        "--desired",
+        &desired,
+        "-o",
+        "json",
+    ])
+    .await;
+    assert_eq!(run.code, Some(1), "{run}");
+    assert_eq!(run.resource("web")["fields"], replicas, "{run}");
+
+    // ignoreDifferences by managedFieldsManagers: what kube-controller-manager
+    // owns is not compared.
+    let ignoring = dir.app(
+        "ignoring.yaml",
+        &app,
+        &ns,
+        None,
+        json!([{"group": "apps", "kind": "Deployment",
+            "managedFieldsManagers": ["kube-controller-manager"]}]),
+    );
+    for format in ["json", "argocd"] {
+        let run = plumb(&[
+            "diff",
+            "--cluster",
+            "--app",
+            &ignoring,
+            "--desired",
+            &desired,
+            "-o",
+            format,
+        ])
+        .await;
+        assert_eq!(run.code, Some(0), "{run}");
+    }
+    // ... also server-side.
+    let run = plumb(&[
+        "diff",
+        "--cluster",
+        "--server-side",
+        "--app",
+        &ignoring,
+        "--desired",
+        &desired,
+        "-o",
+        "json",
+    ])
+    .await;
+    assert_eq!(run.code, Some(0), "{run}");
+}
+
+// ---------------------------------------------------------------------------
+// 4. snapshot round trip
+// ---------------------------------------------------------------------------
+
+const SECRET_PLAIN: &str = "hunter2-live-value";
+const SECRET_B64: &str = "aHVudGVyMi1saXZlLXZhbHVl";
+const SECRET_DESIRED_PLAIN: &str = "hunter3-desired-value";
+const SECRET_DESIRED_B64: &str = "aHVudGVyMy1kZXNpcmVkLXZhbHVl";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn snapshot_round_trip_gives_the_same_diff() {
+    let Some(cluster) = testbed("snapshot_round_trip_gives_the_same_diff").await else {
+        return;
+    };
+    let ns = namespace(&cluster, "snaprt", json!({})).await;
+    let app = unique("snap-app");
+    let dir = Scratch::new("snapshot");
+
+    // Git: a modified ConfigMap, an equal one, a Deployment with a changed
+    // image, a missing ConfigMap and a Secret in sync (a snapshot holds no Secret
+    // values, so value drift is the one thing it cannot show). Live also has an
+    // extra (tracked, not in git).
+    let changed = configmap(&ns, "changed", json!({"k": "git"}));
+    let equal = configmap(&ns, "equal", json!({"k": "same"}));
+    let missing = configmap(&ns, "missing", json!({"k": "x"}));
+    let mut web = deployment(&ns, "web", "IfNotPresent");
+    web["spec"]["template"]["spec"]["containers"][0]["image"] = json!("registry.invalid/app:2");
+    let secret = |b64: &str| {
+        json!({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+            "metadata": {"name": "creds", "namespace": ns}, "data": {"password": b64}})
+    };
+    let desired = dir.write(
+        "desired/all.yaml",
+        &[changed, equal.clone(), missing, web, secret(SECRET_B64)],
+    );
+    let app_file = dir.app("app.yaml", &app, &ns, None, json!([]));
+    let mut extra = configmap(&ns, "extra", json!({"k": "extra"}));
+    extra["metadata"]["labels"] = json!({INSTANCE_LABEL: app});
+    apply(
+        &cluster,
+        vec![
+            synced(&app, configmap(&ns, "changed", json!({"k": "live"}))),
+            synced(&app, equal),
+            synced(&app, deployment(&ns, "web", "IfNotPresent")),
+            synced(&app, secret(SECRET_B64)),
+            extra,
+        ],
+    )
+    .await;
+
+    let snap = dir.path("snapshot");
+    let run = plumb(&[
+        "snapshot",
+        "--cluster",
+        "--app",
+        &app_file,
+        "--out",
+        &s(&snap),
+    ])
+    .await;
+    assert_eq!(run.code, Some(0), "{run}");
+    assert!(
+        run.stderr.contains("1 Secrets without their values"),
+        "{run}"
+    );
+
+    // No Secret value in any snapshot file.
+    let files = files_under(&snap);
+    assert!(
+        files
+            .iter()
+            .any(|f| f.ends_with(format!("core/Secret/{ns}/creds.yaml"))),
+        "{files:?}"
+    );
+    for file in &files {
+        let text = std::fs::read_to_string(file).expect("snapshot file");
+        for needle in [SECRET_PLAIN, SECRET_B64] {
+            assert!(
+                !text.contains(needle),
+                "{} holds the Secret value",
+                file.display()
+            );
+        }
+    }
+
+    for format in ["argocd", "json", "unified"] {
+        let from_cluster = plumb(&[
+            "diff",
+            "--cluster",
+            "--app",
+            &app_file,
+            "--desired",
+            &desired,
+            "-o",
+            format,
+        ])
+        .await;
+        let from_snapshot = plumb(&[
+            "diff",
+            "--live",
+            &s(&snap),
+            "--app",
+            &app_file,
+            "--desired",
+            &desired,
+            "-o",
+            format,
+        ])
+        .await;
+        assert_eq!(from_cluster.code, Some(1), "{from_cluster}");
+        assert_eq!(
+            from_snapshot.code,
+            from_cluster.code,
+            "{format}: --live {}:\n{from_snapshot}",
+            snap.display()
+        );
+        assert!(
+            from_snapshot.stdout == from_cluster.stdout,
+            "{format}: stdout differs\n--- --cluster\n{}\n--- --live snapshot\n{}",
+            from_cluster.stdout,
+            from_snapshot.stdout
+        );
+        for needle in [
+            SECRET_PLAIN,
+            SECRET_B64,
+            SECRET_DESIRED_PLAIN,
+            SECRET_DESIRED_B64,
+        ] {
+            assert!(
+                !from_cluster.stdout.contains(needle) && !from_cluster.stderr.contains(needle),
+                "{format}: the Secret value is printed:\n{from_cluster}"
+            );
+            assert!(!from_snapshot.stdout.contains(needle), "{from_snapshot}");
+        }
+        if format == "json" {
+            let doc = from_cluster.json();
+            assert_eq!(
+                doc["summary"],
+                json!({"inSync": false, "modified": 2, "missing": 1, "extra": 1, "equal": 2}),
+                "{from_cluster}"
+            );
+            assert_eq!(from_cluster.resource("creds")["status"], "equal");
+        }
+    }
+}
+
+/// A Secret that is in sync stays in sync when diffed from a snapshot: the snapshot's
+/// Secrets carry no values, and say so, so the diff takes git's values for them rather
+/// than reporting every key as changed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn snapshot_round_trip_of_an_in_sync_secret() {
+    let Some(cluster) = testbed("snapshot_round_trip_of_an_in_sync_secret").await else {
+        return;
+    };
+    let ns = namespace(&cluster, "snapsec", json!({})).await;
+    let app = unique("snapsec-app");
+    let dir = Scratch::new("snapsec");
+    let secret = json!({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+        "metadata": {"name": "creds", "namespace": ns}, "data": {"password": SECRET_B64}});
+    let desired = dir.write("desired/secret.yaml", std::slice::from_ref(&secret));
+    let app_file = dir.app("app.yaml", &app, &ns, None, json!([]));
+    apply(&cluster, vec![synced(&app, secret)]).await;
+    let snap = dir.path("snapshot");
+    let run = plumb(&[
+        "snapshot",
+        "--cluster",
+        "--app",
+        &app_file,
+        "--out",
+        &s(&snap),
+    ])
+    .await;
+    assert_eq!(run.code, Some(0), "{run}");
+    let from_cluster = plumb(&[
+        "diff",
+        "--cluster",
+        "--app",
+        &app_file,
+        "--desired",
+        &desired,
+    ])
+    .await;
+    assert_eq!(from_cluster.code, Some(0), "{from_cluster}");
+    let from_snapshot = plumb(&[
+        "diff",
+        "--live",
+        &s(&snap),
+        "--app",
+        &app_file,
+        "--desired",
+        &desired,
+    ])
+    .await;
+    assert_eq!(
+        (from_snapshot.code, from_snapshot.stdout.as_str()),
+        (from_cluster.code, from_cluster.stdout.as_str()),
+        "{from_snapshot}"
+    );
+}
+
+/// An object the app tracks, of a kind git does not use at all, is an extra
+/// (Argo CD watches every kind) — from the cluster as from a snapshot.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn extras_of_kinds_git_does_not_use() {
+    let Some(cluster) = testbed("extras_of_kinds_git_does_not_use").await else {
+        return;
+    };
+    let ns = namespace(&cluster, "extrakind", json!({})).await;
+    let app = unique("extrakind-app");
+    let dir = Scratch::new("extrakind");
+    let cm = configmap(&ns, "cm", json!({"k": "v"}));
+    let desired = dir.write("desired/cm.yaml", std::slice::from_ref(&cm));
+    let app_file = dir.app("app.yaml", &app, &ns, None, json!([]));
+    let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount",
+        "metadata": {"name": "left-behind", "namespace": ns, "labels": {INSTANCE_LABEL: app}}});
+    apply(&cluster, vec![synced(&app, cm), sa]).await;
+
+    let snap = dir.path("snapshot");
+    let run = plumb(&[
+        "snapshot",
+        "--cluster",
+        "--app",
+        &app_file,
+        "--out",
+        &s(&snap),
+    ])
+    .await;
+    assert_eq!(run.code, Some(0), "{run}");
+    let args = |live: &[String]| -> Vec<String> {
+        let mut a: Vec<String> = vec!["diff".into()];
+        a.extend(live.iter().cloned());
+        a.extend(["--app", &app_file, "--desired", &desired, "-o", "json"].map(String::from));
+        a
+    };
+    let from_snapshot = plumb(&args(&["--live".into(), s(&snap)])).await;
+    assert_eq!(from_snapshot.code, Some(1), "{from_snapshot}");
+    assert_eq!(
+        from_snapshot.resource("left-behind")["status"],
+        "extra",
+        "{from_snapshot}"
+    );
+    let from_cluster = plumb(&args(&["--cluster".into()])).await;
+    assert_eq!(
+        (from_cluster.code, from_cluster.stdout.as_str()),
+        (from_snapshot.code, from_snapshot.stdout.as_str()),
+        "{from_cluster}"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// 5. custom resources
+// ---------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn custom_resources_and_kinds_without_a_crd() {
+    let Some(cluster) = testbed("custom_resources_and_kinds_without_a_crd").await else {
+        return;
+    };
+    let ns = namespace(&cluster, "crd", json!({})).await;
+    let dir = Scratch::new("crd");
+    let group = format!("{}.plumb.test", unique("cr"));
+    let crd_name = format!("widgets.{group}");
+    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": crd_name},
+        "spec": {"group": group, "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object", "properties": {
+                        "size": {"type": "integer"},
+                        "color": {"type": "string"},
+                        "tags": {"type": "array", "items": {"type": "string"}}}}}}}}]}});
+    apply(&cluster, vec![crd]).await;
+    let outcome = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(
+        custom_resource_cases(&cluster, &ns, &group, &dir),
+    ))
+    .await;
+    delete_cluster_object::<CustomResourceDefinition>(&cluster, &crd_name).await;
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+async fn custom_resource_cases(cluster: &Cluster, ns: &str, group: &str, dir: &Scratch) {
+    let widget = |size: i64, tags: Value| {
+        json!({"apiVersion": format!("{group}/v1"), "kind": "Widget",
+            "metadata": {"name": "w1", "namespace": ns},
+            "spec": {"size": size, "color": "red", "tags": tags}})
+    };
+    // Served once the CRD is Established: the apply succeeds.
+    let live = widget(1, json!(["a", "b"]));
+    eventually(Duration::from_secs(30), || async {
+        let r = cluster
+            .apply(vec![live.clone()], "plumb-test", true)
+            .await
+            .remove(0);
+        r.ok()
+    })
+    .await
+    .expect("the CRD was never served");
+
+    let desired = dir.write("desired/widget.yaml", &[widget(3, json!(["a", "c"]))]);
+    let run = plumb(&["diff", "--cluster", "--desired", &desired, "-o", "json"]).await;
+    assert_eq!(run.code, Some(1), "{run}");
+    let w = run.resource("w1");
+    assert_eq!(w["status"], "modified", "{run}");
+    assert_eq!(w["group"], group, "{run}");
+    assert_eq!(w["kind"], "Widget", "{run}");
+    assert_eq!(
+        w["fields"],
+        json!([
+            {"path": "/spec/size", "live": 1, "desired": 3},
+            {"path": "/spec/tags/1", "live": "b", "desired": "c"}
+        ]),
+        "{run}"
+    );
+    let run = plumb(&["diff", "--cluster", "--desired", &desired]).await;
+    assert_eq!(run.code, Some(1), "{run}");
+    assert!(
+        run.stdout
+            .contains(&format!("===== {group}/Widget {ns}/w1 ======\n")),
+        "{run}"
+    );
+    // Server-side as well (a dry-run apply of a custom resource).
+    let run = plumb(&[
+        "diff",
+        "--cluster",
+        "--server-side",
+        "--desired",
+        &desired,
+        "-o",
+        "json",
+    ])
+    .await;
+    assert_eq!(run.code, Some(1), "{run}");
+    assert_eq!(run.resource("w1")["status"], "modified", "{run}");
+    // In sync when git says what live has.
+    let same = dir.write("same/widget.yaml", &[widget(1, json!(["a", "b"]))]);
+    let run = plumb(&["diff", "--cluster", "--desired", &same]).await;
+    assert_eq!((run.code, run.stdout.trim()), (Some(0), ""), "{run}");
+
+    // A kind no CRD defines: exit 2, one line naming the kind.
+    let gadget = json!({"apiVersion": "nothing.plumb.test/v1", "kind": "Gadget",
+        "metadata": {"name": "g", "namespace": ns}, "spec": {}});
+    let unknown = dir.write(
+        "unknown/objects.yaml",
+        &[gadget, widget(1, json!(["a", "b"]))],
+    );
+    let run = plumb(&["diff", "--cluster", "--desired", &unknown]).await;
+    assert_eq!(run.code, Some(2), "{run}");
+    assert_eq!(run.stdout, "", "{run}");
+    let lines = run.stderr_lines();
+    assert_eq!(lines.len(), 1, "{run}");
+    assert!(lines[0].starts_with("error: "), "{run}");
+    assert!(lines[0].contains("Gadget"), "{run}");
+    assert!(lines[0].contains("nothing.plumb.test"), "{run}");
+}
+
+// ---------------------------------------------------------------------------
+// 6. errors
+// ---------------------------------------------------------------------------
+
+/// A kubeconfig (JSON is YAML) with context `ctx` for `server`.
+fn kubeconfig(server: &str) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Config",
+        "clusters": [{"name": "c", "cluster": {"server": server}}],
+        "users": [{"name": "u", "user": {"token": "not-a-real-token"}}],
+        "contexts": [{"name": "ctx", "context": {"cluster": "c", "user": "u"}}],
+        "current-context": "ctx"
+    })
+}
+
+/// Checks `run` is a clean failure: exit 2, nothing on stdout, one `error:` line
+/// (plus, at most, `hint:` lines).
+fn assert_one_error(run: &Run) -> String {
+    assert_eq!(run.code, Some(2), "{run}");
+    assert_eq!(run.stdout, "", "{run}");
+    let lines = run.stderr_lines();
+    let errors: Vec<&&str> = lines.iter().filter(|l| l.starts_with("error: ")).collect();
+    assert_eq!(errors.len(), 1, "{run}");
+    assert!(
+        lines
+            .iter()
+            .all(|l| l.starts_with("error: ") || l.starts_with("hint: ")),
+        "{run}"
+    );
+    errors[0].to_string()
+}
+
+/// These need no cluster: they run with or without the test bed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connection_and_kubeconfig_errors() {
+    let dir = Scratch::new("errors");
+    let desired = dir.write(
+        "desired/cm.yaml",
+        &[configmap("default", "cm", json!({"k": "v"}))],
+    );
+
+    // Nothing listens on port 1: exit 2 within 10 s, one line naming the server.
+    let unreachable = dir.write(
+        "unreachable.kubeconfig",
+        &[kubeconfig("https://127.0.0.1:1")],
+    );
+    let run = plumb(&[
+        "diff",
+        "--cluster",
+        "--kubeconfig",
+        &unreachable,
+        "--desired",
+        &desired,
+    ])
+    .await;
+    let line = assert_one_error(&run);
+    assert!(run.took < Duration::from_secs(10), "{run}");
+    assert!(line.contains("https://127.0.0.1:1"), "{run}");
+    // The same through KUBECONFIG, for snapshot too.
+    let run = tokio::task::spawn_blocking({
+        let unreachable = unreachable.clone();
+        let out = s(&dir.path("snap-out"));
+        move || {
+            let started = Instant::now();
+            let o = Command::new(env!("CARGO_BIN_EXE_plumb"))
+                .args(["snapshot", "--cluster", "--out", &out])
+                .env("KUBECONFIG", &unreachable)
+                .output()
+                .expect("plumb runs");
+            Run {
+                code: o.status.code(),
+                stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+                stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+                took: started.elapsed(),
+            }
+        }
+    })
+    .await
+    .expect("runner");
+    let line = assert_one_error(&run);
+    assert!(!run.stderr.contains("panicked"), "{run}");
+    assert!(run.took < Duration::from_secs(10), "{run}");
+    assert!(line.contains("127.0.0.1:1"), "{run}");
+
+    // A kubeconfig that does not exist: named.
+    let run = plumb(&[
+        "diff",
+        "--cluster",
+        "--kubeconfig",
+        "/nonexistent/plumb.kubeconfig",
+        "--desired",
+        &desired,
+    ])
+    .await;
+    let line = assert_one_error(&run);
+    assert!(line.contains("/nonexistent/plumb.kubeconfig"), "{run}");
+
+    // A context the kubeconfig does not have: named (with the file).
+    let run = plumb(&[
+        "diff",
+        "--cluster",
+        "--kubeconfig",
+        &unreachable,
+        "--context",
+        "no-such-context",
+        "--desired",
+        &desired,
+    ])
+    .await;
+    let line = assert_one_error(&run);
+    assert!(line.contains("no-such-context"), "{run}");
+    assert!(line.contains("unreachable.kubeconfig"), "{run}");
+    assert!(run.took < Duration::from_secs(5), "{run}");
+}
+
+/// The test bed's admin credentials, impersonating `user` (kubectl's `--as`: no
+/// RBAC rule names it; the admin is in system:masters, so it may impersonate).
+fn impersonating_kubeconfig(dir: &Scratch, user: &str) -> String {
+    let testbed = support::testbed_dir();
+    let server = std::fs::read_to_string(testbed.join("server")).expect("testbed server");
+    let file = |name: &str| s(&testbed.join(name));
+    let config = json!({
+        "apiVersion": "v1", "kind": "Config",
+        "clusters": [{"name": "testbed", "cluster": {
+            "server": server.trim(), "certificate-authority": file("ca.crt")}}],
+        "users": [{"name": "impersonating", "user": {
+            "client-certificate": file("admin.crt"), "client-key": file("admin.key"), "as": user}}],
+        "contexts": [{"name": "impersonating",
+            "context": {"cluster": "testbed", "user": "impersonating"}}],
+        "current-context": "impersonating"
+    });
+    dir.write("impersonating.kubeconfig", &[config])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forbidden_names_verb_resource_and_namespace() {
+    let Some(cluster) = testbed("forbidden_names_verb_resource_and_namespace").await else {
+        return;
+    };
+    let ns = namespace(&cluster, "forbid", json!({})).await;
+    let dir = Scratch::new("forbidden");
+    let user = unique("nobody");
+    let kubeconfig = impersonating_kubeconfig(&dir, &user);
+    let desired = dir.write(
+        "desired/cm.yaml",
+        &[configmap(&ns, "cm", json!({"k": "v"}))],
+    );
+    let app_file = dir.app("app.yaml", &unique("forbid-app"), &ns, None, json!([]));
+
+    let run = plumb(&[
+        "diff",
+        "--cluster",
+        "--kubeconfig",
+        &kubeconfig,
+        "--desired",
+        &desired,
+    ])
+    .await;
+    let line = assert_one_error(&run);
+    assert!(line.contains("forbidden"), "{run}");
+    assert!(line.contains(&format!("\"{user}\"")), "{run}");
+    assert!(line.contains("list"), "{run}");
+    assert!(line.contains("configmaps"), "{run}");
+    assert!(line.contains(&format!("\"{ns}\"")), "{run}");
+
+    // Server-side diff and an app: the same LIST fails first.
+    let run = plumb(&[
+        "diff",
+        "--cluster",
+        "--kubeconfig",
+        &kubeconfig,
+        "--server-side",
+        "--app",
+        &app_file,
+        "--desired",
+        &desired,
+        "-o",
+        "json",
+    ])
+    .await;
+    let line = assert_one_error(&run);
+    assert!(
+        line.contains("list") && line.contains("configmaps") && line.contains(&ns),
+        "{run}"
+    );
+
+    // Reading is allowed, the dry-run apply is not: names patch.
+    let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+        "metadata": {"name": "read-configmaps", "namespace": ns},
+        "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]}]});
+    let binding = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": "read-configmaps", "namespace": ns},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "read-configmaps"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]});
+    apply(
+        &cluster,
+        vec![role, binding, configmap(&ns, "cm", json!({"k": "live"}))],
+    )
+    .await;
+    let args = [
+        "diff",
+        "--cluster",
+        "--kubeconfig",
+        &kubeconfig,
+        "--server-side",
+        "--desired",
+        &desired,
+    ];
+    // RBAC reaches the authorizer's cache quickly, but not instantly.
+    let run = eventually(Duration::from_secs(10), || async {
+        let run = plumb(&args).await;
+        (!run.stderr.contains("cannot list")).then_some(run)
+    })
+    .await
+    .expect("the Role never allowed the LIST");
+    let line = assert_one_error(&run);
+    assert!(
+        line.contains("patch")
+            && line.contains("configmaps")
+            && line.contains(&format!("\"{ns}\"")),
+        "{run}"
+    );
+    // Client-side needs no more than the LIST.
+    let run = plumb(&[
+        "diff",
+        "--cluster",
+        "--kubeconfig",
+        &kubeconfig,
+        "--desired",
+        &desired,
+        "-o",
+        "json",
+    ])
+    .await;
+    assert_eq!(run.code, Some(1), "{run}");
+    assert_eq!(run.resource("cm")["status"], "modified", "{run}");
+}
