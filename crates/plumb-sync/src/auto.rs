@@ -1,0 +1,263 @@
+//! Automated sync decisions: when an automated Application syncs, as Argo CD's `autoSync`
+//! decides it, with one deliberate difference (a failed sync is retried with the retry
+//! backoff, where Argo CD stops: argo-cd#18442).
+//!
+//! The rules, in order:
+//! 1. an operation in progress, or an Application that is not OutOfSync: nothing;
+//! 2. automated prune off and only pruning needed: nothing;
+//! 3. the target revision (and source) differs from the last sync attempt's: sync now
+//!    (once per new revision);
+//! 4. the last attempt at this revision failed: retry per `syncPolicy.retry`
+//!    (wait for `duration × factor^attempts`, capped; nothing once the limit is exhausted);
+//! 5. it succeeded and self-heal is off: nothing (no second automated sync of a revision);
+//! 6. self-heal is on: sync once the self-heal backoff for the number of consecutive
+//!    self-heal attempts has elapsed since the last sync finished.
+
+use crate::backoff::{RetryPolicy, SelfHealBackoff};
+use crate::status::SyncStatusCode;
+use std::time::{Duration, SystemTime};
+
+/// The outcome of the last sync attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LastSync {
+    pub succeeded: bool,
+    /// When it finished.
+    pub at: SystemTime,
+}
+
+/// Retries of the current failed sync.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryState {
+    /// `syncPolicy.retry` (or the automated default, `{limit: 5}`).
+    pub policy: RetryPolicy,
+    /// Retries made since the last failed attempt of a new revision (Argo CD's `retryCount`).
+    pub attempts: u32,
+}
+
+impl Default for RetryState {
+    fn default() -> Self {
+        RetryState {
+            policy: RetryPolicy::automated_default(),
+            attempts: 0,
+        }
+    }
+}
+
+/// What an automated-sync decision reads.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AppState {
+    /// The revision the source resolves to now (a commit SHA).
+    pub target_revision: String,
+    /// The revision of the last sync attempt (successful or not), if any.
+    pub last_synced_revision: Option<String>,
+    /// The outcome of that attempt.
+    pub last_sync: Option<LastSync>,
+    /// The comparison's verdict.
+    pub sync_status: SyncStatusCode,
+    /// `syncPolicy.automated.selfHeal`.
+    pub self_heal: bool,
+    /// `syncPolicy.automated.prune`.
+    pub automated_prune: bool,
+    /// Every resource that is not Synced only needs pruning ([`crate::status::only_pruning_needed`]).
+    pub prune_only: bool,
+    /// An operation (sync) is running.
+    pub operation_in_progress: bool,
+    /// The Application's source changed since the last sync attempt (Argo CD compares the
+    /// source too, so an edited source counts like a new revision).
+    pub source_changed: bool,
+    /// Consecutive self-heal syncs since the last sync of a new revision, or since the
+    /// Application was last seen Synced.
+    pub self_heal_attempts: u32,
+    /// When the last self-heal sync finished.
+    pub last_self_heal_at: Option<SystemTime>,
+    pub self_heal_backoff: SelfHealBackoff,
+    pub retry: RetryState,
+}
+
+impl AppState {
+    /// An OutOfSync Application at `target_revision` that was never synced, with Argo CD's
+    /// defaults (self-heal off, automated prune off, default backoffs).
+    pub fn new(target_revision: impl Into<String>) -> AppState {
+        AppState {
+            target_revision: target_revision.into(),
+            last_synced_revision: None,
+            last_sync: None,
+            sync_status: SyncStatusCode::OutOfSync,
+            self_heal: false,
+            automated_prune: false,
+            prune_only: false,
+            operation_in_progress: false,
+            source_changed: false,
+            self_heal_attempts: 0,
+            last_self_heal_at: None,
+            self_heal_backoff: SelfHealBackoff::default(),
+            retry: RetryState::default(),
+        }
+    }
+
+    /// Records a new comparison: the revision the source resolves to and the sync status.
+    /// Seeing the Application Synced ends a run of self-heal attempts (the backoff starts over).
+    pub fn observe(&mut self, target_revision: impl Into<String>, status: SyncStatusCode) {
+        self.target_revision = target_revision.into();
+        self.sync_status = status;
+        if status == SyncStatusCode::Synced {
+            self.self_heal_attempts = 0;
+        }
+    }
+
+    /// Records the end of a sync started for `reason`.
+    pub fn record_sync(
+        &mut self,
+        reason: SyncReason,
+        revision: impl Into<String>,
+        succeeded: bool,
+        finished_at: SystemTime,
+    ) {
+        self.last_synced_revision = Some(revision.into());
+        self.last_sync = Some(LastSync {
+            succeeded,
+            at: finished_at,
+        });
+        self.source_changed = false;
+        match reason {
+            SyncReason::NewRevision => {
+                self.self_heal_attempts = 0;
+                self.retry.attempts = 0;
+            }
+            SyncReason::SelfHeal => {
+                self.self_heal_attempts = self.self_heal_attempts.saturating_add(1);
+                self.last_self_heal_at = Some(finished_at);
+                self.retry.attempts = 0;
+            }
+            SyncReason::Retry => self.retry.attempts = self.retry.attempts.saturating_add(1),
+        }
+        if succeeded {
+            self.retry.attempts = 0;
+        }
+    }
+
+    /// Records the end of a sync a user started. Like a sync of a new revision it starts a
+    /// fresh operation: the self-heal and retry counts start over (Argo CD copies the self-heal
+    /// count from the last operation, which for a manual sync is 0).
+    pub fn record_manual_sync(
+        &mut self,
+        revision: impl Into<String>,
+        succeeded: bool,
+        finished_at: SystemTime,
+    ) {
+        self.record_sync(SyncReason::NewRevision, revision, succeeded, finished_at);
+    }
+
+    /// When the last sync operation finished (the reference point of both backoffs).
+    fn last_finished(&self) -> Option<SystemTime> {
+        match (self.last_sync.map(|l| l.at), self.last_self_heal_at) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
+/// Why an automated sync starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SyncReason {
+    /// A revision (or source) not attempted yet.
+    NewRevision,
+    /// Same revision, OutOfSync, self-heal on.
+    SelfHeal,
+    /// Same revision, the last attempt failed, the retry policy allows another.
+    Retry,
+}
+
+/// Why no automated sync happens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NoSync {
+    /// An operation is running.
+    OperationInProgress,
+    /// The Application is Synced.
+    NotOutOfSync,
+    /// Only pruning is needed and automated prune is off.
+    PruneOnlyWithoutAutomatedPrune,
+    /// This revision was already synced successfully and self-heal is off.
+    AlreadySynced,
+    /// This revision's sync failed and the retry limit is used up.
+    RetriesExhausted { attempts: u32 },
+}
+
+/// An automated-sync decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Start a sync now.
+    SyncNow { reason: SyncReason },
+    /// A sync is due at `at` (a backoff is running): decide again then.
+    WaitUntil { at: SystemTime, reason: SyncReason },
+    /// No sync.
+    Nothing { why: NoSync },
+}
+
+fn due(at: SystemTime, now: SystemTime, reason: SyncReason) -> Decision {
+    if now >= at {
+        Decision::SyncNow { reason }
+    } else {
+        Decision::WaitUntil { at, reason }
+    }
+}
+
+/// Decides whether an automated Application syncs now, later, or not at all. Pure: `now` is
+/// passed in.
+pub fn automated_decision(app: &AppState, now: SystemTime) -> Decision {
+    if app.operation_in_progress {
+        return Decision::Nothing {
+            why: NoSync::OperationInProgress,
+        };
+    }
+    if app.sync_status != SyncStatusCode::OutOfSync {
+        return Decision::Nothing {
+            why: NoSync::NotOutOfSync,
+        };
+    }
+    if !app.automated_prune && app.prune_only {
+        return Decision::Nothing {
+            why: NoSync::PruneOnlyWithoutAutomatedPrune,
+        };
+    }
+    let attempted = !app.source_changed
+        && app.last_synced_revision.as_deref() == Some(app.target_revision.as_str());
+    let last = match app.last_sync {
+        Some(last) if attempted => last,
+        _ => {
+            return Decision::SyncNow {
+                reason: SyncReason::NewRevision,
+            };
+        }
+    };
+    if !last.succeeded {
+        return match app.retry.policy.next_delay(app.retry.attempts) {
+            Some(delay) => due(add(last.at, delay), now, SyncReason::Retry),
+            None => Decision::Nothing {
+                why: NoSync::RetriesExhausted {
+                    attempts: app.retry.attempts,
+                },
+            },
+        };
+    }
+    if !app.self_heal {
+        return Decision::Nothing {
+            why: NoSync::AlreadySynced,
+        };
+    }
+    let delay = app.self_heal_backoff.delay(app.self_heal_attempts);
+    let since = app.last_finished().unwrap_or(last.at);
+    due(add(since, delay), now, SyncReason::SelfHeal)
+}
+
+/// `t + d`, saturating at the latest time the platform can represent (roughly; a delay that
+/// large never comes due in practice).
+fn add(t: SystemTime, d: Duration) -> SystemTime {
+    let mut d = d;
+    loop {
+        if let Some(sum) = t.checked_add(d) {
+            return sum;
+        }
+        d /= 2;
+    }
+}
