@@ -1,6 +1,7 @@
 //! `plumb`: a GitOps engine and drift doctor for Kubernetes. This binary is thin:
 //! argument parsing, reading inputs, printing; the work is in the library crates.
 
+mod app_cmd;
 mod cluster_args;
 mod diff_cmd;
 mod output;
@@ -41,6 +42,8 @@ enum Command {
     /// managedFields), namespaces, webhooks, admission policies, HPAs, CRDs, Applications.
     /// Secret values are never written. `plumb diff --live DIR` reads it back.
     Snapshot(snapshot_cmd::SnapshotArgs),
+    /// plumb's Applications in a cluster: get, history, list (sync and the controller: in progress).
+    App(app_cmd::AppArgs),
 }
 
 /// Exit codes shared by every command.
@@ -64,6 +67,7 @@ fn main() -> ExitCode {
         Command::Diff(args) => diff_cmd::run(args),
         Command::Render(args) => render_cmd::run(args),
         Command::Snapshot(args) => snapshot_cmd::run(args),
+        Command::App(args) => app_cmd::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

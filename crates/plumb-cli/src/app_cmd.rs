@@ -1,0 +1,368 @@
+//! `plumb app …`: plumb's Applications (`applications.plumb.dev`) in a cluster, printed in
+//! the shapes `argocd app get` and `argocd app history` print.
+
+use crate::EXIT_IN_SYNC;
+use crate::cluster_args::{ClusterArgs, connect};
+use anyhow::{Result, anyhow, bail};
+use plumb_core::GroupKind;
+use serde_json::Value;
+use std::fmt::Write as _;
+
+#[derive(clap::Args)]
+pub struct AppArgs {
+    #[command(subcommand)]
+    command: AppCommand,
+}
+
+#[derive(clap::Subcommand)]
+enum AppCommand {
+    /// An Application's source, sync and health status, and its resources.
+    Get(NamedArgs),
+    /// The Application's sync history: every sync, manual, automated or self-heal.
+    History(NamedArgs),
+    /// Every Application, one line each.
+    List(ListArgs),
+}
+
+#[derive(clap::Args)]
+struct NamedArgs {
+    /// The Application's name.
+    name: String,
+    /// The namespace the Application lives in.
+    #[arg(long = "app-namespace", short = 'N', default_value = "plumb")]
+    app_namespace: String,
+    #[command(flatten)]
+    cluster: ClusterArgs,
+}
+
+#[derive(clap::Args)]
+struct ListArgs {
+    /// Only Applications in this namespace (default: all).
+    #[arg(long = "app-namespace", short = 'N')]
+    app_namespace: Option<String>,
+    #[command(flatten)]
+    cluster: ClusterArgs,
+}
+
+const APPLICATION: (&str, &str) = ("plumb.dev", "Application");
+
+fn read_apps(cluster: &ClusterArgs, namespace: Option<&str>) -> Result<Vec<Value>> {
+    let c = connect(cluster)?;
+    let kinds = [GroupKind {
+        group: APPLICATION.0.into(),
+        kind: APPLICATION.1.into(),
+    }];
+    let namespaces = namespace.map(|n| vec![n.to_string()]);
+    c.block_on(c.cluster.list_live(&kinds, namespaces.as_deref(), None))
+        .map_err(|e| anyhow!("{e}"))
+}
+
+fn one_app(args: &NamedArgs) -> Result<Value> {
+    if !args.cluster.cluster {
+        bail!("plumb app reads Applications from a cluster: pass --cluster");
+    }
+    read_apps(&args.cluster, Some(&args.app_namespace))?
+        .into_iter()
+        .find(|a| a.pointer("/metadata/name").and_then(Value::as_str) == Some(&args.name))
+        .ok_or_else(|| {
+            anyhow!(
+                "application {:?} not found in namespace {:?}",
+                args.name,
+                args.app_namespace
+            )
+        })
+}
+
+pub fn run(args: AppArgs) -> Result<u8> {
+    let text = match &args.command {
+        AppCommand::Get(a) => format_get(&one_app(a)?),
+        AppCommand::History(a) => format_history(&one_app(a)?),
+        AppCommand::List(a) => {
+            if !a.cluster.cluster {
+                bail!("plumb app reads Applications from a cluster: pass --cluster");
+            }
+            format_list(&read_apps(&a.cluster, a.app_namespace.as_deref())?)
+        }
+    };
+    print!("{text}");
+    Ok(EXIT_IN_SYNC)
+}
+
+fn s<'a>(v: &'a Value, pointer: &str) -> &'a str {
+    v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}
+
+/// `HEAD (b5e2be1)`: the target revision and the short commit it resolved to.
+fn revision_label(target: &str, sha: &str) -> String {
+    let target = if target.is_empty() { "HEAD" } else { target };
+    if sha.is_empty() {
+        target.to_string()
+    } else {
+        format!("{target} ({})", &sha[..sha.len().min(7)])
+    }
+}
+
+fn sync_policy(app: &Value) -> String {
+    match app.pointer("/spec/syncPolicy/automated") {
+        Some(a) if !a.is_null() => {
+            if a.get("prune").and_then(Value::as_bool) == Some(true) {
+                "Automated (Prune)".into()
+            } else {
+                "Automated".into()
+            }
+        }
+        _ => "Manual".into(),
+    }
+}
+
+/// `argocd app get`'s header and resource table.
+pub fn format_get(app: &Value) -> String {
+    let target = s(app, "/spec/source/targetRevision");
+    let status = match s(app, "/status/sync/status") {
+        "" => "Unknown",
+        other => other,
+    };
+    let preposition = if status == "Synced" { "to" } else { "from" };
+    let mut out = String::new();
+    let mut line = |k: &str, v: &str| {
+        let _ = writeln!(out, "{:<20}{v}", format!("{k}:"));
+    };
+    line(
+        "Name",
+        &format!(
+            "{}/{}",
+            s(app, "/metadata/namespace"),
+            s(app, "/metadata/name")
+        ),
+    );
+    line(
+        "Project",
+        match s(app, "/spec/project") {
+            "" => "default",
+            p => p,
+        },
+    );
+    line("Server", s(app, "/spec/destination/server"));
+    line("Namespace", s(app, "/spec/destination/namespace"));
+    line("Repo", s(app, "/spec/source/repoURL"));
+    line("Target", target);
+    line("Path", s(app, "/spec/source/path"));
+    line("Sync Policy", &sync_policy(app));
+    line(
+        "Sync Status",
+        &format!(
+            "{status} {preposition} {}",
+            revision_label(target, s(app, "/status/sync/revision"))
+        ),
+    );
+    line(
+        "Health Status",
+        match s(app, "/status/health/status") {
+            "" => "Unknown",
+            h => h,
+        },
+    );
+    let resources = app
+        .pointer("/status/resources")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    out.push('\n');
+    let mut rows = vec![
+        [
+            "GROUP",
+            "KIND",
+            "NAMESPACE",
+            "NAME",
+            "STATUS",
+            "HEALTH",
+            "HOOK",
+            "MESSAGE",
+        ]
+        .map(String::from),
+    ];
+    for r in &resources {
+        rows.push(
+            [
+                "/group",
+                "/kind",
+                "/namespace",
+                "/name",
+                "/status",
+                "/health/status",
+                "/hook",
+                "/health/message",
+            ]
+            .map(|p| s(r, p).to_string()),
+        );
+    }
+    out.push_str(&table(&rows, 0));
+    out
+}
+
+/// `argocd app history`: ID, DATE (Go's time format), REVISION.
+pub fn format_history(app: &Value) -> String {
+    let target = s(app, "/spec/source/targetRevision");
+    let mut rows = vec![["ID", "DATE", "REVISION"].map(String::from)];
+    for h in app
+        .pointer("/status/history")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let id = h.get("id").map(|v| v.to_string()).unwrap_or_default();
+        let target = match s(h, "/source/targetRevision") {
+            "" => target,
+            t => t,
+        };
+        rows.push([
+            id,
+            go_time(s(h, "/deployedAt")),
+            revision_label(target, s(h, "/revision")),
+        ]);
+    }
+    table(&rows, 8)
+}
+
+/// `argocd app list`'s main columns.
+pub fn format_list(apps: &[Value]) -> String {
+    let mut rows = vec![
+        [
+            "NAME",
+            "NAMESPACE",
+            "STATUS",
+            "HEALTH",
+            "SYNCPOLICY",
+            "REPO",
+            "PATH",
+            "TARGET",
+        ]
+        .map(String::from),
+    ];
+    for a in apps {
+        rows.push([
+            format!("{}/{}", s(a, "/metadata/namespace"), s(a, "/metadata/name")),
+            s(a, "/spec/destination/namespace").into(),
+            s(a, "/status/sync/status").into(),
+            s(a, "/status/health/status").into(),
+            match sync_policy(a).as_str() {
+                "Manual" => "Manual".into(),
+                _ => {
+                    "Auto".to_string()
+                        + if sync_policy(a).contains("Prune") {
+                            "-Prune"
+                        } else {
+                            ""
+                        }
+                }
+            },
+            s(a, "/spec/source/repoURL").into(),
+            s(a, "/spec/source/path").into(),
+            s(a, "/spec/source/targetRevision").into(),
+        ]);
+    }
+    table(&rows, 0)
+}
+
+/// RFC 3339 `2026-09-22T19:57:06Z` as Go prints a `time.Time`: `2026-09-22 19:57:06 +0000 UTC`.
+fn go_time(rfc3339: &str) -> String {
+    match rfc3339.strip_suffix('Z').and_then(|t| t.split_once('T')) {
+        Some((date, time)) => format!("{date} {time} +0000 UTC"),
+        None => rfc3339.to_string(),
+    }
+}
+
+/// Columns separated by at least two spaces (Go's tabwriter with padding 2), each column at
+/// least `min_width` wide; trailing spaces trimmed.
+fn table<const N: usize>(rows: &[[String; N]], min_width: usize) -> String {
+    let mut widths = [min_width.saturating_sub(2); N];
+    for r in rows {
+        for (w, c) in widths.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for r in rows {
+        let mut line = String::new();
+        for (i, c) in r.iter().enumerate() {
+            line.push_str(c);
+            if i + 1 < N {
+                let pad = widths[i] + 2 - c.chars().count();
+                line.push_str(&" ".repeat(pad));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn payments() -> Value {
+        json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "Application",
+            "metadata": {"name": "payments-prod", "namespace": "argocd"},
+            "spec": {"project": "default",
+                "source": {"repoURL": "https://git.example.com/platform/payments.git", "path": "overlays/prod", "targetRevision": "HEAD"},
+                "destination": {"server": "https://kubernetes.default.svc", "namespace": "pay-prod"},
+                "syncPolicy": {"automated": {"prune": true, "selfHeal": true}}},
+            "status": {"sync": {"status": "OutOfSync", "revision": "b5e2be1c0ffee"},
+                "health": {"status": "Healthy"},
+                "resources": [{"group": "apps", "kind": "Deployment", "namespace": "pay-prod", "name": "payments-api",
+                    "status": "OutOfSync", "health": {"status": "Healthy"}}],
+                "history": [
+                    {"id": 0, "revision": "b5e2be1c0ffee", "deployedAt": "2026-09-22T19:57:06Z"},
+                    {"id": 1, "revision": "b5e2be1c0ffee", "deployedAt": "2026-09-22T19:57:09Z"}]}})
+    }
+
+    #[test]
+    fn get_prints_the_seed_shape() {
+        let out = format_get(&payments());
+        assert!(
+            out.starts_with("Name:               argocd/payments-prod\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("\nSync Policy:        Automated (Prune)\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("\nSync Status:        OutOfSync from HEAD (b5e2be1)\n"),
+            "{out}"
+        );
+        assert!(out.contains("\nHealth Status:      Healthy\n"), "{out}");
+        assert!(
+            out.contains("\napps   Deployment  pay-prod   payments-api  OutOfSync  Healthy\n"),
+            "{out}"
+        );
+        let mut synced = payments();
+        synced["status"]["sync"] = json!({"status": "Synced", "revision": "72e773bdead"});
+        assert!(format_get(&synced).contains("Sync Status:        Synced to HEAD (72e773b)\n"));
+    }
+
+    #[test]
+    fn history_prints_the_seed_shape() {
+        let out = format_history(&payments());
+        assert_eq!(
+            out,
+            "ID      DATE                           REVISION\n\
+             0       2026-09-22 19:57:06 +0000 UTC  HEAD (b5e2be1)\n\
+             1       2026-09-22 19:57:09 +0000 UTC  HEAD (b5e2be1)\n"
+        );
+    }
+
+    #[test]
+    fn list_one_line_per_app() {
+        let out = format_list(&[payments()]);
+        assert!(
+            out.lines()
+                .nth(1)
+                .unwrap()
+                .starts_with("argocd/payments-prod  pay-prod   OutOfSync  Healthy  Auto-Prune"),
+            "{out}"
+        );
+    }
+}
