@@ -224,7 +224,8 @@ fn json_reason(e: &serde_json::Error) -> String {
     }
 }
 
-fn yaml_reason(e: &serde_saphyr::Error) -> String {
+/// serde-saphyr's message without its own location (plumb prints one, up front).
+pub(crate) fn yaml_reason(e: &serde_saphyr::Error) -> String {
     let s = e.to_string();
     let mut first = s
         .lines()

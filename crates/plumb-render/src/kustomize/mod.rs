@@ -293,22 +293,7 @@ fn sort(ctx: &Ctx, kust: &Kust, ra: &mut [Res]) -> Result<(), KustomizeError> {
             0
         }
     };
-    let gvk_string = |r: &Res| {
-        let id = r.cur_id();
-        let or = |s: &str, d: &str| {
-            if s.is_empty() {
-                d.to_string()
-            } else {
-                s.to_string()
-            }
-        };
-        format!(
-            "{}_{}_{}",
-            or(&id.group, "~G"),
-            or(&id.version, "~V"),
-            or(&id.kind, "~K")
-        )
-    };
+    let gvk_string = |r: &Res| r.cur_id().gvk_string();
     ra.sort_by(|a, b| {
         let (ka, kb) = (a.kind(), b.kind());
         rank(ka)

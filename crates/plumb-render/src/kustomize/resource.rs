@@ -101,20 +101,23 @@ impl ResId {
         )
     }
 
+    /// `group_version_kind`, with kustomize's `~G`/`~V`/`~K` for empty parts (its
+    /// legacy sort orders unknown kinds by this string).
+    pub fn gvk_string(&self) -> String {
+        format!(
+            "{}_{}_{}",
+            or_default(&self.group, "~G"),
+            or_default(&self.version, "~V"),
+            or_default(&self.kind, "~K")
+        )
+    }
+
     /// `group_version_kind|namespace|name`, as kustomize prints ids in messages.
     pub fn display(&self) -> String {
-        let or = |s: &str, d: &str| {
-            if s.is_empty() {
-                d.to_string()
-            } else {
-                s.to_string()
-            }
-        };
+        let or = or_default;
         format!(
-            "{}_{}_{}|{}|{}",
-            or(&self.group, "~G"),
-            or(&self.version, "~V"),
-            or(&self.kind, "~K"),
+            "{}|{}|{}",
+            self.gvk_string(),
             or(&self.namespace, "~X"),
             or(&self.name, "~N")
         )
@@ -241,6 +244,14 @@ impl Res {
 
 /// Whether kustomize's namespace transformer treats a kind as cluster-scoped: the schema
 /// for built-in kinds, kustomize's kind list otherwise (custom resources are namespaced).
+fn or_default(s: &str, d: &str) -> String {
+    if s.is_empty() {
+        d.to_string()
+    } else {
+        s.to_string()
+    }
+}
+
 pub fn schema_cluster_scoped(group: &str, kind: &str) -> bool {
     match plumb_core::schema::Schema::builtin().is_cluster_scoped(group, kind) {
         Some(b) => b,

@@ -340,7 +340,7 @@ pub fn parse_stream(
         ParseError {
             line,
             column,
-            message: yaml_reason(&e),
+            message: crate::yaml_reason(&e),
         }
     })?;
     Ok(docs
@@ -352,25 +352,6 @@ pub fn parse_stream(
             node: d.value.0,
         })
         .collect())
-}
-
-fn yaml_reason(e: &serde_saphyr::Error) -> String {
-    let s = e.to_string();
-    let mut first = s
-        .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("syntax error")
-        .trim();
-    first = first.strip_prefix("error: ").unwrap_or(first);
-    if first.starts_with("line ")
-        && let Some(i) = first.find(": ")
-    {
-        first = &first[i + 2..];
-    }
-    match first.find(" at line ") {
-        Some(i) => first[..i].to_string(),
-        None => first.to_string(),
-    }
 }
 
 fn org_of(loc: &serde_saphyr::Location) -> Org {
