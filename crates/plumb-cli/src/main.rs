@@ -2,6 +2,7 @@
 //! argument parsing, reading inputs, printing; the work is in the library crates.
 
 mod app_cmd;
+mod blame_cmd;
 mod cluster_args;
 mod diff_cmd;
 mod output;
@@ -44,6 +45,9 @@ enum Command {
     Snapshot(snapshot_cmd::SnapshotArgs),
     /// plumb's Applications in a cluster: get, history, list (sync and the controller: in progress).
     App(app_cmd::AppArgs),
+    /// An object's YAML with each value's last writer (manager, operation, time) from its
+    /// managedFields, like kubectl-blame.
+    Blame(blame_cmd::BlameArgs),
 }
 
 /// Exit codes shared by every command.
@@ -68,6 +72,7 @@ fn main() -> ExitCode {
         Command::Render(args) => render_cmd::run(args),
         Command::Snapshot(args) => snapshot_cmd::run(args),
         Command::App(args) => app_cmd::run(args),
+        Command::Blame(args) => blame_cmd::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

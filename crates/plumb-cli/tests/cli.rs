@@ -397,3 +397,38 @@ fn settings_overrides_apply() {
     ]);
     assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
 }
+
+#[test]
+fn blame_names_each_values_writer() {
+    let o = plumb(&[
+        "blame",
+        "deployments.apps/payments-api",
+        "-n",
+        "pay-prod",
+        "--live",
+        "examples/payments/live",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    let replicas = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("replicas:"))
+        .expect("replicas line");
+    assert!(
+        replicas.contains("kube-controller-manager (Update /scale)"),
+        "{replicas}"
+    );
+    assert!(!out.contains("managedFields"), "{out}");
+    let o = plumb(&["blame", "nonsense", "--live", "examples/payments/live"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("expected KIND/NAME"), "{}", stderr(&o));
+    let o = plumb(&[
+        "blame",
+        "Deployment/nope",
+        "-n",
+        "pay-prod",
+        "--live",
+        "examples/payments/live",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+}

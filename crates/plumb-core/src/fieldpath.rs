@@ -142,6 +142,87 @@ fn position(list: &[Value], elem: &PathElement) -> Option<usize> {
     }
 }
 
+/// One `managedFields` entry that owns a field.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Owner {
+    pub manager: String,
+    pub operation: String,
+    pub subresource: String,
+    pub time: String,
+}
+
+impl FieldSet {
+    /// Whether the set owns the value at `pointer` in `doc`: the leaf itself, or an ancestor
+    /// owned whole (a member without children). List elements are matched by the set's
+    /// `k:` keys, `v:` values or `i:` indexes, as the API server records them.
+    pub fn owns_pointer(&self, doc: &Value, pointer: &str) -> bool {
+        let mut set = self;
+        let mut cur = doc;
+        for raw in pointer.split('/').skip(1) {
+            if set.member && set.children.is_empty() {
+                return true;
+            }
+            let token = raw.replace("~1", "/").replace("~0", "~");
+            let next = match cur {
+                Value::Object(m) => m
+                    .get(&token)
+                    .map(|v| (PathElement::Field(token.clone()), v)),
+                Value::Array(a) => token.parse::<usize>().ok().and_then(|i| {
+                    let item = a.get(i)?;
+                    let elem = set.children.iter().find_map(|(e, _)| match e {
+                        PathElement::Key(k)
+                            if k.iter()
+                                .all(|(f, want)| item.get(f).is_some_and(|h| json_eq(h, want))) =>
+                        {
+                            Some(e.clone())
+                        }
+                        PathElement::Value(v) if json_eq(v, item) => Some(e.clone()),
+                        PathElement::Index(j) if *j == i => Some(e.clone()),
+                        _ => None,
+                    })?;
+                    Some((elem, item))
+                }),
+                _ => None,
+            };
+            let Some((elem, value)) = next else {
+                return false;
+            };
+            let Some(sub) = set
+                .children
+                .iter()
+                .find(|(e, _)| elem_eq(e, &elem))
+                .map(|(_, s)| s)
+            else {
+                return false;
+            };
+            set = sub;
+            cur = value;
+        }
+        set.member
+    }
+}
+
+/// The `managedFields` entries of `obj` that own the value at `pointer`.
+pub fn owners(obj: &Value, pointer: &str) -> Vec<Owner> {
+    let s = |e: &Value, k: &str| e.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    obj.pointer("/metadata/managedFields")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|e| {
+            e.get("fieldsV1")
+                .and_then(|f| FieldSet::parse(f).ok())
+                .is_some_and(|set| set.owns_pointer(obj, pointer))
+        })
+        .map(|e| Owner {
+            manager: s(e, "manager"),
+            operation: s(e, "operation"),
+            subresource: s(e, "subresource"),
+            time: s(e, "time"),
+        })
+        .collect()
+}
+
 /// The value at `path`, if present.
 pub fn resolve<'a>(doc: &'a Value, path: &[PathElement]) -> Option<&'a Value> {
     let mut cur = doc;
@@ -211,6 +292,36 @@ pub fn to_pointer(doc: &Value, path: &[PathElement]) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn owners_of_pointers_follow_list_keys() {
+        let obj = serde_json::json!({"metadata": {"managedFields": [
+            {"manager": "kubectl", "operation": "Apply", "time": "t1", "fieldsV1": {"f:spec": {"f:template": {"f:spec": {
+                "f:containers": {"k:{\"name\":\"app\"}": {".": {}, "f:image": {}, "f:name": {}}}}}}}},
+            {"manager": "kube-controller-manager", "operation": "Update", "subresource": "scale", "time": "t2",
+             "fieldsV1": {"f:spec": {"f:replicas": {}}}},
+            {"manager": "webhook", "operation": "Update", "time": "t3", "fieldsV1": {"f:spec": {"f:template": {"f:spec": {
+                "f:containers": {"k:{\"name\":\"app\"}": {"f:imagePullPolicy": {}}}}}}}}]},
+            "spec": {"replicas": 3, "template": {"spec": {"containers": [{"name": "side"}, {"name": "app", "image": "x", "imagePullPolicy": "Always"}]}}}});
+        let names = |p: &str| {
+            super::owners(&obj, p)
+                .into_iter()
+                .map(|o| o.manager)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(names("/spec/replicas"), ["kube-controller-manager"]);
+        assert_eq!(names("/spec/template/spec/containers/1/image"), ["kubectl"]);
+        assert_eq!(
+            names("/spec/template/spec/containers/1/imagePullPolicy"),
+            ["webhook"]
+        );
+        assert!(names("/spec/template/spec/containers/0/name").is_empty());
+        assert_eq!(
+            super::owners(&obj, "/spec/replicas")[0].subresource,
+            "scale"
+        );
+    }
+
     use super::*;
     use serde_json::json;
 
