@@ -1,0 +1,267 @@
+//! The fixes, in the seed's order: (1) stop declaring the field in git, (2) ignore it narrowly
+//! with `RespectIgnoreDifferences=true`, (3) server-side diff for admission noise; `sync` for
+//! real drift. Never an ignore rule for a whole object or for `/spec`.
+
+use crate::report::{
+    CauseType, DeclaredAt, Fix, IgnoreDifferences, KustomizationEdit, ServerSideDiff, StopAction,
+    StopDeclaring, SyncFix,
+};
+use plumb_core::ResourceKey;
+use serde_json::{Value, json};
+
+/// Where a repository file is pulled in by a kustomization.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PulledIn {
+    pub kustomization: String,
+    /// `patches`, `patchesStrategicMerge`, `patchesJson6902`, `resources`, `components`.
+    pub field: String,
+    pub index: usize,
+    pub entry: Value,
+}
+
+impl PulledIn {
+    pub fn is_patch(&self) -> bool {
+        self.field.starts_with("patches")
+    }
+}
+
+/// Joins a kustomization's directory with a relative path, resolving `.` and `..`.
+fn join(dir: &str, rel: &str) -> String {
+    let mut parts: Vec<&str> = dir.split('/').filter(|p| !p.is_empty()).collect();
+    for p in rel.split('/') {
+        match p {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            p => parts.push(p),
+        }
+    }
+    parts.join("/")
+}
+
+/// The kustomization (and its entry) that pulls `file` in; patch entries first.
+pub fn pulled_in(file: &str, kustomizations: &[(String, Value)]) -> Option<PulledIn> {
+    let mut found: Option<PulledIn> = None;
+    for (kpath, k) in kustomizations {
+        let dir = kpath.rsplit_once('/').map_or("", |(d, _)| d);
+        for field in [
+            "patches",
+            "patchesStrategicMerge",
+            "patchesJson6902",
+            "resources",
+            "components",
+        ] {
+            let Some(Value::Array(entries)) = k.get(field) else {
+                continue;
+            };
+            for (i, e) in entries.iter().enumerate() {
+                let rel = match e {
+                    Value::String(s) => Some(s.as_str()),
+                    Value::Object(_) => e.get("path").and_then(Value::as_str),
+                    _ => None,
+                };
+                if rel.is_some_and(|r| join(dir, r) == file) {
+                    let p = PulledIn {
+                        kustomization: kpath.clone(),
+                        field: field.into(),
+                        index: i,
+                        entry: e.clone(),
+                    };
+                    if p.is_patch() {
+                        return Some(p);
+                    }
+                    found.get_or_insert(p);
+                }
+            }
+        }
+    }
+    found
+}
+
+/// What the fix builder needs to know about one finding.
+#[derive(Debug)]
+pub struct FixInput<'a> {
+    pub app: &'a str,
+    pub key: &'a ResourceKey,
+    pub path: &'a str,
+    pub cause: CauseType,
+    pub manager: Option<&'a str>,
+    /// The writer is an admission step (PD008 fired, or an admission cause).
+    pub admission: bool,
+    /// Drift: a later write by someone else that one sync restores.
+    pub drift: bool,
+    pub declared_at: Option<&'a DeclaredAt>,
+    /// `Some` when the file only sets fields that differ here (plus identity fields) and a
+    /// kustomization pulls it in as a patch: deleting it is the whole change.
+    pub patch_only: Option<&'a PulledIn>,
+    /// The manifest line is a kustomization's own field (`replicas:`, `images:`).
+    pub from_kustomization: bool,
+}
+
+/// The fixes for one finding, the one to apply first.
+pub fn fixes(i: &FixInput<'_>) -> Vec<Fix> {
+    let mut out = Vec::new();
+    if i.cause == CauseType::ManualEdit
+        || (i.drift && i.cause == CauseType::Unknown && !i.admission)
+    {
+        out.push(sync(i.app));
+        return out;
+    }
+    out.push(stop_declaring(i));
+    let by_manager = i.cause == CauseType::Controller
+        && i.manager
+            .is_some_and(|m| !crate::managed::is_gitops(m) && !m.is_empty());
+    if let Some(f) = ignore(i, by_manager) {
+        out.push(f);
+    }
+    if i.admission || i.cause.is_admission() {
+        out.push(Fix::ServerSideDiff(ServerSideDiff {
+            annotation: format!("{}: ServerSideDiff=true", plumb_core::COMPARE_OPTIONS_ANNOTATION),
+            yaml: format!(
+                "metadata:\n  annotations:\n    {}: ServerSideDiff=true\n",
+                plumb_core::COMPARE_OPTIONS_ANNOTATION
+            ),
+            note: "the dry run passes through admission, so the rewrite shows on both sides and stops being a difference; it does not help against a controller that writes later".into(),
+        }));
+    }
+    out
+}
+
+pub fn sync(app: &str) -> Fix {
+    Fix::Sync(SyncFix {
+        command: format!("argocd app sync {app}"),
+        note: "one sync applies git's value (self-heal does it on its own)".into(),
+    })
+}
+
+fn stop_declaring(i: &FixInput<'_>) -> Fix {
+    let Some(d) = i.declared_at else {
+        return Fix::StopDeclaring(StopDeclaring {
+            action: StopAction::RemoveLines,
+            file: None,
+            lines: Vec::new(),
+            kustomization: None,
+            description: format!(
+                "stop declaring {} in git's {} {} (the renderer gave no source locations)",
+                i.path, i.key.kind, i.key.name
+            ),
+        });
+    };
+    if let Some(p) = i.patch_only {
+        let entry = match &p.entry {
+            Value::String(s) => format!("- {s}"),
+            e => format!(
+                "- path: {}",
+                e.get("path").and_then(Value::as_str).unwrap_or("")
+            ),
+        };
+        return Fix::StopDeclaring(StopDeclaring {
+            action: StopAction::DeleteFile,
+            file: Some(d.file.clone()),
+            lines: Vec::new(),
+            kustomization: Some(KustomizationEdit {
+                file: p.kustomization.clone(),
+                field: p.field.clone(),
+                index: p.index,
+                entry: p.entry.clone(),
+            }),
+            description: format!(
+                "delete {} (a patch that only sets this field) and its entry `{entry}` in {}'s {} (with any comment above it)",
+                d.file, p.kustomization, p.field
+            ),
+        });
+    }
+    let description = if i.from_kustomization {
+        format!(
+            "remove the entry at {}:{} that sets {} (a kustomization field)",
+            d.file, d.line, i.path
+        )
+    } else {
+        format!("remove line {} of {} (it sets {})", d.line, d.file, i.path)
+    };
+    Fix::StopDeclaring(StopDeclaring {
+        action: StopAction::RemoveLines,
+        file: Some(d.file.clone()),
+        lines: vec![d.line],
+        kustomization: None,
+        description,
+    })
+}
+
+fn ignore(i: &FixInput<'_>, by_manager: bool) -> Option<Fix> {
+    // Never the whole object, never all of /spec.
+    if i.path.is_empty() || i.path == "/spec" || i.path == "/" {
+        return None;
+    }
+    let mut rule = serde_json::Map::new();
+    rule.insert("group".into(), json!(i.key.group));
+    rule.insert("kind".into(), json!(i.key.kind));
+    rule.insert("name".into(), json!(i.key.name));
+    let (list_key, item) = match (by_manager, i.manager) {
+        (true, Some(m)) => ("managedFieldsManagers", m.to_string()),
+        _ => ("jsonPointers", i.path.to_string()),
+    };
+    rule.insert(list_key.into(), json!([item]));
+    let yaml = format!(
+        "spec:\n  ignoreDifferences:\n    - group: {}\n      kind: {}\n      name: {}\n      {list_key}:\n        - {}\n  syncPolicy:\n    syncOptions:\n      - RespectIgnoreDifferences=true\n",
+        yaml_str(&i.key.group),
+        yaml_str(&i.key.kind),
+        yaml_str(&i.key.name),
+        yaml_str(&item)
+    );
+    Some(Fix::IgnoreDifferences(IgnoreDifferences {
+        rule: Value::Object(rule),
+        sync_options: vec!["RespectIgnoreDifferences=true".into()],
+        yaml,
+    }))
+}
+
+/// A YAML scalar: plain when safe, double-quoted otherwise.
+fn yaml_str(s: &str) -> String {
+    let plain = !s.is_empty()
+        && !s.starts_with(|c: char| "-?:,[]{}#&*!|>'\"%@` ".contains(c))
+        && !s.contains(": ")
+        && !s.contains(" #")
+        && !s.ends_with([' ', ':'])
+        && !matches!(
+            s.to_ascii_lowercase().as_str(),
+            "true" | "false" | "null" | "yes" | "no" | "on" | "off" | "~"
+        )
+        && s.parse::<f64>().is_err();
+    if plain {
+        s.to_string()
+    } else {
+        serde_json::to_string(s).expect("a string serializes")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn joins_and_finds_patch_entries() {
+        assert_eq!(
+            join("overlays/prod", "pull-policy.yaml"),
+            "overlays/prod/pull-policy.yaml"
+        );
+        assert_eq!(join("overlays/prod", "../../base"), "base");
+        let k = vec![(
+            "overlays/prod/kustomization.yaml".to_string(),
+            json!({"resources": ["../../base"], "patches": [{"path": "pull-policy.yaml"}]}),
+        )];
+        let p = pulled_in("overlays/prod/pull-policy.yaml", &k).unwrap();
+        assert_eq!((p.field.as_str(), p.index), ("patches", 0));
+        assert!(pulled_in("base/deployment.yaml", &k).is_none());
+    }
+
+    #[test]
+    fn yaml_scalars() {
+        assert_eq!(yaml_str(""), "\"\"");
+        assert_eq!(yaml_str("apps"), "apps");
+        assert_eq!(yaml_str("/spec/replicas"), "/spec/replicas");
+        assert_eq!(yaml_str("true"), "\"true\"");
+        assert_eq!(yaml_str("*"), "\"*\"");
+    }
+}

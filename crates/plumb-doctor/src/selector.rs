@@ -1,0 +1,160 @@
+//! Kubernetes label selectors (`metav1.LabelSelector`): `matchLabels` and `matchExpressions`
+//! with `In`, `NotIn`, `Exists`, `DoesNotExist`, as the API server evaluates them for
+//! admission webhooks' `namespaceSelector` and `objectSelector`.
+
+use serde_json::{Map, Value};
+
+/// Labels as a map of strings.
+pub type Labels = Map<String, Value>;
+
+/// Whether `selector` selects `labels`. An absent (`null`) or empty selector selects
+/// everything. An unknown operator selects nothing, as the API server's conversion rejects it.
+pub fn matches(selector: Option<&Value>, labels: &Labels) -> bool {
+    let Some(Value::Object(sel)) = selector else {
+        return true;
+    };
+    let label = |k: &str| labels.get(k).and_then(Value::as_str);
+    if let Some(Value::Object(ml)) = sel.get("matchLabels") {
+        for (k, want) in ml {
+            if label(k) != want.as_str() {
+                return false;
+            }
+        }
+    }
+    if let Some(Value::Array(exprs)) = sel.get("matchExpressions") {
+        for e in exprs {
+            let key = e.get("key").and_then(Value::as_str).unwrap_or("");
+            let values: Vec<&str> = e
+                .get("values")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let have = label(key);
+            let ok = match e.get("operator").and_then(Value::as_str).unwrap_or("") {
+                "In" => have.is_some_and(|h| values.contains(&h)),
+                // NotIn selects objects without the label too.
+                "NotIn" => have.is_none_or(|h| !values.contains(&h)),
+                "Exists" => have.is_some(),
+                "DoesNotExist" => have.is_none(),
+                _ => false,
+            };
+            if !ok {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+/// The selector in words, for evidence: `policy.lab/image-pull=always, env in (prod,stage)`.
+pub fn describe(selector: Option<&Value>) -> String {
+    let Some(Value::Object(sel)) = selector else {
+        return "(everything)".into();
+    };
+    let mut parts = Vec::new();
+    if let Some(Value::Object(ml)) = sel.get("matchLabels") {
+        for (k, v) in ml {
+            parts.push(format!("{k}={}", v.as_str().unwrap_or("")));
+        }
+    }
+    if let Some(Value::Array(exprs)) = sel.get("matchExpressions") {
+        for e in exprs {
+            let key = e.get("key").and_then(Value::as_str).unwrap_or("");
+            let values: Vec<&str> = e
+                .get("values")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            parts.push(
+                match e.get("operator").and_then(Value::as_str).unwrap_or("") {
+                    "In" => format!("{key} in ({})", values.join(",")),
+                    "NotIn" => format!("{key} notin ({})", values.join(",")),
+                    "Exists" => key.to_string(),
+                    "DoesNotExist" => format!("!{key}"),
+                    op => format!("{key} {op}?"),
+                },
+            );
+        }
+    }
+    if parts.is_empty() {
+        "(everything)".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// The labels of an object (empty when it has none).
+pub fn labels_of(obj: &Value) -> Labels {
+    obj.pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn l(v: Value) -> Labels {
+        v.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn every_operator() {
+        let labels = l(json!({"env": "prod", "team": "pay"}));
+        let cases = [
+            (json!(null), true),
+            (json!({}), true),
+            (json!({"matchLabels": {"env": "prod"}}), true),
+            (json!({"matchLabels": {"env": "dev"}}), false),
+            (
+                json!({"matchExpressions": [{"key": "env", "operator": "In", "values": ["dev", "prod"]}]}),
+                true,
+            ),
+            (
+                json!({"matchExpressions": [{"key": "env", "operator": "In", "values": ["dev"]}]}),
+                false,
+            ),
+            (
+                json!({"matchExpressions": [{"key": "env", "operator": "NotIn", "values": ["dev"]}]}),
+                true,
+            ),
+            (
+                json!({"matchExpressions": [{"key": "env", "operator": "NotIn", "values": ["prod"]}]}),
+                false,
+            ),
+            (
+                json!({"matchExpressions": [{"key": "absent", "operator": "NotIn", "values": ["x"]}]}),
+                true,
+            ),
+            (
+                json!({"matchExpressions": [{"key": "team", "operator": "Exists"}]}),
+                true,
+            ),
+            (
+                json!({"matchExpressions": [{"key": "absent", "operator": "Exists"}]}),
+                false,
+            ),
+            (
+                json!({"matchExpressions": [{"key": "absent", "operator": "DoesNotExist"}]}),
+                true,
+            ),
+            (
+                json!({"matchExpressions": [{"key": "team", "operator": "DoesNotExist"}]}),
+                false,
+            ),
+            (
+                json!({"matchExpressions": [{"key": "team", "operator": "Bogus"}]}),
+                false,
+            ),
+            (
+                json!({"matchLabels": {"env": "prod"}, "matchExpressions": [{"key": "team", "operator": "DoesNotExist"}]}),
+                false,
+            ),
+        ];
+        for (sel, want) in cases {
+            assert_eq!(matches(Some(&sel), &labels), want, "{sel}");
+        }
+    }
+}
