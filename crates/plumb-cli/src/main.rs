@@ -5,6 +5,7 @@ mod app_cmd;
 mod blame_cmd;
 mod cluster_args;
 mod diff_cmd;
+mod doctor_cmd;
 mod output;
 mod render_cmd;
 mod snapshot_cmd;
@@ -48,6 +49,11 @@ enum Command {
     /// An object's YAML with each value's last writer (manager, operation, time) from its
     /// managedFields, like kubectl-blame.
     Blame(blame_cmd::BlameArgs),
+    /// Why an app stays OutOfSync: per differing field, who rewrites it (webhook,
+    /// controller, person) with evidence, where git declares it, loop or drift, and the fix.
+    ///
+    /// Exit code: 0 nothing to report, 1 findings, 2 error.
+    Doctor(doctor_cmd::DoctorArgs),
 }
 
 /// Exit codes shared by every command.
@@ -73,6 +79,7 @@ fn main() -> ExitCode {
         Command::Snapshot(args) => snapshot_cmd::run(args),
         Command::App(args) => app_cmd::run(args),
         Command::Blame(args) => blame_cmd::run(args),
+        Command::Doctor(args) => doctor_cmd::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -432,3 +432,72 @@ fn blame_names_each_values_writer() {
     ]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn doctor_explains_the_webhook_fight() {
+    let o = plumb(&[
+        "doctor",
+        "payments-prod",
+        "--live",
+        "examples/payments/live",
+        "--repo",
+        "examples/payments/repo",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
+    assert_eq!(doc["app"], "payments-prod");
+    assert_eq!(doc["verdict"], "loop");
+    assert_eq!(doc["loop"]["syncs"], 5, "{doc:#}");
+    let finding = doc["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .find(|f| f["path"] == "/spec/template/spec/containers/0/imagePullPolicy")
+        .expect("the pull policy finding");
+    assert_eq!(finding["resource"]["kind"], "Deployment");
+    assert_eq!(finding["desired"], "IfNotPresent");
+    assert_eq!(finding["live"], "Always");
+    assert_eq!(finding["cause"]["type"], "mutating-webhook");
+    assert_eq!(finding["cause"]["name"], "platform-policy-mutate");
+    assert_eq!(
+        finding["declaredAt"]["file"],
+        "overlays/prod/pull-policy.yaml"
+    );
+    assert_eq!(finding["declaredAt"]["line"], 10);
+    let fixes: Vec<&str> = finding["fixes"]
+        .as_array()
+        .expect("fixes")
+        .iter()
+        .map(|f| f["type"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        fixes,
+        ["stop-declaring", "ignore-differences", "server-side-diff"]
+    );
+    assert!(!stdout(&o).contains("correct-horse"), "no Secret value");
+
+    let text = plumb(&[
+        "doctor",
+        "payments-prod",
+        "--live",
+        "examples/payments/live",
+        "--repo",
+        "examples/payments/repo",
+    ]);
+    assert_eq!(text.status.code(), Some(1));
+    assert!(
+        stdout(&text).contains("git rm overlays/prod/pull-policy.yaml"),
+        "{}",
+        stdout(&text)
+    );
+
+    let missing = plumb(&["doctor", "nope", "--live", "examples/payments/live"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(
+        stderr(&missing).contains("\"nope\" not found"),
+        "{}",
+        stderr(&missing)
+    );
+}

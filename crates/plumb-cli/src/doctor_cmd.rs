@@ -1,0 +1,223 @@
+//! `plumb doctor APP`: why an app stays OutOfSync — per differing field, who rewrites it
+//! (with evidence), where git declares it, whether it is a loop, and the fix.
+
+use crate::cluster_args::{ClusterArgs, connect};
+use crate::source_args::{SourceArgs, render_source};
+use crate::{EXIT_DIFFERENCES, EXIT_IN_SYNC};
+use anyhow::{Result, anyhow, bail};
+use plumb_core::argo::{Application, Settings};
+use plumb_diff::DiffConfig;
+use plumb_diff::compare::{CompareContext, Desired, compare};
+use plumb_diff::ignore::IgnoreNormalizer;
+use plumb_diff::known_types::KnownTypes;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DoctorFormat {
+    Text,
+    Json,
+    Markdown,
+}
+
+#[derive(clap::Args)]
+pub struct DoctorArgs {
+    /// The Application (Argo CD's or plumb's), looked up by name in the snapshot or the
+    /// cluster.
+    app: String,
+    /// A `plumb snapshot` directory: the Application, its live objects and the context
+    /// (namespaces, webhooks, policies, HPAs, CRDs).
+    #[arg(
+        long,
+        value_name = "DIR",
+        required_unless_present = "cluster",
+        conflicts_with = "cluster"
+    )]
+    live: Option<PathBuf>,
+    #[command(flatten)]
+    cluster: ClusterArgs,
+    #[command(flatten)]
+    source: SourceArgs,
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = DoctorFormat::Text)]
+    output: DoctorFormat,
+}
+
+fn is_application(o: &Value) -> bool {
+    o.get("kind").and_then(Value::as_str) == Some("Application")
+        && o.get("apiVersion")
+            .and_then(Value::as_str)
+            .is_some_and(|v| v.starts_with("argoproj.io/") || v.starts_with("plumb.dev/"))
+}
+
+/// Every object of a snapshot directory (or of a fresh snapshot of the cluster).
+fn load_state(args: &DoctorArgs) -> Result<Vec<Value>> {
+    let dir: PathBuf;
+    let _cleanup;
+    let path: &Path = match &args.live {
+        Some(d) => d,
+        None => {
+            if !args.cluster.cluster {
+                bail!("pass --live DIR (a plumb snapshot) or --cluster");
+            }
+            let c = connect(&args.cluster)?;
+            dir = std::env::temp_dir().join(format!("plumb-doctor-{}", std::process::id()));
+            _cleanup = RemoveOnDrop(dir.clone());
+            c.block_on(c.cluster.snapshot(None, &[], &dir))
+                .map_err(|e| anyhow!("{e}"))?;
+            &dir
+        }
+    };
+    Ok(plumb_render::load_paths(&[path.to_path_buf()])
+        .map_err(|e| anyhow!("{e}"))?
+        .into_iter()
+        .map(|m| m.object)
+        .collect())
+}
+
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The kustomization files of the repository (repo-relative path → content), so the
+/// doctor can name the kustomization that pulls a patch in and write the fix.
+fn kustomizations(repo: &Path, revision: Option<&str>) -> Vec<(String, Value)> {
+    let Ok(fs) = plumb_render::source::open_source(repo, revision) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut stack = vec![String::new()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = fs.list(&dir) else { continue };
+        for (name, kind) in entries {
+            let path = if dir.is_empty() {
+                name.clone()
+            } else {
+                format!("{dir}/{name}")
+            };
+            match kind {
+                plumb_render::source::EntryKind::Dir => stack.push(path),
+                plumb_render::source::EntryKind::File
+                    if matches!(
+                        name.as_str(),
+                        "kustomization.yaml" | "kustomization.yml" | "Kustomization"
+                    ) =>
+                {
+                    if let Some(v) = fs
+                        .read(&path)
+                        .ok()
+                        .and_then(|b| String::from_utf8(b).ok())
+                        .and_then(|t| serde_saphyr::from_str::<Value>(&t).ok())
+                    {
+                        out.push((path, v));
+                    }
+                }
+                _ => {}
+            }
+        }
+        if out.len() > 10_000 {
+            break;
+        }
+    }
+    out
+}
+
+pub fn run(args: DoctorArgs) -> Result<u8> {
+    let state = load_state(&args)?;
+    let app_obj = state
+        .iter()
+        .find(|o| {
+            is_application(o)
+                && o.pointer("/metadata/name").and_then(Value::as_str) == Some(&args.app)
+        })
+        .cloned()
+        .ok_or_else(|| {
+            anyhow!(
+                "Application {:?} not found in the snapshot or cluster",
+                args.app
+            )
+        })?;
+    let app =
+        Application::from_value(&app_obj).map_err(|e| anyhow!("Application {}: {e}", args.app))?;
+
+    // Desired, rendered from the Application's source (with source locations).
+    let app_file = PathBuf::from(format!("<Application {}>", app.name));
+    let (rendered, repo) = render_source(&args.source, Some((&app, app_file.as_path())))?;
+    let desired: Vec<Desired> = rendered
+        .objects
+        .into_iter()
+        .map(|o| Desired {
+            origin: o.location(),
+            object: o.object,
+            origins: o.origins,
+        })
+        .collect();
+
+    let settings = Settings::argocd_defaults();
+    let mut rules: Vec<(String, plumb_core::argo::IgnoreRule)> = settings
+        .ignore_rules()
+        .into_iter()
+        .map(|r| (format!("argocd-cm override {}/{}", r.group, r.kind), r))
+        .collect();
+    for (i, r) in app.ignore_differences.iter().enumerate() {
+        rules.push((
+            format!("Application {}: spec.ignoreDifferences[{i}]", app.name),
+            r.clone(),
+        ));
+    }
+    let config = DiffConfig {
+        ignore: IgnoreNormalizer::new(rules, Duration::from_secs(1))?,
+        ignore_aggregated_roles: settings.ignore_aggregated_roles,
+        known_types: KnownTypes::from_overrides(&settings.overrides),
+    };
+    let ctx = CompareContext {
+        app: Some(&app),
+        settings: Some(&settings),
+        config: &config,
+        keep_equal: false,
+        server_side: None,
+    };
+    let live: Vec<Value> = state
+        .iter()
+        .filter(|o| !is_application(o))
+        .cloned()
+        .collect();
+    let diffs = compare(desired, live.clone(), &ctx)?;
+
+    let revision = {
+        let r = app
+            .source
+            .as_ref()
+            .map(|s| s.target_revision.trim().to_string())
+            .unwrap_or_default();
+        (!r.is_empty() && plumb_render::source::is_git_repository(&repo)).then_some(r)
+    };
+    let kustomizations = kustomizations(
+        &repo,
+        args.source.revision.as_deref().or(revision.as_deref()),
+    );
+    let report = plumb_doctor::diagnose(&plumb_doctor::Inputs {
+        app: &app_obj,
+        diffs: &diffs,
+        live: &live,
+        context: &state,
+        kustomizations: &kustomizations,
+        now: std::time::SystemTime::now(),
+    });
+    let text = match args.output {
+        DoctorFormat::Text => report.to_text(),
+        DoctorFormat::Markdown => report.to_markdown(),
+        DoctorFormat::Json => format!("{:#}\n", report.to_json()),
+    };
+    print!("{text}");
+    Ok(if report.has_findings() {
+        EXIT_DIFFERENCES
+    } else {
+        EXIT_IN_SYNC
+    })
+}
