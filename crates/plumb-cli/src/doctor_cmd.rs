@@ -24,8 +24,17 @@ pub enum DoctorFormat {
 #[derive(clap::Args)]
 pub struct DoctorArgs {
     /// The Application (Argo CD's or plumb's), looked up by name in the snapshot or the
-    /// cluster.
-    app: String,
+    /// cluster. Optional with --preflight.
+    #[arg(required_unless_present = "preflight")]
+    app: Option<String>,
+    /// Before merge: for the desired state of a change (--desired, or --repo/--path), warn
+    /// about each declared field that a webhook, admission policy or controller in the
+    /// snapshot will rewrite — the fight, caught before it starts. Exit 1 on a warning.
+    #[arg(long)]
+    preflight: bool,
+    /// With --preflight: desired manifests (files or directories) instead of a source.
+    #[arg(long, num_args = 1.., value_name = "PATH", requires = "preflight", conflicts_with_all = ["repo", "revision", "path"])]
+    desired: Vec<PathBuf>,
     /// A `plumb snapshot` directory: the Application, its live objects and the context
     /// (namespaces, webhooks, policies, HPAs, CRDs).
     #[arg(
@@ -129,34 +138,48 @@ fn kustomizations(repo: &Path, revision: Option<&str>) -> Vec<(String, Value)> {
 
 pub fn run(args: DoctorArgs) -> Result<u8> {
     let state = load_state(&args)?;
-    let app_obj = state
-        .iter()
-        .find(|o| {
-            is_application(o)
-                && o.pointer("/metadata/name").and_then(Value::as_str) == Some(&args.app)
-        })
-        .cloned()
-        .ok_or_else(|| {
-            anyhow!(
-                "Application {:?} not found in the snapshot or cluster",
-                args.app
-            )
-        })?;
-    let app =
-        Application::from_value(&app_obj).map_err(|e| anyhow!("Application {}: {e}", args.app))?;
+    let app_obj = match &args.app {
+        Some(name) => state
+            .iter()
+            .find(|o| {
+                is_application(o)
+                    && o.pointer("/metadata/name").and_then(Value::as_str) == Some(name)
+            })
+            .cloned()
+            .ok_or_else(|| anyhow!("Application {name:?} not found in the snapshot or cluster"))?,
+        // Preflight without an Application: a change is checked on its own.
+        None => serde_json::json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "Application",
+            "metadata": {"name": "preflight"}, "spec": {}}),
+    };
+    let app = Application::from_value(&app_obj)
+        .map_err(|e| anyhow!("Application {}: {e}", app_obj["metadata"]["name"]))?;
 
-    // Desired, rendered from the Application's source (with source locations).
-    let app_file = PathBuf::from(format!("<Application {}>", app.name));
-    let (rendered, repo) = render_source(&args.source, Some((&app, app_file.as_path())))?;
-    let desired: Vec<Desired> = rendered
-        .objects
-        .into_iter()
-        .map(|o| Desired {
-            origin: o.location(),
-            object: o.object,
-            origins: o.origins,
-        })
-        .collect();
+    // Desired: files as given (preflight), else the Application's source, rendered with
+    // source locations.
+    let (desired, repo): (Vec<Desired>, PathBuf) = if !args.desired.is_empty() {
+        let ms = plumb_render::load_paths(&args.desired).map_err(|e| anyhow!("{e}"))?;
+        let desired = ms
+            .into_iter()
+            .map(|m| {
+                let origin = m.location();
+                Desired::new(m.object, origin)
+            })
+            .collect();
+        (desired, PathBuf::from("."))
+    } else {
+        let app_file = PathBuf::from(format!("<Application {}>", app.name));
+        let (rendered, repo) = render_source(&args.source, Some((&app, app_file.as_path())))?;
+        let desired = rendered
+            .objects
+            .into_iter()
+            .map(|o| Desired {
+                origin: o.location(),
+                object: o.object,
+                origins: o.origins,
+            })
+            .collect();
+        (desired, repo)
+    };
 
     let settings = Settings::argocd_defaults();
     let mut rules: Vec<(String, plumb_core::argo::IgnoreRule)> = settings
@@ -176,17 +199,30 @@ pub fn run(args: DoctorArgs) -> Result<u8> {
         known_types: KnownTypes::from_overrides(&settings.overrides),
     };
     let ctx = CompareContext {
-        app: Some(&app),
+        // A preflight without an Application checks the change alone: no tracking injected.
+        app: args.app.as_ref().map(|_| &app),
         settings: Some(&settings),
         config: &config,
         keep_equal: false,
         server_side: None,
     };
-    let live: Vec<Value> = state
+    let mut live: Vec<Value> = state
         .iter()
         .filter(|o| !is_application(o))
         .cloned()
         .collect();
+    if args.preflight {
+        // A preflight asks about the fields the change declares: compare two-way (desired
+        // against live), not against what an earlier apply left in last-applied.
+        for o in &mut live {
+            if let Some(a) = o
+                .pointer_mut("/metadata/annotations")
+                .and_then(Value::as_object_mut)
+            {
+                a.remove(plumb_core::LAST_APPLIED_ANNOTATION);
+            }
+        }
+    }
     let diffs = compare(desired, live.clone(), &ctx)?;
 
     let revision = {
@@ -201,7 +237,7 @@ pub fn run(args: DoctorArgs) -> Result<u8> {
         &repo,
         args.source.revision.as_deref().or(revision.as_deref()),
     );
-    let report = plumb_doctor::diagnose(&plumb_doctor::Inputs {
+    let mut report = plumb_doctor::diagnose(&plumb_doctor::Inputs {
         app: &app_obj,
         diffs: &diffs,
         live: &live,
@@ -209,6 +245,20 @@ pub fn run(args: DoctorArgs) -> Result<u8> {
         kustomizations: &kustomizations,
         now: std::time::SystemTime::now(),
     });
+    if args.preflight {
+        // Only what the cluster will rewrite: differences the change itself settles (a new
+        // value, a hand edit it overwrites) are not a fight.
+        use plumb_doctor::report::CauseType;
+        report.findings.retain(|f| {
+            matches!(
+                f.cause.kind,
+                CauseType::MutatingWebhook
+                    | CauseType::MutatingPolicy
+                    | CauseType::Controller
+                    | CauseType::ApiServerDefault
+            )
+        });
+    }
     let text = match args.output {
         DoctorFormat::Text => report.to_text(),
         DoctorFormat::Markdown => report.to_markdown(),

@@ -501,3 +501,63 @@ fn doctor_explains_the_webhook_fight() {
         stderr(&missing)
     );
 }
+
+#[test]
+fn preflight_catches_the_fight_before_merge() {
+    let args = [
+        "doctor",
+        "--preflight",
+        "--repo",
+        "examples/payments/repo",
+        "--path",
+        "overlays/prod",
+        "--live",
+        "examples/payments/live",
+        "-o",
+        "json",
+    ];
+    let o = plumb(&args);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
+    let found: Vec<(String, String)> = doc["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .map(|f| {
+            (
+                f["path"].as_str().unwrap_or("").to_string(),
+                f["cause"]["name"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (
+                "/spec/replicas".to_string(),
+                "kube-controller-manager".to_string()
+            ),
+            (
+                "/spec/template/spec/containers/0/imagePullPolicy".to_string(),
+                "platform-policy-mutate".to_string()
+            )
+        ],
+        "{doc:#}"
+    );
+    // The fixed overlay (no pull-policy patch, no replicas) has nothing to warn about.
+    let d = tmp("preflight-fixed");
+    std::fs::write(
+        d.join("deploy.yaml"),
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: payments-api\n  namespace: pay-prod\nspec:\n  template:\n    spec:\n      containers:\n      - name: api\n        image: registry.example.com/payments/api:2.14.1\n",
+    )
+    .unwrap();
+    let o = plumb(&[
+        "doctor",
+        "--preflight",
+        "--desired",
+        d.join("deploy.yaml").to_str().unwrap(),
+        "--live",
+        "examples/payments/live",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+}

@@ -216,7 +216,7 @@ pub fn compare(
         let rendered = (!d.origins.is_empty()).then(|| d.object.clone());
         match cluster_scoped(&key.group, &key.kind, &crds) {
             Some(true) => key.namespace.clear(),
-            scoped => {
+            _ => {
                 if key.namespace.is_empty() {
                     if let Some(ns) = &dest_ns {
                         key.namespace = ns.clone();
@@ -225,7 +225,7 @@ pub fn compare(
                         {
                             meta.insert("namespace".into(), Value::String(ns.clone()));
                         }
-                    } else if scoped.is_none() {
+                    } else {
                         unscoped.insert(key.clone());
                     }
                 }
