@@ -29,11 +29,16 @@ mod discovery;
 mod error;
 mod live;
 mod snapshot;
+mod write;
 
 pub use connect::ConnectOptions;
 pub use discovery::{ApiResources, ResourceInfo};
 pub use error::{ClusterError, Result};
 pub use snapshot::{SnapshotSummary, redact_secret};
+pub use write::{
+    APPLICATION_GROUP, APPLICATION_KIND, APPLICATION_PLURAL, APPLICATION_VERSION, Deleted,
+    Propagation,
+};
 
 use error::RequestContext;
 use std::sync::{Arc, Mutex};

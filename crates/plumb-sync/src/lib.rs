@@ -41,6 +41,7 @@ pub mod history;
 pub mod options;
 pub mod plan;
 pub mod policy;
+pub mod run;
 pub mod status;
 pub mod time;
 

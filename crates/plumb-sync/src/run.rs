@@ -1,0 +1,1172 @@
+//! Running a sync against a cluster: the I/O around the pure core of this crate.
+//!
+//! [`refresh_app`] renders an Application's source, lists live objects, compares them
+//! (client-side, as `plumb diff --cluster` does) and writes the Application's status.
+//! [`sync_app`] does the same, then executes the [`plan`](crate::plan::plan) batch by
+//! batch (server-side apply with field manager `plumb` and forced conflicts, `Replace=true`
+//! as PUT, prune as DELETE with the prune propagation policy, `CreateNamespace=true`),
+//! compares again and writes `status.operationState`, the history entry, sync status and
+//! health. [`reconcile_once`] is one controller pass over one Application: refresh, then the
+//! automated-sync decision ([`automated_decision`](crate::auto::automated_decision)) and,
+//! when it says so, a sync.
+//!
+//! Everything the automated decision needs is read back from the Application's status
+//! (the last operation, its revision and source, `retryCount`, and
+//! `operationState.operation.sync.selfHealAttemptsCount`), so a restarted controller decides
+//! as the previous one would have.
+//!
+//! Applied objects carry the app's tracking (as the compare injects it: annotation
+//! `argocd.argoproj.io/tracking-id` by default, or the `app.kubernetes.io/instance` label per
+//! `application.resourceTrackingMethod`) and `kubectl.kubernetes.io/last-applied-configuration`,
+//! so the three-way compare sees a field that git stopped declaring (and the next sync, a
+//! server-side apply without it, removes it).
+//!
+//! Not done here (yet): waiting for a wave's resources to be healthy before the next wave,
+//! hook lifecycles (hooks are applied like resources, never deleted), client-side apply
+//! (`ServerSideApply=false` applies server-side too), server-side diff during a sync.
+
+use crate::auto::{AppState, Decision, LastSync, RetryState, SyncReason, automated_decision};
+use crate::backoff::SelfHealBackoff;
+use crate::history::{HistoryEntry, InitiatedBy, append_history, source_json};
+use crate::options::PropagationPolicy;
+use crate::plan::{Action, PlanResource, SkipReason, Status, StepSource, plan};
+use crate::policy::{PolicyError, SyncPolicy, revision_history_limit};
+use crate::status::{SyncStatusCode, only_pruning_needed, sync_status};
+use crate::time::{format_rfc3339, parse_rfc3339};
+use plumb_cluster::{Cluster, ClusterError, Propagation};
+use plumb_core::argo::{AppSource, Application, Settings};
+use plumb_core::{INSTANCE_LABEL, ResourceKey, TRACKING_ID_ANNOTATION};
+use plumb_diff::DiffConfig;
+use plumb_diff::compare::{CompareContext, Desired, ResourceDiff, compare, tracking_id};
+use plumb_diff::ignore::IgnoreNormalizer;
+use plumb_diff::known_types::KnownTypes;
+use plumb_health::{AppResource, HealthStatus};
+use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+/// The field manager of every write a sync makes.
+pub const FIELD_MANAGER: &str = "plumb";
+/// The annotation kubectl's client-side apply keeps; plumb writes it so a field removed
+/// from git shows in the three-way compare.
+pub const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// What can stop a refresh or a sync before it reaches the cluster's objects.
+/// (Failures applying objects are not errors: they make the operation `Failed`.)
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("Application {app}: {reason}")]
+    App { app: String, reason: String },
+    #[error("Application {app}: {reason}")]
+    Render { app: String, reason: String },
+    #[error("Application {app}: {source}")]
+    Policy { app: String, source: PolicyError },
+    #[error("Application {app}: {source}")]
+    Compare {
+        app: String,
+        source: plumb_diff::compare::CompareError,
+    },
+    #[error("Application {app}: {source}")]
+    Cluster { app: String, source: ClusterError },
+}
+
+pub type Result<T, E = RunError> = std::result::Result<T, E>;
+
+/// How refreshes and syncs run.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// A local clone to read instead of `spec.source.repoURL` (required for remote URLs).
+    pub repo_override: Option<PathBuf>,
+    /// `argocd-cm` settings (ignore rules, tracking method); Argo CD's defaults otherwise.
+    pub settings: Settings,
+    /// Timeout of each `jqPathExpressions` evaluation.
+    pub jq_timeout: Duration,
+    /// The self-heal backoff of [`reconcile_once`].
+    pub self_heal_backoff: SelfHealBackoff,
+    /// How long a sync waits for a wave's pruned objects to disappear (finalizers,
+    /// foreground deletion of dependents) before going on.
+    pub prune_wait: Duration,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            repo_override: None,
+            settings: Settings::argocd_defaults(),
+            jq_timeout: Duration::from_secs(1),
+            self_heal_backoff: SelfHealBackoff::default(),
+            prune_wait: Duration::from_secs(60),
+        }
+    }
+}
+
+/// One resource of the app, as the status lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceStatus {
+    pub key: ResourceKey,
+    pub version: String,
+    pub status: SyncStatusCode,
+    pub health: Option<HealthStatus>,
+    pub requires_pruning: bool,
+}
+
+/// What a refresh found (and wrote).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AppStatus {
+    pub sync: SyncStatusCode,
+    pub health: HealthStatus,
+    /// The full commit id (empty for a plain directory).
+    pub revision: String,
+    /// As Argo CD shows it: `HEAD (b5e2be1)`.
+    pub revision_label: String,
+    pub resources: Vec<ResourceStatus>,
+}
+
+/// Per resource, what the sync did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceResult {
+    pub key: ResourceKey,
+    /// `Synced`, `SyncFailed`, `Pruned`, `PruneSkipped` (Argo CD's result codes).
+    pub status: &'static str,
+    pub message: String,
+    pub phase: &'static str,
+    pub wave: i64,
+}
+
+/// Where a sync spent its time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Timings {
+    pub render: Duration,
+    pub compare: Duration,
+    pub execute: Duration,
+    pub compare_after: Duration,
+    pub write_status: Duration,
+    pub total: Duration,
+}
+
+/// The result of a sync operation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SyncOutcome {
+    /// `Succeeded` or `Failed`.
+    pub phase: &'static str,
+    pub message: String,
+    pub revision: String,
+    /// The id of the history entry written (a failed sync writes none).
+    pub history_id: Option<i64>,
+    pub results: Vec<ResourceResult>,
+    /// The app's status compared after the sync.
+    pub status: AppStatus,
+    pub timings: Timings,
+}
+
+impl SyncOutcome {
+    pub fn succeeded(&self) -> bool {
+        self.phase == "Succeeded"
+    }
+}
+
+/// What one controller pass did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReconcileOutcome {
+    /// The automated-sync decision; `None` for an app without automated sync.
+    pub decision: Option<Decision>,
+    /// The sync it ran, if any.
+    pub sync: Option<SyncOutcome>,
+    /// The app's status as written.
+    pub status: AppStatus,
+}
+
+/// The controller's state across passes. Everything a decision needs lives in the
+/// Application's status; this carries the options.
+#[derive(Debug, Clone, Default)]
+pub struct ReconcileState {
+    pub options: RunOptions,
+}
+
+// ---------------------------------------------------------------------------------------
+
+/// The rendered, compared state of an app.
+struct Observation {
+    app: Application,
+    name: String,
+    namespace: String,
+    policy: SyncPolicy,
+    source: AppSource,
+    source_type: String,
+    revision: String,
+    revision_label: String,
+    config: DiffConfig,
+    /// The objects a sync applies: namespace defaulted, tracking injected.
+    targets: BTreeMap<ResourceKey, Value>,
+    /// `file:line` of each target.
+    origins: BTreeMap<ResourceKey, String>,
+    live: BTreeMap<ResourceKey, Value>,
+    diffs: Vec<ResourceDiff>,
+    resources: Vec<PlanResource>,
+    status: AppStatus,
+    render_time: Duration,
+    compare_time: Duration,
+}
+
+struct Rendered {
+    objects: Vec<(Value, String)>,
+    source_type: String,
+    revision: String,
+    revision_label: String,
+}
+
+fn app_name(app: &Value) -> String {
+    app.pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("<unnamed>")
+        .to_string()
+}
+
+/// `repoURL` as a local repository: an absolute path or a `file://` URL.
+fn local_repo(url: &str) -> Option<PathBuf> {
+    let path = url.strip_prefix("file://").unwrap_or(url);
+    let path = Path::new(path);
+    path.is_absolute().then(|| path.to_path_buf())
+}
+
+fn render_source(
+    repo: PathBuf,
+    source: AppSource,
+    name: String,
+    namespace: Option<String>,
+) -> Result<Rendered, String> {
+    use plumb_render::render::{RenderOptions, Renderer, render};
+    use plumb_render::source::{GitSource, SourceFs, is_git_repository, open_source};
+    let revision = source.target_revision.trim();
+    let (fs, commit): (Box<dyn SourceFs>, String) = if is_git_repository(&repo) {
+        let rev = (!revision.is_empty()).then_some(revision);
+        let git = GitSource::open(&repo, rev).map_err(|e| e.to_string())?;
+        let commit = git.commit_id();
+        (Box::new(git), commit)
+    } else {
+        (
+            open_source(&repo, None).map_err(|e| e.to_string())?,
+            String::new(),
+        )
+    };
+    let opts = RenderOptions {
+        renderer: Renderer::Native,
+        app_name: Some(name),
+        namespace,
+    };
+    let path = source.path.clone();
+    let rendered = render(fs.as_ref(), &path, &source, &opts).map_err(|mut e| {
+        if e.file.is_relative() {
+            e.file = repo.join(&e.file);
+        }
+        e.to_string()
+    })?;
+    Ok(Rendered {
+        objects: rendered
+            .objects
+            .into_iter()
+            .map(|o| {
+                let at = o.location();
+                (o.object, at)
+            })
+            .collect(),
+        source_type: rendered.source_type.as_str().to_string(),
+        revision: commit,
+        revision_label: rendered.revision,
+    })
+}
+
+fn set_meta_entry(obj: &mut Value, map: &str, k: &str, v: &str) {
+    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        let m = meta.entry(map).or_insert_with(|| Value::Object(Map::new()));
+        if !m.is_object() {
+            *m = Value::Object(Map::new());
+        }
+        if let Some(m) = m.as_object_mut() {
+            m.insert(k.to_string(), Value::String(v.to_string()));
+        }
+    }
+}
+
+fn diff_config(
+    app: &Application,
+    settings: &Settings,
+    jq_timeout: Duration,
+) -> Result<DiffConfig, String> {
+    let mut rules: Vec<(String, plumb_core::argo::IgnoreRule)> = settings
+        .ignore_rules()
+        .into_iter()
+        .map(|r| (format!("argocd-cm override {}/{}", r.group, r.kind), r))
+        .collect();
+    for (i, r) in app.ignore_differences.iter().enumerate() {
+        rules.push((format!("spec.ignoreDifferences[{i}]"), r.clone()));
+    }
+    Ok(DiffConfig {
+        ignore: IgnoreNormalizer::new(rules, jq_timeout).map_err(|e| e.to_string())?,
+        ignore_aggregated_roles: settings.ignore_aggregated_roles,
+        known_types: KnownTypes::from_overrides(&settings.overrides),
+    })
+}
+
+async fn observe(cluster: &Cluster, app_obj: &Value, opts: &RunOptions) -> Result<Observation> {
+    let name = app_name(app_obj);
+    let fail = |reason: String| RunError::App {
+        app: name.clone(),
+        reason,
+    };
+    let app = Application::from_value(app_obj).map_err(|e| fail(e.to_string()))?;
+    let namespace = app_obj
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let policy = SyncPolicy::from_application(app_obj).map_err(|source| RunError::Policy {
+        app: name.clone(),
+        source,
+    })?;
+    let source = app
+        .source
+        .clone()
+        .ok_or_else(|| fail("spec.source is required".into()))?;
+    let repo = match &opts.repo_override {
+        Some(r) => r.clone(),
+        None => local_repo(&source.repo_url).ok_or_else(|| {
+            fail(format!(
+                "repoURL {:?} is not a local repository (an absolute path or file:// URL); give a local clone",
+                source.repo_url
+            ))
+        })?,
+    };
+
+    let started = Instant::now();
+    let (src, n, ns) = (
+        source.clone(),
+        name.clone(),
+        app.destination_namespace.clone(),
+    );
+    let rendered = tokio::task::spawn_blocking(move || render_source(repo, src, n, ns))
+        .await
+        .map_err(|e| fail(format!("rendering stopped: {e}")))?
+        .map_err(|reason| RunError::Render {
+            app: name.clone(),
+            reason,
+        })?;
+    let render_time = started.elapsed();
+
+    let started = Instant::now();
+    let config = diff_config(&app, &opts.settings, opts.jq_timeout).map_err(fail)?;
+    let tracking = opts.settings.tracking_method;
+    let cluster_err = |source| RunError::Cluster {
+        app: name.clone(),
+        source,
+    };
+    let mut targets = BTreeMap::new();
+    let mut origins = BTreeMap::new();
+    let mut desired = Vec::new();
+    for (mut obj, origin) in rendered.objects {
+        let Some(mut key) = ResourceKey::of(&obj) else {
+            return Err(fail(format!(
+                "{origin}: object lacks apiVersion, kind or metadata.name"
+            )));
+        };
+        let namespaced = match cluster.resource_for(&key.group, &key.kind).await {
+            Ok(info) => info.namespaced,
+            // A kind whose CRD this very sync installs: namespaced unless built-in says not.
+            Err(ClusterError::UnknownKind { .. }) => {
+                plumb_core::schema::Schema::builtin().is_cluster_scoped(&key.group, &key.kind)
+                    != Some(true)
+            }
+            Err(e) => return Err(cluster_err(e)),
+        };
+        if !namespaced {
+            key.namespace.clear();
+            if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+                meta.remove("namespace");
+            }
+        } else if key.namespace.is_empty()
+            && let Some(ns) = &app.destination_namespace
+        {
+            key.namespace = ns.clone();
+            if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+                meta.insert("namespace".into(), Value::String(ns.clone()));
+            }
+        }
+        if tracking.uses_annotation() {
+            set_meta_entry(
+                &mut obj,
+                "annotations",
+                TRACKING_ID_ANNOTATION,
+                &tracking_id(&app.name, &key),
+            );
+        }
+        if tracking.uses_label() {
+            set_meta_entry(&mut obj, "labels", INSTANCE_LABEL, &app.name);
+        }
+        if let Some(first) = origins.get(&key) {
+            return Err(fail(format!(
+                "{key} is declared twice: {first} and {origin}"
+            )));
+        }
+        desired.push(Desired::new(obj.clone(), origin.clone()));
+        origins.insert(key.clone(), origin);
+        targets.insert(key, obj);
+    }
+    let target_list: Vec<Value> = targets.values().cloned().collect();
+    let mut live_list = cluster
+        .live_for(&target_list, Some(&app.name), INSTANCE_LABEL)
+        .await
+        .map_err(cluster_err)?;
+    // Resources the app had (its status lists them) that git no longer declares, in
+    // namespaces or kinds desired no longer uses: still the app's, to be pruned. (An empty
+    // render must still see them, for the allowEmpty guard.)
+    let found: std::collections::BTreeSet<ResourceKey> =
+        live_list.iter().filter_map(ResourceKey::of).collect();
+    for key in previous_resources(app_obj) {
+        if targets.contains_key(&key) || found.contains(&key) {
+            continue;
+        }
+        if let Ok(Some(obj)) = cluster
+            .get_object(&key.group, &key.kind, &key.namespace, &key.name)
+            .await
+            && plumb_diff::compare::is_tracked_by(&obj, &app.name)
+        {
+            live_list.push(obj);
+        }
+    }
+    let mut obs = Observation {
+        app,
+        name: name.clone(),
+        namespace,
+        policy,
+        source,
+        source_type: rendered.source_type,
+        revision: rendered.revision,
+        revision_label: rendered.revision_label,
+        config,
+        targets,
+        origins,
+        live: BTreeMap::new(),
+        diffs: Vec::new(),
+        resources: Vec::new(),
+        status: AppStatus {
+            sync: SyncStatusCode::OutOfSync,
+            health: HealthStatus::Unknown,
+            revision: String::new(),
+            revision_label: String::new(),
+            resources: Vec::new(),
+        },
+        render_time,
+        compare_time: Duration::ZERO,
+    };
+    compare_live(&mut obs, desired, live_list, &opts.settings)?;
+    obs.compare_time = started.elapsed();
+    Ok(obs)
+}
+
+/// The resources `status.resources` lists.
+fn previous_resources(app: &Value) -> Vec<ResourceKey> {
+    let field = |r: &Value, k: &str| {
+        r.get(k)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    app.pointer("/status/resources")
+        .and_then(Value::as_array)
+        .map(|rs| {
+            rs.iter()
+                .map(|r| ResourceKey {
+                    group: field(r, "group"),
+                    kind: field(r, "kind"),
+                    namespace: field(r, "namespace"),
+                    name: field(r, "name"),
+                })
+                .filter(|k| !k.kind.is_empty() && !k.name.is_empty())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Compares targets with `live` and fills the verdicts of `obs`.
+fn compare_live(
+    obs: &mut Observation,
+    desired: Vec<Desired>,
+    live: Vec<Value>,
+    settings: &Settings,
+) -> Result<()> {
+    let ctx = CompareContext {
+        app: Some(&obs.app),
+        settings: Some(settings),
+        config: &obs.config,
+        keep_equal: false,
+        server_side: None,
+    };
+    let diffs = compare(desired, live.clone(), &ctx).map_err(|source| RunError::Compare {
+        app: obs.name.clone(),
+        source,
+    })?;
+    obs.live = live
+        .into_iter()
+        .filter_map(|l| ResourceKey::of(&l).map(|k| (k, l)))
+        .collect();
+    obs.resources = diffs
+        .iter()
+        .map(|d| {
+            PlanResource::from_objects(
+                d.key.clone(),
+                d.status,
+                obs.targets.get(&d.key),
+                obs.live.get(&d.key),
+            )
+        })
+        .collect();
+    let sync = sync_status(&obs.resources);
+    let health = plumb_health::app_health(
+        obs.diffs_with(&diffs)
+            .map(|(t, l)| AppResource { target: t, live: l }),
+    );
+    let resources = diffs
+        .iter()
+        .zip(&obs.resources)
+        .map(|(d, r)| {
+            let live = obs.live.get(&d.key);
+            let object = live.or_else(|| obs.targets.get(&d.key));
+            let version = object
+                .and_then(|o| o.get("apiVersion"))
+                .and_then(Value::as_str)
+                .map(|v| v.rsplit('/').next().unwrap_or(v).to_string())
+                .unwrap_or_default();
+            ResourceStatus {
+                key: d.key.clone(),
+                version,
+                status: crate::status::resource_sync_status(r).unwrap_or(SyncStatusCode::Synced),
+                health: match live {
+                    Some(l) => plumb_health::assess(l).map(|h| h.status),
+                    None if d.status == Status::Missing => Some(HealthStatus::Missing),
+                    None => None,
+                },
+                requires_pruning: d.status == Status::Extra,
+            }
+        })
+        .collect();
+    obs.status = AppStatus {
+        sync,
+        health,
+        revision: obs.revision.clone(),
+        revision_label: obs.revision_label.clone(),
+        resources,
+    };
+    obs.diffs = diffs;
+    Ok(())
+}
+
+impl Observation {
+    fn diffs_with<'a>(
+        &'a self,
+        diffs: &'a [ResourceDiff],
+    ) -> impl Iterator<Item = (Option<&'a Value>, Option<&'a Value>)> + 'a {
+        diffs.iter().map(|d| {
+            let target = (d.status != Status::Extra)
+                .then(|| self.targets.get(&d.key))
+                .flatten();
+            (target, self.live.get(&d.key))
+        })
+    }
+
+    /// Lists live again and recompares (after a sync).
+    async fn recompare(&mut self, cluster: &Cluster, settings: &Settings) -> Result<()> {
+        let target_list: Vec<Value> = self.targets.values().cloned().collect();
+        let mut live = cluster
+            .live_for(&target_list, Some(&self.app.name), INSTANCE_LABEL)
+            .await
+            .map_err(|source| RunError::Cluster {
+                app: self.name.clone(),
+                source,
+            })?;
+        // Extras seen before the sync that the LISTs do not cover (see `observe`).
+        let found: std::collections::BTreeSet<ResourceKey> =
+            live.iter().filter_map(ResourceKey::of).collect();
+        for key in self.live.keys() {
+            if self.targets.contains_key(key) || found.contains(key) {
+                continue;
+            }
+            if let Ok(Some(obj)) = cluster
+                .get_object(&key.group, &key.kind, &key.namespace, &key.name)
+                .await
+                && plumb_diff::compare::is_tracked_by(&obj, &self.app.name)
+            {
+                live.push(obj);
+            }
+        }
+        let desired = self
+            .targets
+            .iter()
+            .map(|(k, v)| Desired::new(v.clone(), self.origins.get(k).cloned().unwrap_or_default()))
+            .collect();
+        compare_live(self, desired, live, settings)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Status documents
+
+fn key_json(key: &ResourceKey) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("group".into(), Value::String(key.group.clone()));
+    m.insert("kind".into(), Value::String(key.kind.clone()));
+    if !key.namespace.is_empty() {
+        m.insert("namespace".into(), Value::String(key.namespace.clone()));
+    }
+    m.insert("name".into(), Value::String(key.name.clone()));
+    m
+}
+
+fn sync_code(s: SyncStatusCode) -> &'static str {
+    match s {
+        SyncStatusCode::Synced => "Synced",
+        SyncStatusCode::OutOfSync => "OutOfSync",
+    }
+}
+
+fn compared_to(app_obj: &Value, source: &AppSource) -> Value {
+    let mut m = Map::new();
+    m.insert("source".into(), source_json::to_value(source));
+    if let Some(d) = app_obj.pointer("/spec/destination") {
+        m.insert("destination".into(), d.clone());
+    }
+    if let Some(i) = app_obj
+        .pointer("/spec/ignoreDifferences")
+        .filter(|v| !v.is_null())
+    {
+        m.insert("ignoreDifferences".into(), i.clone());
+    }
+    Value::Object(m)
+}
+
+/// `status.sync`, `health`, `resources`, `reconciledAt`, `sourceType`.
+fn refresh_status(app_obj: &Value, obs: &Observation, now: SystemTime) -> Map<String, Value> {
+    let resources: Vec<Value> = obs
+        .status
+        .resources
+        .iter()
+        .map(|r| {
+            let mut m = key_json(&r.key);
+            m.insert("version".into(), Value::String(r.version.clone()));
+            m.insert("status".into(), Value::String(sync_code(r.status).into()));
+            if let Some(h) = r.health {
+                m.insert("health".into(), json!({"status": h.as_str()}));
+            }
+            if r.requires_pruning {
+                m.insert("requiresPruning".into(), Value::Bool(true));
+            }
+            Value::Object(m)
+        })
+        .collect();
+    let mut status = Map::new();
+    status.insert(
+        "sync".into(),
+        json!({
+            "status": sync_code(obs.status.sync),
+            "revision": obs.revision,
+            "comparedTo": compared_to(app_obj, &obs.source),
+        }),
+    );
+    status.insert(
+        "health".into(),
+        json!({"status": obs.status.health.as_str()}),
+    );
+    status.insert("resources".into(), Value::Array(resources));
+    status.insert("reconciledAt".into(), Value::String(format_rfc3339(now)));
+    status.insert("sourceType".into(), Value::String(obs.source_type.clone()));
+    status
+}
+
+async fn write_status(
+    cluster: &Cluster,
+    obs: &Observation,
+    status: Map<String, Value>,
+) -> Result<()> {
+    cluster
+        .patch_application_status(&obs.namespace, &obs.name, &json!({"status": status}))
+        .await
+        .map(|_| ())
+        .map_err(|source| RunError::Cluster {
+            app: obs.name.clone(),
+            source,
+        })
+}
+
+// ---------------------------------------------------------------------------------------
+// Public entry points
+
+/// Renders, compares and writes the status of a plumb.dev Application (`app` is the
+/// object as read from the cluster).
+pub async fn refresh_app(
+    cluster: &Cluster,
+    app: &Value,
+    opts: &RunOptions,
+    now: SystemTime,
+) -> Result<AppStatus> {
+    let obs = observe(cluster, app, opts).await?;
+    let mut status = refresh_status(app, &obs, now);
+    reset_self_heal_if_synced(app, &obs, &mut status);
+    write_status(cluster, &obs, status).await?;
+    Ok(obs.status)
+}
+
+/// Syncs a plumb.dev Application now (a manual sync when `initiated_by` names a user).
+/// Pruning follows `spec.syncPolicy.automated.prune`.
+pub async fn sync_app(
+    cluster: &Cluster,
+    app: &Value,
+    opts: &RunOptions,
+    initiated_by: InitiatedBy,
+    now: SystemTime,
+) -> Result<SyncOutcome> {
+    let started = Instant::now();
+    let obs = observe(cluster, app, opts).await?;
+    let mut outcome = execute(cluster, app, obs, opts, initiated_by, None, now).await?;
+    outcome.timings.total = started.elapsed();
+    Ok(outcome)
+}
+
+/// One controller pass: refresh, the automated decision, and the sync it calls for.
+pub async fn reconcile_once(
+    cluster: &Cluster,
+    app: &Value,
+    now: SystemTime,
+    state: &mut ReconcileState,
+) -> Result<ReconcileOutcome> {
+    let started = Instant::now();
+    let obs = observe(cluster, app, &state.options).await?;
+    let decision = match obs.policy.automated {
+        Some(a) if a.enabled => Some(automated_decision(
+            &app_state(app, &obs, &state.options),
+            now,
+        )),
+        _ => None,
+    };
+    if let Some(Decision::SyncNow { reason }) = decision {
+        let mut outcome = execute(
+            cluster,
+            app,
+            obs,
+            &state.options,
+            InitiatedBy::automated(),
+            Some(reason),
+            now,
+        )
+        .await?;
+        outcome.timings.total = started.elapsed();
+        let status = outcome.status.clone();
+        return Ok(ReconcileOutcome {
+            decision,
+            sync: Some(outcome),
+            status,
+        });
+    }
+    let mut status = refresh_status(app, &obs, now);
+    reset_self_heal_if_synced(app, &obs, &mut status);
+    write_status(cluster, &obs, status).await?;
+    Ok(ReconcileOutcome {
+        decision,
+        sync: None,
+        status: obs.status,
+    })
+}
+
+/// plumb resets the self-heal attempt count when the app is seen Synced (see NOTES.md).
+fn reset_self_heal_if_synced(app: &Value, obs: &Observation, status: &mut Map<String, Value>) {
+    let count = app
+        .pointer("/status/operationState/operation/sync/selfHealAttemptsCount")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    if obs.status.sync == SyncStatusCode::Synced && count > 0 {
+        status.insert(
+            "operationState".into(),
+            json!({"operation": {"sync": {"selfHealAttemptsCount": 0}}}),
+        );
+    }
+}
+
+/// The automated decision's inputs, from the Application's status and what was observed.
+fn app_state(app: &Value, obs: &Observation, opts: &RunOptions) -> AppState {
+    let op = app.pointer("/status/operationState");
+    let get = |p: &str| op.and_then(|o| o.pointer(p));
+    let mut state = AppState::new(obs.revision.clone());
+    let automated = obs
+        .policy
+        .automated
+        .unwrap_or(crate::policy::AutomatedPolicy {
+            enabled: false,
+            prune: false,
+            self_heal: false,
+            allow_empty: false,
+        });
+    state.self_heal = automated.self_heal;
+    state.automated_prune = automated.prune;
+    state.self_heal_backoff = opts.self_heal_backoff;
+    state.retry = RetryState {
+        policy: obs.policy.retry_for(true),
+        attempts: get("/retryCount")
+            .and_then(Value::as_u64)
+            .map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX)),
+    };
+    state.last_synced_revision = get("/syncResult/revision")
+        .and_then(Value::as_str)
+        .map(String::from);
+    let finished = get("/finishedAt")
+        .and_then(Value::as_str)
+        .and_then(|t| parse_rfc3339(t).ok());
+    let phase = get("/phase").and_then(Value::as_str);
+    if let (Some(at), Some(phase)) = (finished, phase) {
+        state.last_sync = Some(LastSync {
+            succeeded: phase == "Succeeded",
+            at,
+        });
+    }
+    state.source_changed = match get("/syncResult/source") {
+        Some(s) => *s != source_json::to_value(&obs.source),
+        None => false,
+    };
+    state.self_heal_attempts = get("/operation/sync/selfHealAttemptsCount")
+        .and_then(Value::as_u64)
+        .map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX));
+    state.prune_only = only_pruning_needed(&obs.resources);
+    state.observe(obs.revision.clone(), obs.status.sync);
+    state
+}
+
+fn propagation(p: PropagationPolicy) -> Propagation {
+    match p {
+        PropagationPolicy::Foreground => Propagation::Foreground,
+        PropagationPolicy::Background => Propagation::Background,
+        PropagationPolicy::Orphan => Propagation::Orphan,
+    }
+}
+
+/// Waits (polling) until none of `keys` exists any more, for at most `timeout`.
+async fn wait_deleted(cluster: &Cluster, keys: &[&ResourceKey], timeout: Duration) {
+    let deadline = Instant::now() + timeout;
+    let mut pending: Vec<&ResourceKey> = keys.to_vec();
+    while !pending.is_empty() {
+        let mut still = Vec::new();
+        for key in pending {
+            match cluster
+                .get_object(&key.group, &key.kind, &key.namespace, &key.name)
+                .await
+            {
+                Ok(None) => {}
+                // Present, or unknown: keep waiting (errors end with the deadline).
+                _ => still.push(key),
+            }
+        }
+        pending = still;
+        if pending.is_empty() || Instant::now() >= deadline {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The object applied: with RespectIgnoreDifferences, live's values for ignored fields;
+/// with the last-applied annotation (Secrets excepted).
+fn apply_object(obs: &Observation, key: &ResourceKey) -> Result<Value, String> {
+    let target = obs
+        .targets
+        .get(key)
+        .ok_or_else(|| format!("{key}: no desired object"))?;
+    let mut obj = if obs.policy.sync_options.respect_ignore_differences {
+        plumb_diff::respect::normalize_target_for_sync(target, obs.live.get(key), &obs.config)
+            .map_err(|e| e.to_string())?
+    } else {
+        target.clone()
+    };
+    // Never copy a Secret's values into an annotation (kubectl does; plumb does not): a
+    // field removed from a Secret in git is then not seen until the next sync removes it.
+    if key.group.is_empty() && key.kind == "Secret" {
+        return Ok(obj);
+    }
+    let mut recorded = obj.clone();
+    if let Some(a) = recorded
+        .pointer_mut("/metadata/annotations")
+        .and_then(Value::as_object_mut)
+    {
+        a.remove(LAST_APPLIED_ANNOTATION);
+    }
+    if let Some(o) = recorded.as_object_mut() {
+        o.remove("status");
+    }
+    let text = serde_json::to_string(&recorded).map_err(|e| e.to_string())?;
+    set_meta_entry(&mut obj, "annotations", LAST_APPLIED_ANNOTATION, &text);
+    Ok(obj)
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn execute(
+    cluster: &Cluster,
+    app_obj: &Value,
+    mut obs: Observation,
+    opts: &RunOptions,
+    initiated_by: InitiatedBy,
+    reason: Option<SyncReason>,
+    now: SystemTime,
+) -> Result<SyncOutcome> {
+    let clock = Instant::now();
+    let automated = reason.is_some();
+    let auto_policy = obs.policy.automated.filter(|a| a.enabled);
+    let prune_enabled = auto_policy.is_some_and(|a| a.prune);
+    let allow_empty = auto_policy.is_some_and(|a| a.allow_empty);
+    let mut sync_opts = obs.policy.sync_options.clone();
+    if sync_opts.create_namespace
+        && let Some(dest) = sync_opts.destination_namespace.as_mut()
+    {
+        dest.exists = cluster
+            .get_object("", "Namespace", "", &dest.name)
+            .await
+            .map_err(|source| RunError::Cluster {
+                app: obs.name.clone(),
+                source,
+            })?
+            .is_some();
+    }
+
+    let mut results: Vec<ResourceResult> = Vec::new();
+    let mut failure: Option<String> = None;
+    match plan(
+        &obs.resources,
+        &sync_opts,
+        automated,
+        allow_empty,
+        prune_enabled,
+    ) {
+        Err(e) => failure = Some(e.to_string()),
+        Ok(p) => {
+            for batch in p.batches() {
+                let phase = batch.phase.as_str();
+                let mut applies: Vec<(ResourceKey, Value)> = Vec::new();
+                for step in &batch.steps {
+                    let result = |status: &'static str, message: String| ResourceResult {
+                        key: step.key.clone(),
+                        status,
+                        message,
+                        phase,
+                        wave: step.wave,
+                    };
+                    match step.action {
+                        _ if step.source == StepSource::CreateNamespace => {
+                            let r = cluster
+                                .ensure_namespace(&step.key.name, FIELD_MANAGER)
+                                .await;
+                            results.push(match r {
+                                Ok(true) => result(
+                                    "Synced",
+                                    "namespace/".to_string() + &step.key.name + " created",
+                                ),
+                                Ok(false) => result("Synced", "namespace exists".into()),
+                                Err(e) => result("SyncFailed", e.to_string()),
+                            });
+                        }
+                        Action::Apply => match apply_object(&obs, &step.key) {
+                            Ok(obj) => applies.push((step.key.clone(), obj)),
+                            Err(e) => results.push(result("SyncFailed", e)),
+                        },
+                        Action::Replace => {
+                            let r = match apply_object(&obs, &step.key) {
+                                Ok(obj) => cluster
+                                    .replace_object(&obj, FIELD_MANAGER)
+                                    .await
+                                    .map_err(|e| e.to_string()),
+                                Err(e) => Err(e),
+                            };
+                            results.push(match r {
+                                Ok(_) => result(
+                                    "Synced",
+                                    format!("{} replaced", step.key.kind.to_lowercase()),
+                                ),
+                                Err(e) => result("SyncFailed", e),
+                            });
+                        }
+                        Action::Prune if step.requires_confirmation => {
+                            results.push(result(
+                                "PruneSkipped",
+                                "ignored (requires confirmation: Prune=confirm)".into(),
+                            ));
+                        }
+                        Action::Prune => {
+                            let r = cluster
+                                .delete_object(
+                                    &step.key,
+                                    propagation(sync_opts.prune_propagation_policy),
+                                )
+                                .await;
+                            results.push(match r {
+                                Ok(_) => result("Pruned", "pruned".into()),
+                                Err(e) => result("SyncFailed", e.to_string()),
+                            });
+                        }
+                        Action::Skip(why @ (SkipReason::PruneDisabled | SkipReason::NoPrune)) => {
+                            results.push(result("PruneSkipped", why.message().into()))
+                        }
+                        Action::Skip(why) => results.push(result("Synced", why.message().into())),
+                    }
+                }
+                if !applies.is_empty() {
+                    let (keys, objects): (Vec<ResourceKey>, Vec<Value>) =
+                        applies.into_iter().unzip();
+                    let answers = cluster.apply(objects, FIELD_MANAGER, true).await;
+                    for (key, answer) in keys.into_iter().zip(answers) {
+                        results.push(ResourceResult {
+                            message: match &answer {
+                                Ok(_) => format!("{} serverside-applied", key.kind.to_lowercase()),
+                                Err(e) => e.to_string(),
+                            },
+                            status: if answer.is_ok() {
+                                "Synced"
+                            } else {
+                                "SyncFailed"
+                            },
+                            key,
+                            phase,
+                            wave: batch.wave,
+                        });
+                    }
+                }
+                // As gitops-engine: a wave's pruned objects are gone before the next wave
+                // (and before the sync's final compare), or the wait times out.
+                let pruned: Vec<&ResourceKey> = results
+                    .iter()
+                    .filter(|r| r.status == "Pruned" && r.phase == phase && r.wave == batch.wave)
+                    .map(|r| &r.key)
+                    .collect();
+                wait_deleted(cluster, &pruned, opts.prune_wait).await;
+                let failed: Vec<String> = results
+                    .iter()
+                    .filter(|r| r.status == "SyncFailed")
+                    .map(|r| format!("{}: {}", r.key, r.message))
+                    .collect();
+                if !failed.is_empty() {
+                    failure = Some(format!(
+                        "one or more objects failed to apply, reason: {}",
+                        failed.join("; ")
+                    ));
+                    break;
+                }
+            }
+        }
+    }
+    let execute_time = clock.elapsed();
+
+    // Compare again: what the cluster made of the sync.
+    let t = Instant::now();
+    obs.recompare(cluster, &opts.settings).await?;
+    let compare_after = t.elapsed();
+
+    let finished = now + clock.elapsed();
+    let succeeded = failure.is_none();
+    let phase = if succeeded { "Succeeded" } else { "Failed" };
+    let message = failure.unwrap_or_else(|| "successfully synced (all tasks run)".to_string());
+
+    let prev_op = app_obj.pointer("/status/operationState");
+    let prev_count = |p: &str| {
+        prev_op
+            .and_then(|o| o.pointer(p))
+            .and_then(Value::as_i64)
+            .unwrap_or(0)
+    };
+    let self_heal_count = match reason {
+        Some(SyncReason::SelfHeal) => prev_count("/operation/sync/selfHealAttemptsCount") + 1,
+        Some(SyncReason::Retry) => prev_count("/operation/sync/selfHealAttemptsCount"),
+        _ => 0,
+    };
+    let retry_count = match reason {
+        Some(SyncReason::Retry) => prev_count("/retryCount") + 1,
+        _ => 0,
+    };
+
+    let mut history: Vec<HistoryEntry> = app_obj
+        .pointer("/status/history")
+        .cloned()
+        .and_then(|h| serde_json::from_value(h).ok())
+        .unwrap_or_default();
+    let history_id = succeeded.then(|| {
+        append_history(
+            &mut history,
+            HistoryEntry::new(
+                obs.revision.clone(),
+                obs.source.clone(),
+                now,
+                finished,
+                initiated_by.clone(),
+            ),
+            revision_history_limit(app_obj),
+        )
+    });
+
+    let resources_json: Vec<Value> = results
+        .iter()
+        .map(|r| {
+            let mut m = key_json(&r.key);
+            m.insert("status".into(), Value::String(r.status.into()));
+            m.insert("message".into(), Value::String(r.message.clone()));
+            m.insert("syncPhase".into(), Value::String(r.phase.into()));
+            Value::Object(m)
+        })
+        .collect();
+    let mut op_sync = json!({
+        "revision": obs.revision,
+        "prune": prune_enabled,
+        "selfHealAttemptsCount": self_heal_count,
+    });
+    if let Some(o) = app_obj.pointer("/spec/syncPolicy/syncOptions") {
+        op_sync["syncOptions"] = o.clone();
+    }
+    let mut status = refresh_status(app_obj, &obs, finished);
+    status.insert(
+        "operationState".into(),
+        json!({
+            "operation": {
+                "sync": op_sync,
+                "initiatedBy": serde_json::to_value(&initiated_by).unwrap_or(Value::Null),
+                "retry": {},
+            },
+            "phase": phase,
+            "message": message,
+            "startedAt": format_rfc3339(now),
+            "finishedAt": format_rfc3339(finished),
+            "retryCount": retry_count,
+            "syncResult": {
+                "revision": obs.revision,
+                "source": source_json::to_value(&obs.source),
+                "resources": resources_json,
+            },
+        }),
+    );
+    if history_id.is_some() {
+        status.insert(
+            "history".into(),
+            serde_json::to_value(&history).unwrap_or(Value::Array(Vec::new())),
+        );
+    }
+    let t = Instant::now();
+    write_status(cluster, &obs, status).await?;
+    let write_time = t.elapsed();
+
+    Ok(SyncOutcome {
+        phase,
+        message,
+        revision: obs.revision.clone(),
+        history_id,
+        results,
+        timings: Timings {
+            render: obs.render_time,
+            compare: obs.compare_time,
+            execute: execute_time,
+            compare_after,
+            write_status: write_time,
+            total: Duration::ZERO,
+        },
+        status: obs.status,
+    })
+}

@@ -1,0 +1,307 @@
+//! Sync options and plan rules on the test bed: CreateNamespace, waves, Replace=true,
+//! Prune=false, the allowEmpty guard; and the time a sync of N objects takes.
+
+mod common;
+
+use common::support::{apply, namespace, testbed, unique};
+use common::{application, commit, get_app, git, git_repo, history, install_crd};
+use plumb_sync::auto::{Decision, SyncReason};
+use plumb_sync::history::InitiatedBy;
+use plumb_sync::run::{ReconcileState, RunOptions, reconcile_once, sync_app};
+use plumb_sync::status::SyncStatusCode;
+use serde_json::{Value, json};
+use std::time::{Duration, Instant, UNIX_EPOCH};
+
+fn configmap(name: &str, annotations: Value) -> String {
+    serde_json::to_string_pretty(&json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name, "annotations": annotations},
+        "data": {"name": name}
+    }))
+    .expect("json")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn create_namespace_waves_replace_prune_false_and_allow_empty() {
+    let Some(cluster) = testbed("sync_options").await else {
+        return;
+    };
+    install_crd(&cluster).await;
+    let apps_ns = namespace(&cluster, "sync-opts-apps", json!({})).await;
+    let dest = unique("sync-opts-dest");
+    let files = [
+        (
+            "app/a.json",
+            configmap("early", json!({"argocd.argoproj.io/sync-wave": "-1"})),
+        ),
+        (
+            "app/b.json",
+            configmap(
+                "late",
+                json!({"argocd.argoproj.io/sync-wave": "1",
+            "argocd.argoproj.io/sync-options": "Replace=true"}),
+            ),
+        ),
+        (
+            "app/c.json",
+            configmap(
+                "keep",
+                json!({"argocd.argoproj.io/sync-options": "Prune=false"}),
+            ),
+        ),
+        ("app/d.json", configmap("plain", json!({}))),
+        ("app/README.md", "not a manifest".to_string()),
+    ];
+    let refs: Vec<(&str, &str)> = files.iter().map(|(a, b)| (*a, b.as_str())).collect();
+    let (repo, _) = git_repo("plumb-opts", &refs);
+    let name = "opts";
+    let mut app = application(
+        name,
+        &apps_ns,
+        &repo,
+        "app",
+        &dest,
+        json!({"syncOptions": ["CreateNamespace=true"]}),
+    );
+    apply(&cluster, vec![app.clone()]).await;
+
+    // A manual sync: the namespace first, then waves -1, 0, 1 (Replace=true as a PUT).
+    let stored = get_app(&cluster, &apps_ns, name).await;
+    let sync = sync_app(
+        &cluster,
+        &stored,
+        &RunOptions::default(),
+        InitiatedBy::user("alice"),
+        UNIX_EPOCH + Duration::from_secs(1_900_000_000),
+    )
+    .await
+    .expect("sync");
+    assert!(sync.succeeded(), "{}", sync.message);
+    let order: Vec<(String, i64)> = sync
+        .results
+        .iter()
+        .map(|r| (format!("{}/{}", r.key.kind, r.key.name), r.wave))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            (format!("Namespace/{dest}"), 0),
+            ("ConfigMap/early".to_string(), -1),
+            ("ConfigMap/keep".to_string(), 0),
+            ("ConfigMap/plain".to_string(), 0),
+            ("ConfigMap/late".to_string(), 1),
+        ]
+    );
+    assert_eq!(
+        sync.status.sync,
+        SyncStatusCode::Synced,
+        "{:?}",
+        sync.status
+    );
+    assert!(
+        cluster
+            .get_object("", "Namespace", "", &dest)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    let late = cluster
+        .get_object("", "ConfigMap", &dest, "late")
+        .await
+        .unwrap()
+        .expect("late");
+    let ops: Vec<(&str, &str)> = late["metadata"]["managedFields"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| Some((m["manager"].as_str()?, m["operation"].as_str()?)))
+        .collect();
+    assert_eq!(
+        ops,
+        [("plumb", "Update")],
+        "Replace=true is a PUT, not an apply"
+    );
+    let plain = cluster
+        .get_object("", "ConfigMap", &dest, "plain")
+        .await
+        .unwrap()
+        .expect("plain");
+    assert_eq!(plain["metadata"]["managedFields"][0]["operation"], "Apply");
+
+    // Automated with prune; git drops "plain" and "keep": one pruned, one kept (Prune=false).
+    app["spec"]["syncPolicy"] =
+        json!({"automated": {"prune": true}, "syncOptions": ["CreateNamespace=true"]});
+    apply(&cluster, vec![app.clone()]).await;
+    git(&repo, &["rm", "-q", "app/c.json", "app/d.json"]);
+    commit(&repo, "drop keep and plain");
+    let mut state = ReconcileState::default();
+    let now = UNIX_EPOCH + Duration::from_secs(1_900_000_100);
+    let out = reconcile_once(
+        &cluster,
+        &get_app(&cluster, &apps_ns, name).await,
+        now,
+        &mut state,
+    )
+    .await
+    .expect("reconcile");
+    let sync = out.sync.expect("sync of the new revision");
+    assert!(sync.succeeded(), "{}", sync.message);
+    let status_of = |n: &str| {
+        sync.results
+            .iter()
+            .find(|r| r.key.name == n)
+            .map(|r| r.status)
+            .unwrap_or("<none>")
+    };
+    assert_eq!(status_of("plain"), "Pruned");
+    assert_eq!(status_of("keep"), "PruneSkipped");
+    assert!(
+        cluster
+            .get_object("", "ConfigMap", &dest, "plain")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        cluster
+            .get_object("", "ConfigMap", &dest, "keep")
+            .await
+            .unwrap()
+            .is_some()
+    );
+    // "keep" still needs pruning: OutOfSync, as in Argo CD.
+    assert_eq!(sync.status.sync, SyncStatusCode::OutOfSync);
+    let histories = history(&get_app(&cluster, &apps_ns, name).await).len();
+
+    // git renders nothing: an automated sync refuses to prune everything.
+    git(&repo, &["rm", "-q", "app/a.json", "app/b.json"]);
+    commit(&repo, "empty");
+    let out = reconcile_once(
+        &cluster,
+        &get_app(&cluster, &apps_ns, name).await,
+        now + Duration::from_secs(60),
+        &mut state,
+    )
+    .await
+    .expect("reconcile");
+    assert_eq!(
+        out.decision,
+        Some(Decision::SyncNow {
+            reason: SyncReason::NewRevision
+        })
+    );
+    let sync = out.sync.expect("an attempted sync");
+    assert!(!sync.succeeded());
+    assert!(sync.message.contains("allowEmpty"), "{}", sync.message);
+    for n in ["early", "late", "keep"] {
+        assert!(
+            cluster
+                .get_object("", "ConfigMap", &dest, n)
+                .await
+                .unwrap()
+                .is_some(),
+            "{n} was deleted"
+        );
+    }
+    let stored = get_app(&cluster, &apps_ns, name).await;
+    assert_eq!(stored["status"]["operationState"]["phase"], "Failed");
+    assert_eq!(
+        history(&stored).len(),
+        histories,
+        "a failed sync is not history"
+    );
+    // The failed sync is retried (plumb, unlike argo-cd#18442), with the retry backoff.
+    let out = reconcile_once(&cluster, &stored, now + Duration::from_secs(61), &mut state)
+        .await
+        .expect("reconcile");
+    assert!(
+        matches!(
+            out.decision,
+            Some(Decision::WaitUntil {
+                reason: SyncReason::Retry,
+                ..
+            })
+        ),
+        "{:?}",
+        out.decision
+    );
+    let _ = std::fs::remove_dir_all(&repo);
+}
+
+/// Time per sync of N objects (printed; run with --nocapture), and steady state.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sync_timing_of_n_objects() {
+    let Some(cluster) = testbed("sync_timing").await else {
+        return;
+    };
+    install_crd(&cluster).await;
+    let n: usize = std::env::var("PLUMB_SYNC_BENCH_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200);
+    let ns = namespace(&cluster, "sync-timing", json!({})).await;
+    let mut files: Vec<(String, String)> = (0..n)
+        .map(|i| {
+            (
+                format!("app/cm-{i:04}.json"),
+                configmap(&format!("cm-{i:04}"), json!({})),
+            )
+        })
+        .collect();
+    files.push(("app/README.md".into(), "x".into()));
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    let (repo, _) = git_repo("plumb-timing", &refs);
+    let name = "timing";
+    apply(
+        &cluster,
+        vec![application(
+            name,
+            &ns,
+            &repo,
+            "app",
+            &ns,
+            json!({"automated": {"prune": true, "selfHeal": true}}),
+        )],
+    )
+    .await;
+    let mut state = ReconcileState::default();
+    let now = UNIX_EPOCH + Duration::from_secs(1_900_000_000);
+    let t = Instant::now();
+    let out = reconcile_once(
+        &cluster,
+        &get_app(&cluster, &ns, name).await,
+        now,
+        &mut state,
+    )
+    .await
+    .expect("reconcile");
+    let first = t.elapsed();
+    let sync = out.sync.expect("first sync");
+    assert!(sync.succeeded(), "{}", sync.message);
+    assert_eq!(sync.status.sync, SyncStatusCode::Synced);
+    assert_eq!(sync.results.len(), n);
+    let t = Instant::now();
+    let out = reconcile_once(
+        &cluster,
+        &get_app(&cluster, &ns, name).await,
+        now + Duration::from_secs(60),
+        &mut state,
+    )
+    .await
+    .expect("reconcile");
+    let steady = t.elapsed();
+    assert!(out.sync.is_none());
+    assert_eq!(out.status.sync, SyncStatusCode::Synced);
+    eprintln!(
+        "TIMING sync of {n} objects: total {first:?} (render {:?}, compare {:?}, apply {:?}, compare after {:?}, status {:?}); steady-state reconcile {steady:?}",
+        sync.timings.render,
+        sync.timings.compare,
+        sync.timings.execute,
+        sync.timings.compare_after,
+        sync.timings.write_status
+    );
+    let _ = std::fs::remove_dir_all(&repo);
+}
