@@ -22,6 +22,35 @@ enum AppCommand {
     History(NamedArgs),
     /// Every Application, one line each.
     List(ListArgs),
+    /// Sync now: render, compare, apply in waves (server-side apply as `plumb`), prune as
+    /// the sync policy allows, record the history.
+    Sync(SyncArgs),
+    /// Wait until the Application is Synced and/or Healthy.
+    Wait(WaitArgs),
+}
+
+#[derive(clap::Args)]
+struct SyncArgs {
+    #[command(flatten)]
+    app: NamedArgs,
+    /// A local clone to read instead of the Application's (remote) repoURL.
+    #[arg(long, value_name = "DIR")]
+    repo: Option<std::path::PathBuf>,
+}
+
+#[derive(clap::Args)]
+struct WaitArgs {
+    #[command(flatten)]
+    app: NamedArgs,
+    /// Wait for Synced.
+    #[arg(long)]
+    sync: bool,
+    /// Wait for Healthy.
+    #[arg(long)]
+    health: bool,
+    /// Give up after this many seconds (exit 1).
+    #[arg(long, default_value_t = 180)]
+    timeout: u64,
 }
 
 #[derive(clap::Args)]
@@ -75,6 +104,8 @@ fn one_app(args: &NamedArgs) -> Result<Value> {
 
 pub fn run(args: AppArgs) -> Result<u8> {
     let text = match &args.command {
+        AppCommand::Sync(a) => return sync(a),
+        AppCommand::Wait(a) => return wait(a),
         AppCommand::Get(a) => format_get(&one_app(a)?),
         AppCommand::History(a) => format_history(&one_app(a)?),
         AppCommand::List(a) => {
@@ -86,6 +117,62 @@ pub fn run(args: AppArgs) -> Result<u8> {
     };
     print!("{text}");
     Ok(EXIT_IN_SYNC)
+}
+
+fn sync(args: &SyncArgs) -> Result<u8> {
+    let app = one_app(&args.app)?;
+    let c = connect(&args.app.cluster)?;
+    let opts = plumb_sync::run::RunOptions {
+        repo_override: args.repo.clone(),
+        ..Default::default()
+    };
+    let user = std::env::var("USER").unwrap_or_else(|_| "plumb".into());
+    let outcome = c
+        .block_on(plumb_sync::run::sync_app(
+            &c.cluster,
+            &app,
+            &opts,
+            plumb_sync::history::InitiatedBy::user(user),
+            std::time::SystemTime::now(),
+        ))
+        .map_err(|e| anyhow!("{e}"))?;
+    eprintln!(
+        "{}: {} ({}) at {}",
+        args.app.name, outcome.phase, outcome.message, outcome.revision
+    );
+    Ok(if outcome.phase == "Succeeded" {
+        EXIT_IN_SYNC
+    } else {
+        crate::EXIT_DIFFERENCES
+    })
+}
+
+fn wait(args: &WaitArgs) -> Result<u8> {
+    let started = std::time::Instant::now();
+    let deadline = std::time::Duration::from_secs(args.timeout);
+    loop {
+        let app = one_app(&args.app)?;
+        let sync = s(&app, "/status/sync/status").to_string();
+        let health = s(&app, "/status/health/status").to_string();
+        let ok = (!args.sync || sync == "Synced") && (!args.health || health == "Healthy");
+        if ok {
+            print!("{}", format_get(&app));
+            return Ok(EXIT_IN_SYNC);
+        }
+        if started.elapsed() >= deadline {
+            eprintln!(
+                "timed out after {} s: sync {sync}, health {health}",
+                args.timeout
+            );
+            return Ok(crate::EXIT_DIFFERENCES);
+        }
+        eprintln!(
+            "waiting for {}: sync {sync}, health {health} ({} s)",
+            args.app.name,
+            started.elapsed().as_secs()
+        );
+        std::thread::sleep(std::time::Duration::from_secs(2));
+    }
 }
 
 fn s<'a>(v: &'a Value, pointer: &str) -> &'a str {

@@ -4,6 +4,7 @@
 mod app_cmd;
 mod blame_cmd;
 mod cluster_args;
+mod controller_cmd;
 mod diff_cmd;
 mod doctor_cmd;
 mod output;
@@ -44,7 +45,7 @@ enum Command {
     /// managedFields), namespaces, webhooks, admission policies, HPAs, CRDs, Applications.
     /// Secret values are never written. `plumb diff --live DIR` reads it back.
     Snapshot(snapshot_cmd::SnapshotArgs),
-    /// plumb's Applications in a cluster: get, history, list (sync and the controller: in progress).
+    /// plumb's Applications in a cluster: get, history, list, sync, wait.
     App(app_cmd::AppArgs),
     /// An object's YAML with each value's last writer (manager, operation, time) from its
     /// managedFields, like kubectl-blame.
@@ -54,6 +55,8 @@ enum Command {
     ///
     /// Exit code: 0 nothing to report, 1 findings, 2 error.
     Doctor(doctor_cmd::DoctorArgs),
+    /// Reconcile every plumb Application: refresh, automated sync, self-heal, retries.
+    Controller(controller_cmd::ControllerArgs),
 }
 
 /// Exit codes shared by every command.
@@ -80,6 +83,7 @@ fn main() -> ExitCode {
         Command::App(args) => app_cmd::run(args),
         Command::Blame(args) => blame_cmd::run(args),
         Command::Doctor(args) => doctor_cmd::run(args),
+        Command::Controller(args) => controller_cmd::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

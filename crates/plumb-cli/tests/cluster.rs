@@ -1323,3 +1323,76 @@ async fn forbidden_names_verb_resource_and_namespace() {
     assert_eq!(run.code, Some(1), "{run}");
     assert_eq!(run.resource("cm")["status"], "modified", "{run}");
 }
+
+/// `plumb app sync|get|history|list|wait` and `plumb controller --once` on a plumb
+/// Application: the CRD from deploy/, a plain-directory source, one sync recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn app_commands_sync_and_report() {
+    let Some(cluster) = testbed("app_commands_sync_and_report").await else {
+        return;
+    };
+    let crd_text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../deploy/crd.yaml"
+    ))
+    .expect("deploy/crd.yaml");
+    let crd: Value = serde_saphyr::from_str(&crd_text).expect("CRD YAML");
+    apply(&cluster, vec![crd]).await;
+    let served = eventually(Duration::from_secs(30), || async {
+        cluster.discover().await.ok()?;
+        cluster.resource_for("plumb.dev", "Application").await.ok()
+    })
+    .await;
+    assert!(served.is_some(), "the CRD is served");
+
+    let ns = namespace(&cluster, "appcmd", json!({})).await;
+    let app_ns = namespace(&cluster, "appcmd-apps", json!({})).await;
+    let dir = Scratch::new("appcmd");
+    dir.write(
+        "repo/app/cm.yaml",
+        &[json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}, "data": {"k": "v"}})],
+    );
+    let name = unique("shop");
+    let app = json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "Application",
+        "metadata": {"name": name, "namespace": app_ns},
+        "spec": {"project": "default",
+            "source": {"repoURL": format!("file://{}", s(&dir.path("repo"))), "path": "app", "targetRevision": "HEAD"},
+            "destination": {"server": "https://kubernetes.default.svc", "namespace": ns},
+            "syncPolicy": {"automated": {"prune": true}}}});
+    apply(&cluster, vec![app]).await;
+
+    let common = ["--cluster", "-N", app_ns.as_str()];
+    let run = plumb(&[&["app", "sync", name.as_str()][..], &common[..]].concat()).await;
+    assert_eq!(run.code, Some(0), "{run}");
+    let run = plumb(&[&["app", "get", name.as_str()][..], &common[..]].concat()).await;
+    assert_eq!(run.code, Some(0), "{run}");
+    assert!(
+        run.stdout.contains("Sync Policy:        Automated (Prune)"),
+        "{run}"
+    );
+    assert!(
+        run.stdout.contains("Sync Status:        Synced to HEAD"),
+        "{run}"
+    );
+    assert!(run.stdout.contains("ConfigMap"), "{run}");
+    let run = plumb(&[&["app", "history", name.as_str()][..], &common[..]].concat()).await;
+    assert_eq!(run.code, Some(0), "{run}");
+    assert_eq!(run.stdout.lines().count(), 2, "one sync recorded: {run}");
+    let run = plumb(
+        &[
+            &["app", "wait", name.as_str(), "--sync", "--timeout", "20"][..],
+            &common[..],
+        ]
+        .concat(),
+    )
+    .await;
+    assert_eq!(run.code, Some(0), "{run}");
+    let run = plumb(&["app", "list", "--cluster"]).await;
+    assert!(run.stdout.contains(&name), "{run}");
+    // The controller's pass finds nothing to sync: the history does not grow.
+    let run = plumb(&["controller", "--once", "-N", app_ns.as_str()]).await;
+    assert_eq!(run.code, Some(0), "{run}");
+    assert!(run.stderr.contains(&name), "{run}");
+    let run = plumb(&[&["app", "history", name.as_str()][..], &common[..]].concat()).await;
+    assert_eq!(run.stdout.lines().count(), 2, "{run}");
+}
