@@ -51,6 +51,10 @@ pub struct DoctorArgs {
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value_t = DoctorFormat::Text)]
     output: DoctorFormat,
+    /// Apply the first fix of each finding caused by the cluster (a webhook, a policy, a
+    /// controller) when it is a git change: edit the work tree of --repo; never commits.
+    #[arg(long, conflicts_with = "preflight")]
+    fix: bool,
 }
 
 fn is_application(o: &Value) -> bool {
@@ -259,6 +263,11 @@ pub fn run(args: DoctorArgs) -> Result<u8> {
             )
         });
     }
+    if args.fix {
+        for change in apply_fixes(&report.to_json(), &repo)? {
+            eprintln!("fix: {change}");
+        }
+    }
     let text = match args.output {
         DoctorFormat::Text => report.to_text(),
         DoctorFormat::Markdown => report.to_markdown(),
@@ -270,4 +279,112 @@ pub fn run(args: DoctorArgs) -> Result<u8> {
     } else {
         EXIT_IN_SYNC
     })
+}
+
+/// Writes the `stop-declaring` fixes of the findings the cluster causes into the work tree
+/// at `repo`; returns what it changed. Git is never touched beyond the files.
+fn apply_fixes(report: &Value, repo: &Path) -> Result<Vec<String>> {
+    let mut changes = Vec::new();
+    let mut removals: std::collections::BTreeMap<String, Vec<usize>> = Default::default();
+    for f in report["findings"].as_array().into_iter().flatten() {
+        let cause = f["cause"]["type"].as_str().unwrap_or("");
+        if !matches!(cause, "mutating-webhook" | "mutating-policy" | "controller") {
+            continue; // drift is fixed by a sync, not by changing git
+        }
+        let Some(fix) = f["fixes"].get(0).filter(|x| x["type"] == "stop-declaring") else {
+            continue;
+        };
+        let Some(file) = fix["file"].as_str() else {
+            continue;
+        };
+        match fix["action"].as_str() {
+            Some("delete-file") => {
+                let path = repo.join(file);
+                if path.exists() {
+                    std::fs::remove_file(&path)
+                        .map_err(|e| anyhow!("{}: cannot delete: {e}", path.display()))?;
+                    changes.push(format!("deleted {file}"));
+                }
+                if let (Some(kfile), Some(entry)) = (
+                    fix["kustomization"]["file"].as_str(),
+                    entry_reference(&fix["kustomization"]["entry"]),
+                ) && remove_list_entry(&repo.join(kfile), &entry)?
+                {
+                    changes.push(format!("removed the entry for {entry} from {kfile}"));
+                }
+            }
+            Some("remove-lines") => {
+                let lines = fix["lines"].as_array().into_iter().flatten();
+                removals
+                    .entry(file.to_string())
+                    .or_default()
+                    .extend(lines.filter_map(Value::as_u64).map(|l| l as usize));
+            }
+            _ => {}
+        }
+    }
+    for (file, mut lines) in removals {
+        let path = repo.join(&file);
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| anyhow!("{}: cannot read: {e}", path.display()))?;
+        lines.sort_unstable();
+        lines.dedup();
+        let kept: String = text
+            .split_inclusive('\n')
+            .enumerate()
+            .filter(|(i, _)| !lines.contains(&(i + 1)))
+            .map(|(_, l)| l)
+            .collect();
+        std::fs::write(&path, kept)
+            .map_err(|e| anyhow!("{}: cannot write: {e}", path.display()))?;
+        changes.push(format!(
+            "removed line{} {} of {file}",
+            if lines.len() == 1 { "" } else { "s" },
+            lines
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    Ok(changes)
+}
+
+/// The file a kustomization list entry names: `{"path": "x.yaml"}` or `"x.yaml"`.
+fn entry_reference(entry: &Value) -> Option<String> {
+    entry
+        .as_str()
+        .or_else(|| entry.get("path").and_then(Value::as_str))
+        .map(String::from)
+}
+
+/// Removes from a kustomization the list entry naming `file` (`- path: file` or `- file`),
+/// with the comment lines right above it; an emptied list keeps its key (kustomize accepts
+/// `patches:` with nothing under it, and the diff stays one hunk).
+fn remove_list_entry(kustomization: &Path, file: &str) -> Result<bool> {
+    let text = std::fs::read_to_string(kustomization)
+        .map_err(|e| anyhow!("{}: cannot read: {e}", kustomization.display()))?;
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let is_entry = |l: &str| {
+        let t = l.trim();
+        let t = t.strip_prefix('-').map(str::trim).unwrap_or("");
+        let t = t.strip_prefix("path:").map(str::trim).unwrap_or(t);
+        t.trim_matches(['"', '\'']) == file
+    };
+    let Some(at) = lines.iter().position(|l| is_entry(l)) else {
+        return Ok(false);
+    };
+    let mut start = at;
+    while start > 0 && lines[start - 1].trim_start().starts_with('#') {
+        start -= 1;
+    }
+    let kept: String = lines
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !(start..=at).contains(i))
+        .map(|(_, l)| *l)
+        .collect();
+    std::fs::write(kustomization, kept)
+        .map_err(|e| anyhow!("{}: cannot write: {e}", kustomization.display()))?;
+    Ok(true)
 }

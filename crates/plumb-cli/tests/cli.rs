@@ -561,3 +561,50 @@ fn preflight_catches_the_fight_before_merge() {
     ]);
     assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
 }
+
+#[test]
+fn doctor_fix_writes_the_seeds_git_change() {
+    let d = tmp("doctor-fix");
+    let copy = Command::new("cp")
+        .args(["-r", "examples/payments/repo"])
+        .arg(d.join("repo"))
+        .current_dir(repo())
+        .status()
+        .expect("cp");
+    assert!(copy.success());
+    let repo_dir = d.join("repo");
+    let o = plumb(&[
+        "doctor",
+        "payments-prod",
+        "--live",
+        "examples/payments/live",
+        "--repo",
+        repo_dir.to_str().unwrap(),
+        "--fix",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("fix: deleted overlays/prod/pull-policy.yaml"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!repo_dir.join("overlays/prod/pull-policy.yaml").exists());
+    let k = std::fs::read_to_string(repo_dir.join("overlays/prod/kustomization.yaml")).unwrap();
+    assert!(
+        !k.contains("pull-policy.yaml") && !k.contains("save registry traffic"),
+        "{k}"
+    );
+    // Drift (the hand-edited Service selector) is fixed by a sync, not by editing git.
+    let svc = std::fs::read_to_string(repo_dir.join("base/service.yaml")).unwrap();
+    assert!(svc.contains("app: payments-api"), "{svc}");
+    // The fixed overlay still renders, and kubectl agrees when it is there.
+    let r = plumb(&[
+        "render",
+        "--repo",
+        repo_dir.to_str().unwrap(),
+        "--path",
+        "overlays/prod",
+    ]);
+    assert_eq!(r.status.code(), Some(0), "{}", stderr(&r));
+    assert!(!stdout(&r).contains("imagePullPolicy"), "{}", stdout(&r));
+}
