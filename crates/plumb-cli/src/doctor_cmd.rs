@@ -77,7 +77,18 @@ fn load_state(args: &DoctorArgs) -> Result<Vec<Value>> {
             let c = connect(&args.cluster)?;
             dir = std::env::temp_dir().join(format!("plumb-doctor-{}", std::process::id()));
             _cleanup = RemoveOnDrop(dir.clone());
-            c.block_on(c.cluster.snapshot(None, &[], &dir))
+            // The snapshot of the app: its objects in its destination namespace, and the
+            // context (namespaces, webhooks, policies, HPAs, CRDs, Applications).
+            let app = match &args.app {
+                Some(name) => find_application(&c, name)?,
+                None => None,
+            };
+            let namespaces: Vec<String> = app
+                .as_ref()
+                .and_then(|a| a.destination_namespace.clone())
+                .into_iter()
+                .collect();
+            c.block_on(c.cluster.snapshot(app.as_ref(), &namespaces, &dir))
                 .map_err(|e| anyhow!("{e}"))?;
             &dir
         }
@@ -87,6 +98,25 @@ fn load_state(args: &DoctorArgs) -> Result<Vec<Value>> {
         .into_iter()
         .map(|m| m.object)
         .collect())
+}
+
+/// The Application named `name` (plumb's, else Argo CD's where the server has them).
+fn find_application(c: &crate::cluster_args::Connected, name: &str) -> Result<Option<Application>> {
+    let mut candidates = c
+        .block_on(c.cluster.list_applications(None))
+        .unwrap_or_default();
+    let argo = plumb_core::GroupKind {
+        group: "argoproj.io".into(),
+        kind: "Application".into(),
+    };
+    if let Ok(more) = c.block_on(c.cluster.list_live(&[argo], None, None)) {
+        candidates.extend(more);
+    }
+    candidates
+        .iter()
+        .find(|o| o.pointer("/metadata/name").and_then(Value::as_str) == Some(name))
+        .map(|o| Application::from_value(o).map_err(|e| anyhow!("Application {name}: {e}")))
+        .transpose()
 }
 
 struct RemoveOnDrop(PathBuf);

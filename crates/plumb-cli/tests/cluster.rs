@@ -1396,3 +1396,111 @@ async fn app_commands_sync_and_report() {
     let run = plumb(&[&["app", "history", name.as_str()][..], &common[..]].concat()).await;
     assert_eq!(run.stdout.lines().count(), 2, "{run}");
 }
+
+/// The seed's incident, live: a plumb Application syncs the payments overlay into a
+/// namespace whose webhook forces `imagePullPolicy: Always`; after three syncs of the same
+/// revision `plumb doctor --cluster` names the loop, the webhook and the patch line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_diagnoses_the_seed_incident_live() {
+    let Some(cluster) = testbed("doctor_diagnoses_the_seed_incident_live").await else {
+        return;
+    };
+    let crd_text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../deploy/crd.yaml"
+    ))
+    .expect("deploy/crd.yaml");
+    apply(
+        &cluster,
+        vec![serde_saphyr::from_str(&crd_text).expect("CRD")],
+    )
+    .await;
+    eventually(Duration::from_secs(30), || async {
+        cluster.discover().await.ok()?;
+        cluster.resource_for("plumb.dev", "Application").await.ok()
+    })
+    .await
+    .expect("the CRD is served");
+
+    let hook = Webhook::start().await;
+    let ns = namespace(&cluster, "seedlive", json!({PULL_LABEL: "always"})).await;
+    let app_ns = namespace(&cluster, "seedlive-apps", json!({})).await;
+    let config_name = unique("plumb-seed-force-always");
+    apply(
+        &cluster,
+        vec![hook.configuration(&config_name, PULL_LABEL, "always")],
+    )
+    .await;
+    let probe = deployment(&ns, "probe", "IfNotPresent");
+    eventually(Duration::from_secs(30), || async {
+        match cluster
+            .dry_run_apply(vec![probe.clone()], "plumb", false)
+            .await
+            .remove(0)
+        {
+            Ok(obj) if obj.pointer(POLICY) == Some(&json!("Always")) => Some(()),
+            _ => None,
+        }
+    })
+    .await
+    .expect("the webhook never mutated a dry run");
+
+    let dir = Scratch::new("seedlive");
+    let repo = dir.path("repo");
+    let copied = Command::new("cp")
+        .args([
+            "-r",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/payments/repo"),
+        ])
+        .arg(&repo)
+        .status()
+        .expect("cp");
+    assert!(copied.success());
+    let name = unique("payments");
+    let app = json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "Application",
+        "metadata": {"name": name, "namespace": app_ns},
+        "spec": {"project": "default",
+            "source": {"repoURL": format!("file://{}", s(&repo)), "path": "overlays/prod", "targetRevision": "HEAD"},
+            "destination": {"server": "https://kubernetes.default.svc", "namespace": ns},
+            "syncPolicy": {"automated": {"prune": true, "selfHeal": true}}}});
+    apply(&cluster, vec![app]).await;
+
+    let common = ["--cluster", "-N", app_ns.as_str()];
+    for _ in 0..3 {
+        let run = plumb(&[&["app", "sync", name.as_str()][..], &common[..]].concat()).await;
+        assert_eq!(run.code, Some(0), "{run}");
+    }
+    let run = plumb(&[
+        "doctor",
+        name.as_str(),
+        "--cluster",
+        "--repo",
+        s(&repo).as_str(),
+        "-o",
+        "json",
+    ])
+    .await;
+    delete_cluster_object::<MutatingWebhookConfiguration>(&cluster, &config_name).await;
+    hook.stop().await;
+    assert_eq!(run.code, Some(1), "{run}");
+    let doc = run.json();
+    assert_eq!(doc["verdict"], "loop", "{doc:#}");
+    let finding = doc["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .find(|f| f["path"] == POLICY)
+        .unwrap_or_else(|| panic!("no imagePullPolicy finding: {doc:#}"));
+    assert_eq!(finding["cause"]["type"], "mutating-webhook", "{finding:#}");
+    assert_eq!(
+        finding["cause"]["name"],
+        config_name.as_str(),
+        "{finding:#}"
+    );
+    assert_eq!(
+        finding["declaredAt"]["file"],
+        "overlays/prod/pull-policy.yaml"
+    );
+    assert_eq!(finding["declaredAt"]["line"], 10);
+    assert_eq!(finding["fixes"][0]["type"], "stop-declaring");
+}
