@@ -27,6 +27,8 @@ enum AppCommand {
     Sync(SyncArgs),
     /// Wait until the Application is Synced and/or Healthy.
     Wait(WaitArgs),
+    /// What a sync would change, as `argocd app diff` prints it (exit 1 on differences).
+    Diff(SyncArgs),
 }
 
 #[derive(clap::Args)]
@@ -106,6 +108,7 @@ pub fn run(args: AppArgs) -> Result<u8> {
     let text = match &args.command {
         AppCommand::Sync(a) => return sync(a),
         AppCommand::Wait(a) => return wait(a),
+        AppCommand::Diff(a) => return diff(a),
         AppCommand::Get(a) => format_get(&one_app(a)?),
         AppCommand::History(a) => format_history(&one_app(a)?),
         AppCommand::List(a) => {
@@ -145,6 +148,40 @@ fn sync(args: &SyncArgs) -> Result<u8> {
     } else {
         crate::EXIT_DIFFERENCES
     })
+}
+
+/// `plumb diff --cluster --app <the Application>`, with the cluster options passed on.
+fn diff(args: &SyncArgs) -> Result<u8> {
+    use clap::Parser as _;
+    let app = one_app(&args.app)?;
+    let file = std::env::temp_dir().join(format!(
+        "plumb-app-diff-{}-{}.json",
+        std::process::id(),
+        args.app.name
+    ));
+    std::fs::write(&file, serde_json::to_vec(&app)?)
+        .map_err(|e| anyhow!("{}: cannot write: {e}", file.display()))?;
+    let mut argv: Vec<std::ffi::OsString> =
+        vec!["plumb".into(), "--cluster".into(), "--app".into()];
+    argv.push(file.clone().into());
+    if let Some(ctx) = &args.app.cluster.context {
+        argv.extend(["--context".into(), ctx.into()]);
+    }
+    if let Some(kc) = &args.app.cluster.kubeconfig {
+        argv.extend(["--kubeconfig".into(), kc.clone().into()]);
+    }
+    if let Some(repo) = &args.repo {
+        argv.extend(["--repo".into(), repo.clone().into()]);
+    }
+    #[derive(clap::Parser)]
+    struct Wrap {
+        #[command(flatten)]
+        diff: crate::diff_cmd::DiffArgs,
+    }
+    let parsed = Wrap::try_parse_from(argv).map_err(|e| anyhow!("{e}"));
+    let result = parsed.and_then(|w| crate::diff_cmd::run(w.diff));
+    let _ = std::fs::remove_file(&file);
+    result
 }
 
 fn wait(args: &WaitArgs) -> Result<u8> {

@@ -1389,12 +1389,34 @@ async fn app_commands_sync_and_report() {
     assert_eq!(run.code, Some(0), "{run}");
     let run = plumb(&["app", "list", "--cluster"]).await;
     assert!(run.stdout.contains(&name), "{run}");
+    let run = plumb(&[&["app", "diff", name.as_str()][..], &common[..]].concat()).await;
+    assert_eq!(run.code, Some(0), "in sync after the sync: {run}");
+    // A hand edit shows as Argo CD prints it.
+    apply(
+        &cluster,
+        vec![json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "settings", "namespace": ns}, "data": {"k": "edited"}})],
+    )
+    .await;
+    let run = plumb(&[&["app", "diff", name.as_str()][..], &common[..]].concat()).await;
+    assert_eq!(run.code, Some(1), "{run}");
+    assert!(
+        run.stdout
+            .contains(&format!("===== /ConfigMap {ns}/settings ======")),
+        "{run}"
+    );
+    assert!(
+        run.stdout.contains("<   k: edited") && run.stdout.contains(">   k: v"),
+        "{run}"
+    );
+    let run = plumb(&[&["app", "sync", name.as_str()][..], &common[..]].concat()).await;
+    assert_eq!(run.code, Some(0), "{run}");
     // The controller's pass finds nothing to sync: the history does not grow.
     let run = plumb(&["controller", "--once", "-N", app_ns.as_str()]).await;
     assert_eq!(run.code, Some(0), "{run}");
     assert!(run.stderr.contains(&name), "{run}");
     let run = plumb(&[&["app", "history", name.as_str()][..], &common[..]].concat()).await;
-    assert_eq!(run.stdout.lines().count(), 2, "{run}");
+    assert_eq!(run.stdout.lines().count(), 3, "two syncs recorded: {run}");
 }
 
 /// The seed's incident, live: a plumb Application syncs the payments overlay into a
