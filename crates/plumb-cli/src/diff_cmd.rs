@@ -8,8 +8,6 @@ use anyhow::{Result, anyhow, bail};
 use plumb_core::argo::{Application, Settings};
 use plumb_diff::DiffConfig;
 use plumb_diff::compare::{CompareContext, Desired, ServerSide, Status, compare};
-use plumb_diff::ignore::IgnoreNormalizer;
-use plumb_diff::known_types::KnownTypes;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -107,16 +105,8 @@ fn load_desired(
         _ => None,
     };
     let (rendered, _) = render_source(&args.source, app_ref)?;
-    let desired = rendered
-        .objects
-        .into_iter()
-        .map(|o| Desired {
-            origin: o.location(),
-            object: o.object,
-            origins: o.origins,
-        })
-        .collect();
-    Ok((desired, Some(rendered.revision)))
+    let revision = rendered.revision.clone();
+    Ok((crate::source_args::desired_of(rendered), Some(revision)))
 }
 
 /// The live objects desired (and the app's tracking) name: one LIST per kind.
@@ -195,24 +185,12 @@ pub fn run(args: DiffArgs) -> Result<u8> {
         .context(format!("Application {} asks for ServerSideDiff=true, which a file-based diff cannot do", app.name)));
     }
 
-    let mut rules: Vec<(String, plumb_core::argo::IgnoreRule)> = settings
-        .ignore_rules()
-        .into_iter()
-        .map(|r| (format!("argocd-cm override {}/{}", r.group, r.kind), r))
-        .collect();
-    if let (Some(app), Some(path)) = (&app, &args.app) {
-        for (i, r) in app.ignore_differences.iter().enumerate() {
-            rules.push((
-                format!("{}: spec.ignoreDifferences[{i}]", path.display()),
-                r.clone(),
-            ));
-        }
-    }
-    let config = DiffConfig {
-        ignore: IgnoreNormalizer::new(rules, args.jq_timeout)?,
-        ignore_aggregated_roles: settings.ignore_aggregated_roles,
-        known_types: KnownTypes::from_overrides(&settings.overrides),
-    };
+    let app_origin = args
+        .app
+        .as_ref()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    let config = DiffConfig::for_app(&settings, app.as_ref(), &app_origin, args.jq_timeout)?;
     let ctx = CompareContext {
         app: app.as_ref(),
         settings: Some(&settings),

@@ -8,8 +8,6 @@ use anyhow::{Result, anyhow, bail};
 use plumb_core::argo::{Application, Settings};
 use plumb_diff::DiffConfig;
 use plumb_diff::compare::{CompareContext, Desired, compare};
-use plumb_diff::ignore::IgnoreNormalizer;
-use plumb_diff::known_types::KnownTypes;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -203,35 +201,16 @@ pub fn run(args: DoctorArgs) -> Result<u8> {
     } else {
         let app_file = PathBuf::from(format!("<Application {}>", app.name));
         let (rendered, repo) = render_source(&args.source, Some((&app, app_file.as_path())))?;
-        let desired = rendered
-            .objects
-            .into_iter()
-            .map(|o| Desired {
-                origin: o.location(),
-                object: o.object,
-                origins: o.origins,
-            })
-            .collect();
-        (desired, repo)
+        (crate::source_args::desired_of(rendered), repo)
     };
 
     let settings = Settings::argocd_defaults();
-    let mut rules: Vec<(String, plumb_core::argo::IgnoreRule)> = settings
-        .ignore_rules()
-        .into_iter()
-        .map(|r| (format!("argocd-cm override {}/{}", r.group, r.kind), r))
-        .collect();
-    for (i, r) in app.ignore_differences.iter().enumerate() {
-        rules.push((
-            format!("Application {}: spec.ignoreDifferences[{i}]", app.name),
-            r.clone(),
-        ));
-    }
-    let config = DiffConfig {
-        ignore: IgnoreNormalizer::new(rules, Duration::from_secs(1))?,
-        ignore_aggregated_roles: settings.ignore_aggregated_roles,
-        known_types: KnownTypes::from_overrides(&settings.overrides),
-    };
+    let config = DiffConfig::for_app(
+        &settings,
+        Some(&app),
+        &format!("Application {}", app.name),
+        Duration::from_secs(1),
+    )?;
     let ctx = CompareContext {
         // A preflight without an Application checks the change alone: no tracking injected.
         app: args.app.as_ref().map(|_| &app),

@@ -114,3 +114,16 @@ fn repo_from_url(url: &str, app_file: &Path) -> Result<PathBuf, String> {
         app_file.parent().unwrap_or(Path::new(".")).join(local)
     })
 }
+
+/// A rendered source as the compare's desired objects, with their source locations.
+pub fn desired_of(rendered: Rendered) -> Vec<plumb_diff::compare::Desired> {
+    rendered
+        .objects
+        .into_iter()
+        .map(|o| plumb_diff::compare::Desired {
+            origin: o.location(),
+            object: o.object,
+            origins: o.origins,
+        })
+        .collect()
+}

@@ -60,6 +60,38 @@ pub struct DiffConfig {
     pub known_types: KnownTypes,
 }
 
+impl DiffConfig {
+    /// What Argo CD compares an app with: the `argocd-cm` overrides (ignore rules, known
+    /// types, compare options) and the Application's `ignoreDifferences`. `app_origin`
+    /// names the Application in rule errors (`app.yaml`, `Application payments-prod`).
+    pub fn for_app(
+        settings: &plumb_core::argo::Settings,
+        app: Option<&plumb_core::argo::Application>,
+        app_origin: &str,
+        jq_timeout: std::time::Duration,
+    ) -> Result<DiffConfig, IgnoreError> {
+        let mut rules: Vec<(String, plumb_core::argo::IgnoreRule)> = settings
+            .ignore_rules()
+            .into_iter()
+            .map(|r| (format!("argocd-cm override {}/{}", r.group, r.kind), r))
+            .collect();
+        for (i, r) in app
+            .iter()
+            .flat_map(|a| a.ignore_differences.iter().enumerate())
+        {
+            rules.push((
+                format!("{app_origin}: spec.ignoreDifferences[{i}]"),
+                r.clone(),
+            ));
+        }
+        Ok(DiffConfig {
+            ignore: IgnoreNormalizer::new(rules, jq_timeout)?,
+            ignore_aggregated_roles: settings.ignore_aggregated_roles,
+            known_types: KnownTypes::from_overrides(&settings.overrides),
+        })
+    }
+}
+
 /// The outcome of comparing one object.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DiffResult {

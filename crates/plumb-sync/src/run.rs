@@ -38,8 +38,6 @@ use plumb_core::argo::{AppSource, Application, Settings};
 use plumb_core::{INSTANCE_LABEL, ResourceKey, TRACKING_ID_ANNOTATION};
 use plumb_diff::DiffConfig;
 use plumb_diff::compare::{CompareContext, Desired, ResourceDiff, compare, tracking_id};
-use plumb_diff::ignore::IgnoreNormalizer;
-use plumb_diff::known_types::KnownTypes;
 use plumb_health::{AppResource, HealthStatus};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
@@ -294,19 +292,7 @@ fn diff_config(
     settings: &Settings,
     jq_timeout: Duration,
 ) -> Result<DiffConfig, String> {
-    let mut rules: Vec<(String, plumb_core::argo::IgnoreRule)> = settings
-        .ignore_rules()
-        .into_iter()
-        .map(|r| (format!("argocd-cm override {}/{}", r.group, r.kind), r))
-        .collect();
-    for (i, r) in app.ignore_differences.iter().enumerate() {
-        rules.push((format!("spec.ignoreDifferences[{i}]"), r.clone()));
-    }
-    Ok(DiffConfig {
-        ignore: IgnoreNormalizer::new(rules, jq_timeout).map_err(|e| e.to_string())?,
-        ignore_aggregated_roles: settings.ignore_aggregated_roles,
-        known_types: KnownTypes::from_overrides(&settings.overrides),
-    })
+    DiffConfig::for_app(settings, Some(app), "Application", jq_timeout).map_err(|e| e.to_string())
 }
 
 async fn observe(cluster: &Cluster, app_obj: &Value, opts: &RunOptions) -> Result<Observation> {
