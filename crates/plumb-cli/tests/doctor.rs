@@ -212,7 +212,6 @@ fn payments_webhook_fight() {
 }
 
 #[test]
-#[ignore = "plumb bug: declaredAt is missing for a Secret's /data/<key> that git declares in stringData (plumb_core::origin::Declared::translate walks /data in the rendered object, which only has /stringData)"]
 fn payments_secret_value_is_declared_in_string_data() {
     let o = payments().doctor("json");
     let doc: Value = serde_json::from_str(&out(&o)).expect("json");
@@ -278,7 +277,6 @@ fn hpa_owns_replicas() {
 }
 
 #[test]
-#[ignore = "plumb bug: Argo CD stores self-heal attempts as status.operationState.operation.sync.autoHealAttemptsCount; plumb_doctor::status::read only reads selfHealAttemptsCount"]
 fn hpa_loop_counts_self_heal_attempts() {
     let o = hpa_replicas().doctor("json");
     let doc: Value = serde_json::from_str(&out(&o)).expect("json");

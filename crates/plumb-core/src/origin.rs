@@ -49,8 +49,16 @@ impl Declared {
     /// translated by element identity (`name`, `containerPort`, …), since live lists
     /// may hold elements desired does not. `None` when desired does not declare it.
     pub fn locate(&self, other: &Value, pointer: &str) -> Option<&Origin> {
-        let translated = self.translate(other, pointer)?;
-        self.origins.get(&translated)
+        if let Some(o) = self
+            .translate(other, pointer)
+            .and_then(|t| self.origins.get(&t))
+        {
+            return Some(o);
+        }
+        // A Secret value compared under `data` may be declared in `stringData`.
+        pointer
+            .strip_prefix("/data/")
+            .and_then(|k| self.origins.get(&format!("/stringData/{k}")))
     }
 
     /// `pointer` into `other` rewritten as the pointer of the same field in desired.

@@ -102,9 +102,9 @@ pub struct FixInput<'a> {
 /// The fixes for one finding, the one to apply first.
 pub fn fixes(i: &FixInput<'_>) -> Vec<Fix> {
     let mut out = Vec::new();
-    if i.cause == CauseType::ManualEdit
-        || (i.drift && i.cause == CauseType::Unknown && !i.admission)
-    {
+    // A person's edit, or a writer nobody can name: git is right, a sync restores it.
+    // Removing the field from git on no evidence could delete what the app needs.
+    if i.cause == CauseType::ManualEdit || (i.cause == CauseType::Unknown && !i.admission) {
         out.push(sync(i.app));
         return out;
     }
@@ -131,7 +131,8 @@ pub fn fixes(i: &FixInput<'_>) -> Vec<Fix> {
 pub fn sync(app: &str) -> Fix {
     Fix::Sync(SyncFix {
         command: format!("argocd app sync {app}"),
-        note: "one sync applies git's value (self-heal does it on its own)".into(),
+        note: "one sync applies git's value (with selfHeal on, the controller does it on its own)"
+            .into(),
     })
 }
 

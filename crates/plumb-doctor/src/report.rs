@@ -52,7 +52,7 @@ pub struct LoopEvidence {
     /// Seconds between the first and the last of those syncs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub span_seconds: Option<u64>,
-    /// `operationState.operation.sync.selfHealAttemptsCount`.
+    /// `operationState.operation.sync.autoHealAttemptsCount`.
     pub self_heal_attempts: u64,
     /// The revision the app should be at (`status.sync.revision`).
     #[serde(skip_serializing_if = "Option::is_none")]

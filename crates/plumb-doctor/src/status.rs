@@ -1,6 +1,6 @@
 //! What the Application's status says about its syncs: `status.history` (oldest first, as
 //! Argo CD keeps it), `status.sync.revision` (the target), `status.operationState` (the last
-//! operation: its revision, when it finished, `selfHealAttemptsCount`).
+//! operation: its revision, when it finished, `autoHealAttemptsCount`).
 
 use crate::report::LoopEvidence;
 use crate::time;
@@ -71,7 +71,7 @@ pub fn read(app: &Value) -> SyncState {
         first_sync_at: first,
         last_sync_at: last,
         span_seconds: span,
-        self_heal_attempts: st("/status/operationState/operation/sync/selfHealAttemptsCount")
+        self_heal_attempts: st("/status/operationState/operation/sync/autoHealAttemptsCount")
             .and_then(Value::as_u64)
             .unwrap_or(0),
         target_revision: st("/status/sync/revision")

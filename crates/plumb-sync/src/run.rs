@@ -12,7 +12,7 @@
 //!
 //! Everything the automated decision needs is read back from the Application's status
 //! (the last operation, its revision and source, `retryCount`, and
-//! `operationState.operation.sync.selfHealAttemptsCount`), so a restarted controller decides
+//! `operationState.operation.sync.autoHealAttemptsCount`), so a restarted controller decides
 //! as the previous one would have.
 //!
 //! Applied objects carry the app's tracking (as the compare injects it: annotation
@@ -765,13 +765,13 @@ pub async fn reconcile_once(
 /// plumb resets the self-heal attempt count when the app is seen Synced (see NOTES.md).
 fn reset_self_heal_if_synced(app: &Value, obs: &Observation, status: &mut Map<String, Value>) {
     let count = app
-        .pointer("/status/operationState/operation/sync/selfHealAttemptsCount")
+        .pointer("/status/operationState/operation/sync/autoHealAttemptsCount")
         .and_then(Value::as_i64)
         .unwrap_or(0);
     if obs.status.sync == SyncStatusCode::Synced && count > 0 {
         status.insert(
             "operationState".into(),
-            json!({"operation": {"sync": {"selfHealAttemptsCount": 0}}}),
+            json!({"operation": {"sync": {"autoHealAttemptsCount": 0}}}),
         );
     }
 }
@@ -816,7 +816,7 @@ fn app_state(app: &Value, obs: &Observation, opts: &RunOptions) -> AppState {
         Some(s) => *s != source_json::to_value(&obs.source),
         None => false,
     };
-    state.self_heal_attempts = get("/operation/sync/selfHealAttemptsCount")
+    state.self_heal_attempts = get("/operation/sync/autoHealAttemptsCount")
         .and_then(Value::as_u64)
         .map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX));
     state.prune_only = only_pruning_needed(&obs.resources);
@@ -1062,8 +1062,8 @@ async fn execute(
             .unwrap_or(0)
     };
     let self_heal_count = match reason {
-        Some(SyncReason::SelfHeal) => prev_count("/operation/sync/selfHealAttemptsCount") + 1,
-        Some(SyncReason::Retry) => prev_count("/operation/sync/selfHealAttemptsCount"),
+        Some(SyncReason::SelfHeal) => prev_count("/operation/sync/autoHealAttemptsCount") + 1,
+        Some(SyncReason::Retry) => prev_count("/operation/sync/autoHealAttemptsCount"),
         _ => 0,
     };
     let retry_count = match reason {
@@ -1103,7 +1103,7 @@ async fn execute(
     let mut op_sync = json!({
         "revision": obs.revision,
         "prune": prune_enabled,
-        "selfHealAttemptsCount": self_heal_count,
+        "autoHealAttemptsCount": self_heal_count,
     });
     if let Some(o) = app_obj.pointer("/spec/syncPolicy/syncOptions") {
         op_sync["syncOptions"] = o.clone();

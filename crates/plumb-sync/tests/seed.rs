@@ -409,7 +409,7 @@ async fn seed_incident_webhook_loop_then_fix() {
         .collect();
     assert_eq!(ids, [0, 1, 2, 3, 4]);
     assert_eq!(
-        app["status"]["operationState"]["operation"]["sync"]["selfHealAttemptsCount"],
+        app["status"]["operationState"]["operation"]["sync"]["autoHealAttemptsCount"],
         4
     );
     let deploy_status = app["status"]["resources"]
@@ -472,7 +472,7 @@ async fn seed_incident_webhook_loop_then_fix() {
     assert_eq!(sync_status(&app), "Synced");
     // Seen Synced: the self-heal attempt count is reset.
     assert_eq!(
-        app["status"]["operationState"]["operation"]["sync"]["selfHealAttemptsCount"],
+        app["status"]["operationState"]["operation"]["sync"]["autoHealAttemptsCount"],
         0
     );
 
