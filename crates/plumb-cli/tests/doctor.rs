@@ -425,7 +425,6 @@ fn copy_tree(from: &Path, to: &Path) {
 }
 
 #[test]
-#[ignore = "plumb bug: for a custom resource, a null git declares (and last-applied holds) deletes live's value in plumb_diff::merge::merge_map; Argo CD's CreateThreeWayJSONMergePatch drops nulls from the live→desired patch, so the API server's default is no difference"]
 fn crd_null_in_git_is_not_a_difference() {
     // crd-default with payment-events declaring `cleanupPolicy: null` (meaning: the
     // default): the API server dropped the null and defaulted `delete`; Argo CD's

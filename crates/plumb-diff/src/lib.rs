@@ -233,7 +233,13 @@ pub(crate) fn diff_owned_with(
                 }
                 None => None,
             };
-            let mut orig = orig.unwrap_or_else(|| config.clone());
+            // Two-way (no last-applied): desired stands in for it, without its nulls, so a
+            // null in desired still deletes (a two-way patch has no "unchanged null").
+            let mut orig = orig.unwrap_or_else(|| {
+                let mut o = config.clone();
+                strip_nulls(&mut o);
+                o
+            });
             let mut config = config;
             normalize::strip_for_three_way(&mut orig);
             normalize::strip_for_three_way(&mut config);
@@ -269,6 +275,17 @@ pub(crate) fn diff_owned_with(
                 predicted_live: predicted,
             })
         }
+    }
+}
+
+fn strip_nulls(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            m.retain(|_, x| !x.is_null());
+            m.values_mut().for_each(strip_nulls);
+        }
+        Value::Array(a) => a.iter_mut().for_each(strip_nulls),
+        _ => {}
     }
 }
 

@@ -63,6 +63,10 @@ fn merge_map(
         };
         let merged = match (cv, lv) {
             (Value::Null, Value::Null) => Value::Null,
+            // A null last applied and still in desired is not a change: the patch from
+            // live carries no nulls (apimachinery's three-way patches), so live's value —
+            // an API-server default, say — stays.
+            (Value::Null, lv) if ov.is_some_and(Value::is_null) => lv.clone(),
             (Value::Null, _) => continue,
             (Value::Object(cm), Value::Object(lm)) => {
                 let sub = child_semantics(sem, field);
@@ -119,7 +123,7 @@ fn map_changes(
             _ => None,
         };
         match (cv, lv) {
-            (Value::Null, lv) => !lv.is_null(),
+            (Value::Null, lv) => !lv.is_null() && !ov.is_some_and(Value::is_null),
             (Value::Object(cm), Value::Object(lm)) => map_changes(
                 ov.and_then(Value::as_object),
                 cm,
@@ -401,6 +405,19 @@ pub fn remove_map_fields(config: &Value, live: &Value) -> Value {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_null_last_applied_and_desired_leaves_the_server_default() {
+        let config = json!({"spec": {"cleanupPolicy": null, "size": 1}});
+        let live = json!({"spec": {"cleanupPolicy": "delete", "size": 1}});
+        let p = three_way(Some(&config), &config, &live, Semantics::Json);
+        assert_eq!(p, live, "unchanged null: live's default stays");
+        assert!(!changes(Some(&config), &config, &live, Semantics::Json));
+        // A value last applied and now null is deleted.
+        let orig = json!({"spec": {"cleanupPolicy": "keep", "size": 1}});
+        let p = three_way(Some(&orig), &config, &live, Semantics::Json);
+        assert_eq!(p, json!({"spec": {"size": 1}}));
+    }
 
     /// `changes` is exactly "the merge would change live", on every pair of fixtures
     /// below combined as (last-applied, desired, live).
