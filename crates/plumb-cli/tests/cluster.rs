@@ -1411,10 +1411,56 @@ async fn app_commands_sync_and_report() {
     );
     let run = plumb(&[&["app", "sync", name.as_str()][..], &common[..]].concat()).await;
     assert_eq!(run.code, Some(0), "{run}");
-    // The controller's pass finds nothing to sync: the history does not grow.
-    let run = plumb(&["controller", "--once", "-N", app_ns.as_str()]).await;
+    // Another replica holds the leader Lease: this one does not reconcile.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs();
+    let stamp = |secs: u64| {
+        let t = std::time::UNIX_EPOCH + Duration::from_secs(secs);
+        plumb_sync::time::format_rfc3339(t).replace('Z', ".000000Z")
+    };
+    let lease = |renew: u64| {
+        json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": "plumb-controller", "namespace": app_ns},
+            "spec": {"holderIdentity": "other-replica", "leaseDurationSeconds": 30,
+                "renewTime": stamp(renew), "acquireTime": stamp(renew)}})
+    };
+    apply(&cluster, vec![lease(now)]).await;
+    let controller = [
+        "controller",
+        "--once",
+        "-N",
+        app_ns.as_str(),
+        "--lease-namespace",
+        app_ns.as_str(),
+    ];
+    let run = plumb(&controller).await;
+    assert_eq!(run.code, Some(0), "{run}");
+    assert!(
+        run.stderr.contains("\"leader\":\"other-replica\"")
+            && run.stderr.contains("\"reconciling\":false"),
+        "{run}"
+    );
+    assert!(
+        !run.stderr.contains(&name),
+        "a follower does not reconcile: {run}"
+    );
+    // Its Lease expired: this replica takes over and reconciles, finding nothing to sync.
+    apply(&cluster, vec![lease(now - 120)]).await;
+    let run = plumb(&controller).await;
     assert_eq!(run.code, Some(0), "{run}");
     assert!(run.stderr.contains(&name), "{run}");
+    let held = cluster
+        .get_object("coordination.k8s.io", "Lease", &app_ns, "plumb-controller")
+        .await
+        .expect("get lease")
+        .expect("lease");
+    assert_eq!(
+        held["spec"]["holderIdentity"], "",
+        "released on exit: {held}"
+    );
+    assert_eq!(held["spec"]["leaseTransitions"], 1, "{held}");
     let run = plumb(&[&["app", "history", name.as_str()][..], &common[..]].concat()).await;
     assert_eq!(run.stdout.lines().count(), 3, "two syncs recorded: {run}");
 }
