@@ -162,7 +162,7 @@ impl FieldSet {
             if set.member && set.children.is_empty() {
                 return true;
             }
-            let token = raw.replace("~1", "/").replace("~0", "~");
+            let token = crate::pointer::unescape_token(raw).into_owned();
             let next = match cur {
                 Value::Object(m) => m
                     .get(&token)
@@ -276,7 +276,7 @@ pub fn to_pointer(doc: &Value, path: &[PathElement]) -> Option<String> {
         out.push('/');
         match (cur, e) {
             (Value::Object(m), PathElement::Field(f)) => {
-                out.push_str(&f.replace('~', "~0").replace('/', "~1"));
+                out.push_str(&crate::pointer::escape_token(f));
                 cur = m.get(f)?;
             }
             (Value::Array(a), e) => {

@@ -67,7 +67,7 @@ impl Declared {
         let mut ours = &self.object;
         let mut out = String::new();
         for raw in pointer.split('/').skip(1) {
-            let token = raw.replace("~1", "/").replace("~0", "~");
+            let token = crate::pointer::unescape_token(raw);
             match (theirs, ours) {
                 (Value::Array(t), Value::Array(o)) => {
                     let i: usize = token.parse().ok()?;
@@ -79,8 +79,8 @@ impl Declared {
                     ours = o.get(j)?;
                 }
                 (Value::Object(t), Value::Object(o)) => {
-                    theirs = t.get(&token)?;
-                    ours = o.get(&token)?;
+                    theirs = t.get(token.as_ref())?;
+                    ours = o.get(token.as_ref())?;
                     out.push('/');
                     out.push_str(raw);
                 }

@@ -2,6 +2,7 @@
 //! (through an RFC 6902 `remove` operation, where a missing path is not an error).
 
 use serde_json::Value;
+use std::borrow::Cow;
 use std::fmt;
 
 /// A parsed JSON pointer.
@@ -64,7 +65,7 @@ impl JsonPointer {
         let mut raw = String::new();
         for t in &tokens {
             raw.push('/');
-            raw.push_str(&t.replace('~', "~0").replace('/', "~1"));
+            raw.push_str(&escape_token(t));
         }
         JsonPointer { raw, tokens }
     }
@@ -135,6 +136,25 @@ fn step<'a>(v: &'a Value, token: &str) -> Option<&'a Value> {
     }
 }
 
+/// One reference token as a pointer spells it: `~` → `~0`, `/` → `~1` (RFC 6901).
+pub fn escape_token(token: &str) -> Cow<'_, str> {
+    if token.contains(['~', '/']) {
+        Cow::Owned(token.replace('~', "~0").replace('/', "~1"))
+    } else {
+        Cow::Borrowed(token)
+    }
+}
+
+/// The token a pointer segment spells (`~1` → `/`, then `~0` → `~`); lenient: an invalid
+/// escape stays as written (use [`JsonPointer::parse`] to validate).
+pub fn unescape_token(segment: &str) -> Cow<'_, str> {
+    if segment.contains('~') {
+        Cow::Owned(segment.replace("~1", "/").replace("~0", "~"))
+    } else {
+        Cow::Borrowed(segment)
+    }
+}
+
 impl fmt::Display for JsonPointer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.raw)
@@ -143,6 +163,22 @@ impl fmt::Display for JsonPointer {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn tokens_escape_and_unescape() {
+        assert_eq!(super::escape_token("a/b~c"), "a~1b~0c");
+        assert_eq!(super::unescape_token("a~1b~0c"), "a/b~c");
+        assert_eq!(
+            super::unescape_token("~01"),
+            "~1",
+            "~1 is replaced before ~0"
+        );
+        assert!(matches!(
+            super::escape_token("plain"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+    }
+
     use super::*;
     use serde_json::json;
 

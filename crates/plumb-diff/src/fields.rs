@@ -50,7 +50,7 @@ fn union_keys<'a>(l: &'a Map<String, Value>, d: &'a Map<String, Value>) -> Vec<&
 }
 
 fn escape(k: &str) -> String {
-    k.replace('~', "~0").replace('/', "~1")
+    plumb_core::pointer::escape_token(k).into_owned()
 }
 
 fn walk(

@@ -45,10 +45,7 @@ pub fn restore_redacted(live: &mut Value, desired: &Value) {
         for (k, v) in map.iter_mut() {
             let from_desired = match field {
                 "data" => desired
-                    .pointer(&format!(
-                        "/data/{}",
-                        k.replace('~', "~0").replace('/', "~1")
-                    ))
+                    .pointer(&format!("/data/{}", plumb_core::pointer::escape_token(k)))
                     .cloned()
                     .or_else(|| {
                         desired

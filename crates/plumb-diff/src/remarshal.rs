@@ -115,12 +115,7 @@ impl Walk<'_> {
     fn enter<T>(&mut self, seg: &str, f: impl FnOnce(&mut Self) -> T) -> T {
         let len = self.path.len();
         self.path.push('/');
-        if seg.contains(['~', '/']) {
-            self.path
-                .push_str(&seg.replace('~', "~0").replace('/', "~1"));
-        } else {
-            self.path.push_str(seg);
-        }
+        self.path.push_str(&plumb_core::pointer::escape_token(seg));
         let r = f(self);
         self.path.truncate(len);
         r
@@ -143,9 +138,9 @@ impl Walk<'_> {
                     let Some((parent, key)) = ptr.rsplit_once('/') else {
                         continue;
                     };
-                    let key = key.replace("~1", "/").replace("~0", "~");
+                    let key = plumb_core::pointer::unescape_token(key);
                     if let Some(m) = root.pointer_mut(parent).and_then(Value::as_object_mut) {
-                        m.remove(&key);
+                        m.remove(key.as_ref());
                     }
                 }
             }

@@ -75,7 +75,7 @@ fn build_commented(
     let at = |seg: &str, v: &Value, pointer: &mut String| {
         let len = pointer.len();
         pointer.push('/');
-        pointer.push_str(&seg.replace('~', "~0").replace('/', "~1"));
+        pointer.push_str(&plumb_core::pointer::escape_token(seg));
         let n = build_commented(v, pointer, comment);
         pointer.truncate(len);
         n

@@ -200,7 +200,7 @@ fn rule_touches(mutate: &Value, prefix: &[String], f: &Field<'_>) -> Option<Stri
     }
     let rel_pointer: String = rel
         .iter()
-        .map(|t| format!("/{}", t.replace('~', "~0").replace('/', "~1")))
+        .map(|t| format!("/{}", plumb_core::pointer::escape_token(t)))
         .collect();
     for t in texts {
         for p in json6902_paths(t) {

@@ -102,7 +102,7 @@ pub fn tokens(pointer: &str) -> Vec<String> {
     pointer
         .split('/')
         .skip(1)
-        .map(|t| t.replace("~1", "/").replace("~0", "~"))
+        .map(|t| plumb_core::pointer::unescape_token(t).into_owned())
         .collect()
 }
 

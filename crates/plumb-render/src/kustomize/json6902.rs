@@ -43,7 +43,7 @@ fn tokens(ptr: &str) -> Result<Vec<String>, String> {
     };
     Ok(rest
         .split('/')
-        .map(|t| t.replace("~1", "/").replace("~0", "~"))
+        .map(|t| plumb_core::pointer::unescape_token(t).into_owned())
         .collect())
 }
 
