@@ -84,15 +84,7 @@ fn load_desired(
     app: Option<&Application>,
 ) -> Result<(Vec<Desired>, Option<String>)> {
     if !args.desired.is_empty() {
-        let ms = plumb_render::load_paths(&args.desired).map_err(|e| anyhow!("{e}"))?;
-        let desired = ms
-            .into_iter()
-            .map(|m| {
-                let origin = m.location();
-                Desired::new(m.object, origin)
-            })
-            .collect();
-        return Ok((desired, None));
+        return Ok((crate::source_args::desired_from_files(&args.desired)?, None));
     }
     let from_app = app.is_some_and(|a| a.source.is_some());
     if !args.source.given() && !from_app {
@@ -104,9 +96,12 @@ fn load_desired(
         (Some(a), Some(p)) => Some((a, p.as_path())),
         _ => None,
     };
-    let (rendered, _) = render_source(&args.source, app_ref)?;
-    let revision = rendered.revision.clone();
-    Ok((crate::source_args::desired_of(rendered), Some(revision)))
+    let source = render_source(&args.source, app_ref)?;
+    let revision = source.rendered.revision.clone();
+    Ok((
+        crate::source_args::desired_of(source.rendered.objects),
+        Some(revision),
+    ))
 }
 
 /// The live objects desired (and the app's tracking) name: one LIST per kind.

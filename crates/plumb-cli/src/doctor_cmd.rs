@@ -7,7 +7,7 @@ use crate::{EXIT_DIFFERENCES, EXIT_IN_SYNC};
 use anyhow::{Result, anyhow, bail};
 use plumb_core::argo::{Application, Settings};
 use plumb_diff::DiffConfig;
-use plumb_diff::compare::{CompareContext, Desired, compare};
+use plumb_diff::compare::{CompareContext, compare};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -127,10 +127,7 @@ impl Drop for RemoveOnDrop {
 
 /// The kustomization files of the repository (repo-relative path → content), so the
 /// doctor can name the kustomization that pulls a patch in and write the fix.
-fn kustomizations(repo: &Path, revision: Option<&str>) -> Vec<(String, Value)> {
-    let Ok(fs) = plumb_render::source::open_source(repo, revision) else {
-        return Vec::new();
-    };
+fn kustomizations(fs: &dyn plumb_render::source::SourceFs) -> Vec<(String, Value)> {
     let mut out = Vec::new();
     let mut stack = vec![String::new()];
     while let Some(dir) = stack.pop() {
@@ -144,10 +141,7 @@ fn kustomizations(repo: &Path, revision: Option<&str>) -> Vec<(String, Value)> {
             match kind {
                 plumb_render::source::EntryKind::Dir => stack.push(path),
                 plumb_render::source::EntryKind::File
-                    if matches!(
-                        name.as_str(),
-                        "kustomization.yaml" | "kustomization.yml" | "Kustomization"
-                    ) =>
+                    if plumb_render::kustomize::FILE_NAMES.contains(&name.as_str()) =>
                 {
                     if let Some(v) = fs
                         .read(&path)
@@ -188,20 +182,13 @@ pub fn run(args: DoctorArgs) -> Result<u8> {
 
     // Desired: files as given (preflight), else the Application's source, rendered with
     // source locations.
-    let (desired, repo): (Vec<Desired>, PathBuf) = if !args.desired.is_empty() {
-        let ms = plumb_render::load_paths(&args.desired).map_err(|e| anyhow!("{e}"))?;
-        let desired = ms
-            .into_iter()
-            .map(|m| {
-                let origin = m.location();
-                Desired::new(m.object, origin)
-            })
-            .collect();
-        (desired, PathBuf::from("."))
+    let (desired, source) = if !args.desired.is_empty() {
+        (crate::source_args::desired_from_files(&args.desired)?, None)
     } else {
         let app_file = PathBuf::from(format!("<Application {}>", app.name));
-        let (rendered, repo) = render_source(&args.source, Some((&app, app_file.as_path())))?;
-        (crate::source_args::desired_of(rendered), repo)
+        let mut source = render_source(&args.source, Some((&app, app_file.as_path())))?;
+        let objects = std::mem::take(&mut source.rendered.objects);
+        (crate::source_args::desired_of(objects), Some(source))
     };
 
     let settings = Settings::argocd_defaults();
@@ -238,18 +225,11 @@ pub fn run(args: DoctorArgs) -> Result<u8> {
     }
     let diffs = compare(desired, live.clone(), &ctx)?;
 
-    let revision = {
-        let r = app
-            .source
-            .as_ref()
-            .map(|s| s.target_revision.trim().to_string())
-            .unwrap_or_default();
-        (!r.is_empty() && plumb_render::source::is_git_repository(&repo)).then_some(r)
-    };
-    let kustomizations = kustomizations(
-        &repo,
-        args.source.revision.as_deref().or(revision.as_deref()),
-    );
+    // The kustomizations of the repository at the rendered revision (none for files).
+    let kustomizations = source
+        .as_ref()
+        .map(|s| kustomizations(s.fs.as_ref()))
+        .unwrap_or_default();
     let mut report = plumb_doctor::diagnose(&plumb_doctor::Inputs {
         app: &app_obj,
         diffs: &diffs,
@@ -273,7 +253,10 @@ pub fn run(args: DoctorArgs) -> Result<u8> {
         });
     }
     if args.fix {
-        for change in apply_fixes(&report.to_json(), &repo)? {
+        let Some(source) = &source else {
+            bail!("--fix changes a repository: render one with --repo/--path or the Application");
+        };
+        for change in apply_fixes(&report.to_json(), &source.repo)? {
             eprintln!("fix: {change}");
         }
     }

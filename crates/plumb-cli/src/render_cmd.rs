@@ -26,11 +26,12 @@ pub fn run(args: RenderArgs) -> Result<u8> {
         Some(p) => Some((crate::diff_cmd::load_app(p)?, p.clone())),
         None => None,
     };
-    let (rendered, _) = render_source(
+    let source = render_source(
         &args.source,
         app.as_ref()
             .map(|(a, p): &(Application, PathBuf)| (a, p.as_path())),
     )?;
+    let rendered = source.rendered;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let objects_len = rendered.objects.len();

@@ -3,7 +3,8 @@
 
 use anyhow::{Result, anyhow, bail};
 use plumb_core::argo::{AppSource, Application};
-use plumb_render::render::{RenderOptions, Rendered, Renderer, render};
+use plumb_render::render::{RenderOptions, Rendered, RenderedObject, Renderer, render};
+use plumb_render::source::SourceFs;
 use std::path::{Path, PathBuf};
 
 #[derive(clap::Args, Debug, Default)]
@@ -38,11 +39,20 @@ impl SourceArgs {
     }
 }
 
+/// A rendered source, with the repository it came from, opened at its revision.
+pub struct RenderedSource {
+    pub rendered: Rendered,
+    /// The repository directory (its work tree, for fixes).
+    pub repo: PathBuf,
+    /// The repository at the rendered revision.
+    pub fs: Box<dyn SourceFs>,
+}
+
 /// Renders the source the options and the Application describe.
 pub fn render_source(
     args: &SourceArgs,
     app: Option<(&Application, &Path)>,
-) -> Result<(Rendered, PathBuf)> {
+) -> Result<RenderedSource> {
     let app_source = app.and_then(|(a, _)| a.source.clone()).unwrap_or_default();
     let repo = match &args.repo {
         Some(r) => r.clone(),
@@ -93,7 +103,7 @@ pub fn render_source(
     for note in &rendered.notes {
         eprintln!("note: {note}");
     }
-    Ok((rendered, repo))
+    Ok(RenderedSource { rendered, repo, fs })
 }
 
 /// `spec.source.repoURL` as a local repository: a path (relative to the Application
@@ -115,10 +125,9 @@ fn repo_from_url(url: &str, app_file: &Path) -> Result<PathBuf, String> {
     })
 }
 
-/// A rendered source as the compare's desired objects, with their source locations.
-pub fn desired_of(rendered: Rendered) -> Vec<plumb_diff::compare::Desired> {
-    rendered
-        .objects
+/// Rendered objects as the compare's desired objects, with their source locations.
+pub fn desired_of(objects: Vec<RenderedObject>) -> Vec<plumb_diff::compare::Desired> {
+    objects
         .into_iter()
         .map(|o| plumb_diff::compare::Desired {
             origin: o.location(),
@@ -126,4 +135,16 @@ pub fn desired_of(rendered: Rendered) -> Vec<plumb_diff::compare::Desired> {
             origins: o.origins,
         })
         .collect()
+}
+
+/// Manifest files and directories as they are, as the compare's desired objects.
+pub fn desired_from_files(paths: &[PathBuf]) -> Result<Vec<plumb_diff::compare::Desired>> {
+    let ms = plumb_render::load_paths(paths).map_err(|e| anyhow!("{e}"))?;
+    Ok(ms
+        .into_iter()
+        .map(|m| {
+            let origin = m.location();
+            plumb_diff::compare::Desired::new(m.object, origin)
+        })
+        .collect())
 }

@@ -382,7 +382,7 @@ fn with_app_parameters<'a>(
     path: &str,
     p: &KustomizeSource,
 ) -> Result<Overlay<'a>, LoadError> {
-    let file = ["kustomization.yaml", "kustomization.yml", "Kustomization"]
+    let file = kustomize::FILE_NAMES
         .iter()
         .map(|n| child(path, n))
         .find(|f| matches!(fs.kind(f), Ok(Some(EntryKind::File))))

@@ -28,7 +28,8 @@ mod tree;
 
 use crate::LoadError;
 use crate::source::{EntryKind, SourceFs, join};
-use kustfile::{FILE_NAMES, Kust, SUPPORTED, UNSUPPORTED};
+pub use kustfile::FILE_NAMES;
+use kustfile::{Kust, SUPPORTED, UNSUPPORTED};
 use resource::Res;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
