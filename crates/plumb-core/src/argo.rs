@@ -493,6 +493,37 @@ impl Application {
     }
 }
 
+/// The tracking id Argo CD writes: `<app>:<group>/<kind>:<namespace>/<name>`.
+pub fn tracking_id(app: &str, key: &crate::ResourceKey) -> String {
+    format!(
+        "{app}:{}/{}:{}/{}",
+        key.group, key.kind, key.namespace, key.name
+    )
+}
+
+/// Whether a live object is tracked by `app` (label or annotation). As in Argo CD, an
+/// object with an owner (a Deployment's ReplicaSet, which copies its annotations) is the
+/// owner's, and a tracking id names the very object that carries it.
+pub fn is_tracked_by(obj: &Value, app: &str) -> bool {
+    let owned = obj
+        .pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .is_some_and(|o| !o.is_empty());
+    if owned {
+        return false;
+    }
+    crate::value::label(obj, crate::INSTANCE_LABEL) == Some(app)
+        || annotation(obj, crate::TRACKING_ID_ANNOTATION).is_some_and(|id| {
+            crate::ResourceKey::of(obj).is_some_and(|key| {
+                let mut own = key.clone();
+                // Cluster-scoped objects are tracked with an empty namespace.
+                let with_ns = tracking_id(app, &own);
+                own.namespace.clear();
+                id == with_ns || id == tracking_id(app, &own)
+            })
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -145,36 +145,7 @@ fn crd_scopes<'a>(objects: impl Iterator<Item = &'a Value>) -> BTreeMap<(String,
     out
 }
 
-/// The tracking id Argo CD writes: `<app>:<group>/<kind>:<namespace>/<name>`.
-pub fn tracking_id(app: &str, key: &ResourceKey) -> String {
-    format!(
-        "{app}:{}/{}:{}/{}",
-        key.group, key.kind, key.namespace, key.name
-    )
-}
-
-/// Whether a live object is tracked by `app` (label or annotation). As in Argo CD, an
-/// object with an owner (a Deployment's ReplicaSet, which copies its annotations) is the
-/// owner's, and a tracking id names the very object that carries it.
-pub fn is_tracked_by(obj: &Value, app: &str) -> bool {
-    let owned = obj
-        .pointer("/metadata/ownerReferences")
-        .and_then(Value::as_array)
-        .is_some_and(|o| !o.is_empty());
-    if owned {
-        return false;
-    }
-    plumb_core::value::label(obj, INSTANCE_LABEL) == Some(app)
-        || plumb_core::value::annotation(obj, TRACKING_ID_ANNOTATION).is_some_and(|id| {
-            ResourceKey::of(obj).is_some_and(|key| {
-                let mut own = key.clone();
-                // Cluster-scoped objects are tracked with an empty namespace.
-                let with_ns = tracking_id(app, &own);
-                own.namespace.clear();
-                id == with_ns || id == tracking_id(app, &own)
-            })
-        })
-}
+pub use plumb_core::argo::{is_tracked_by, tracking_id};
 
 fn set_map_entry(obj: &mut Value, map: &str, k: &str, v: &str) {
     if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
