@@ -273,6 +273,21 @@ fn split_documents(text: &str) -> Vec<(usize, &str)> {
     docs
 }
 
+/// A sync hook named by `metadata.generateName` (Argo CD and Helm hooks may be: each sync
+/// creates a new one). Such objects are not compared, only run by a sync.
+fn is_generated_hook(v: &Value) -> bool {
+    let meta = v.get("metadata");
+    let generate = meta
+        .and_then(|m| m.get("generateName"))
+        .and_then(Value::as_str)
+        .is_some_and(|s| !s.is_empty());
+    let annotations = meta.and_then(|m| m.get("annotations"));
+    let hook = ["argocd.argoproj.io/hook", "helm.sh/hook"]
+        .iter()
+        .any(|k| annotations.and_then(|a| a.get(*k)).is_some());
+    generate && hook
+}
+
 fn push_object(
     v: Value,
     path: &Path,
@@ -312,7 +327,8 @@ fn push_object(
             "metadata.name",
             v.pointer("/metadata/name")
                 .and_then(Value::as_str)
-                .is_some_and(|s| !s.is_empty()),
+                .is_some_and(|s| !s.is_empty())
+                || is_generated_hook(&v),
         ),
     ] {
         if !ok {

@@ -768,6 +768,28 @@ mod tests {
     }
 
     #[test]
+    fn directory_sources_accept_generate_name_hooks_and_kustomize_refuses_them() {
+        let dir = std::env::temp_dir().join(format!("plumb-gen-hook-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("k")).expect("mkdir");
+        let hook = "apiVersion: batch/v1\nkind: Job\nmetadata:\n  generateName: migrate-\n  annotations:\n    argocd.argoproj.io/hook: PreSync\nspec: {}\n";
+        let plain = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  generateName: cm-\n";
+        std::fs::write(dir.join("hook.yaml"), hook).expect("write");
+        std::fs::write(dir.join("k/hook.yaml"), hook).expect("write");
+        std::fs::write(dir.join("k/kustomization.yaml"), "resources: [hook.yaml]\n")
+            .expect("write");
+        let fs = crate::source::open_source(&dir, None).expect("open");
+        let objects = crate::kustomize::load_file(fs.as_ref(), "hook.yaml").expect("a hook");
+        assert_eq!(objects[0].object["metadata"]["generateName"], "migrate-");
+        std::fs::write(dir.join("hook.yaml"), plain).expect("write");
+        let err = crate::kustomize::load_file(fs.as_ref(), "hook.yaml").expect_err("not a hook");
+        assert!(err.to_string().contains("missing metadata.name"), "{err}");
+        let err = crate::kustomize::build(fs.as_ref(), "k").expect_err("kustomize refuses");
+        assert!(err.to_string().contains("missing metadata.name"), "{err}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn helm_set_values_escape_commas_like_argo() {
         assert_eq!(escape_set_value("a,b"), "a\\,b");
         assert_eq!(escape_set_value("{a,b}"), "{a,b}");

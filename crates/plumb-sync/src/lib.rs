@@ -38,6 +38,7 @@ pub mod auto;
 pub mod backoff;
 pub mod duration;
 pub mod history;
+pub mod operation;
 pub mod options;
 pub mod plan;
 pub mod policy;

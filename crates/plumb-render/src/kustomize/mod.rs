@@ -134,6 +134,7 @@ pub fn build(fs: &dyn SourceFs, dir: &str) -> Result<Vec<Rendered>, KustomizeErr
         files: Vec::new(),
         file_idx: HashMap::new(),
         stack: Vec::new(),
+        generated_hooks: false,
     };
     let kust = ctx.load_kustomization(dir, None)?;
     let mut ra = Vec::new();
@@ -173,6 +174,7 @@ pub fn load_file(fs: &dyn SourceFs, path: &str) -> Result<Vec<Rendered>, LoadErr
         files: Vec::new(),
         file_idx: HashMap::new(),
         stack: Vec::new(),
+        generated_hooks: true,
     };
     let res = ctx.load_resources(path).map_err(|e| match e {
         KustomizeError::Load(e) => e,
@@ -315,6 +317,9 @@ pub(crate) struct Ctx<'a> {
     files: Vec<String>,
     file_idx: HashMap<String, u32>,
     stack: Vec<String>,
+    /// A directory source (not kustomize, which refuses them) accepts hooks named by
+    /// `metadata.generateName`.
+    generated_hooks: bool,
 }
 
 impl Ctx<'_> {
@@ -603,7 +608,7 @@ impl Ctx<'_> {
         let (file, docs) = self.parse_file(path)?;
         let mut out = Vec::new();
         for d in docs {
-            push_object(path, file, d.line, d.node, &mut out)?;
+            push_object(path, file, d.line, d.node, self.generated_hooks, &mut out)?;
         }
         Ok(out)
     }
@@ -614,6 +619,7 @@ fn push_object(
     file: u32,
     line: u32,
     node: Node,
+    generated_hooks: bool,
     out: &mut Vec<Res>,
 ) -> Result<(), KustomizeError> {
     let at = Some(Org { file, line, col: 1 });
@@ -629,7 +635,7 @@ fn push_object(
         if let Some(Node::Seq(items)) = m.get("items") {
             for it in items {
                 let l = first_line(it).unwrap_or(line);
-                push_object(path, file, l, it.clone(), out)?;
+                push_object(path, file, l, it.clone(), generated_hooks, out)?;
             }
         }
         return Ok(());
@@ -642,9 +648,17 @@ fn push_object(
         ));
     }
     let node = Node::Map(m);
-    if node
-        .path_str(&["metadata", "name"])
-        .is_none_or(str::is_empty)
+    let generated_hook = generated_hooks
+        && node
+            .path_str(&["metadata", "generateName"])
+            .is_some_and(|n| !n.is_empty())
+        && ["argocd.argoproj.io/hook", "helm.sh/hook"]
+            .iter()
+            .any(|k| node.path_str(&["metadata", "annotations", k]).is_some());
+    if !generated_hook
+        && node
+            .path_str(&["metadata", "name"])
+            .is_none_or(str::is_empty)
     {
         return Err(load_error(path, at, "missing metadata.name in object"));
     }

@@ -85,6 +85,12 @@ pub struct RunOptions {
     /// How long a sync waits for a wave's pruned objects to disappear (finalizers,
     /// foreground deletion of dependents) before going on.
     pub prune_wait: Duration,
+    /// How often a running sync looks at the objects it waits for (hooks, a wave's health).
+    pub poll_interval: Duration,
+    /// How long a sync waits for a wave's resources to be healthy (or its hooks to complete)
+    /// before it fails. Argo CD waits without limit; an operation stuck forever blocks every
+    /// later sync of the app, so plumb fails it (and the retry policy applies).
+    pub wave_timeout: Duration,
 }
 
 impl Default for RunOptions {
@@ -95,6 +101,8 @@ impl Default for RunOptions {
             jq_timeout: Duration::from_secs(1),
             self_heal_backoff: SelfHealBackoff::default(),
             prune_wait: Duration::from_secs(60),
+            poll_interval: Duration::from_secs(1),
+            wave_timeout: Duration::from_secs(600),
         }
     }
 }
@@ -130,6 +138,8 @@ pub struct ResourceResult {
     pub message: String,
     pub phase: &'static str,
     pub wave: i64,
+    /// For a hook: `Running`, `Succeeded` or `Failed`.
+    pub hook_phase: Option<&'static str>,
 }
 
 /// Where a sync spent its time.
@@ -171,6 +181,8 @@ pub struct ReconcileOutcome {
     pub decision: Option<Decision>,
     /// The sync it ran, if any.
     pub sync: Option<SyncOutcome>,
+    /// Whether that sync was an interrupted operation resumed.
+    pub resumed: bool,
     /// The app's status as written.
     pub status: AppStatus,
 }
@@ -199,6 +211,11 @@ struct Observation {
     targets: BTreeMap<ResourceKey, Value>,
     /// `file:line` of each target.
     origins: BTreeMap<ResourceKey, String>,
+    /// Hooks with `metadata.generateName` (keyed by the prefix): each operation names them.
+    generated: std::collections::BTreeSet<ResourceKey>,
+    tracking: plumb_core::argo::TrackingMethod,
+    /// `spec.syncPolicy.syncOptions` as written.
+    sync_options_json: Option<Value>,
     live: BTreeMap<ResourceKey, Value>,
     diffs: Vec<ResourceDiff>,
     resources: Vec<PlanResource>,
@@ -295,7 +312,14 @@ fn diff_config(
     DiffConfig::for_app(settings, Some(app), "Application", jq_timeout).map_err(|e| e.to_string())
 }
 
-async fn observe(cluster: &Cluster, app_obj: &Value, opts: &RunOptions) -> Result<Observation> {
+/// Renders the app's source (at `revision` when given: a resumed operation syncs the commit it
+/// started with), reads live state and compares.
+async fn observe(
+    cluster: &Cluster,
+    app_obj: &Value,
+    opts: &RunOptions,
+    revision: Option<&str>,
+) -> Result<Observation> {
     let name = app_name(app_obj);
     let fail = |reason: String| RunError::App {
         app: name.clone(),
@@ -315,6 +339,10 @@ async fn observe(cluster: &Cluster, app_obj: &Value, opts: &RunOptions) -> Resul
         .source
         .clone()
         .ok_or_else(|| fail("spec.source is required".into()))?;
+    let mut render_spec = source.clone();
+    if let Some(rev) = revision {
+        render_spec.target_revision = rev.to_string();
+    }
     let repo = match &opts.repo_override {
         Some(r) => r.clone(),
         None => local_repo(&source.repo_url).ok_or_else(|| {
@@ -326,11 +354,7 @@ async fn observe(cluster: &Cluster, app_obj: &Value, opts: &RunOptions) -> Resul
     };
 
     let started = Instant::now();
-    let (src, n, ns) = (
-        source.clone(),
-        name.clone(),
-        app.destination_namespace.clone(),
-    );
+    let (src, n, ns) = (render_spec, name.clone(), app.destination_namespace.clone());
     let rendered = tokio::task::spawn_blocking(move || render_source(repo, src, n, ns))
         .await
         .map_err(|e| fail(format!("rendering stopped: {e}")))?
@@ -350,7 +374,19 @@ async fn observe(cluster: &Cluster, app_obj: &Value, opts: &RunOptions) -> Resul
     let mut targets = BTreeMap::new();
     let mut origins = BTreeMap::new();
     let mut desired = Vec::new();
+    let mut generated = std::collections::BTreeSet::new();
     for (mut obj, origin) in rendered.objects {
+        // A hook with only `generateName` is keyed by the prefix; each operation names it.
+        let prefix = obj
+            .pointer("/metadata/generateName")
+            .and_then(Value::as_str)
+            .filter(|_| obj.pointer("/metadata/name").is_none())
+            .map(String::from);
+        if let Some(prefix) = &prefix
+            && let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut)
+        {
+            meta.insert("name".into(), Value::String(prefix.clone()));
+        }
         let Some(mut key) = ResourceKey::of(&obj) else {
             return Err(fail(format!(
                 "{origin}: object lacks apiVersion, kind or metadata.name"
@@ -394,6 +430,15 @@ async fn observe(cluster: &Cluster, app_obj: &Value, opts: &RunOptions) -> Resul
                 "{key} is declared twice: {first} and {origin}"
             )));
         }
+        if prefix.is_some() {
+            let meta = crate::plan::ObjectMeta::from_object(&obj);
+            if crate::plan::hook_of(&meta.annotations) == crate::plan::Hook::None {
+                return Err(fail(format!(
+                    "{origin}: metadata.generateName without metadata.name is only supported for hooks"
+                )));
+            }
+            generated.insert(key.clone());
+        }
         desired.push(Desired::new(obj.clone(), origin.clone()));
         origins.insert(key.clone(), origin);
         targets.insert(key, obj);
@@ -432,6 +477,12 @@ async fn observe(cluster: &Cluster, app_obj: &Value, opts: &RunOptions) -> Resul
         config,
         targets,
         origins,
+        generated,
+        tracking,
+        sync_options_json: app_obj
+            .pointer("/spec/syncPolicy/syncOptions")
+            .filter(|v| !v.is_null())
+            .cloned(),
         live: BTreeMap::new(),
         diffs: Vec::new(),
         resources: Vec::new(),
@@ -508,14 +559,24 @@ fn compare_live(
         })
         .collect();
     let sync = sync_status(&obs.resources);
+    // Hooks have no place in the app's health or resource list (as in Argo CD).
+    let is_hook: Vec<bool> = obs
+        .resources
+        .iter()
+        .map(|r| r.hook() != crate::plan::Hook::None)
+        .collect();
     let health = plumb_health::app_health(
         obs.diffs_with(&diffs)
-            .map(|(t, l)| AppResource { target: t, live: l }),
+            .zip(&is_hook)
+            .filter(|(_, hook)| !**hook)
+            .map(|((t, l), _)| AppResource { target: t, live: l }),
     );
     let resources = diffs
         .iter()
         .zip(&obs.resources)
-        .map(|(d, r)| {
+        .zip(&is_hook)
+        .filter(|(_, hook)| !**hook)
+        .map(|((d, r), _)| {
             let live = obs.live.get(&d.key);
             let object = live.or_else(|| obs.targets.get(&d.key));
             let version = object
@@ -694,7 +755,7 @@ pub async fn refresh_app(
     opts: &RunOptions,
     now: SystemTime,
 ) -> Result<AppStatus> {
-    let obs = observe(cluster, app, opts).await?;
+    let obs = observe(cluster, app, opts, None).await?;
     let mut status = refresh_status(app, &obs, now);
     reset_self_heal_if_synced(app, &obs, &mut status);
     write_status(cluster, &obs, status).await?;
@@ -711,10 +772,41 @@ pub async fn sync_app(
     now: SystemTime,
 ) -> Result<SyncOutcome> {
     let started = Instant::now();
-    let obs = observe(cluster, app, opts).await?;
-    let mut outcome = execute(cluster, app, obs, opts, initiated_by, None, now).await?;
+    if let Some(op) = execute::Operation::resumed(app) {
+        return Err(RunError::App {
+            app: app_name(app),
+            reason: format!(
+                "another operation is already in progress (started {}); the controller resumes it, or `plumb app sync --resume` finishes it here",
+                format_rfc3339(op.started_at)
+            ),
+        });
+    }
+    let obs = observe(cluster, app, opts, None).await?;
+    let op = execute::Operation::new(app, initiated_by, None, now);
+    let mut outcome = execute::execute(cluster, app, obs, opts, op, false, now).await?;
     outcome.timings.total = started.elapsed();
     Ok(outcome)
+}
+
+/// Finishes the operation an Application's status shows `Running` (one a stopped controller
+/// or CLI left behind): same revision, same start, same initiator, hooks it already created
+/// are not created again, and one history entry when it succeeds. `None` when no operation
+/// is running.
+pub async fn resume_app(
+    cluster: &Cluster,
+    app: &Value,
+    opts: &RunOptions,
+    now: SystemTime,
+) -> Result<Option<SyncOutcome>> {
+    let Some(op) = execute::Operation::resumed(app) else {
+        return Ok(None);
+    };
+    let started = Instant::now();
+    let obs = observe(cluster, app, opts, op.revision.as_deref()).await?;
+    let automated = op.initiated_by.automated;
+    let mut outcome = execute::execute(cluster, app, obs, opts, op, automated, now).await?;
+    outcome.timings.total = started.elapsed();
+    Ok(Some(outcome))
 }
 
 /// One controller pass: refresh, the automated decision, and the sync it calls for.
@@ -725,7 +817,16 @@ pub async fn reconcile_once(
     state: &mut ReconcileState,
 ) -> Result<ReconcileOutcome> {
     let started = Instant::now();
-    let obs = observe(cluster, app, &state.options).await?;
+    if let Some(outcome) = resume_app(cluster, app, &state.options, now).await? {
+        let status = outcome.status.clone();
+        return Ok(ReconcileOutcome {
+            decision: None,
+            resumed: true,
+            sync: Some(outcome),
+            status,
+        });
+    }
+    let obs = observe(cluster, app, &state.options, None).await?;
     let decision = match obs.policy.automated {
         Some(a) if a.enabled => Some(automated_decision(
             &app_state(app, &obs, &state.options),
@@ -734,20 +835,14 @@ pub async fn reconcile_once(
         _ => None,
     };
     if let Some(Decision::SyncNow { reason }) = decision {
-        let mut outcome = execute(
-            cluster,
-            app,
-            obs,
-            &state.options,
-            InitiatedBy::automated(),
-            Some(reason),
-            now,
-        )
-        .await?;
+        let op = execute::Operation::new(app, InitiatedBy::automated(), Some(reason), now);
+        let mut outcome =
+            execute::execute(cluster, app, obs, &state.options, op, true, now).await?;
         outcome.timings.total = started.elapsed();
         let status = outcome.status.clone();
         return Ok(ReconcileOutcome {
             decision,
+            resumed: false,
             sync: Some(outcome),
             status,
         });
@@ -757,6 +852,7 @@ pub async fn reconcile_once(
     write_status(cluster, &obs, status).await?;
     Ok(ReconcileOutcome {
         decision,
+        resumed: false,
         sync: None,
         status: obs.status,
     })
@@ -824,335 +920,4 @@ fn app_state(app: &Value, obs: &Observation, opts: &RunOptions) -> AppState {
     state
 }
 
-fn propagation(p: PropagationPolicy) -> Propagation {
-    match p {
-        PropagationPolicy::Foreground => Propagation::Foreground,
-        PropagationPolicy::Background => Propagation::Background,
-        PropagationPolicy::Orphan => Propagation::Orphan,
-    }
-}
-
-/// Waits (polling) until none of `keys` exists any more, for at most `timeout`.
-async fn wait_deleted(cluster: &Cluster, keys: &[&ResourceKey], timeout: Duration) {
-    let deadline = Instant::now() + timeout;
-    let mut pending: Vec<&ResourceKey> = keys.to_vec();
-    while !pending.is_empty() {
-        let mut still = Vec::new();
-        for key in pending {
-            match cluster
-                .get_object(&key.group, &key.kind, &key.namespace, &key.name)
-                .await
-            {
-                Ok(None) => {}
-                // Present, or unknown: keep waiting (errors end with the deadline).
-                _ => still.push(key),
-            }
-        }
-        pending = still;
-        if pending.is_empty() || Instant::now() >= deadline {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-/// The object applied: with RespectIgnoreDifferences, live's values for ignored fields;
-/// with the last-applied annotation (Secrets excepted).
-fn apply_object(obs: &Observation, key: &ResourceKey) -> Result<Value, String> {
-    let target = obs
-        .targets
-        .get(key)
-        .ok_or_else(|| format!("{key}: no desired object"))?;
-    let mut obj = if obs.policy.sync_options.respect_ignore_differences {
-        plumb_diff::respect::normalize_target_for_sync(target, obs.live.get(key), &obs.config)
-            .map_err(|e| e.to_string())?
-    } else {
-        target.clone()
-    };
-    // Never copy a Secret's values into an annotation (kubectl does; plumb does not): a
-    // field removed from a Secret in git is then not seen until the next sync removes it.
-    if key.group.is_empty() && key.kind == "Secret" {
-        return Ok(obj);
-    }
-    let mut recorded = obj.clone();
-    if let Some(a) = recorded
-        .pointer_mut("/metadata/annotations")
-        .and_then(Value::as_object_mut)
-    {
-        a.remove(LAST_APPLIED_ANNOTATION);
-    }
-    if let Some(o) = recorded.as_object_mut() {
-        o.remove("status");
-    }
-    let text = serde_json::to_string(&recorded).map_err(|e| e.to_string())?;
-    set_meta_entry(&mut obj, "annotations", LAST_APPLIED_ANNOTATION, &text);
-    Ok(obj)
-}
-
-#[allow(clippy::too_many_arguments)]
-async fn execute(
-    cluster: &Cluster,
-    app_obj: &Value,
-    mut obs: Observation,
-    opts: &RunOptions,
-    initiated_by: InitiatedBy,
-    reason: Option<SyncReason>,
-    now: SystemTime,
-) -> Result<SyncOutcome> {
-    let clock = Instant::now();
-    let automated = reason.is_some();
-    let auto_policy = obs.policy.automated.filter(|a| a.enabled);
-    let prune_enabled = auto_policy.is_some_and(|a| a.prune);
-    let allow_empty = auto_policy.is_some_and(|a| a.allow_empty);
-    let mut sync_opts = obs.policy.sync_options.clone();
-    if sync_opts.create_namespace
-        && let Some(dest) = sync_opts.destination_namespace.as_mut()
-    {
-        dest.exists = cluster
-            .get_object("", "Namespace", "", &dest.name)
-            .await
-            .map_err(|source| RunError::Cluster {
-                app: obs.name.clone(),
-                source,
-            })?
-            .is_some();
-    }
-
-    let mut results: Vec<ResourceResult> = Vec::new();
-    let mut failure: Option<String> = None;
-    match plan(
-        &obs.resources,
-        &sync_opts,
-        automated,
-        allow_empty,
-        prune_enabled,
-    ) {
-        Err(e) => failure = Some(e.to_string()),
-        Ok(p) => {
-            for batch in p.batches() {
-                let phase = batch.phase.as_str();
-                let mut applies: Vec<(ResourceKey, Value)> = Vec::new();
-                for step in &batch.steps {
-                    let result = |status: &'static str, message: String| ResourceResult {
-                        key: step.key.clone(),
-                        status,
-                        message,
-                        phase,
-                        wave: step.wave,
-                    };
-                    match step.action {
-                        _ if step.source == StepSource::CreateNamespace => {
-                            let r = cluster
-                                .ensure_namespace(&step.key.name, FIELD_MANAGER)
-                                .await;
-                            results.push(match r {
-                                Ok(true) => result(
-                                    "Synced",
-                                    "namespace/".to_string() + &step.key.name + " created",
-                                ),
-                                Ok(false) => result("Synced", "namespace exists".into()),
-                                Err(e) => result("SyncFailed", e.to_string()),
-                            });
-                        }
-                        Action::Apply => match apply_object(&obs, &step.key) {
-                            Ok(obj) => applies.push((step.key.clone(), obj)),
-                            Err(e) => results.push(result("SyncFailed", e)),
-                        },
-                        Action::Replace => {
-                            let r = match apply_object(&obs, &step.key) {
-                                Ok(obj) => cluster
-                                    .replace_object(&obj, FIELD_MANAGER)
-                                    .await
-                                    .map_err(|e| e.to_string()),
-                                Err(e) => Err(e),
-                            };
-                            results.push(match r {
-                                Ok(_) => result(
-                                    "Synced",
-                                    format!("{} replaced", step.key.kind.to_lowercase()),
-                                ),
-                                Err(e) => result("SyncFailed", e),
-                            });
-                        }
-                        Action::Prune if step.requires_confirmation => {
-                            results.push(result(
-                                "PruneSkipped",
-                                "ignored (requires confirmation: Prune=confirm)".into(),
-                            ));
-                        }
-                        Action::Prune => {
-                            let r = cluster
-                                .delete_object(
-                                    &step.key,
-                                    propagation(sync_opts.prune_propagation_policy),
-                                )
-                                .await;
-                            results.push(match r {
-                                Ok(_) => result("Pruned", "pruned".into()),
-                                Err(e) => result("SyncFailed", e.to_string()),
-                            });
-                        }
-                        Action::Skip(why @ (SkipReason::PruneDisabled | SkipReason::NoPrune)) => {
-                            results.push(result("PruneSkipped", why.message().into()))
-                        }
-                        Action::Skip(why) => results.push(result("Synced", why.message().into())),
-                    }
-                }
-                if !applies.is_empty() {
-                    let (keys, objects): (Vec<ResourceKey>, Vec<Value>) =
-                        applies.into_iter().unzip();
-                    let answers = cluster.apply(objects, FIELD_MANAGER, true).await;
-                    for (key, answer) in keys.into_iter().zip(answers) {
-                        results.push(ResourceResult {
-                            message: match &answer {
-                                Ok(_) => format!("{} serverside-applied", key.kind.to_lowercase()),
-                                Err(e) => e.to_string(),
-                            },
-                            status: if answer.is_ok() {
-                                "Synced"
-                            } else {
-                                "SyncFailed"
-                            },
-                            key,
-                            phase,
-                            wave: batch.wave,
-                        });
-                    }
-                }
-                // As gitops-engine: a wave's pruned objects are gone before the next wave
-                // (and before the sync's final compare), or the wait times out.
-                let pruned: Vec<&ResourceKey> = results
-                    .iter()
-                    .filter(|r| r.status == "Pruned" && r.phase == phase && r.wave == batch.wave)
-                    .map(|r| &r.key)
-                    .collect();
-                wait_deleted(cluster, &pruned, opts.prune_wait).await;
-                let failed: Vec<String> = results
-                    .iter()
-                    .filter(|r| r.status == "SyncFailed")
-                    .map(|r| format!("{}: {}", r.key, r.message))
-                    .collect();
-                if !failed.is_empty() {
-                    failure = Some(format!(
-                        "one or more objects failed to apply, reason: {}",
-                        failed.join("; ")
-                    ));
-                    break;
-                }
-            }
-        }
-    }
-    let execute_time = clock.elapsed();
-
-    // Compare again: what the cluster made of the sync.
-    let t = Instant::now();
-    obs.recompare(cluster, &opts.settings).await?;
-    let compare_after = t.elapsed();
-
-    let finished = now + clock.elapsed();
-    let succeeded = failure.is_none();
-    let phase = if succeeded { "Succeeded" } else { "Failed" };
-    let message = failure.unwrap_or_else(|| "successfully synced (all tasks run)".to_string());
-
-    let prev_op = app_obj.pointer("/status/operationState");
-    let prev_count = |p: &str| {
-        prev_op
-            .and_then(|o| o.pointer(p))
-            .and_then(Value::as_i64)
-            .unwrap_or(0)
-    };
-    let self_heal_count = match reason {
-        Some(SyncReason::SelfHeal) => prev_count("/operation/sync/autoHealAttemptsCount") + 1,
-        Some(SyncReason::Retry) => prev_count("/operation/sync/autoHealAttemptsCount"),
-        _ => 0,
-    };
-    let retry_count = match reason {
-        Some(SyncReason::Retry) => prev_count("/retryCount") + 1,
-        _ => 0,
-    };
-
-    let mut history: Vec<HistoryEntry> = app_obj
-        .pointer("/status/history")
-        .cloned()
-        .and_then(|h| serde_json::from_value(h).ok())
-        .unwrap_or_default();
-    let history_id = succeeded.then(|| {
-        append_history(
-            &mut history,
-            HistoryEntry::new(
-                obs.revision.clone(),
-                obs.source.clone(),
-                now,
-                finished,
-                initiated_by.clone(),
-            ),
-            revision_history_limit(app_obj),
-        )
-    });
-
-    let resources_json: Vec<Value> = results
-        .iter()
-        .map(|r| {
-            let mut m = key_json(&r.key);
-            m.insert("status".into(), Value::String(r.status.into()));
-            m.insert("message".into(), Value::String(r.message.clone()));
-            m.insert("syncPhase".into(), Value::String(r.phase.into()));
-            Value::Object(m)
-        })
-        .collect();
-    let mut op_sync = json!({
-        "revision": obs.revision,
-        "prune": prune_enabled,
-        "autoHealAttemptsCount": self_heal_count,
-    });
-    if let Some(o) = app_obj.pointer("/spec/syncPolicy/syncOptions") {
-        op_sync["syncOptions"] = o.clone();
-    }
-    let mut status = refresh_status(app_obj, &obs, finished);
-    status.insert(
-        "operationState".into(),
-        json!({
-            "operation": {
-                "sync": op_sync,
-                "initiatedBy": serde_json::to_value(&initiated_by).unwrap_or(Value::Null),
-                "retry": {},
-            },
-            "phase": phase,
-            "message": message,
-            "startedAt": format_rfc3339(now),
-            "finishedAt": format_rfc3339(finished),
-            "retryCount": retry_count,
-            "syncResult": {
-                "revision": obs.revision,
-                "source": source_json::to_value(&obs.source),
-                "resources": resources_json,
-            },
-        }),
-    );
-    if history_id.is_some() {
-        status.insert(
-            "history".into(),
-            serde_json::to_value(&history).unwrap_or(Value::Array(Vec::new())),
-        );
-    }
-    let t = Instant::now();
-    write_status(cluster, &obs, status).await?;
-    let write_time = t.elapsed();
-
-    Ok(SyncOutcome {
-        phase,
-        message,
-        revision: obs.revision.clone(),
-        history_id,
-        results,
-        timings: Timings {
-            render: obs.render_time,
-            compare: obs.compare_time,
-            execute: execute_time,
-            compare_after,
-            write_status: write_time,
-            total: Duration::ZERO,
-        },
-        status: obs.status,
-    })
-}
+mod execute;

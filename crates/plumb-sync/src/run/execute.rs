@@ -1,0 +1,775 @@
+//! Executing a sync operation: batches by phase and wave, hooks, health-gated waves, SyncFail
+//! hooks, hook deletion, the final compare and the status write — with progress recorded in
+//! `status.operationState` (phase `Running`) so that a restarted controller resumes the
+//! operation (see [`Operation::resumed`]) instead of losing or duplicating it.
+
+use super::*;
+use crate::operation::{DeletePolicy, TaskState, generated_name, hook_state, resource_state};
+use crate::plan::{Batch, Phase, Step};
+
+pub(super) fn propagation(p: PropagationPolicy) -> Propagation {
+    match p {
+        PropagationPolicy::Foreground => Propagation::Foreground,
+        PropagationPolicy::Background => Propagation::Background,
+        PropagationPolicy::Orphan => Propagation::Orphan,
+    }
+}
+
+/// Waits (polling) until none of `keys` exists any more, for at most `timeout`.
+async fn wait_deleted(cluster: &Cluster, keys: &[&ResourceKey], timeout: Duration, poll: Duration) {
+    let deadline = Instant::now() + timeout;
+    let mut pending: Vec<&ResourceKey> = keys.to_vec();
+    while !pending.is_empty() {
+        let mut still = Vec::new();
+        for key in pending {
+            match cluster
+                .get_object(&key.group, &key.kind, &key.namespace, &key.name)
+                .await
+            {
+                Ok(None) => {}
+                // Present, or unknown: keep waiting (errors end with the deadline).
+                _ => still.push(key),
+            }
+        }
+        pending = still;
+        if pending.is_empty() || Instant::now() >= deadline {
+            return;
+        }
+        tokio::time::sleep(poll).await;
+    }
+}
+
+/// The object applied: with RespectIgnoreDifferences, live's values for ignored fields;
+/// with the last-applied annotation (Secrets excepted).
+fn apply_object(obs: &Observation, key: &ResourceKey) -> Result<Value, String> {
+    let target = obs
+        .targets
+        .get(key)
+        .ok_or_else(|| format!("{key}: no desired object"))?;
+    let mut obj = if obs.policy.sync_options.respect_ignore_differences {
+        plumb_diff::respect::normalize_target_for_sync(target, obs.live.get(key), &obs.config)
+            .map_err(|e| e.to_string())?
+    } else {
+        target.clone()
+    };
+    // Never copy a Secret's values into an annotation (kubectl does; plumb does not): a
+    // field removed from a Secret in git is then not seen until the next sync removes it.
+    if key.group.is_empty() && key.kind == "Secret" {
+        return Ok(obj);
+    }
+    let mut recorded = obj.clone();
+    if let Some(a) = recorded
+        .pointer_mut("/metadata/annotations")
+        .and_then(Value::as_object_mut)
+    {
+        a.remove(LAST_APPLIED_ANNOTATION);
+    }
+    if let Some(o) = recorded.as_object_mut() {
+        o.remove("status");
+    }
+    let text = serde_json::to_string(&recorded).map_err(|e| e.to_string())?;
+    set_meta_entry(&mut obj, "annotations", LAST_APPLIED_ANNOTATION, &text);
+    Ok(obj)
+}
+
+/// A sync operation: what `status.operationState` records while it runs.
+#[derive(Debug, Clone)]
+pub(super) struct Operation {
+    pub started_at: SystemTime,
+    pub initiated_by: InitiatedBy,
+    pub self_heal_count: i64,
+    pub retry_count: i64,
+    /// The results recorded by an interrupted run of this operation (hooks already created
+    /// or finished are not created again).
+    pub recorded: Vec<ResourceResult>,
+    /// The revision the operation syncs (the one it started with, when resumed).
+    pub revision: Option<String>,
+}
+
+impl Operation {
+    /// A new operation; its attempt counts follow the previous operation's.
+    pub fn new(
+        app_obj: &Value,
+        initiated_by: InitiatedBy,
+        reason: Option<SyncReason>,
+        now: SystemTime,
+    ) -> Operation {
+        let prev = |p: &str| {
+            app_obj
+                .pointer("/status/operationState")
+                .and_then(|o| o.pointer(p))
+                .and_then(Value::as_i64)
+                .unwrap_or(0)
+        };
+        Operation {
+            started_at: now,
+            initiated_by,
+            self_heal_count: match reason {
+                Some(SyncReason::SelfHeal) => prev("/operation/sync/autoHealAttemptsCount") + 1,
+                Some(SyncReason::Retry) => prev("/operation/sync/autoHealAttemptsCount"),
+                _ => 0,
+            },
+            retry_count: match reason {
+                Some(SyncReason::Retry) => prev("/retryCount") + 1,
+                _ => 0,
+            },
+            recorded: Vec::new(),
+            revision: None,
+        }
+    }
+
+    /// The operation an Application's status shows `Running` (started by a controller or a
+    /// CLI that stopped before finishing it), or `None`.
+    pub fn resumed(app_obj: &Value) -> Option<Operation> {
+        let op = app_obj.pointer("/status/operationState")?;
+        if op.get("phase").and_then(Value::as_str) != Some("Running") {
+            return None;
+        }
+        let started_at = op
+            .get("startedAt")
+            .and_then(Value::as_str)
+            .and_then(|t| parse_rfc3339(t).ok())?;
+        let num = |p: &str| op.pointer(p).and_then(Value::as_i64).unwrap_or(0);
+        Some(Operation {
+            started_at,
+            initiated_by: op
+                .pointer("/operation/initiatedBy")
+                .cloned()
+                .and_then(|v| serde_json::from_value(v).ok())
+                .unwrap_or_default(),
+            self_heal_count: num("/operation/sync/autoHealAttemptsCount"),
+            retry_count: num("/retryCount"),
+            recorded: op
+                .pointer("/syncResult/resources")
+                .and_then(Value::as_array)
+                .map(|rs| rs.iter().filter_map(ResourceResult::from_json).collect())
+                .unwrap_or_default(),
+            revision: op
+                .pointer("/operation/sync/revision")
+                .and_then(Value::as_str)
+                .filter(|r| !r.is_empty())
+                .map(String::from),
+        })
+    }
+
+    /// Seeds the names of `generateName` hooks.
+    fn id(&self, app: &str) -> String {
+        format!("{app}@{}", format_rfc3339(self.started_at))
+    }
+
+    fn recorded_hook(&self, key: &ResourceKey, phase: &str) -> Option<&ResourceResult> {
+        self.recorded
+            .iter()
+            .find(|r| r.hook_phase.is_some() && &r.key == key && r.phase == phase)
+    }
+}
+
+const STATUSES: [&str; 5] = ["Synced", "SyncFailed", "Pruned", "PruneSkipped", "Running"];
+
+impl ResourceResult {
+    fn to_json(&self) -> Value {
+        let mut m = key_json(&self.key);
+        m.insert("status".into(), Value::String(self.status.into()));
+        m.insert("message".into(), Value::String(self.message.clone()));
+        m.insert("syncPhase".into(), Value::String(self.phase.into()));
+        if let Some(h) = self.hook_phase {
+            m.insert("hookType".into(), Value::String(self.phase.into()));
+            m.insert("hookPhase".into(), Value::String(h.into()));
+        }
+        Value::Object(m)
+    }
+
+    fn from_json(v: &Value) -> Option<ResourceResult> {
+        let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default();
+        let known = |x: &str, set: &[&'static str]| set.iter().copied().find(|k| *k == x);
+        Some(ResourceResult {
+            key: ResourceKey {
+                group: s("group").into(),
+                kind: s("kind").into(),
+                namespace: s("namespace").into(),
+                name: s("name").into(),
+            },
+            status: known(s("status"), &STATUSES)?,
+            message: s("message").into(),
+            phase: known(s("syncPhase"), &["PreSync", "Sync", "PostSync", "SyncFail"])?,
+            wave: 0,
+            hook_phase: match s("hookPhase") {
+                "" => None,
+                h => Some(known(h, &["Running", "Succeeded", "Failed"])?),
+            },
+        })
+    }
+}
+
+/// A task started but not finished: a created hook, or an applied resource waited for.
+struct Started {
+    key: ResourceKey,
+    hook: bool,
+    /// Index of its result.
+    result: usize,
+}
+
+struct Exec<'a> {
+    cluster: &'a Cluster,
+    opts: &'a RunOptions,
+    obs: &'a Observation,
+    op: &'a Operation,
+    op_id: String,
+    results: Vec<ResourceResult>,
+    started: Vec<Started>,
+    /// Hooks created (their live keys), with their policies, for deletion at the end.
+    hooks: Vec<(ResourceKey, usize, DeletePolicy)>,
+    message: String,
+}
+
+impl Exec<'_> {
+    async fn live(&self, key: &ResourceKey) -> Option<Value> {
+        self.cluster
+            .get_object(&key.group, &key.kind, &key.namespace, &key.name)
+            .await
+            .ok()
+            .flatten()
+    }
+
+    /// Records progress in `status.operationState` (phase `Running`).
+    async fn progress(&mut self, message: String) -> Result<()> {
+        if message == self.message {
+            return Ok(());
+        }
+        self.message = message;
+        let state = operation_state(
+            self.obs,
+            self.op,
+            "Running",
+            &self.message,
+            None,
+            &self.results,
+        );
+        write_status(
+            self.cluster,
+            self.obs,
+            Map::from_iter([("operationState".to_string(), state)]),
+        )
+        .await
+    }
+
+    /// Waits until every started task is done; `Err(message)` when one failed or the wait
+    /// timed out.
+    async fn wait_started(&mut self) -> Result<Result<(), String>> {
+        let deadline = Instant::now() + self.opts.wave_timeout;
+        loop {
+            let mut waiting = Vec::new();
+            let mut failed = Vec::new();
+            let started = std::mem::take(&mut self.started);
+            for task in started {
+                let live = self.live(&task.key).await;
+                let state = if task.hook {
+                    hook_state(&task.key, live.as_ref())
+                } else {
+                    resource_state(&task.key, live.as_ref())
+                };
+                let r = &mut self.results[task.result];
+                match state {
+                    TaskState::Running(m) => {
+                        waiting.push(m);
+                        self.started.push(task);
+                    }
+                    TaskState::Succeeded(m) => {
+                        if task.hook {
+                            r.hook_phase = Some("Succeeded");
+                            if !m.is_empty() {
+                                r.message = m;
+                            }
+                        }
+                    }
+                    TaskState::Failed(m) => {
+                        if task.hook {
+                            r.hook_phase = Some("Failed");
+                        } else {
+                            r.status = "SyncFailed";
+                        }
+                        r.message = m.clone();
+                        failed.push(format!("{}: {m}", r.key));
+                    }
+                }
+            }
+            if !failed.is_empty() {
+                return Ok(Err(format!(
+                    "one or more synchronization tasks completed unsuccessfully, reason: {}",
+                    failed.join("; ")
+                )));
+            }
+            let Some(first) = waiting.first() else {
+                return Ok(Ok(()));
+            };
+            let message = if waiting.len() > 1 {
+                format!("{first} and {} more", waiting.len() - 1)
+            } else {
+                first.clone()
+            };
+            if Instant::now() >= deadline {
+                return Ok(Err(format!(
+                    "timed out after {}s {message}",
+                    self.opts.wave_timeout.as_secs()
+                )));
+            }
+            self.progress(message).await?;
+            tokio::time::sleep(self.opts.poll_interval).await;
+        }
+    }
+
+    fn push(
+        &mut self,
+        step: &Step,
+        key: ResourceKey,
+        status: &'static str,
+        message: String,
+    ) -> usize {
+        self.results.push(ResourceResult {
+            key,
+            status,
+            message,
+            phase: step.phase.as_str(),
+            wave: step.wave,
+            hook_phase: None,
+        });
+        self.results.len() - 1
+    }
+
+    /// Creates (applies) a hook in its phase, unless this operation already did.
+    async fn run_hook(&mut self, step: &Step) {
+        let phase = step.phase.as_str();
+        let mut key = step.key.clone();
+        let Some(target) = self.obs.targets.get(&step.key) else {
+            self.push(step, key, "SyncFailed", "no desired object".into());
+            return;
+        };
+        let mut obj = target.clone();
+        if self.obs.generated.contains(&step.key) {
+            key.name = generated_name(&step.key.name, &self.op_id);
+            if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+                meta.remove("generateName");
+                meta.insert("name".into(), Value::String(key.name.clone()));
+            }
+            if self.obs.tracking.uses_annotation() {
+                set_meta_entry(
+                    &mut obj,
+                    "annotations",
+                    TRACKING_ID_ANNOTATION,
+                    &tracking_id(&self.obs.app.name, &key),
+                );
+            }
+        }
+        let policy = DeletePolicy::of(&crate::plan::ObjectMeta::from_object(&obj).annotations);
+        if let Some(done) = self.op.recorded_hook(&key, phase).cloned() {
+            // Resumed: the hook was created by the interrupted run.
+            let index = self.results.len();
+            let running = done.hook_phase == Some("Running");
+            self.results.push(done);
+            self.hooks.push((key.clone(), index, policy));
+            if running {
+                self.started.push(Started {
+                    key,
+                    hook: true,
+                    result: index,
+                });
+            }
+            return;
+        }
+        if policy.before_hook_creation && self.live(&key).await.is_some() {
+            let _ = self
+                .cluster
+                .delete_object(&key, Propagation::Background)
+                .await;
+            wait_deleted(
+                self.cluster,
+                &[&key],
+                self.opts.prune_wait,
+                self.opts.poll_interval,
+            )
+            .await;
+        }
+        let answer = self
+            .cluster
+            .apply(vec![obj], FIELD_MANAGER, true)
+            .await
+            .pop()
+            .unwrap_or_else(|| {
+                Err(ClusterError::Protocol {
+                    reason: "no answer".into(),
+                })
+            });
+        match answer {
+            Ok(_) => {
+                let index = self.push(
+                    step,
+                    key.clone(),
+                    "Synced",
+                    format!("{} created", key.kind.to_lowercase()),
+                );
+                self.results[index].hook_phase = Some("Running");
+                self.hooks.push((key.clone(), index, policy));
+                self.started.push(Started {
+                    key,
+                    hook: true,
+                    result: index,
+                });
+            }
+            Err(e) => {
+                let index = self.push(step, key, "SyncFailed", e.to_string());
+                self.results[index].hook_phase = Some("Failed");
+            }
+        }
+    }
+
+    /// Runs one batch; returns the failure message, if any step failed.
+    async fn run_batch(
+        &mut self,
+        batch: &Batch<'_>,
+        sync_opts: &crate::options::SyncOptions,
+    ) -> Option<String> {
+        let first = self.results.len();
+        let mut applies: Vec<(&Step, Value)> = Vec::new();
+        for &step in &batch.steps {
+            let key = step.key.clone();
+            match step.action {
+                _ if step.source == StepSource::CreateNamespace => {
+                    let r = self
+                        .cluster
+                        .ensure_namespace(&key.name, FIELD_MANAGER)
+                        .await;
+                    let (status, message) = match r {
+                        Ok(true) => ("Synced", format!("namespace/{} created", key.name)),
+                        Ok(false) => ("Synced", "namespace exists".to_string()),
+                        Err(e) => ("SyncFailed", e.to_string()),
+                    };
+                    self.push(step, key, status, message);
+                }
+                Action::Apply | Action::Replace if step.source == StepSource::Hook => {
+                    self.run_hook(step).await;
+                }
+                Action::Apply => match apply_object(self.obs, &key) {
+                    Ok(obj) => applies.push((step, obj)),
+                    Err(e) => {
+                        self.push(step, key, "SyncFailed", e);
+                    }
+                },
+                Action::Replace => {
+                    let r = match apply_object(self.obs, &key) {
+                        Ok(obj) => self
+                            .cluster
+                            .replace_object(&obj, FIELD_MANAGER)
+                            .await
+                            .map_err(|e| e.to_string()),
+                        Err(e) => Err(e),
+                    };
+                    let index = match r {
+                        Ok(_) => self.push(
+                            step,
+                            key.clone(),
+                            "Synced",
+                            format!("{} replaced", key.kind.to_lowercase()),
+                        ),
+                        Err(e) => self.push(step, key.clone(), "SyncFailed", e),
+                    };
+                    if self.results[index].status == "Synced" {
+                        self.started.push(Started {
+                            key,
+                            hook: false,
+                            result: index,
+                        });
+                    }
+                }
+                Action::Prune if step.requires_confirmation => {
+                    self.push(
+                        step,
+                        key,
+                        "PruneSkipped",
+                        "ignored (requires confirmation: Prune=confirm)".into(),
+                    );
+                }
+                Action::Prune => {
+                    let r = self
+                        .cluster
+                        .delete_object(&key, propagation(sync_opts.prune_propagation_policy))
+                        .await;
+                    match r {
+                        Ok(_) => self.push(step, key, "Pruned", "pruned".into()),
+                        Err(e) => self.push(step, key, "SyncFailed", e.to_string()),
+                    };
+                }
+                Action::Skip(why @ (SkipReason::PruneDisabled | SkipReason::NoPrune)) => {
+                    self.push(step, key, "PruneSkipped", why.message().into());
+                }
+                Action::Skip(why) => {
+                    self.push(step, key, "Synced", why.message().into());
+                }
+            }
+        }
+        if !applies.is_empty() {
+            let (steps, objects): (Vec<&Step>, Vec<Value>) = applies.into_iter().unzip();
+            let answers = self.cluster.apply(objects, FIELD_MANAGER, true).await;
+            for (step, answer) in steps.into_iter().zip(answers) {
+                let key = step.key.clone();
+                match answer {
+                    Ok(_) => {
+                        let message = format!("{} serverside-applied", key.kind.to_lowercase());
+                        let index = self.push(step, key.clone(), "Synced", message);
+                        self.started.push(Started {
+                            key,
+                            hook: false,
+                            result: index,
+                        });
+                    }
+                    Err(e) => {
+                        self.push(step, key, "SyncFailed", e.to_string());
+                    }
+                }
+            }
+        }
+        // As gitops-engine: a wave's pruned objects are gone before the next wave (and
+        // before the sync's final compare), or the wait times out.
+        let pruned: Vec<&ResourceKey> = self.results[first..]
+            .iter()
+            .filter(|r| r.status == "Pruned")
+            .map(|r| &r.key)
+            .collect();
+        wait_deleted(
+            self.cluster,
+            &pruned,
+            self.opts.prune_wait,
+            self.opts.poll_interval,
+        )
+        .await;
+        let failed: Vec<String> = self.results[first..]
+            .iter()
+            .filter(|r| r.status == "SyncFailed")
+            .map(|r| format!("{}: {}", r.key, r.message))
+            .collect();
+        (!failed.is_empty()).then(|| {
+            format!(
+                "one or more objects failed to apply, reason: {}",
+                failed.join("; ")
+            )
+        })
+    }
+}
+
+/// `status.operationState` for `op` in `phase`.
+fn operation_state(
+    obs: &Observation,
+    op: &Operation,
+    phase: &str,
+    message: &str,
+    finished: Option<SystemTime>,
+    results: &[ResourceResult],
+) -> Value {
+    let prune_enabled = obs
+        .policy
+        .automated
+        .filter(|a| a.enabled)
+        .is_some_and(|a| a.prune);
+    let mut op_sync = json!({
+        "revision": obs.revision,
+        "prune": prune_enabled,
+        "autoHealAttemptsCount": op.self_heal_count,
+    });
+    if let Some(o) = obs.sync_options_json.as_ref() {
+        op_sync["syncOptions"] = o.clone();
+    }
+    json!({
+        "operation": {
+            "sync": op_sync,
+            "initiatedBy": serde_json::to_value(&op.initiated_by).unwrap_or(Value::Null),
+            "retry": {},
+        },
+        "phase": phase,
+        "message": message,
+        "startedAt": format_rfc3339(op.started_at),
+        // A merge patch keeps keys it does not name: clear the previous operation's end.
+        "finishedAt": finished.map(format_rfc3339),
+        "retryCount": op.retry_count,
+        "syncResult": {
+            "revision": obs.revision,
+            "source": source_json::to_value(&obs.source),
+            "resources": results.iter().map(ResourceResult::to_json).collect::<Vec<_>>(),
+        },
+    })
+}
+
+/// Runs the operation `op` on the observed app and writes the outcome.
+pub(super) async fn execute(
+    cluster: &Cluster,
+    app_obj: &Value,
+    mut obs: Observation,
+    opts: &RunOptions,
+    op: Operation,
+    automated: bool,
+    now: SystemTime,
+) -> Result<SyncOutcome> {
+    let clock = Instant::now();
+    let auto_policy = obs.policy.automated.filter(|a| a.enabled);
+    let prune_enabled = auto_policy.is_some_and(|a| a.prune);
+    let allow_empty = auto_policy.is_some_and(|a| a.allow_empty);
+    let mut sync_opts = obs.policy.sync_options.clone();
+    if sync_opts.create_namespace
+        && let Some(dest) = sync_opts.destination_namespace.as_mut()
+    {
+        dest.exists = cluster
+            .get_object("", "Namespace", "", &dest.name)
+            .await
+            .map_err(|source| RunError::Cluster {
+                app: obs.name.clone(),
+                source,
+            })?
+            .is_some();
+    }
+
+    let mut exec = Exec {
+        cluster,
+        opts,
+        obs: &obs,
+        op: &op,
+        op_id: op.id(&obs.name),
+        results: Vec::new(),
+        started: Vec::new(),
+        hooks: Vec::new(),
+        message: String::new(),
+    };
+    exec.progress("running".into()).await?;
+
+    let mut failure: Option<String> = None;
+    let mut all_tasks_message = "successfully synced (no more tasks)";
+    match plan(
+        &obs.resources,
+        &sync_opts,
+        automated,
+        allow_empty,
+        prune_enabled,
+    ) {
+        Err(e) => failure = Some(e.to_string()),
+        Ok(p) => {
+            let batches = p.batches();
+            let (fail_batches, batches): (Vec<&Batch<'_>>, Vec<&Batch<'_>>) =
+                batches.iter().partition(|b| b.phase == Phase::SyncFail);
+            let has_hooks = batches
+                .iter()
+                .any(|b| b.steps.iter().any(|s| s.source == StepSource::Hook));
+            for (i, batch) in batches.iter().enumerate() {
+                // A wave starts when every task of the waves before it is done: hooks
+                // completed, resources healthy.
+                if i > 0
+                    && let Err(m) = exec.wait_started().await?
+                {
+                    failure = Some(m);
+                    break;
+                }
+                let message = format!("running phase {} wave {}", batch.phase.as_str(), batch.wave);
+                exec.progress(message).await?;
+                if let Some(m) = exec.run_batch(batch, &sync_opts).await {
+                    failure = Some(m);
+                    break;
+                }
+            }
+            // With hooks, the sync ends when every task is done; without, after the last wave
+            // is applied (gitops-engine: "no more tasks").
+            if failure.is_none() && has_hooks {
+                all_tasks_message = "successfully synced (all tasks run)";
+                if let Err(m) = exec.wait_started().await? {
+                    failure = Some(m);
+                }
+            }
+            if failure.is_some() && !fail_batches.is_empty() {
+                exec.started.clear();
+                for batch in &fail_batches {
+                    exec.progress(format!("running SyncFail hooks (wave {})", batch.wave))
+                        .await?;
+                    exec.run_batch(batch, &sync_opts).await;
+                }
+                // SyncFail hooks run to completion; their outcome does not change the phase.
+                let _ = exec.wait_started().await?;
+            }
+        }
+    }
+    // Hooks whose deletion policy says so go once they are done.
+    let succeeded = failure.is_none();
+    let mut gone = Vec::new();
+    for (key, index, policy) in &exec.hooks {
+        let ok = exec.results[*index].hook_phase == Some("Succeeded");
+        let done = exec.results[*index].hook_phase != Some("Running");
+        if done
+            && policy.deletes_after(ok)
+            && cluster
+                .delete_object(key, Propagation::Background)
+                .await
+                .is_ok()
+        {
+            gone.push(key.clone());
+        }
+    }
+    let gone_refs: Vec<&ResourceKey> = gone.iter().collect();
+    wait_deleted(cluster, &gone_refs, opts.prune_wait, opts.poll_interval).await;
+    let results = std::mem::take(&mut exec.results);
+    drop(exec);
+    let execute_time = clock.elapsed();
+
+    // Compare again: what the cluster made of the sync.
+    let t = Instant::now();
+    obs.recompare(cluster, &opts.settings).await?;
+    let compare_after = t.elapsed();
+
+    let finished = now + clock.elapsed();
+    let phase = if succeeded { "Succeeded" } else { "Failed" };
+    let message = failure.unwrap_or_else(|| all_tasks_message.to_string());
+
+    let mut history: Vec<HistoryEntry> = app_obj
+        .pointer("/status/history")
+        .cloned()
+        .and_then(|h| serde_json::from_value(h).ok())
+        .unwrap_or_default();
+    let history_id = succeeded.then(|| {
+        append_history(
+            &mut history,
+            HistoryEntry::new(
+                obs.revision.clone(),
+                obs.source.clone(),
+                op.started_at,
+                finished,
+                op.initiated_by.clone(),
+            ),
+            revision_history_limit(app_obj),
+        )
+    });
+
+    let mut status = refresh_status(app_obj, &obs, finished);
+    status.insert(
+        "operationState".into(),
+        operation_state(&obs, &op, phase, &message, Some(finished), &results),
+    );
+    if history_id.is_some() {
+        status.insert(
+            "history".into(),
+            serde_json::to_value(&history).unwrap_or(Value::Array(Vec::new())),
+        );
+    }
+    let t = Instant::now();
+    write_status(cluster, &obs, status).await?;
+    let write_time = t.elapsed();
+
+    Ok(SyncOutcome {
+        phase,
+        message,
+        revision: obs.revision.clone(),
+        history_id,
+        results,
+        timings: Timings {
+            render: obs.render_time,
+            compare: obs.compare_time,
+            execute: execute_time,
+            compare_after,
+            write_status: write_time,
+            total: Duration::ZERO,
+        },
+        status: obs.status,
+    })
+}
