@@ -29,12 +29,14 @@ mod discovery;
 mod error;
 mod live;
 mod snapshot;
+mod watch;
 mod write;
 
 pub use connect::ConnectOptions;
 pub use discovery::{ApiResources, ResourceInfo};
 pub use error::{ClusterError, Result};
 pub use snapshot::{SnapshotSummary, redact_secret};
+pub use watch::{CHANGE_CAPACITY, Change, ChangeKind, LiveCache};
 pub use write::{
     APPLICATION_GROUP, APPLICATION_KIND, APPLICATION_PLURAL, APPLICATION_VERSION, Deleted,
     Propagation,

@@ -7,6 +7,7 @@ use futures::{StreamExt, TryStreamExt, stream};
 use plumb_core::{GroupKind, ResourceKey, TRACKING_ID_ANNOTATION};
 use serde::Deserialize;
 use serde_json::Value;
+use std::borrow::Borrow;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 /// The part of a `*List` answer plumb reads. Items lack `apiVersion`/`kind`.
@@ -162,113 +163,232 @@ impl Cluster {
         app: Option<&str>,
         tracking_label: &str,
     ) -> Result<Vec<Value>> {
-        // Per kind: the namespaces desired uses; and the keys it names.
-        let mut kinds: BTreeMap<GroupKind, (ResourceInfo, BTreeSet<String>)> = BTreeMap::new();
-        let mut wanted: HashSet<ResourceKey> = HashSet::new();
+        let mut plan = LivePlan::new(app, tracking_label, &self.default_namespace);
         for obj in desired {
-            let mut key = ResourceKey::of(obj).ok_or_else(|| ClusterError::InvalidObject {
-                reason: "a desired object lacks apiVersion, kind or metadata.name".to_string(),
-            })?;
+            let key = LivePlan::desired_key(obj)?;
             let gk = key.group_kind();
-            let entry = match kinds.get_mut(&gk) {
-                Some(entry) => entry,
-                None => {
-                    let info = self.resource_for(&gk.group, &gk.kind).await?;
-                    kinds.entry(gk).or_insert((info, BTreeSet::new()))
-                }
-            };
-            if entry.0.namespaced {
-                if key.namespace.is_empty() {
-                    key.namespace = self.default_namespace.clone();
-                }
-                entry.1.insert(key.namespace.clone());
-            } else {
-                key.namespace.clear();
+            if !plan.has_kind(&gk) {
+                let info = self.resource_for(&gk.group, &gk.kind).await?;
+                plan.add_kind(gk, info);
             }
-            wanted.insert(key);
+            plan.add_desired(key);
         }
+        // Kinds git does not use can still hold the app's objects (prune candidates).
+        let served = match app {
+            Some(_) => self.api_resources().await?,
+            None => Default::default(),
+        };
+        let reads = plan.reads(served.iter());
+        let to_requests = |reads: Vec<PlannedRead>| -> Vec<ListRequest> {
+            reads
+                .into_iter()
+                .map(|r| r.into_list_request(app, tracking_label))
+                .collect()
+        };
+        let (plain, extras) = futures::join!(
+            self.list_many(to_requests(reads.plain)),
+            self.list_each(to_requests(reads.extras))
+        );
+        plan.select(plain?.into_iter().flatten(), extras)
+    }
+}
 
+/// What [`Cluster::live_for`] reads and keeps, whoever serves the reads (LISTs,
+/// or the watch cache of [`crate::LiveCache::live_for`]): both build the same
+/// plan and select with it, so they return the same objects.
+///
+/// Use: [`LivePlan::desired_key`] + [`LivePlan::add_kind`] (once per kind, with
+/// the resource serving it) + [`LivePlan::add_desired`] for each desired object,
+/// then [`LivePlan::reads`], serve them, and [`LivePlan::select`].
+pub(crate) struct LivePlan<'a> {
+    app: Option<&'a str>,
+    tracking_label: &'a str,
+    /// Where desired objects without a namespace go.
+    default_namespace: &'a str,
+    /// Per desired kind: its resource and the namespaces desired uses.
+    kinds: BTreeMap<GroupKind, (ResourceInfo, BTreeSet<String>)>,
+    /// The keys desired names (namespaces defaulted, cleared for cluster scope).
+    wanted: HashSet<ResourceKey>,
+}
+
+/// One read of a [`LivePlan`]: the objects of a kind in a namespace (`None`: all
+/// namespaces, or cluster scope), only those labelled `tracking_label=<app>`
+/// when `labelled`.
+#[derive(Debug, Clone)]
+pub(crate) struct PlannedRead {
+    pub info: ResourceInfo,
+    pub namespace: Option<String>,
+    pub labelled: bool,
+}
+
+impl PlannedRead {
+    /// The LIST serving this read.
+    pub(crate) fn into_list_request(self, app: Option<&str>, tracking_label: &str) -> ListRequest {
+        let selector = match (self.labelled, app) {
+            (true, Some(app)) => Some(format!("{tracking_label}={app}")),
+            _ => None,
+        };
+        ListRequest {
+            info: self.info,
+            namespace: self.namespace,
+            selector,
+        }
+    }
+}
+
+/// The reads of a [`LivePlan`]: `plain` ones must succeed; `extras` are looked
+/// for on a best-effort basis.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct PlannedReads {
+    pub plain: Vec<PlannedRead>,
+    pub extras: Vec<PlannedRead>,
+}
+
+/// Has `obj` an owner (a ReplicaSet's Pods): then it is never an extra.
+fn is_owned(obj: &Value) -> bool {
+    obj.pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .is_some_and(|o| !o.is_empty())
+}
+
+impl<'a> LivePlan<'a> {
+    pub(crate) fn new(
+        app: Option<&'a str>,
+        tracking_label: &'a str,
+        default_namespace: &'a str,
+    ) -> LivePlan<'a> {
+        LivePlan {
+            app,
+            tracking_label,
+            default_namespace,
+            kinds: BTreeMap::new(),
+            wanted: HashSet::new(),
+        }
+    }
+
+    /// The key of a desired object, as the object states it.
+    pub(crate) fn desired_key(obj: &Value) -> Result<ResourceKey> {
+        ResourceKey::of(obj).ok_or_else(|| ClusterError::InvalidObject {
+            reason: "a desired object lacks apiVersion, kind or metadata.name".to_string(),
+        })
+    }
+
+    /// Is the resource of `gk` known already.
+    pub(crate) fn has_kind(&self, gk: &GroupKind) -> bool {
+        self.kinds.contains_key(gk)
+    }
+
+    /// The resource serving a desired kind (before its objects are added).
+    pub(crate) fn add_kind(&mut self, gk: GroupKind, info: ResourceInfo) {
+        self.kinds.entry(gk).or_insert((info, BTreeSet::new()));
+    }
+
+    /// Records a desired object's key (from [`LivePlan::desired_key`]; its kind
+    /// added already): namespace defaulted for namespaced kinds, cleared for
+    /// cluster-scoped ones.
+    pub(crate) fn add_desired(&mut self, mut key: ResourceKey) {
+        let Some(entry) = self.kinds.get_mut(&key.group_kind()) else {
+            return;
+        };
+        if entry.0.namespaced {
+            if key.namespace.is_empty() {
+                key.namespace = self.default_namespace.to_string();
+            }
+            entry.1.insert(key.namespace.clone());
+        } else {
+            key.namespace.clear();
+        }
+        self.wanted.insert(key);
+    }
+
+    /// What to read, `served` being the kinds the server serves (only read with
+    /// an `app`: for extras of kinds desired does not use).
+    pub(crate) fn reads<'r>(
+        &self,
+        served: impl IntoIterator<Item = &'r ResourceInfo>,
+    ) -> PlannedReads {
         let mut plain = Vec::new();
         let mut extras = Vec::new();
-        for (info, namespaces) in kinds.into_values() {
+        for (info, namespaces) in self.kinds.values() {
             if !info.namespaced {
-                plain.push(ListRequest {
-                    info,
+                plain.push(PlannedRead {
+                    info: info.clone(),
                     namespace: None,
-                    selector: None,
+                    labelled: false,
                 });
                 continue;
             }
             for ns in namespaces {
-                plain.push(ListRequest {
+                plain.push(PlannedRead {
                     info: info.clone(),
-                    namespace: Some(ns),
-                    selector: None,
+                    namespace: Some(ns.clone()),
+                    labelled: false,
                 });
             }
-            if let Some(app) = app {
-                extras.push(ListRequest {
-                    info,
+            if self.app.is_some() {
+                extras.push(PlannedRead {
+                    info: info.clone(),
                     namespace: None,
-                    selector: Some(format!("{tracking_label}={app}")),
+                    labelled: true,
                 });
             }
         }
 
         // Kinds git does not use can still hold the app's objects (prune candidates).
-        let mut others = Vec::new();
-        if let Some(app) = app {
-            let all_namespaces: BTreeSet<String> = wanted
+        if self.app.is_some() {
+            let all_namespaces: BTreeSet<&String> = self
+                .wanted
                 .iter()
                 .filter(|k| !k.namespace.is_empty())
-                .map(|k| k.namespace.clone())
+                .map(|k| &k.namespace)
                 .collect();
-            let used: BTreeSet<(String, String)> = plain
-                .iter()
-                .map(|r: &ListRequest| (r.info.group.clone(), r.info.kind.clone()))
-                .collect();
-            let resources = self.api_resources().await?;
-            for info in resources.iter() {
+            for info in served {
                 let never = crate::snapshot::NEVER_TRACKED
                     .iter()
                     .any(|(g, k)| *g == info.group && *k == info.kind);
-                if never
-                    || !info.supports("list")
-                    || used.contains(&(info.group.clone(), info.kind.clone()))
-                {
+                if never || !info.supports("list") || self.has_kind(&info.group_kind()) {
                     continue;
                 }
                 if info.namespaced {
                     for ns in &all_namespaces {
-                        others.push(ListRequest {
+                        extras.push(PlannedRead {
                             info: info.clone(),
-                            namespace: Some(ns.clone()),
-                            selector: None,
+                            namespace: Some((*ns).clone()),
+                            labelled: false,
                         });
                     }
                 } else {
-                    others.push(ListRequest {
+                    extras.push(PlannedRead {
                         info: info.clone(),
                         namespace: None,
-                        selector: Some(format!("{tracking_label}={app}")),
+                        labelled: true,
                     });
                 }
             }
         }
-        let extras: Vec<ListRequest> = extras.into_iter().chain(others).collect();
+        PlannedReads { plain, extras }
+    }
 
-        let (plain, extras) = futures::join!(self.list_many(plain), self.list_each(extras));
-        let mut found: BTreeMap<String, Value> = BTreeMap::new();
-        for obj in plain?.into_iter().flatten() {
-            let Some(key) = ResourceKey::of(&obj) else {
+    /// Keeps, of what the reads returned (`plain`: every object of the plain
+    /// reads; `extras`: the answer of each extra read), the objects desired names
+    /// and the objects the app tracks that have no owner; sorted by group, kind,
+    /// namespace, name. An extra read that was forbidden or failed with another
+    /// API error is skipped; any other error is returned.
+    pub(crate) fn select<T: Borrow<Value>>(
+        &self,
+        plain: impl IntoIterator<Item = T>,
+        extras: impl IntoIterator<Item = Result<Vec<T>>>,
+    ) -> Result<Vec<T>> {
+        let app = self.app;
+        let tracking_label = self.tracking_label;
+        let mut found: BTreeMap<String, T> = BTreeMap::new();
+        for obj in plain {
+            let value = obj.borrow();
+            let Some(key) = ResourceKey::of(value) else {
                 continue;
             };
-            let tracked = app.is_some_and(|a| is_tracked(&obj, a, tracking_label));
-            let owned = obj
-                .pointer("/metadata/ownerReferences")
-                .and_then(Value::as_array)
-                .is_some_and(|o| !o.is_empty());
-            if wanted.contains(&key) || (tracked && !owned) {
+            let tracked = app.is_some_and(|a| is_tracked(value, a, tracking_label));
+            if self.wanted.contains(&key) || (tracked && !is_owned(value)) {
                 found.insert(key.sort_key(), obj);
             }
         }
@@ -281,15 +401,12 @@ impl Cluster {
                 Err(e) => return Err(e),
             };
             for obj in objects {
-                let owned = obj
-                    .pointer("/metadata/ownerReferences")
-                    .and_then(Value::as_array)
-                    .is_some_and(|o| !o.is_empty());
-                let tracked = app.is_some_and(|a| is_tracked(&obj, a, tracking_label));
-                if owned || !tracked {
+                let value = obj.borrow();
+                let tracked = app.is_some_and(|a| is_tracked(value, a, tracking_label));
+                if is_owned(value) || !tracked {
                     continue;
                 }
-                if let Some(key) = ResourceKey::of(&obj) {
+                if let Some(key) = ResourceKey::of(value) {
                     found.entry(key.sort_key()).or_insert(obj);
                 }
             }
