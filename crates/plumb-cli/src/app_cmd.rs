@@ -24,7 +24,7 @@ enum AppCommand {
     List(ListArgs),
     /// Sync now: render, compare, apply in waves (server-side apply as `plumb`), prune as
     /// the sync policy allows, record the history.
-    Sync(SyncArgs),
+    Sync(SyncCmd),
     /// Wait until the Application is Synced and/or Healthy.
     Wait(WaitArgs),
     /// What a sync would change, as `argocd app diff` prints it (exit 1 on differences).
@@ -38,6 +38,16 @@ struct SyncArgs {
     /// A local clone to read instead of the Application's (remote) repoURL.
     #[arg(long, value_name = "DIR")]
     repo: Option<std::path::PathBuf>,
+}
+
+#[derive(clap::Args)]
+struct SyncCmd {
+    #[command(flatten)]
+    base: SyncArgs,
+    /// Finish the operation the Application shows Running (one a stopped controller or
+    /// CLI left behind) instead of starting a new one.
+    #[arg(long)]
+    resume: bool,
 }
 
 #[derive(clap::Args)]
@@ -122,7 +132,8 @@ pub fn run(args: AppArgs) -> Result<u8> {
     Ok(EXIT_IN_SYNC)
 }
 
-fn sync(args: &SyncArgs) -> Result<u8> {
+fn sync(cmd: &SyncCmd) -> Result<u8> {
+    let args = &cmd.base;
     let app = one_app(&args.app)?;
     let c = connect(&args.app.cluster)?;
     let opts = plumb_sync::run::RunOptions {
@@ -130,15 +141,22 @@ fn sync(args: &SyncArgs) -> Result<u8> {
         ..Default::default()
     };
     let user = std::env::var("USER").unwrap_or_else(|_| "plumb".into());
-    let outcome = c
-        .block_on(plumb_sync::run::sync_app(
+    let now = std::time::SystemTime::now();
+    let outcome = if cmd.resume {
+        c.block_on(plumb_sync::run::resume_app(&c.cluster, &app, &opts, now))
+            .map_err(|e| anyhow!("{e}"))?
+            .ok_or_else(|| anyhow!("Application {}: no operation is running", args.app.name))?
+    } else {
+        c.block_on(plumb_sync::run::sync_app(
             &c.cluster,
             &app,
             &opts,
             plumb_sync::history::InitiatedBy::user(user),
-            std::time::SystemTime::now(),
+            now,
         ))
-        .map_err(|e| anyhow!("{e}"))?;
+        .map_err(|e| anyhow!("{e}"))?
+    };
+    print!("{}", results_table(&outcome.results));
     eprintln!(
         "{}: {} ({}) at {}",
         args.app.name, outcome.phase, outcome.message, outcome.revision
@@ -148,6 +166,36 @@ fn sync(args: &SyncArgs) -> Result<u8> {
     } else {
         crate::EXIT_DIFFERENCES
     })
+}
+
+/// The per-resource results of a sync, as `argocd app sync` lists them.
+fn results_table(results: &[plumb_sync::run::ResourceResult]) -> String {
+    let mut rows = vec![[
+        "GROUP".to_string(),
+        "KIND".into(),
+        "NAMESPACE".into(),
+        "NAME".into(),
+        "STATUS".into(),
+        "HOOK".into(),
+        "MESSAGE".into(),
+    ]];
+    for r in results {
+        let hook = r
+            .hook_phase
+            .map(|_| r.phase.to_string())
+            .unwrap_or_default();
+        let status = r.hook_phase.unwrap_or(r.status).to_string();
+        rows.push([
+            r.key.group.clone(),
+            r.key.kind.clone(),
+            r.key.namespace.clone(),
+            r.key.name.clone(),
+            status,
+            hook,
+            r.message.clone(),
+        ]);
+    }
+    table(&rows, 0)
 }
 
 /// `plumb diff --cluster --app <the Application>`, with the cluster options passed on.

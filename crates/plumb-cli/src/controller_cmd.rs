@@ -1,11 +1,15 @@
 //! `plumb controller`: reconciles every plumb Application — refresh, automated sync,
-//! self-heal with backoff, retries — on a fixed interval. Replicas elect a leader with a
-//! `coordination.k8s.io` Lease, so two are safe: only the holder reconciles. (Watches are
-//! not built yet: drift is seen at the next interval.)
+//! self-heal with backoff, retries, resumed operations — with watches (drift is seen within
+//! seconds) and a jittered refresh interval ([`plumb_sync::controller`]). Replicas elect a
+//! leader with a `coordination.k8s.io` Lease, so two are safe: only the holder reconciles,
+//! and a leader that loses its Lease exits. Logs are JSON lines on stderr.
 
 use crate::EXIT_IN_SYNC;
-use crate::cluster_args::{ClusterArgs, connect};
+use crate::cluster_args::{ClusterArgs, Connected, connect};
 use anyhow::{Result, anyhow};
+use plumb_sync::controller::{Controller, ControllerOptions, Event};
+use serde_json::json;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 #[derive(clap::Args)]
@@ -15,9 +19,16 @@ pub struct ControllerArgs {
     /// One pass over every Application, then exit.
     #[arg(long)]
     once: bool,
-    /// Seconds between passes (Argo CD refreshes every 180 s).
+    /// Seconds between refreshes of an app (Argo CD: 180). Changes to tracked objects
+    /// refresh their app within about a second regardless.
     #[arg(long, default_value_t = 180)]
     interval: u64,
+    /// Up to this many seconds, at random, are added to each app's refresh interval.
+    #[arg(long, default_value_t = 60)]
+    jitter: u64,
+    /// Applications reconciled at once.
+    #[arg(long, default_value_t = 8)]
+    workers: usize,
     /// Only Applications in this namespace.
     #[arg(long = "app-namespace", short = 'N')]
     app_namespace: Option<String>,
@@ -111,77 +122,154 @@ async fn release(cluster: &plumb_cluster::Cluster, ns: &str, me: &str) {
     }
 }
 
+fn log_line(v: serde_json::Value) {
+    eprintln!("{v}");
+}
+
+fn log_event(e: Event<'_>) {
+    let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    match e {
+        Event::Reconciled {
+            app,
+            outcome,
+            took,
+            trigger,
+        } => log_line(json!({
+            "app": format!("{}/{}", app.0, app.1),
+            "trigger": trigger.as_str(),
+            "sync": format!("{:?}", outcome.status.sync),
+            "health": outcome.status.health.to_string(),
+            "revision": outcome.status.revision_label,
+            "synced": outcome.sync.is_some(),
+            "resumed": outcome.resumed,
+            "operation": outcome.sync.as_ref().map(|s| s.phase),
+            "ms": ms(took),
+        })),
+        Event::Failed {
+            app,
+            error,
+            trigger,
+        } => log_line(json!({
+            "app": format!("{}/{}", app.0, app.1),
+            "trigger": trigger.as_str(),
+            "error": error.to_string(),
+        })),
+        Event::Lagged { missed } => log_line(json!({"watch": "lagged", "missed": missed})),
+    }
+}
+
 pub fn run(mut args: ControllerArgs) -> Result<u8> {
     // In a pod there is no kubeconfig: the in-cluster configuration applies.
     args.cluster.cluster = true;
-    let c = connect(&args.cluster)?;
-    let mut state = plumb_sync::run::ReconcileState::default();
+    let Connected { rt, cluster } = connect(&args.cluster)?;
+    let cluster = Arc::new(cluster);
+    rt.block_on(run_async(args, cluster))
+}
+
+async fn run_async(args: ControllerArgs, cluster: Arc<plumb_cluster::Cluster>) -> Result<u8> {
     let me = format!(
         "{}-{}",
         std::env::var("HOSTNAME").unwrap_or_else(|_| "plumb".into()),
         std::process::id()
     );
+    let renew_every = Duration::from_secs((args.lease_duration / 3).max(1));
+    // Wait to lead (a follower with --once reports and exits).
     loop {
-        match c.block_on(elect(
-            &c.cluster,
+        match elect(
+            &cluster,
             &args.lease_namespace,
             &me,
             args.lease_duration,
             SystemTime::now(),
-        ))? {
-            Leadership::Leader => {}
+        )
+        .await?
+        {
+            Leadership::Leader => break,
             Leadership::Follower(holder) => {
-                eprintln!("{{\"leader\":{holder:?},\"me\":{me:?},\"reconciling\":false}}");
+                log_line(json!({"leader": holder, "me": me, "reconciling": false}));
                 if args.once {
                     return Ok(EXIT_IN_SYNC);
                 }
-                std::thread::sleep(Duration::from_secs((args.lease_duration / 3).max(1)));
-                continue;
+                tokio::time::sleep(renew_every).await;
             }
         }
-        let apps = c
-            .block_on(c.cluster.list_applications(args.app_namespace.as_deref()))
-            .map_err(|e| anyhow!("{e}"))?;
-        for app in &apps {
-            let name = app
-                .pointer("/metadata/name")
-                .and_then(|v| v.as_str())
-                .unwrap_or("?");
-            match c.block_on(plumb_sync::run::reconcile_once(
-                &c.cluster,
-                app,
-                SystemTime::now(),
-                &mut state,
-            )) {
-                Ok(out) => eprintln!(
-                    "{{\"app\":{name:?},\"sync\":{:?},\"health\":{:?},\"revision\":{:?},\"synced\":{}}}",
-                    format!("{:?}", out.status.sync),
-                    out.status.health.to_string(),
-                    out.status.revision_label,
-                    out.sync.is_some()
-                ),
-                Err(e) => eprintln!("{{\"app\":{name:?},\"error\":{:?}}}", e.to_string()),
+    }
+    let opts = ControllerOptions {
+        refresh: Duration::from_secs(args.interval.max(1)),
+        jitter: Duration::from_secs(args.jitter),
+        workers: args.workers.max(1),
+        app_namespace: args.app_namespace.clone(),
+        ..ControllerOptions::default()
+    };
+    let started = std::time::Instant::now();
+    let controller = Controller::start(cluster.clone(), opts)
+        .await
+        .map_err(|e| anyhow!("{e}"))?;
+    log_line(json!({
+        "leader": me,
+        "reconciling": true,
+        "watching": controller.cache().kinds().len(),
+        "cached": controller.cache().len(),
+        "ms": u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+    }));
+
+    if args.once {
+        controller.pass(&log_event).await;
+        controller.stop();
+        release(&cluster, &args.lease_namespace, &me).await;
+        return Ok(EXIT_IN_SYNC);
+    }
+
+    // Keep the Lease while running; stop on losing it or on SIGTERM / Ctrl-C.
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let lost = Arc::new(std::sync::Mutex::new(None::<String>));
+    let renewal = {
+        let (cluster, ns, me, lost) = (
+            cluster.clone(),
+            args.lease_namespace.clone(),
+            me.clone(),
+            lost.clone(),
+        );
+        let duration = args.lease_duration;
+        let stop_tx = stop_tx.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(renew_every).await;
+                if let Ok(Leadership::Follower(holder)) =
+                    elect(&cluster, &ns, &me, duration, SystemTime::now()).await
+                {
+                    if let Ok(mut l) = lost.lock() {
+                        *l = Some(holder);
+                    }
+                    let _ = stop_tx.send(true);
+                    return;
+                }
             }
+        })
+    };
+    let signals = tokio::spawn(async move {
+        let mut term =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending::<()>().await } } => {}
         }
-        if args.once {
-            c.block_on(release(&c.cluster, &args.lease_namespace, &me));
-            return Ok(EXIT_IN_SYNC);
-        }
-        // Renew well within the Lease's validity while waiting for the next pass.
-        let step = Duration::from_secs((args.lease_duration / 3).max(1));
-        let mut waited = Duration::ZERO;
-        while waited < Duration::from_secs(args.interval.max(1)) {
-            std::thread::sleep(step);
-            waited += step;
-            if let Ok(Leadership::Follower(_)) = c.block_on(elect(
-                &c.cluster,
-                &args.lease_namespace,
-                &me,
-                args.lease_duration,
-                SystemTime::now(),
-            )) {
-                break;
-            }
+        let _ = stop_tx.send(true);
+    });
+    controller.run(Arc::new(log_event), stop_rx).await;
+    renewal.abort();
+    signals.abort();
+    controller.stop();
+    let lost = lost.lock().ok().and_then(|l| l.clone());
+    match lost {
+        Some(holder) => Err(anyhow!(
+            "lost the leader Lease {}/{LEASE} to {holder}; exiting so that only one replica reconciles",
+            args.lease_namespace
+        )),
+        None => {
+            release(&cluster, &args.lease_namespace, &me).await;
+            log_line(json!({"leader": me, "reconciling": false, "stopped": true}));
+            Ok(EXIT_IN_SYNC)
         }
     }
 }

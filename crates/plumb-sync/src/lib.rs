@@ -36,6 +36,7 @@
 
 pub mod auto;
 pub mod backoff;
+pub mod controller;
 pub mod duration;
 pub mod history;
 pub mod operation;

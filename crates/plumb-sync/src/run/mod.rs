@@ -91,6 +91,19 @@ pub struct RunOptions {
     /// before it fails. Argo CD waits without limit; an operation stuck forever blocks every
     /// later sync of the app, so plumb fails it (and the retry policy applies).
     pub wave_timeout: Duration,
+    /// A watch-fed cache to read live objects from instead of LISTing them (the controller's).
+    /// A sync's own compare after applying still LISTs, so it sees its writes.
+    pub cache: Option<CacheHandle>,
+}
+
+/// A [`plumb_cluster::LiveCache`] in [`RunOptions`].
+#[derive(Clone)]
+pub struct CacheHandle(pub plumb_cluster::LiveCache);
+
+impl std::fmt::Debug for CacheHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "LiveCache({} objects)", self.0.len())
+    }
 }
 
 impl Default for RunOptions {
@@ -103,6 +116,7 @@ impl Default for RunOptions {
             prune_wait: Duration::from_secs(60),
             poll_interval: Duration::from_secs(1),
             wave_timeout: Duration::from_secs(600),
+            cache: None,
         }
     }
 }
@@ -444,10 +458,19 @@ async fn observe(
         targets.insert(key, obj);
     }
     let target_list: Vec<Value> = targets.values().cloned().collect();
-    let mut live_list = cluster
-        .live_for(&target_list, Some(&app.name), INSTANCE_LABEL)
-        .await
-        .map_err(cluster_err)?;
+    let mut live_list = match &opts.cache {
+        Some(CacheHandle(cache)) => {
+            cache
+                .live_for(&target_list, Some(&app.name), INSTANCE_LABEL)
+                .await
+        }
+        None => {
+            cluster
+                .live_for(&target_list, Some(&app.name), INSTANCE_LABEL)
+                .await
+        }
+    }
+    .map_err(cluster_err)?;
     // Resources the app had (its status lists them) that git no longer declares, in
     // namespaces or kinds desired no longer uses: still the app's, to be pruned. (An empty
     // render must still see them, for the allowEmpty guard.)

@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# Benchmark: `plumb controller` reconciling 1,000 Applications of 50 objects each on a real
+# API server (the test bed), steady state, nothing to sync. Target: under one core and
+# under 500 MB.
+#
+#   bench/controller-1k.sh [APPS] [OBJECTS] [WINDOW_S] [INTERVAL_S]
+#                                   # defaults: 1000 apps, 50 objects, 75 s, 60 s refresh
+#
+# 1. One git repository holds the app: OBJECTS ConfigMaps (~0.6 KB each). APPS automated
+#    Applications (CreateNamespace=true) each deploy it into their own namespace.
+# 2. Initial sync: `plumb controller --once` syncs every app (timed; CPU, RSS printed).
+# 3. Steady state: `plumb controller --interval INTERVAL_S --jitter 10` starts (watching
+#    every kind, 50,000+ objects cached), reconciles every app once at start (timed), then
+#    the script samples the process over WINDOW_S seconds of steady state in which every app
+#    is refreshed (render from git, compare 50 objects from the watch cache, status write) at
+#    least once: CPU = (utime+stime) delta / wall from /proc/PID/stat, memory = VmRSS and
+#    VmHWM from /proc/PID/status. The default interval is a third of Argo CD's 180 s, so the
+#    figure is three times the load of the default configuration.
+#
+# Uses the test bed of $TESTBED_DIR/$KUBECONFIG when set; otherwise starts one (no controller
+# manager) and stops it at exit. Builds plumb in release mode.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+apps=${1:-1000}
+objects=${2:-50}
+window=${3:-75}
+interval=${4:-60}
+command -v python3 >/dev/null || { echo "controller-1k: needs python3" >&2; exit 2; }
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/plumb-controller-1k.XXXXXX")
+started_testbed=0
+pid=""
+cleanup() {
+  local rc=$?
+  set +e
+  [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+  [ "$started_testbed" = 1 ] && "$root/testbed/down.sh" >/dev/null 2>&1
+  rm -rf "$work"
+  exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+if [ -z "${TESTBED_DIR:-}" ]; then
+  echo "starting a test bed (testbed/up.sh) ..." >&2
+  eval "$(testbed/up.sh)"
+  started_testbed=1
+fi
+export KUBECONFIG TESTBED_DIR
+
+cargo build -q --release -p plumb-cli
+plumb="$root/target/release/plumb"
+
+# ---- the app and the Applications -----------------------------------------------
+repo="$work/repo"
+apps_ns="bench-apps-$$"
+python3 - "$repo" "$objects" "$apps" "$apps_ns" "$work/apps.json" <<'EOF'
+import json, os, sys
+repo, n, apps, ns, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+os.makedirs(f"{repo}/app", exist_ok=True)
+for i in range(n):
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"config-{i:03d}",
+          "labels": {"app.kubernetes.io/part-of": "bench", "tier": "backend"}},
+          "data": {f"key-{k}": f"value-{i}-{k}-" + "x" * 40 for k in range(8)}}
+    with open(f"{repo}/app/cm-{i:03d}.yaml", "w") as f:
+        json.dump(cm, f, indent=1)
+items = []
+for a in range(apps):
+    items.append({"apiVersion": "plumb.dev/v1alpha1", "kind": "Application",
+        "metadata": {"name": f"app-{a:04d}", "namespace": ns},
+        "spec": {"project": "default",
+            "source": {"repoURL": f"file://{repo}", "path": "app", "targetRevision": "HEAD"},
+            "destination": {"server": "https://kubernetes.default.svc", "namespace": f"bench-{a:04d}"},
+            "syncPolicy": {"automated": {"prune": True, "selfHeal": True},
+                           "syncOptions": ["CreateNamespace=true"]}}})
+json.dump({"apiVersion": "v1", "kind": "List", "items": items}, open(out, "w"))
+EOF
+git -C "$repo" init -q
+git -C "$repo" add -A
+git -C "$repo" -c user.name=bench -c user.email=bench@plumb.invalid commit -qm bench
+
+kubectl apply --server-side -f deploy/crd.yaml >/dev/null
+kubectl wait --for=condition=Established crd/applications.plumb.dev --timeout=60s >/dev/null
+kubectl create namespace "$apps_ns" >/dev/null
+kubectl create namespace plumb-system >/dev/null 2>&1 || true
+kubectl apply --server-side -f "$work/apps.json" >/dev/null
+echo "created $apps Applications of $objects objects each (namespace $apps_ns)" >&2
+
+cpu_ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
+status_kb() { awk -v k="$2:" '$1==k {print $2}' "/proc/$1/status"; }
+hz=$(getconf CLK_TCK)
+
+# ---- initial sync: one pass syncing every app --------------------------------------
+echo "initial sync: plumb controller --once ..." >&2
+/usr/bin/time -f "%e %U %S %M" -o "$work/once.time" \
+  "$plumb" controller --once -N "$apps_ns" --workers 8 2>"$work/once.log"
+read -r once_wall once_user once_sys once_rss <"$work/once.time"
+synced=$(grep -c '"synced":true' "$work/once.log" || true)
+failed=$(grep -c '"error"' "$work/once.log" || true)
+echo "initial sync: $synced apps synced, $failed errors, ${once_wall}s wall, $(python3 -c "print(round(($once_user+$once_sys)/$once_wall,2))") cores, peak RSS $((once_rss / 1024)) MB" >&2
+[ "$failed" = 0 ] || { grep '"error"' "$work/once.log" | head -3 >&2; exit 1; }
+
+# ---- steady state ------------------------------------------------------------------
+"$plumb" controller -N "$apps_ns" --interval "$interval" --jitter 10 --workers 8 \
+  2>"$work/controller.log" &
+pid=$!
+t0=$(date +%s.%N)
+# Started: every app reconciled once (nothing to sync).
+while [ "$(grep -c '"trigger":"app"' "$work/controller.log" || true)" -lt "$apps" ]; do
+  kill -0 "$pid" 2>/dev/null || { tail -5 "$work/controller.log" >&2; exit 1; }
+  sleep 0.5
+done
+t1=$(date +%s.%N)
+startup=$(python3 -c "print(round($t1-$t0,1))")
+start_line=$(grep -m1 '"watching"' "$work/controller.log")
+resynced=$(grep -c '"synced":true' "$work/controller.log" || true)
+echo "controller up: $start_line; all $apps apps reconciled ${startup}s after start ($resynced synced)" >&2
+
+c0=$(cpu_ticks "$pid"); w0=$(date +%s.%N)
+lines0=$(wc -l <"$work/controller.log")
+sleep "$window"
+c1=$(cpu_ticks "$pid"); w1=$(date +%s.%N)
+lines1=$(wc -l <"$work/controller.log")
+rss=$(status_kb "$pid" VmRSS); hwm=$(status_kb "$pid" VmHWM)
+refreshes=$(tail -n +"$((lines0 + 1))" "$work/controller.log" | head -n "$((lines1 - lines0))" | grep -c '"trigger":"timer"' || true)
+syncs=$(tail -n +"$((lines0 + 1))" "$work/controller.log" | grep -c '"synced":true' || true)
+errors=$(grep -c '"error"' "$work/controller.log" || true)
+cores=$(python3 -c "print(round(($c1-$c0)/$hz/($w1-$w0),3))")
+ms_per=$(python3 -c "print(round(($c1-$c0)/$hz*1000/max($refreshes,1),2))")
+
+echo
+echo "controller-1k: $apps Applications x $objects objects ($((apps * objects)) objects), refresh ${interval}s (+<=10s jitter), 8 workers, $(nproc) cores"
+echo "  initial sync (--once): ${once_wall}s wall, peak RSS $((once_rss / 1024)) MB"
+echo "  startup (watch all kinds, reconcile every app once): ${startup}s"
+echo "  steady state over ${window}s: $refreshes refreshes, $syncs syncs, $errors errors"
+echo "  CPU: $cores cores average (${ms_per} ms CPU per app refresh)"
+echo "  memory: RSS $((rss / 1024)) MB now, peak $((hwm / 1024)) MB"

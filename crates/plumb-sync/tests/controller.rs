@@ -1,0 +1,199 @@
+//! The controller loop on the test bed: watches make drift visible (and healed) within
+//! seconds although the refresh interval is an hour; a new Application is picked up from its
+//! watch; status writes do not make the controller spin.
+
+mod common;
+
+use common::support::{apply, namespace, testbed, unique};
+use common::{application, get_app, git_repo, history, install_crd};
+use plumb_sync::controller::{Controller, ControllerOptions, Event};
+use plumb_sync::run::RunOptions;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+fn configmap(name: &str, value: &str) -> String {
+    serde_json::to_string_pretty(&json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name}, "data": {"k": value}}))
+    .expect("json")
+}
+
+async fn data(cluster: &plumb_cluster::Cluster, ns: &str, name: &str) -> Option<String> {
+    cluster
+        .get_object("", "ConfigMap", ns, name)
+        .await
+        .ok()
+        .flatten()
+        .and_then(|c| {
+            c.pointer("/data/k")
+                .and_then(Value::as_str)
+                .map(String::from)
+        })
+}
+
+async fn until<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> (T, Duration)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let started = Instant::now();
+    loop {
+        if let Some(v) = check().await {
+            return (v, started.elapsed());
+        }
+        assert!(
+            started.elapsed() < timeout,
+            "{what}: not within {timeout:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn watches_see_drift_within_seconds_and_self_heal_it() {
+    let Some(cluster) = testbed("controller_watch").await else {
+        return;
+    };
+    install_crd(&cluster).await;
+    let apps_ns = namespace(&cluster, "ctl-apps", json!({})).await;
+    let dest = namespace(&cluster, "ctl-dest", json!({})).await;
+    let (repo, _) = git_repo(
+        "plumb-ctl",
+        &[
+            ("app/a.json", &configmap("settings", "from-git")),
+            ("app/b.json", &configmap("other", "x")),
+        ],
+    );
+    let cluster = Arc::new(cluster);
+    let reconciles = Arc::new(AtomicUsize::new(0));
+    let watch_triggered = Arc::new(AtomicUsize::new(0));
+    let opts = ControllerOptions {
+        // An hour: anything seen within seconds was seen through a watch.
+        refresh: Duration::from_secs(3600),
+        jitter: Duration::ZERO,
+        debounce: Duration::from_millis(200),
+        app_namespace: Some(apps_ns.clone()),
+        run: RunOptions {
+            poll_interval: Duration::from_millis(100),
+            ..RunOptions::default()
+        },
+        ..ControllerOptions::default()
+    };
+    let controller = Arc::new(
+        Controller::start(cluster.clone(), opts)
+            .await
+            .expect("controller starts"),
+    );
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let log = {
+        let (reconciles, watch_triggered) = (reconciles.clone(), watch_triggered.clone());
+        Arc::new(move |e: Event<'_>| {
+            if let Event::Reconciled { trigger, .. } = e {
+                reconciles.fetch_add(1, Ordering::SeqCst);
+                if trigger == plumb_sync::controller::Trigger::Watch {
+                    watch_triggered.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+            if let Event::Failed { error, .. } = e {
+                eprintln!("reconcile failed: {error}");
+            }
+        })
+    };
+    let running = {
+        let controller = controller.clone();
+        tokio::spawn(async move { controller.run(log, stop_rx).await })
+    };
+
+    // A new Application is seen through its watch and synced (automated).
+    let name = unique("ctl");
+    let policy = json!({"automated": {"prune": true, "selfHeal": true}});
+    apply(
+        &cluster,
+        vec![application(&name, &apps_ns, &repo, "app", &dest, policy)],
+    )
+    .await;
+    until("first sync", Duration::from_secs(20), || async {
+        (data(&cluster, &dest, "settings").await.as_deref() == Some("from-git")).then_some(())
+    })
+    .await;
+    until("Synced status", Duration::from_secs(20), || async {
+        let app = get_app(&cluster, &apps_ns, &name).await;
+        (common::sync_status(&app) == "Synced").then_some(())
+    })
+    .await;
+    let synced_history = history(&get_app(&cluster, &apps_ns, &name).await).len();
+    assert_eq!(synced_history, 1);
+
+    // Quiet: with nothing changing, status writes alone do not trigger more reconciles.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let settled = reconciles.load(Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        reconciles.load(Ordering::SeqCst),
+        settled,
+        "the controller reconciles without cause"
+    );
+
+    // Someone edits a tracked ConfigMap: the watch sees it, self-heal restores git's value.
+    let before = watch_triggered.load(Ordering::SeqCst);
+    let mut edited = cluster
+        .get_object("", "ConfigMap", &dest, "settings")
+        .await
+        .expect("get")
+        .expect("exists");
+    edited["data"]["k"] = json!("edited-by-hand");
+    if let Some(meta) = edited["metadata"].as_object_mut() {
+        meta.remove("managedFields");
+    }
+    cluster
+        .replace_object(&edited, "kubectl-edit")
+        .await
+        .expect("edit");
+    let (_, healed_after) = until("self-heal", Duration::from_secs(15), || async {
+        (data(&cluster, &dest, "settings").await.as_deref() == Some("from-git")).then_some(())
+    })
+    .await;
+    eprintln!("drift healed {healed_after:?} after the edit");
+    // The reconcile that healed it was triggered by the watch (its log comes at its end).
+    until(
+        "a watch-triggered reconcile",
+        Duration::from_secs(10),
+        || async { (watch_triggered.load(Ordering::SeqCst) > before).then_some(()) },
+    )
+    .await;
+    let (app, _) = until("history entry", Duration::from_secs(10), || async {
+        let app = get_app(&cluster, &apps_ns, &name).await;
+        (history(&app).len() == 2).then_some(app)
+    })
+    .await;
+    assert_eq!(
+        app["status"]["history"][1]["initiatedBy"]["automated"],
+        true
+    );
+
+    // Deleting a tracked object is drift too.
+    cluster
+        .delete_object(
+            &plumb_core::ResourceKey {
+                group: String::new(),
+                kind: "ConfigMap".into(),
+                namespace: dest.clone(),
+                name: "other".into(),
+            },
+            plumb_cluster::Propagation::Background,
+        )
+        .await
+        .expect("delete");
+    until("re-created", Duration::from_secs(15), || async {
+        data(&cluster, &dest, "other").await
+    })
+    .await;
+
+    stop_tx.send(true).expect("stop");
+    tokio::time::timeout(Duration::from_secs(10), running)
+        .await
+        .expect("the controller stops")
+        .expect("joined");
+    controller.stop();
+}
