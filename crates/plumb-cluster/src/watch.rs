@@ -16,6 +16,15 @@
 //!   that changed;
 //! - failures are retried after 1 s, doubling up to 30 s while they repeat.
 //!
+//! Objects are stored compactly: as their JSON text (`serde_json::to_string`,
+//! about a tenth of the memory of the `Value`), with the few fields the cache
+//! reads without parsing (`resourceVersion`, the tracking-id annotation, whether
+//! it has an owner; an index of the tracking label). They are parsed again on
+//! demand: [`LiveCache::get`] and [`LiveCache::list`] parse what they return,
+//! [`LiveCache::live_for`] only the objects it may select. An object whose text
+//! would not give back exactly the same `Value` (a float serde_json's fast float
+//! parser reads back a bit off) is kept parsed instead.
+//!
 //! Nothing is logged (this crate has no logger), so no object, Secret or
 //! otherwise, ever reaches a log from here; [`Change`]'s `Debug` omits the
 //! object too.
@@ -26,9 +35,10 @@ use crate::live::{LivePlan, PlannedRead};
 use crate::{Cluster, LIST_CONCURRENCY};
 use futures::{StreamExt, TryStreamExt, stream};
 use kube::core::WatchEvent;
-use plumb_core::{GroupKind, ResourceKey};
+use plumb_core::{GroupKind, ResourceKey, TRACKING_ID_ANNOTATION};
 use serde::Deserialize;
 use serde_json::Value;
+use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -130,11 +140,180 @@ struct Store {
     len: AtomicUsize,
 }
 
-/// Namespace (empty for cluster scope) → name → object.
-type Objects = HashMap<String, HashMap<String, Arc<Value>>>;
+/// A cached object, compactly: its JSON text (parsed again when asked for) and
+/// the few fields the cache reads without parsing it.
+#[derive(Clone)]
+struct Stored {
+    body: Body,
+    /// `metadata.resourceVersion`.
+    resource_version: Option<Box<str>>,
+    /// The tracking-id annotation.
+    tracking_id: Option<Box<str>>,
+    /// Has it `ownerReferences` (then it is never an extra).
+    owned: bool,
+}
 
-/// Label value → the (namespace, name) of the objects carrying it.
-type LabelIndex = HashMap<String, HashSet<(String, String)>>;
+/// The object itself.
+#[derive(Clone)]
+enum Body {
+    /// `serde_json::to_string` of the object: a tenth of the memory of the
+    /// `Value` (whose maps are B-trees of `String`s), parsed on demand.
+    Text(Arc<str>),
+    /// An object with a floating-point number its text would not give back
+    /// exactly (serde_json parses floats fast rather than correctly rounded):
+    /// kept parsed. Rare: Kubernetes APIs avoid floats.
+    Parsed(Arc<Value>),
+}
+
+/// The labels of an object.
+type Labels = serde_json::Map<String, Value>;
+
+fn labels(obj: &Value) -> Option<&Labels> {
+    obj.get("metadata")?.get("labels")?.as_object()
+}
+
+fn label<'l>(labels: Option<&'l Labels>, key: &str) -> Option<&'l str> {
+    labels?.get(key)?.as_str()
+}
+
+/// Has `value` a floating-point number anywhere.
+fn has_float(value: &Value) -> bool {
+    match value {
+        Value::Number(n) => n.is_f64(),
+        Value::Array(items) => items.iter().any(has_float),
+        Value::Object(map) => map.values().any(has_float),
+        _ => false,
+    }
+}
+
+/// Are `a` and `b` the same, floats bit for bit (`==` has `-0.0 == 0.0`).
+fn identical(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) if x.is_f64() || y.is_f64() => {
+            x.is_f64() && y.is_f64() && x.as_f64().map(f64::to_bits) == y.as_f64().map(f64::to_bits)
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| identical(x, y))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y)
+                    .all(|((kx, vx), (ky, vy))| kx == ky && identical(vx, vy))
+        }
+        _ => a == b,
+    }
+}
+
+impl Body {
+    fn new(obj: &Arc<Value>) -> Body {
+        match serde_json::to_string(&**obj) {
+            Ok(text)
+                if !has_float(obj)
+                    || serde_json::from_str::<Value>(&text)
+                        .is_ok_and(|back| identical(&back, obj)) =>
+            {
+                Body::Text(text.into())
+            }
+            _ => Body::Parsed(obj.clone()),
+        }
+    }
+
+    /// The object. `None` if its text does not parse, which serde_json's own
+    /// output always does.
+    fn value(&self) -> Option<Arc<Value>> {
+        match self {
+            Body::Text(text) => serde_json::from_str(text).ok().map(Arc::new),
+            Body::Parsed(obj) => Some(obj.clone()),
+        }
+    }
+
+    /// The object's labels, without parsing the rest of it.
+    fn labels(&self) -> Option<Labels> {
+        /// An object parsed for its labels only (the rest is skipped).
+        #[derive(Deserialize)]
+        struct Object {
+            metadata: Option<Metadata>,
+        }
+        #[derive(Deserialize)]
+        struct Metadata {
+            labels: Option<Labels>,
+        }
+        match self {
+            Body::Text(text) => serde_json::from_str::<Object>(text).ok()?.metadata?.labels,
+            Body::Parsed(obj) => labels(obj).cloned(),
+        }
+    }
+
+    fn same(&self, other: &Body) -> bool {
+        match (self, other) {
+            // The text of a `Value` is canonical (sorted keys, shortest floats).
+            (Body::Text(a), Body::Text(b)) => a == b,
+            _ => self.value() == other.value(),
+        }
+    }
+}
+
+impl Stored {
+    fn new(obj: &Arc<Value>) -> Stored {
+        let annotation = obj
+            .get("metadata")
+            .and_then(|m| m.get("annotations"))
+            .and_then(|a| a.get(TRACKING_ID_ANNOTATION))
+            .and_then(Value::as_str);
+        Stored {
+            body: Body::new(obj),
+            resource_version: meta_str(obj, "resourceVersion").map(Into::into),
+            tracking_id: annotation.map(Into::into),
+            owned: obj
+                .pointer("/metadata/ownerReferences")
+                .and_then(Value::as_array)
+                .is_some_and(|o| !o.is_empty()),
+        }
+    }
+
+    /// Same object version: equal `resourceVersion`s (equal contents without one).
+    fn same_version(&self, other: &Stored) -> bool {
+        match (&self.resource_version, &other.resource_version) {
+            (Some(a), Some(b)) => a == b,
+            _ => self.body.same(&other.body),
+        }
+    }
+
+    /// Is it tracked by `app` through the tracking-id annotation (`<app>:...`).
+    fn tracked_by_id(&self, app: &str) -> bool {
+        self.tracking_id
+            .as_deref()
+            .and_then(|id| id.strip_prefix(app))
+            .is_some_and(|rest| rest.starts_with(':'))
+    }
+}
+
+/// An object of a LIST, ready to store.
+struct Item {
+    namespace: String,
+    name: String,
+    stored: Stored,
+}
+
+impl Item {
+    /// `None` for an object without a name.
+    fn new(obj: Value) -> Option<Item> {
+        let name = meta_str(&obj, "name")?.to_string();
+        let namespace = meta_str(&obj, "namespace").unwrap_or_default().to_string();
+        Some(Item {
+            namespace,
+            name,
+            stored: Stored::new(&Arc::new(obj)),
+        })
+    }
+}
+
+/// Namespace (empty for cluster scope) → name → object.
+type Objects = HashMap<String, HashMap<String, Stored>>;
+
+/// Label value → namespace → the names of the objects carrying it there.
+type LabelIndex = HashMap<String, HashMap<String, HashSet<String>>>;
 
 #[derive(Default)]
 struct Content {
@@ -144,48 +323,81 @@ struct Content {
     by_label: HashMap<String, LabelIndex>,
 }
 
-fn label<'v>(obj: &'v Value, key: &str) -> Option<&'v str> {
-    obj.get("metadata")?.get("labels")?.get(key)?.as_str()
-}
-
 impl Content {
-    fn index(&mut self, namespace: &str, name: &str, obj: &Value) {
+    fn index(&mut self, namespace: &str, name: &str, labels: Option<&Labels>) {
         for (key, index) in &mut self.by_label {
-            if let Some(value) = label(obj, key) {
+            if let Some(value) = label(labels, key) {
                 index
                     .entry(value.to_string())
                     .or_default()
-                    .insert((namespace.to_string(), name.to_string()));
+                    .entry(namespace.to_string())
+                    .or_default()
+                    .insert(name.to_string());
             }
         }
     }
 
-    fn unindex(&mut self, namespace: &str, name: &str, obj: &Value) {
+    /// Takes `old` (as stored) out of the indexes.
+    fn unindex(&mut self, namespace: &str, name: &str, old: &Stored) {
+        if self.by_label.is_empty() {
+            return;
+        }
+        let labels = old.body.labels();
         for (key, index) in &mut self.by_label {
-            if let Some(value) = label(obj, key)
-                && let Some(set) = index.get_mut(value)
-            {
-                set.remove(&(namespace.to_string(), name.to_string()));
-                if set.is_empty() {
-                    index.remove(value);
+            let Some(value) = label(labels.as_ref(), key) else {
+                continue;
+            };
+            let Some(namespaces) = index.get_mut(value) else {
+                continue;
+            };
+            if let Some(names) = namespaces.get_mut(namespace) {
+                names.remove(name);
+                if names.is_empty() {
+                    namespaces.remove(namespace);
                 }
             }
+            if namespaces.is_empty() {
+                index.remove(value);
+            }
         }
     }
 
-    fn build_index(objects: &Objects, key: &str) -> LabelIndex {
-        let mut index = LabelIndex::new();
-        for (namespace, names) in objects {
-            for (name, obj) in names {
-                if let Some(value) = label(obj, key) {
+    /// Indexes of `keys` over `objects` (namespace, name, object; each
+    /// object's labels parsed once).
+    fn build_indexes<'o>(
+        objects: impl IntoIterator<Item = (&'o str, &'o str, &'o Stored)>,
+        keys: Vec<String>,
+    ) -> HashMap<String, LabelIndex> {
+        let mut indexes: Vec<(String, LabelIndex)> = keys
+            .into_iter()
+            .map(|key| (key, LabelIndex::new()))
+            .collect();
+        if indexes.is_empty() {
+            return HashMap::new();
+        }
+        for (namespace, name, stored) in objects {
+            let labels = stored.body.labels();
+            for (key, index) in &mut indexes {
+                if let Some(value) = label(labels.as_ref(), key) {
                     index
                         .entry(value.to_string())
                         .or_default()
-                        .insert((namespace.clone(), name.clone()));
+                        .entry(namespace.to_string())
+                        .or_default()
+                        .insert(name.to_string());
                 }
             }
         }
-        index
+        indexes.into_iter().collect()
+    }
+
+    /// Every object: namespace, name, object.
+    fn all(objects: &Objects) -> impl Iterator<Item = (&str, &str, &Stored)> {
+        objects.iter().flat_map(|(namespace, names)| {
+            names
+                .iter()
+                .map(move |(name, stored)| (namespace.as_str(), name.as_str(), stored))
+        })
     }
 }
 
@@ -205,15 +417,41 @@ fn meta_str<'v>(obj: &'v Value, field: &str) -> Option<&'v str> {
     obj.get("metadata")?.get(field)?.as_str()
 }
 
-/// Same object version: equal `resourceVersion`s (equal contents without one).
-fn same_version(a: &Value, b: &Value) -> bool {
-    match (
-        meta_str(a, "resourceVersion"),
-        meta_str(b, "resourceVersion"),
-    ) {
-        (Some(x), Some(y)) => x == y,
-        _ => a == b,
+/// The objects parsed for one [`LiveCache::live_for`]: each once, however many
+/// of its reads return it (the labelled read of a kind returns again the app's
+/// objects the plain reads of its namespaces return). By text address, with
+/// the text (kept, so the address stays its own).
+#[derive(Default)]
+struct ParseOnce(RefCell<HashMap<usize, ParsedText>>);
+
+/// A stored text and its object.
+type ParsedText = (Arc<str>, Arc<Value>);
+
+impl ParseOnce {
+    fn parse(&self, body: Body) -> Option<Arc<Value>> {
+        let text = match body {
+            Body::Text(text) => text,
+            Body::Parsed(obj) => return Some(obj),
+        };
+        let address = text.as_ptr() as usize;
+        let mut parsed = self.0.borrow_mut();
+        if let Some((_, obj)) = parsed.get(&address) {
+            return Some(obj.clone());
+        }
+        let obj = Arc::new(serde_json::from_str::<Value>(&text).ok()?);
+        parsed.insert(address, (text, obj.clone()));
+        Some(obj)
     }
+}
+
+/// What a read of [`LiveCache::live_for`] returns, to select from.
+struct Wanted<'a> {
+    /// Only the objects labelled `tracking_label=<app>` (none without an app).
+    labelled: bool,
+    /// The names desired uses for the kind.
+    names: Option<&'a HashSet<String>>,
+    /// `(tracking_label, app)`, with an app.
+    tracking: Option<(&'a str, &'a str)>,
 }
 
 impl Store {
@@ -236,66 +474,130 @@ impl Store {
     }
 
     fn get(&self, namespace: &str, name: &str) -> Option<Arc<Value>> {
-        read(&self.content)
+        let body = read(&self.content)
             .objects
             .get(namespace)?
-            .get(name)
-            .cloned()
-    }
-
-    /// The objects in `namespace` (`None`: all), in no particular order.
-    fn scan(&self, namespace: Option<&str>) -> Vec<Arc<Value>> {
-        let content = read(&self.content);
-        match namespace {
-            Some(ns) => content
-                .objects
-                .get(ns)
-                .map(|names| names.values().cloned().collect())
-                .unwrap_or_default(),
-            None => content
-                .objects
-                .values()
-                .flat_map(|names| names.values().cloned())
-                .collect(),
-        }
+            .get(name)?
+            .body
+            .clone();
+        body.value()
     }
 
     /// The objects in `namespace` (`None`: all), sorted by namespace and name.
     fn list(&self, namespace: Option<&str>) -> Vec<Arc<Value>> {
-        let content = read(&self.content);
-        let mut out: Vec<(&String, &String, &Arc<Value>)> = content
-            .objects
-            .iter()
-            .filter(|(ns, _)| namespace.is_none_or(|wanted| wanted == ns.as_str()))
-            .flat_map(|(ns, names)| names.iter().map(move |(name, obj)| (ns, name, obj)))
-            .collect();
-        out.sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
-        out.into_iter().map(|(_, _, obj)| obj.clone()).collect()
+        let bodies: Vec<Body> = {
+            let content = read(&self.content);
+            let mut out: Vec<(&String, &String, &Stored)> = content
+                .objects
+                .iter()
+                .filter(|(ns, _)| namespace.is_none_or(|wanted| wanted == ns.as_str()))
+                .flat_map(|(ns, names)| names.iter().map(move |(name, obj)| (ns, name, obj)))
+                .collect();
+            out.sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+            out.into_iter()
+                .map(|(_, _, obj)| obj.body.clone())
+                .collect()
+        };
+        // Parsed without holding the lock.
+        bodies.iter().filter_map(Body::value).collect()
     }
 
-    /// The objects labelled `key=value`, in no particular order. The first call
-    /// for a label key indexes it.
-    fn labelled(&self, key: &str, value: &str) -> Vec<Arc<Value>> {
-        let lookup = |content: &Content| -> Option<Vec<Arc<Value>>> {
-            let index = content.by_label.get(key)?;
-            Some(
-                index
-                    .get(value)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|(ns, name)| content.objects.get(ns)?.get(name).cloned())
-                    .collect(),
-            )
-        };
-        if let Some(found) = lookup(&read(&self.content)) {
-            return found;
+    /// Indexes the label `key`, if not done yet.
+    fn ensure_index(&self, key: &str) {
+        if read(&self.content).by_label.contains_key(key) {
+            return;
         }
         let mut content = write(&self.content);
         if !content.by_label.contains_key(key) {
-            let index = Content::build_index(&content.objects, key);
+            let mut built =
+                Content::build_indexes(Content::all(&content.objects), vec![key.to_string()]);
+            let index = built.remove(key).unwrap_or_default();
             content.by_label.insert(key.to_string(), index);
         }
-        lookup(&content).unwrap_or_default()
+    }
+
+    /// The objects labelled `key=value` (parsed), in no particular order. The
+    /// first call for a label key indexes it.
+    #[cfg(test)]
+    fn labelled(&self, key: &str, value: &str) -> Vec<Arc<Value>> {
+        self.ensure_index(key);
+        let content = read(&self.content);
+        let Some(namespaces) = content.by_label.get(key).and_then(|i| i.get(value)) else {
+            return Vec::new();
+        };
+        namespaces
+            .iter()
+            .flat_map(|(ns, names)| names.iter().map(move |name| (ns, name)))
+            .filter_map(|(ns, name)| content.objects.get(ns)?.get(name)?.body.value())
+            .collect()
+    }
+
+    /// Of the objects in `namespace` (`None`: all) that a read returns (only
+    /// those labelled `tracking_label=<app>` for a `labelled` read), those
+    /// [`LivePlan::select`] may keep: the names desired uses, and with an app,
+    /// those it tracks (label or annotation) that have no owner: the only ones
+    /// to parse. `select` still decides.
+    fn candidates(&self, namespace: Option<&str>, wanted: &Wanted<'_>) -> Vec<Body> {
+        if wanted.labelled && wanted.tracking.is_none() {
+            return Vec::new();
+        }
+        if let Some((key, _)) = wanted.tracking {
+            self.ensure_index(key);
+        }
+        let content = read(&self.content);
+        let objects = &content.objects;
+        let in_namespace = |ns: &str| namespace.is_none_or(|wanted| wanted == ns);
+        let namespaces: Vec<(&String, &HashMap<String, Stored>)> = match namespace {
+            Some(ns) => objects.get_key_value(ns).into_iter().collect(),
+            None => objects.iter().collect(),
+        };
+        // Per namespace: the names labelled `tracking_label=<app>` there.
+        let labelled_names = wanted
+            .tracking
+            .and_then(|(key, app)| content.by_label.get(key).and_then(|index| index.get(app)));
+        let desired = |name: &str| wanted.names.is_some_and(|names| names.contains(name));
+        let mut out = Vec::new();
+        match wanted.tracking {
+            _ if wanted.labelled => {
+                for (ns, names) in labelled_names.into_iter().flatten() {
+                    if !in_namespace(ns) {
+                        continue;
+                    }
+                    for name in names {
+                        if let Some(stored) = objects.get(ns).and_then(|n| n.get(name))
+                            && (!stored.owned || desired(name))
+                        {
+                            out.push(stored.body.clone());
+                        }
+                    }
+                }
+            }
+            // Without an app: only the names desired uses.
+            None => {
+                for (_, names) in namespaces {
+                    for name in wanted.names.into_iter().flatten() {
+                        if let Some(stored) = names.get(name) {
+                            out.push(stored.body.clone());
+                        }
+                    }
+                }
+            }
+            Some((_, app)) => {
+                for (ns, names) in namespaces {
+                    let labelled_here = labelled_names.and_then(|l| l.get(ns));
+                    for (name, stored) in names {
+                        let tracked = || {
+                            labelled_here.is_some_and(|l| l.contains(name))
+                                || stored.tracked_by_id(app)
+                        };
+                        if desired(name) || (!stored.owned && tracked()) {
+                            out.push(stored.body.clone());
+                        }
+                    }
+                }
+            }
+        }
+        out
     }
 
     fn len(&self) -> usize {
@@ -307,28 +609,28 @@ impl Store {
         let name = meta_str(&obj, "name")?.to_string();
         let namespace = meta_str(&obj, "namespace").unwrap_or_default().to_string();
         let obj = Arc::new(obj);
-        let old = {
+        let stored = Stored::new(&obj);
+        let modified = {
             let mut content = write(&self.content);
             let content = &mut *content;
             let names = content.objects.entry(namespace.clone()).or_default();
             if let Some(old) = names.get(&name)
-                && same_version(old, &obj)
+                && old.same_version(&stored)
             {
                 return None;
             }
-            let old = names.insert(name.clone(), obj.clone());
+            let old = names.insert(name.clone(), stored);
             if let Some(old) = &old {
                 content.unindex(&namespace, &name, old);
             }
-            content.index(&namespace, &name, &obj);
-            old
+            content.index(&namespace, &name, labels(&obj));
+            old.is_some()
         };
-        let kind = match old {
-            Some(_) => ChangeKind::Modified,
-            None => {
-                self.len.fetch_add(1, Ordering::Relaxed);
-                ChangeKind::Added
-            }
+        let kind = if modified {
+            ChangeKind::Modified
+        } else {
+            self.len.fetch_add(1, Ordering::Relaxed);
+            ChangeKind::Added
         };
         Some(Change {
             key: self.key(&namespace, &name),
@@ -360,72 +662,90 @@ impl Store {
 
     /// Replaces the content with the answer of a LIST: the changes from the old
     /// content (`Deleted` for objects gone, `Added`/`Modified` for new or changed
-    /// ones; unchanged objects keep their `Arc`), when `emit`.
-    fn replace_all(&self, items: Vec<Value>, emit: bool) -> Vec<Change> {
+    /// ones; unchanged objects keep their allocation), when `emit`.
+    fn replace_all(&self, items: Vec<Item>, emit: bool) -> Vec<Change> {
         let mut fresh = Objects::new();
         let mut count = 0;
-        let mut changes = Vec::new();
-        let mut content = write(&self.content);
-        let objects = &content.objects;
-        for item in items {
-            let Some(name) = meta_str(&item, "name").map(str::to_string) else {
-                continue;
-            };
-            let namespace = meta_str(&item, "namespace").unwrap_or_default();
-            let old = objects.get(namespace).and_then(|names| names.get(&name));
-            let obj = match old {
-                Some(old) if same_version(old, &item) => old.clone(),
-                _ => {
-                    let obj = Arc::new(item);
-                    if emit {
-                        changes.push(Change {
-                            key: self.key(meta_str(&obj, "namespace").unwrap_or_default(), &name),
-                            kind: if old.is_some() {
+        let mut changes: Vec<(ResourceKey, ChangeKind, Body)> = Vec::new();
+        // The label indexes of the new content, built before taking the lock (an
+        // object of the same version as the one stored has the same labels).
+        let keys: Vec<String> = read(&self.content).by_label.keys().cloned().collect();
+        let mut indexes = Content::build_indexes(
+            items
+                .iter()
+                .map(|item| (item.namespace.as_str(), item.name.as_str(), &item.stored)),
+            keys,
+        );
+        {
+            let mut content = write(&self.content);
+            let objects = &content.objects;
+            for Item {
+                namespace,
+                name,
+                stored,
+            } in items
+            {
+                let old = objects.get(&namespace).and_then(|names| names.get(&name));
+                let stored = match old {
+                    Some(old) if old.same_version(&stored) => old.clone(),
+                    _ => {
+                        if emit {
+                            let kind = if old.is_some() {
                                 ChangeKind::Modified
                             } else {
                                 ChangeKind::Added
-                            },
-                            object: obj.clone(),
-                        });
+                            };
+                            changes.push((self.key(&namespace, &name), kind, stored.body.clone()));
+                        }
+                        stored
                     }
-                    obj
-                }
-            };
-            let namespace = meta_str(&obj, "namespace").unwrap_or_default().to_string();
-            if fresh
-                .entry(namespace)
-                .or_default()
-                .insert(name, obj)
-                .is_none()
-            {
-                count += 1;
-            }
-        }
-        if emit {
-            for (namespace, names) in objects {
-                for (name, obj) in names {
-                    let kept = fresh.get(namespace).is_some_and(|n| n.contains_key(name));
-                    if !kept {
-                        changes.push(Change {
-                            key: self.key(namespace, name),
-                            kind: ChangeKind::Deleted,
-                            object: obj.clone(),
-                        });
-                    }
+                };
+                if fresh
+                    .entry(namespace)
+                    .or_default()
+                    .insert(name, stored)
+                    .is_none()
+                {
+                    count += 1;
                 }
             }
+            if emit {
+                for (namespace, names) in objects {
+                    for (name, old) in names {
+                        let kept = fresh.get(namespace).is_some_and(|n| n.contains_key(name));
+                        if !kept {
+                            changes.push((
+                                self.key(namespace, name),
+                                ChangeKind::Deleted,
+                                old.body.clone(),
+                            ));
+                        }
+                    }
+                }
+            }
+            // A label key indexed since (rare): indexed now.
+            let missing: Vec<String> = content
+                .by_label
+                .keys()
+                .filter(|key| !indexes.contains_key(*key))
+                .cloned()
+                .collect();
+            indexes.extend(Content::build_indexes(Content::all(&fresh), missing));
+            content.by_label = indexes;
+            content.objects = fresh;
+            self.len.store(count, Ordering::Relaxed);
         }
-        let keys: Vec<String> = content.by_label.keys().cloned().collect();
-        content.by_label = keys
-            .into_iter()
-            .map(|key| {
-                let index = Content::build_index(&fresh, &key);
-                (key, index)
-            })
-            .collect();
-        content.objects = fresh;
-        self.len.store(count, Ordering::Relaxed);
+        // Parsed without holding the lock.
         changes
+            .into_iter()
+            .filter_map(|(key, kind, body)| {
+                Some(Change {
+                    key,
+                    kind,
+                    object: body.value()?,
+                })
+            })
+            .collect()
     }
 }
 
@@ -518,8 +838,10 @@ impl KindContext {
         obj
     }
 
-    /// A full LIST (all namespaces, paged): the items and the version to watch from.
-    async fn list_all(&self) -> Result<(Vec<Value>, String)> {
+    /// A full LIST (all namespaces, paged): the items (stored compactly page by
+    /// page, so a LIST never holds all its objects parsed) and the version to
+    /// watch from.
+    async fn list_all(&self) -> Result<(Vec<Item>, String)> {
         let url = self.info.url_path(&self.info.version, None);
         // A continue token can expire (410) between pages: start over, a few times.
         let mut attempts = 0;
@@ -543,7 +865,11 @@ impl KindContext {
                     Err(e) if is_gone(&e) && attempts < 3 && !items.is_empty() => continue 'again,
                     Err(e) => return Err(ClusterError::from_kube(e, &self.context("list"))),
                 };
-                items.extend(page.items.into_iter().map(|obj| self.complete(obj)));
+                items.extend(
+                    page.items
+                        .into_iter()
+                        .filter_map(|obj| Item::new(self.complete(obj))),
+                );
                 match page.metadata.continue_token {
                     Some(token) if !token.is_empty() => continue_token = Some(token),
                     _ => return Ok((items, page.metadata.resource_version)),
@@ -927,13 +1253,16 @@ impl LiveCache {
     ) -> Result<Vec<Value>> {
         let inner = &self.inner;
         let mut plan = LivePlan::new(app, tracking_label, &inner.cluster.default_namespace);
+        // Per desired kind, the names desired uses.
+        let mut names: HashMap<GroupKind, HashSet<String>> = HashMap::new();
         for obj in desired {
             let key = LivePlan::desired_key(obj)?;
             let gk = key.group_kind();
             if !plan.has_kind(&gk) {
                 let watched = inner.ensure(&gk, None).await?;
-                plan.add_kind(gk, watched.ctx.info.clone());
+                plan.add_kind(gk.clone(), watched.ctx.info.clone());
             }
+            names.entry(gk).or_default().insert(key.name.clone());
             plan.add_desired(key);
         }
         let served = match app {
@@ -941,20 +1270,32 @@ impl LiveCache {
             None => Vec::new(),
         };
         let reads = plan.reads(served.iter().map(|w| &w.ctx.info));
+        // Only the objects `select` may keep are parsed, each once.
+        let parsed = ParseOnce::default();
         let serve = |read: &PlannedRead| -> Vec<Arc<Value>> {
-            let Some(watched) = inner.watched_kind(&read.info.group_kind()) else {
+            let gk = read.info.group_kind();
+            let Some(watched) = inner.watched_kind(&gk) else {
                 return Vec::new();
             };
-            let store = &watched.ctx.store;
-            match (read.labelled, app) {
-                (true, Some(app)) => store.labelled(tracking_label, app),
-                (true, None) => Vec::new(),
-                (false, _) => store.scan(read.namespace.as_deref()),
-            }
+            let wanted = Wanted {
+                labelled: read.labelled,
+                names: names.get(&gk),
+                tracking: app.map(|app| (tracking_label, app)),
+            };
+            let candidates = watched
+                .ctx
+                .store
+                .candidates(read.namespace.as_deref(), &wanted);
+            candidates
+                .into_iter()
+                .filter_map(|body| parsed.parse(body))
+                .collect()
         };
         let plain = reads.plain.iter().flat_map(serve);
         let extras = reads.extras.iter().map(|read| Ok(serve(read)));
         let selected = plan.select(plain, extras)?;
+        // The selected objects are then this function's only references.
+        drop(parsed);
         Ok(selected.into_iter().map(Arc::unwrap_or_clone).collect())
     }
 
@@ -1032,9 +1373,32 @@ mod tests {
             "metadata": {"name": name, "namespace": ns, "resourceVersion": rv}})
     }
 
-    fn changes(store: &Store, items: Vec<Value>) -> Vec<(ChangeKind, String, String)> {
+    /// The candidates of a read, parsed.
+    fn select_from(store: &Store, namespace: Option<&str>, wanted: &Wanted<'_>) -> Vec<Value> {
+        store
+            .candidates(namespace, wanted)
+            .into_iter()
+            .filter_map(|body| body.value())
+            .map(Arc::unwrap_or_clone)
+            .collect()
+    }
+
+    /// `objects`, as a LIST answer.
+    fn items(objects: Vec<Value>) -> Vec<Item> {
+        objects.into_iter().filter_map(Item::new).collect()
+    }
+
+    /// The text a stored object is kept as (panics if kept parsed).
+    fn text(store: &Store, ns: &str, name: &str) -> Arc<str> {
+        match &read(&store.content).objects[ns][name].body {
+            Body::Text(text) => text.clone(),
+            Body::Parsed(_) => panic!("{ns}/{name} is not stored as text"),
+        }
+    }
+
+    fn changes(store: &Store, objects: Vec<Value>) -> Vec<(ChangeKind, String, String)> {
         let mut out: Vec<(ChangeKind, String, String)> = store
-            .replace_all(items, true)
+            .replace_all(items(objects), true)
             .into_iter()
             .map(|c| {
                 assert_eq!(c.object["metadata"]["name"], c.key.name.as_str());
@@ -1057,22 +1421,25 @@ mod tests {
         let store = Store::new("", "ConfigMap");
         assert!(
             store
-                .replace_all(vec![cm("a", "keep", "1"), cm("a", "change", "2")], false)
+                .replace_all(
+                    items(vec![cm("a", "keep", "1"), cm("a", "change", "2")]),
+                    false
+                )
                 .is_empty()
         );
-        store.replace_all(vec![cm("b", "gone", "3")], false);
+        store.replace_all(items(vec![cm("b", "gone", "3")]), false);
         // The second replace_all replaced everything: only b/gone is left.
         assert_eq!(store.len(), 1);
         store.replace_all(
-            vec![
+            items(vec![
                 cm("a", "keep", "1"),
                 cm("a", "change", "2"),
                 cm("b", "gone", "3"),
-            ],
+            ]),
             false,
         );
         assert_eq!(store.len(), 3);
-        let kept = store.get("a", "keep").unwrap();
+        let kept = text(&store, "a", "keep");
 
         let got = changes(
             &store,
@@ -1097,7 +1464,8 @@ mod tests {
             "5"
         );
         // Unchanged objects keep their allocation.
-        assert!(Arc::ptr_eq(&kept, &store.get("a", "keep").unwrap()));
+        assert!(Arc::ptr_eq(&kept, &text(&store, "a", "keep")));
+        assert_eq!(*store.get("a", "keep").unwrap(), cm("a", "keep", "1"));
         // Same answer again: nothing to announce.
         assert!(
             changes(
@@ -1170,12 +1538,12 @@ mod tests {
     fn the_label_index_follows_every_change() {
         let store = Store::new("", "ConfigMap");
         store.replace_all(
-            vec![
+            items(vec![
                 labelled_cm("a", "x", "1", "shop"),
                 labelled_cm("b", "y", "1", "shop"),
                 labelled_cm("a", "z", "1", "other"),
                 cm("a", "plain", "1"),
-            ],
+            ]),
             false,
         );
         // Built on first use.
@@ -1195,10 +1563,10 @@ mod tests {
         assert_eq!(labelled_names(&store, "shop"), ["new", "z"]);
         // And a re-LIST rebuilds it.
         store.replace_all(
-            vec![
+            items(vec![
                 labelled_cm("a", "z", "2", "shop"),
                 labelled_cm("d", "w", "1", "shop"),
-            ],
+            ]),
             true,
         );
         assert_eq!(labelled_names(&store, "shop"), ["w", "z"]);
@@ -1206,6 +1574,218 @@ mod tests {
         // Other label keys are indexed separately.
         assert!(store.labelled("shop", "app").is_empty());
         assert_eq!(read(&store.content).by_label.len(), 2);
+    }
+
+    /// An object with every kind of JSON value a stored object may hold.
+    fn odd_object(float: f64) -> Value {
+        let mut obj = cm("ns", "odd", "7");
+        obj["data"] = json!({
+            "unicode": "naïve – 日本語 🦀 \u{0} \u{1f} \"quoted\" back\\slash \u{2028}",
+            "": "empty key",
+            "🔑": "unicode key",
+        });
+        obj["spec"] = json!({
+            "empty_map": {},
+            "empty_array": [],
+            "empty_string": "",
+            "nested": [[], {}, [{}], {"a": [null, true, false]}],
+            "u64_max": u64::MAX,
+            "i64_min": i64::MIN,
+            "zero": 0,
+            "negative": -1,
+            "big_float": 1e300,
+            "tiny_float": 5e-324,
+            "negative_zero": -0.0,
+            "one_point_zero": 1.0,
+            "float": float,
+        });
+        obj
+    }
+
+    #[test]
+    fn stored_objects_round_trip_exactly() {
+        // A float serde_json's fast parser reads back one bit off, and one it
+        // reads back exactly.
+        let off = 1.0715660391465826e-75;
+        let exact = 0.5;
+        let back = |text: &str| serde_json::from_str::<Value>(text).unwrap();
+        assert!(!identical(
+            &back(&serde_json::to_string(&json!(off)).unwrap()),
+            &json!(off)
+        ));
+        assert!(identical(&back("-0.0"), &json!(-0.0)));
+        assert!(!identical(&json!(0.0), &json!(-0.0)));
+        assert!(!identical(&json!(1), &json!(1.0)));
+
+        for (float, as_text) in [(exact, true), (off, false)] {
+            let obj = odd_object(float);
+            let body = Body::new(&Arc::new(obj.clone()));
+            assert_eq!(matches!(body, Body::Text(_)), as_text, "{float:e}");
+            let value = body.value().unwrap();
+            assert!(identical(&value, &obj), "{float:e}");
+            assert_eq!(*value, obj);
+
+            // Through the store, each way in and out.
+            let store = Store::new("", "ConfigMap");
+            store.replace_all(items(vec![obj.clone()]), false);
+            assert!(identical(&store.get("ns", "odd").unwrap(), &obj));
+            assert!(identical(&store.list(None)[0], &obj));
+            let changed = odd_object(float);
+            let mut changed_rv = changed.clone();
+            changed_rv["metadata"]["resourceVersion"] = json!("8");
+            let change = store.upsert(changed_rv.clone()).unwrap();
+            assert!(identical(&change.object, &changed_rv));
+            assert!(identical(&store.get("ns", "odd").unwrap(), &changed_rv));
+            let wanted = Wanted {
+                labelled: false,
+                names: Some(&HashSet::from(["odd".to_string()])),
+                tracking: None,
+            };
+            assert!(identical(
+                &select_from(&store, Some("ns"), &wanted)[0],
+                &changed_rv
+            ));
+            let changes = store.replace_all(items(vec![changed]), true);
+            assert_eq!(changes.len(), 1);
+            assert!(identical(&changes[0].object, &odd_object(float)));
+        }
+    }
+
+    #[test]
+    fn unreadable_text_is_skipped() {
+        let store = Store::new("", "ConfigMap");
+        store.replace_all(items(vec![cm("a", "x", "1"), cm("a", "y", "1")]), false);
+        write(&store.content)
+            .objects
+            .get_mut("a")
+            .unwrap()
+            .get_mut("x")
+            .unwrap()
+            .body = Body::Text("{not json".into());
+        assert!(store.get("a", "x").is_none());
+        assert_eq!(store.list(None).len(), 1);
+        let wanted = Wanted {
+            labelled: false,
+            names: Some(&HashSet::from(["x".to_string(), "y".to_string()])),
+            tracking: None,
+        };
+        assert_eq!(select_from(&store, Some("a"), &wanted).len(), 1);
+        // Gone from the next LIST: no object to announce, so no change.
+        assert!(
+            store
+                .replace_all(items(vec![cm("a", "y", "1")]), true)
+                .is_empty()
+        );
+        assert_eq!(store.len(), 1);
+    }
+
+    fn selected(store: &Store, namespace: Option<&str>, wanted: &Wanted<'_>) -> Vec<String> {
+        let mut names: Vec<String> = select_from(store, namespace, wanted)
+            .iter()
+            .map(|o| o["metadata"]["name"].as_str().unwrap().to_string())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn live_for_parses_only_what_select_may_keep() {
+        let store = Store::new("", "ConfigMap");
+        let owner = json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "o", "uid": "1"}]);
+        let mut owned = labelled_cm("a", "owned", "1", "shop");
+        owned["metadata"]["ownerReferences"] = owner.clone();
+        let mut owned_desired = labelled_cm("a", "owned-desired", "1", "shop");
+        owned_desired["metadata"]["ownerReferences"] = owner;
+        let mut annotated = cm("a", "annotated", "1");
+        annotated["metadata"]["annotations"] =
+            json!({TRACKING_ID_ANNOTATION: "shop:/ConfigMap:a/annotated"});
+        let mut other_app = cm("a", "other-app", "1");
+        other_app["metadata"]["annotations"] =
+            json!({TRACKING_ID_ANNOTATION: "shopping:/ConfigMap:a/other-app"});
+        store.replace_all(
+            items(vec![
+                labelled_cm("a", "labelled", "1", "shop"),
+                owned,
+                owned_desired,
+                annotated,
+                other_app,
+                cm("a", "desired", "1"),
+                cm("a", "unrelated", "1"),
+                labelled_cm("b", "elsewhere", "1", "shop"),
+                cm("b", "desired", "1"),
+            ]),
+            false,
+        );
+        let desired = HashSet::from(["desired".to_string(), "owned-desired".to_string()]);
+        let app = Wanted {
+            labelled: false,
+            names: Some(&desired),
+            tracking: Some(("app", "shop")),
+        };
+        assert_eq!(
+            selected(&store, Some("a"), &app),
+            ["annotated", "desired", "labelled", "owned-desired"]
+        );
+        assert_eq!(
+            selected(&store, None, &app),
+            [
+                "annotated",
+                "desired",
+                "desired",
+                "elsewhere",
+                "labelled",
+                "owned-desired"
+            ]
+        );
+        let labelled = Wanted {
+            labelled: true,
+            ..app
+        };
+        assert_eq!(
+            selected(&store, None, &labelled),
+            ["elsewhere", "labelled", "owned-desired"]
+        );
+        assert_eq!(selected(&store, Some("b"), &labelled), ["elsewhere"]);
+        // Without an app: the names desired uses, and no label read.
+        let no_app = Wanted {
+            labelled: false,
+            names: Some(&desired),
+            tracking: None,
+        };
+        assert_eq!(
+            selected(&store, Some("a"), &no_app),
+            ["desired", "owned-desired"]
+        );
+        assert_eq!(selected(&store, None, &no_app).len(), 3);
+        assert!(
+            select_from(
+                &store,
+                None,
+                &Wanted {
+                    labelled: true,
+                    ..no_app
+                }
+            )
+            .is_empty()
+        );
+        assert!(
+            select_from(
+                &store,
+                Some("a"),
+                &Wanted {
+                    names: None,
+                    ..no_app
+                }
+            )
+            .is_empty()
+        );
+        // The index follows changes.
+        store.upsert(cm("a", "labelled", "2"));
+        store.upsert(labelled_cm("a", "unrelated", "2", "shop"));
+        assert_eq!(
+            selected(&store, Some("a"), &app),
+            ["annotated", "desired", "owned-desired", "unrelated"]
+        );
     }
 
     #[test]
