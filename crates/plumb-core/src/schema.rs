@@ -42,6 +42,10 @@ pub struct FieldDef {
     pub t: FieldType,
     #[serde(default, rename = "ref")]
     pub type_ref: Option<String>,
+    /// `type_ref` resolved to its index in the schema's types (set when a schema is loaded,
+    /// so walking an object hashes no type names).
+    #[serde(skip)]
+    pub type_idx: Option<u32>,
     #[serde(default)]
     pub items: Option<Box<FieldDef>>,
     #[serde(default)]
@@ -123,7 +127,20 @@ pub struct Schema {
     /// `group/Kind` → type name of the preferred (last listed, i.e. highest sorting) version.
     gk: HashMap<String, String>,
     cluster_scoped: HashSet<String>,
-    types: HashMap<String, TypeDef>,
+    /// Type name → index in `type_list`.
+    types: HashMap<String, u32, FastHash>,
+    type_list: Vec<TypeDef>,
+}
+
+/// Sets `type_idx` of a field (and of its item and value definitions).
+fn resolve(f: &mut FieldDef, names: &HashMap<String, u32, FastHash>) {
+    f.type_idx = f.type_ref.as_deref().and_then(|r| names.get(r).copied());
+    if let Some(items) = f.items.as_deref_mut() {
+        resolve(items, names);
+    }
+    if let Some(values) = f.values.as_deref_mut() {
+        resolve(values, names);
+    }
 }
 
 impl Schema {
@@ -153,12 +170,24 @@ impl Schema {
                 gk.insert(key, ty.clone());
             }
         }
+        let mut names: HashMap<String, u32, FastHash> = HashMap::default();
+        let mut type_list = Vec::with_capacity(raw.types.len());
+        for (name, ty) in raw.types {
+            names.insert(name, type_list.len() as u32);
+            type_list.push(ty);
+        }
+        for ty in &mut type_list {
+            for f in ty.fields.values_mut() {
+                resolve(f, &names);
+            }
+        }
         Ok(Schema {
             source: raw.source,
             gvk: raw.builtin.into_iter().collect(),
             gk,
             cluster_scoped: raw.cluster_scoped.into_iter().collect(),
-            types: raw.types,
+            types: names,
+            type_list,
         })
     }
 
@@ -185,17 +214,22 @@ impl Schema {
             .gvk
             .get(&exact)
             .or_else(|| self.gk.get(&format!("{group}/{kind}")))?;
-        self.types.get(name)
+        self.type_def(name)
     }
 
     /// A type by its OpenAPI name.
     pub fn type_def(&self, name: &str) -> Option<&TypeDef> {
-        self.types.get(name)
+        self.types
+            .get(name)
+            .and_then(|&i| self.type_list.get(i as usize))
     }
 
     /// The object type a field refers to.
     pub fn field_type(&self, f: &FieldDef) -> Option<&TypeDef> {
-        f.type_ref.as_deref().and_then(|r| self.types.get(r))
+        match f.type_idx {
+            Some(i) => self.type_list.get(i as usize),
+            None => f.type_ref.as_deref().and_then(|r| self.type_def(r)),
+        }
     }
 
     /// The object type of a field's value: its `ref` for an object, the value type for a map.

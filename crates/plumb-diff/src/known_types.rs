@@ -59,6 +59,7 @@ fn field_def(type_name: &str) -> Option<FieldDef> {
     let mk = |t: FieldType, r: Option<String>, values: Option<FieldDef>| FieldDef {
         t,
         type_ref: r,
+        type_idx: None,
         items: None,
         values: values.map(Box::new),
         strategy: None,

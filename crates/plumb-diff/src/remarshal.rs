@@ -46,14 +46,17 @@ pub fn remarshal_in_place(obj: &mut Value, schema: &Schema) -> Result<(), Decode
             reason: "no schema for this version",
         });
     };
-    let mut walk = Walk {
-        schema,
-        path: String::new(),
-        strict: true,
-        edits: Vec::new(),
+    let edits = {
+        let mut walk = Walk {
+            schema,
+            path: Vec::new(),
+            strict: true,
+            edits: Vec::new(),
+        };
+        walk.object(obj, root)?;
+        walk.edits
     };
-    walk.object(obj, root)?;
-    walk.apply_edits(obj);
+    apply_edits(obj, edits);
     Ok(())
 }
 
@@ -65,23 +68,19 @@ pub fn canonicalize_as(
     field: &FieldDef,
     schema: &Schema,
 ) -> Result<Value, DecodeFailure> {
-    let mut walk = Walk {
-        schema,
-        path: String::new(),
-        strict: false,
-        edits: Vec::new(),
-    };
     let mut v = value.clone();
-    let keep = walk.field(&v, field)?;
-    walk.apply_edits(&mut v);
+    let (keep, edits) = {
+        let mut walk = Walk {
+            schema,
+            path: Vec::new(),
+            strict: false,
+            edits: Vec::new(),
+        };
+        let keep = walk.field(&v, field)?;
+        (keep, walk.edits)
+    };
+    apply_edits(&mut v, edits);
     Ok(if keep { v } else { Value::Null })
-}
-
-fn fail(path: &str, reason: &'static str) -> DecodeFailure {
-    DecodeFailure {
-        path: path.to_string(),
-        reason,
-    }
 }
 
 fn integral(n: &Number) -> Option<Number> {
@@ -96,13 +95,43 @@ fn integral(n: &Number) -> Option<Number> {
 /// (few things, usually: a quantity spelled differently, a null, an empty omitempty
 /// value); the edits are applied only when the whole decode succeeds, which keeps Go's
 /// "all or nothing" without copying the object.
-struct Walk<'s> {
+struct Walk<'s, 'v> {
     schema: &'s Schema,
-    /// JSON pointer of the value being decoded (escaped), for failures and edits.
-    path: String,
+    /// Where the value being decoded is; made into a JSON pointer only for a failure or an
+    /// edit (rare), so the walk itself builds no strings.
+    path: Vec<Seg<'v>>,
     /// Whether an unknown field fails the decode (else it is dropped).
     strict: bool,
     edits: Vec<(String, Edit)>,
+}
+
+/// One step of a path: a map key or a list index.
+#[derive(Clone, Copy)]
+enum Seg<'v> {
+    Key(&'v str),
+    Index(usize),
+}
+
+/// Applies the recorded edits (children before their parents, as recorded).
+fn apply_edits(root: &mut Value, edits: Vec<(String, Edit)>) {
+    for (ptr, edit) in edits {
+        match edit {
+            Edit::Set(v) => {
+                if let Some(slot) = root.pointer_mut(&ptr) {
+                    *slot = v;
+                }
+            }
+            Edit::Remove => {
+                let Some((parent, key)) = ptr.rsplit_once('/') else {
+                    continue;
+                };
+                let key = plumb_core::pointer::unescape_token(key);
+                if let Some(m) = root.pointer_mut(parent).and_then(Value::as_object_mut) {
+                    m.remove(key.as_ref());
+                }
+            }
+        }
+    }
 }
 
 /// One change the typed round trip makes, at a JSON pointer.
@@ -111,84 +140,88 @@ enum Edit {
     Remove,
 }
 
-impl Walk<'_> {
-    fn enter<T>(&mut self, seg: &str, f: impl FnOnce(&mut Self) -> T) -> T {
-        let len = self.path.len();
-        self.path.push('/');
-        self.path.push_str(&plumb_core::pointer::escape_token(seg));
+impl<'v> Walk<'_, 'v> {
+    fn enter<T>(&mut self, seg: Seg<'v>, f: impl FnOnce(&mut Self) -> T) -> T {
+        self.path.push(seg);
         let r = f(self);
-        self.path.truncate(len);
+        self.path.pop();
         r
     }
 
-    fn set(&mut self, v: Value) {
-        self.edits.push((self.path.clone(), Edit::Set(v)));
-    }
-
-    /// Applies the recorded edits (children before their parents, as recorded).
-    fn apply_edits(&mut self, root: &mut Value) {
-        for (ptr, edit) in std::mem::take(&mut self.edits) {
-            match edit {
-                Edit::Set(v) => {
-                    if let Some(slot) = root.pointer_mut(&ptr) {
-                        *slot = v;
-                    }
+    /// The JSON pointer of the value being decoded.
+    fn pointer(&self) -> String {
+        use std::fmt::Write as _;
+        let mut out = String::new();
+        for seg in &self.path {
+            match seg {
+                Seg::Key(k) => {
+                    out.push('/');
+                    out.push_str(&plumb_core::pointer::escape_token(k));
                 }
-                Edit::Remove => {
-                    let Some((parent, key)) = ptr.rsplit_once('/') else {
-                        continue;
-                    };
-                    let key = plumb_core::pointer::unescape_token(key);
-                    if let Some(m) = root.pointer_mut(parent).and_then(Value::as_object_mut) {
-                        m.remove(key.as_ref());
-                    }
+                Seg::Index(i) => {
+                    let _ = write!(out, "/{i}");
                 }
             }
         }
+        out
     }
 
-    fn object(&mut self, v: &Value, ty: &TypeDef) -> Result<(), DecodeFailure> {
+    fn fail(&self, reason: &'static str) -> DecodeFailure {
+        DecodeFailure {
+            path: self.pointer(),
+            reason,
+        }
+    }
+
+    fn set(&mut self, v: Value) {
+        let at = self.pointer();
+        self.edits.push((at, Edit::Set(v)));
+    }
+
+    fn object(&mut self, v: &'v Value, ty: &TypeDef) -> Result<(), DecodeFailure> {
         let Value::Object(m) = v else {
-            return Err(fail(&self.path, "expected an object"));
+            return Err(self.fail("expected an object"));
         };
         for (k, fv) in m {
             let keep = match ty.fields.get(k) {
-                Some(f) => self.enter(k, |w| w.field(fv, f))?,
+                Some(f) => self.enter(Seg::Key(k), |w| w.field(fv, f))?,
                 None if self.strict => {
-                    return Err(fail(&format!("{}/{k}", self.path), "unknown field"));
+                    return Err(self.enter(Seg::Key(k), |w| w.fail("unknown field")));
                 }
                 None => false,
             };
             if !keep {
-                self.enter(k, |w| w.edits.push((w.path.clone(), Edit::Remove)));
+                self.enter(Seg::Key(k), |w| {
+                    let at = w.pointer();
+                    w.edits.push((at, Edit::Remove));
+                });
             }
         }
         Ok(())
     }
 
     /// Decodes one field value; `Ok(false)`: the key disappears in the typed round trip.
-    fn field(&mut self, v: &Value, f: &FieldDef) -> Result<bool, DecodeFailure> {
+    fn field(&mut self, v: &'v Value, f: &FieldDef) -> Result<bool, DecodeFailure> {
         // Non-pointer scalars and slices/maps tagged omitempty vanish when empty; null never survives.
         let omit_zero = f.omitempty && !f.ptr;
         if v.is_null() {
             return Ok(false);
         }
-        let path = &self.path;
         let keep = match f.t {
             FieldType::String => match v {
                 Value::String(s) => !(omit_zero && s.is_empty()),
-                _ => return Err(fail(path, "expected a string")),
+                _ => return Err(self.fail("expected a string")),
             },
             FieldType::Integer => match v {
                 Value::Number(n) => {
-                    let i = integral(n).ok_or_else(|| fail(path, "expected an integer"))?;
+                    let i = integral(n).ok_or_else(|| self.fail("expected an integer"))?;
                     let keep = !(omit_zero && i.as_i64() == Some(0));
                     if i != *n {
                         self.set(Value::Number(i));
                     }
                     keep
                 }
-                _ => return Err(fail(path, "expected an integer")),
+                _ => return Err(self.fail("expected an integer")),
             },
             FieldType::Number => match v {
                 Value::Number(n) => {
@@ -199,14 +232,14 @@ impl Walk<'_> {
                     }
                     keep
                 }
-                _ => return Err(fail(path, "expected a number")),
+                _ => return Err(self.fail("expected a number")),
             },
             FieldType::Boolean => match v {
                 Value::Bool(b) => !omit_zero || *b,
-                _ => return Err(fail(path, "expected a boolean")),
+                _ => return Err(self.fail("expected a boolean")),
             },
             FieldType::Quantity => {
-                let q = Quantity::from_json(v).ok_or_else(|| fail(path, "invalid quantity"))?;
+                let q = Quantity::from_json(v).ok_or_else(|| self.fail("invalid quantity"))?;
                 let canonical = q.canonical();
                 if v.as_str() != Some(canonical.as_str()) {
                     self.set(Value::String(canonical));
@@ -216,29 +249,29 @@ impl Walk<'_> {
             FieldType::Intstr => match v {
                 Value::String(_) => true,
                 Value::Number(n) => {
-                    let i = integral(n).ok_or_else(|| fail(path, "expected int or string"))?;
+                    let i = integral(n).ok_or_else(|| self.fail("expected int or string"))?;
                     if i != *n {
                         self.set(Value::Number(i));
                     }
                     true
                 }
-                _ => return Err(fail(path, "expected int or string")),
+                _ => return Err(self.fail("expected int or string")),
             },
             FieldType::Time => match v {
                 Value::String(s) => !s.is_empty(),
-                _ => return Err(fail(path, "expected a timestamp")),
+                _ => return Err(self.fail("expected a timestamp")),
             },
             FieldType::Object => {
                 let ty = self
                     .schema
                     .field_type(f)
-                    .ok_or_else(|| fail(path, "unknown type"))?;
+                    .ok_or_else(|| self.fail("unknown type"))?;
                 self.object(v, ty)?;
                 true
             }
             FieldType::List => {
                 let Value::Array(items) = v else {
-                    return Err(fail(path, "expected a list"));
+                    return Err(self.fail("expected a list"));
                 };
                 if omit_zero_collection(f) && items.is_empty() {
                     false
@@ -246,9 +279,9 @@ impl Walk<'_> {
                     let item_def = f
                         .items
                         .as_deref()
-                        .ok_or_else(|| fail(path, "list without item type"))?;
+                        .ok_or_else(|| self.fail("list without item type"))?;
                     for (i, item) in items.iter().enumerate() {
-                        self.enter(&i.to_string(), |w| -> Result<(), DecodeFailure> {
+                        self.enter(Seg::Index(i), |w| -> Result<(), DecodeFailure> {
                             if !w.field(item, item_def)? {
                                 w.set(zero_of(item_def));
                             }
@@ -260,7 +293,7 @@ impl Walk<'_> {
             }
             FieldType::Map => {
                 let Value::Object(m) = v else {
-                    return Err(fail(path, "expected a map"));
+                    return Err(self.fail("expected a map"));
                 };
                 if omit_zero_collection(f) && m.is_empty() {
                     false
@@ -268,9 +301,9 @@ impl Walk<'_> {
                     let vdef = f
                         .values
                         .as_deref()
-                        .ok_or_else(|| fail(path, "map without value type"))?;
+                        .ok_or_else(|| self.fail("map without value type"))?;
                     for (k, item) in m {
-                        self.enter(k, |w| -> Result<(), DecodeFailure> {
+                        self.enter(Seg::Key(k), |w| -> Result<(), DecodeFailure> {
                             if !w.field(item, vdef)? {
                                 w.set(zero_of(vdef));
                             }
