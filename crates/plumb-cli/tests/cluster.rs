@@ -1572,3 +1572,204 @@ async fn doctor_diagnoses_the_seed_incident_live() {
     assert_eq!(finding["declaredAt"]["line"], 10);
     assert_eq!(finding["fixes"][0]["type"], "stop-declaring");
 }
+
+/// `plumb controller` as a long-running process: it reconciles a new Application it sees
+/// through its watch, heals a hand edit within seconds (the refresh interval is an hour),
+/// logs JSON lines, releases its Lease on SIGTERM, and a leader whose Lease is taken exits
+/// (exit 2) rather than reconcile beside another replica.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn controller_process_watches_heals_and_hands_over() {
+    let Some(cluster) = testbed("controller_process").await else {
+        return;
+    };
+    let crd_text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../deploy/crd.yaml"
+    ))
+    .expect("deploy/crd.yaml");
+    apply(
+        &cluster,
+        vec![serde_saphyr::from_str(&crd_text).expect("CRD")],
+    )
+    .await;
+    eventually(Duration::from_secs(30), || async {
+        cluster.discover().await.ok()?;
+        cluster.resource_for("plumb.dev", "Application").await.ok()
+    })
+    .await
+    .expect("the CRD is served");
+    let ns = namespace(&cluster, "ctlproc", json!({})).await;
+    let app_ns = namespace(&cluster, "ctlproc-apps", json!({})).await;
+    let dir = Scratch::new("ctlproc");
+    dir.write(
+        "repo/app/cm.yaml",
+        &[json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}, "data": {"k": "from-git"}})],
+    );
+    let log = dir.path("controller.log");
+    let spawn = |log: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_plumb"))
+            .args([
+                "controller",
+                "-N",
+                &app_ns,
+                "--lease-namespace",
+                &app_ns,
+                "--lease-duration",
+                "6",
+                "--interval",
+                "3600",
+                "--jitter",
+                "0",
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(log).expect("log file"))
+            .spawn()
+            .expect("plumb controller starts")
+    };
+    let mut child = spawn(&log);
+    let read_log = || std::fs::read_to_string(&log).unwrap_or_default();
+    let wait_for = |what: &str, timeout: Duration, cond: &dyn Fn() -> bool| {
+        let started = Instant::now();
+        while !cond() {
+            assert!(
+                started.elapsed() < timeout,
+                "{what}: not within {timeout:?}; log:\n{}",
+                read_log()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    wait_for("leading", Duration::from_secs(30), &|| {
+        read_log().contains("\"reconciling\":true")
+    });
+
+    let name = unique("web");
+    let app = json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "Application",
+        "metadata": {"name": name, "namespace": app_ns},
+        "spec": {"project": "default",
+            "source": {"repoURL": format!("file://{}", s(&dir.path("repo"))), "path": "app", "targetRevision": "HEAD"},
+            "destination": {"server": "https://kubernetes.default.svc", "namespace": ns},
+            "syncPolicy": {"automated": {"prune": true, "selfHeal": true}}}});
+    apply(&cluster, vec![app]).await;
+    let data = |c: &Option<Value>| {
+        c.as_ref()
+            .and_then(|c| c.pointer("/data/k"))
+            .and_then(Value::as_str)
+            .map(String::from)
+    };
+    let synced = eventually(Duration::from_secs(30), || async {
+        let cm = cluster
+            .get_object("", "ConfigMap", &ns, "settings")
+            .await
+            .ok()?;
+        (data(&cm).as_deref() == Some("from-git")).then_some(())
+    })
+    .await;
+    assert!(
+        synced.is_some(),
+        "the new app was synced; log:\n{}",
+        read_log()
+    );
+
+    // A hand edit is healed through the watch.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    apply(
+        &cluster,
+        vec![json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "settings", "namespace": ns}, "data": {"k": "edited"}})],
+    )
+    .await;
+    let edited_at = Instant::now();
+    let healed = eventually(Duration::from_secs(15), || async {
+        let cm = cluster
+            .get_object("", "ConfigMap", &ns, "settings")
+            .await
+            .ok()?;
+        (data(&cm).as_deref() == Some("from-git")).then_some(())
+    })
+    .await;
+    assert!(healed.is_some(), "self-heal; log:\n{}", read_log());
+    eprintln!("healed {:?} after the edit", edited_at.elapsed());
+    wait_for(
+        "a watch-triggered reconcile logged",
+        Duration::from_secs(10),
+        &|| {
+            read_log().lines().any(|l| {
+                l.contains(&name)
+                    && l.contains("\"trigger\":\"watch\"")
+                    && l.contains("\"synced\":true")
+            })
+        },
+    );
+    for line in read_log().lines() {
+        serde_json::from_str::<Value>(line)
+            .unwrap_or_else(|e| panic!("not a JSON log line ({e}): {line}"));
+    }
+
+    // SIGTERM: a clean stop that releases the Lease.
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    let exit = child.wait().expect("wait");
+    assert_eq!(exit.code(), Some(0), "log:\n{}", read_log());
+    let lease = cluster
+        .get_object("coordination.k8s.io", "Lease", &app_ns, "plumb-controller")
+        .await
+        .expect("get lease")
+        .expect("lease");
+    assert_eq!(lease["spec"]["holderIdentity"], "", "released: {lease}");
+
+    // A leader whose Lease another replica takes exits instead of reconciling beside it.
+    let log2 = dir.path("controller2.log");
+    let mut child = spawn(&log2);
+    let read_log2 = || std::fs::read_to_string(&log2).unwrap_or_default();
+    let started = Instant::now();
+    while !read_log2().contains("\"reconciling\":true") {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{}",
+            read_log2()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let mut lease = cluster
+        .get_object("coordination.k8s.io", "Lease", &app_ns, "plumb-controller")
+        .await
+        .expect("get lease")
+        .expect("lease");
+    let now =
+        plumb_sync::time::format_rfc3339(std::time::SystemTime::now()).replace('Z', ".000000Z");
+    lease["spec"]["holderIdentity"] = json!("other-replica");
+    lease["spec"]["renewTime"] = json!(now);
+    lease["spec"]["leaseDurationSeconds"] = json!(60);
+    if let Some(meta) = lease["metadata"].as_object_mut() {
+        meta.remove("managedFields");
+    }
+    cluster
+        .replace_object(&lease, "other-replica")
+        .await
+        .expect("take the lease");
+    let started = Instant::now();
+    let exit = loop {
+        if let Some(exit) = child.try_wait().expect("wait") {
+            break exit;
+        }
+        if started.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            panic!(
+                "the leader kept running after losing its Lease:\n{}",
+                read_log2()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(exit.code(), Some(2), "{}", read_log2());
+    assert!(
+        read_log2().contains("lost the leader Lease"),
+        "{}",
+        read_log2()
+    );
+}
