@@ -251,8 +251,15 @@ fn wait(args: &WaitArgs) -> Result<u8> {
             );
             return Ok(crate::EXIT_DIFFERENCES);
         }
+        let operation = match s(&app, "/status/operationState/phase") {
+            "Running" => format!(
+                ", operation Running: {}",
+                s(&app, "/status/operationState/message")
+            ),
+            _ => String::new(),
+        };
         eprintln!(
-            "waiting for {}: sync {sync}, health {health} ({} s)",
+            "waiting for {}: sync {sync}, health {health}{operation} ({} s)",
             args.app.name,
             started.elapsed().as_secs()
         );
@@ -334,6 +341,34 @@ pub fn format_get(app: &Value) -> String {
             h => h,
         },
     );
+    // The last (or running) operation, as `argocd app get` shows it.
+    if let Some(op) = app
+        .pointer("/status/operationState")
+        .filter(|o| o.get("phase").is_some())
+    {
+        let field = |p: &str| op.pointer(p).and_then(Value::as_str).unwrap_or("");
+        out.push('\n');
+        let mut line = |k: &str, v: &str| {
+            let _ = writeln!(out, "{:<20}{v}", format!("{k}:"));
+        };
+        line("Operation", "Sync");
+        line("Sync Revision", field("/syncResult/revision"));
+        line("Phase", field("/phase"));
+        line("Start", &go_time(field("/startedAt")));
+        let finished = field("/finishedAt");
+        if !finished.is_empty() {
+            line("Finished", &go_time(finished));
+            let parse = |t: &str| plumb_sync::time::parse_rfc3339(t).ok();
+            if let (Some(a), Some(b)) = (parse(field("/startedAt")), parse(finished)) {
+                let secs = b.duration_since(a).map(|d| d.as_secs()).unwrap_or(0);
+                let d = plumb_sync::duration::GoDuration::from_secs(
+                    i64::try_from(secs).unwrap_or(i64::MAX),
+                );
+                line("Duration", &d.to_string());
+            }
+        }
+        line("Message", field("/message"));
+    }
     let resources = app
         .pointer("/status/resources")
         .and_then(Value::as_array)
@@ -513,6 +548,25 @@ mod tests {
         let mut synced = payments();
         synced["status"]["sync"] = json!({"status": "Synced", "revision": "72e773bdead"});
         assert!(format_get(&synced).contains("Sync Status:        Synced to HEAD (72e773b)\n"));
+        // A running operation shows what it waits for, as `argocd app get` does.
+        let mut running = payments();
+        running["status"]["operationState"] = json!({"phase": "Running",
+            "message": "waiting for healthy state of apps/Deployment/payments-api",
+            "startedAt": "2026-09-22T19:57:06Z", "syncResult": {"revision": "b5e2be1aa"}});
+        let out = format_get(&running);
+        assert!(
+            out.contains("\nHealth Status:      Healthy\n\nOperation:          Sync\nSync Revision:      b5e2be1aa\nPhase:              Running\nStart:              2026-09-22 19:57:06 +0000 UTC\nMessage:            waiting for healthy state of apps/Deployment/payments-api\n\nGROUP"),
+            "{out}"
+        );
+        running["status"]["operationState"]["phase"] = json!("Succeeded");
+        running["status"]["operationState"]["finishedAt"] = json!("2026-09-22T19:58:11Z");
+        let out = format_get(&running);
+        assert!(
+            out.contains(
+                "\nFinished:           2026-09-22 19:58:11 +0000 UTC\nDuration:           1m5s\n"
+            ),
+            "{out}"
+        );
     }
 
     #[test]
