@@ -63,7 +63,12 @@ pub struct Cluster {
     /// The last discovery, refreshed by [`Cluster::discover`] and on a miss in
     /// [`Cluster::resource_for`].
     discovery: Mutex<Option<Arc<ApiResources>>>,
+    /// Objects per LIST page ([`LIST_PAGE_SIZE`]).
+    list_page: std::sync::atomic::AtomicU32,
 }
+
+/// Objects per page of a LIST (kubectl's and client-go's `limit`).
+pub const LIST_PAGE_SIZE: u32 = 500;
 
 impl std::fmt::Debug for Cluster {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -77,6 +82,17 @@ impl std::fmt::Debug for Cluster {
 }
 
 impl Cluster {
+    /// Objects per LIST page.
+    pub fn list_page_size(&self) -> u32 {
+        self.list_page.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Sets the objects per LIST page (tests use small pages to exercise paging).
+    pub fn set_list_page_size(&self, n: u32) {
+        self.list_page
+            .store(n.max(1), std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// Resolves the configuration as kubectl does (see [`ConnectOptions`]) and
     /// checks the server answers (`GET /version`). An unreachable or silent
     /// server fails within 10 s with [`ClusterError::Unreachable`].
@@ -115,6 +131,7 @@ impl Cluster {
             default_namespace,
             server_version: info.git_version,
             discovery: Mutex::new(None),
+            list_page: std::sync::atomic::AtomicU32::new(LIST_PAGE_SIZE),
         })
     }
 

@@ -15,6 +15,14 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 struct ListBody {
     #[serde(default)]
     items: Vec<Value>,
+    #[serde(default)]
+    metadata: ListMeta,
+}
+
+#[derive(Deserialize, Default)]
+struct ListMeta {
+    #[serde(default, rename = "continue")]
+    continue_token: Option<String>,
 }
 
 /// One LIST to make: a kind, a namespace (`None`: all namespaces, or cluster
@@ -45,29 +53,43 @@ pub(crate) fn is_tracked(obj: &Value, app: &str, tracking_label: &str) -> bool {
 }
 
 impl Cluster {
-    /// One LIST, its items completed with `apiVersion` and `kind`.
+    /// One LIST (in pages of [`Cluster::list_page_size`] objects, as kubectl and client-go
+    /// read), its items completed with `apiVersion` and `kind`.
     pub(crate) async fn list_one(&self, req: &ListRequest) -> Result<Vec<Value>> {
         let info = &req.info;
         let url = info.url_path(&info.version, req.namespace.as_deref());
-        let params = kube::api::ListParams {
-            label_selector: req.selector.clone(),
-            ..Default::default()
-        };
         let ctx = self.context("list", info, req.namespace.as_deref());
-        let request =
-            kube::core::Request::new(url)
+        let mut items: Vec<Value> = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            let params = kube::api::ListParams {
+                label_selector: req.selector.clone(),
+                limit: Some(self.list_page_size()),
+                continue_token: token.take(),
+                ..Default::default()
+            };
+            let request = kube::core::Request::new(url.as_str())
                 .list(&params)
                 .map_err(|e| ClusterError::Protocol {
                     reason: e.to_string(),
                 })?;
-        let body: ListBody = self
-            .client
-            .request(request)
-            .await
-            .map_err(|e| ClusterError::from_kube(e, &ctx))?;
+            let body: ListBody = self
+                .client
+                .request(request)
+                .await
+                .map_err(|e| ClusterError::from_kube(e, &ctx))?;
+            if items.is_empty() {
+                items = body.items;
+            } else {
+                items.extend(body.items);
+            }
+            match body.metadata.continue_token.filter(|t| !t.is_empty()) {
+                Some(t) => token = Some(t),
+                None => break,
+            }
+        }
         let api_version = Value::String(info.api_version());
         let kind = Value::String(info.kind.clone());
-        let mut items = body.items;
         for item in &mut items {
             if let Some(map) = item.as_object_mut() {
                 map.insert("apiVersion".to_string(), api_version.clone());

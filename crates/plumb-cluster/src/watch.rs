@@ -1112,6 +1112,7 @@ impl Cluster {
             default_namespace: self.default_namespace.clone(),
             server_version: self.server_version.clone(),
             discovery: Mutex::new(self.discovery.lock().ok().and_then(|d| d.clone())),
+            list_page: std::sync::atomic::AtomicU32::new(self.list_page_size()),
         }
     }
 

@@ -307,3 +307,29 @@ async fn custom_resources_appear_after_their_crd_and_unknown_kinds_are_named() {
         "{err:?}"
     );
 }
+
+#[tokio::test]
+async fn lists_are_read_in_pages() {
+    let Some(cluster) = testbed("lists_are_read_in_pages").await else {
+        return;
+    };
+    let ns = namespace(&cluster, "paged", json!({})).await;
+    let objects: Vec<Value> = (0..7)
+        .map(|i| configmap(&ns, &format!("cm-{i}"), json!({"tier": "paged"})))
+        .collect();
+    apply(&cluster, objects).await;
+    let kinds = [GroupKind::new("", "ConfigMap")];
+    let one_page = cluster
+        .list_live(&kinds, Some(std::slice::from_ref(&ns)), Some("tier=paged"))
+        .await
+        .expect("list");
+    assert_eq!(cluster.list_page_size(), plumb_cluster::LIST_PAGE_SIZE);
+    cluster.set_list_page_size(3);
+    let paged = cluster
+        .list_live(&kinds, Some(std::slice::from_ref(&ns)), Some("tier=paged"))
+        .await
+        .expect("paged list");
+    cluster.set_list_page_size(plumb_cluster::LIST_PAGE_SIZE);
+    assert_eq!(names(&paged).len(), 7, "three pages of 3, 3 and 1");
+    assert_eq!(names(&paged), names(&one_page));
+}
