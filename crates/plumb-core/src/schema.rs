@@ -84,14 +84,29 @@ impl FieldDef {
 #[derive(Default, Clone, Copy)]
 pub struct FastHasher(u64);
 
+const FX_K: u64 = 0x517c_c1b7_2722_0a95;
+
 impl std::hash::Hasher for FastHasher {
     fn write(&mut self, bytes: &[u8]) {
-        const K: u64 = 0x517c_c1b7_2722_0a95;
-        for chunk in bytes.chunks(8) {
+        let mut h = self.0;
+        let mut words = bytes.chunks_exact(8);
+        for w in &mut words {
             let mut word = [0u8; 8];
-            word[..chunk.len()].copy_from_slice(chunk);
-            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(word)).wrapping_mul(K);
+            word.copy_from_slice(w);
+            h = (h.rotate_left(5) ^ u64::from_le_bytes(word)).wrapping_mul(FX_K);
         }
+        let tail = words.remainder();
+        if !tail.is_empty() {
+            let word = tail
+                .iter()
+                .enumerate()
+                .fold(0u64, |acc, (i, b)| acc | (u64::from(*b) << (8 * i)));
+            h = (h.rotate_left(5) ^ word).wrapping_mul(FX_K);
+        }
+        self.0 = h;
+    }
+    fn write_u8(&mut self, b: u8) {
+        self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(FX_K);
     }
     fn finish(&self) -> u64 {
         self.0

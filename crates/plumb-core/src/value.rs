@@ -19,6 +19,16 @@ pub fn canonicalize_numbers(v: &mut Value) {
     }
 }
 
+/// Whether [`canonicalize_numbers`] would change anything in `v` (a read-only scan).
+pub fn has_noncanonical_numbers(v: &Value) -> bool {
+    match v {
+        Value::Number(n) => integral(n).is_some(),
+        Value::Array(a) => a.iter().any(has_noncanonical_numbers),
+        Value::Object(m) => m.values().any(has_noncanonical_numbers),
+        _ => false,
+    }
+}
+
 fn integral(n: &Number) -> Option<i64> {
     if n.is_i64() || n.is_u64() {
         return None;

@@ -178,13 +178,11 @@ pub fn compare(
     // Desired: namespace defaulting, cluster-scoped namespaces dropped, duplicates refused.
     // Each desired object with, when it has origins, a copy as rendered (before the
     // namespace and tracking injected below) that the origins' pointers address.
-    let mut want: BTreeMap<ResourceKey, Wanted> = BTreeMap::new();
-    let mut unscoped: BTreeSet<ResourceKey> = BTreeSet::new();
-    for mut d in desired {
-        let Some(mut key) = ResourceKey::of(&d.object) else {
-            continue;
-        };
+    // Per object (in parallel): its key, the as-rendered copy, namespace and tracking.
+    let prepared = plumb_core::parallel::map_owned(desired, |mut d| {
+        let mut key = ResourceKey::of(&d.object)?;
         let rendered = (!d.origins.is_empty()).then(|| d.object.clone());
+        let mut unscoped = false;
         match cluster_scoped(&key.group, &key.kind, &crds) {
             Some(true) => key.namespace.clear(),
             _ => {
@@ -197,7 +195,7 @@ pub fn compare(
                             meta.insert("namespace".into(), Value::String(ns.clone()));
                         }
                     } else {
-                        unscoped.insert(key.clone());
+                        unscoped = true;
                     }
                 }
             }
@@ -215,6 +213,11 @@ pub fn compare(
                 set_map_entry(&mut d.object, "labels", INSTANCE_LABEL, &app.name);
             }
         }
+        Some((key, d, rendered, unscoped))
+    });
+    let mut want: BTreeMap<ResourceKey, Wanted> = BTreeMap::new();
+    let mut unscoped: BTreeSet<ResourceKey> = BTreeSet::new();
+    for (key, d, rendered, is_unscoped) in prepared.into_iter().flatten() {
         if let Some((prev, _)) = want.get(&key) {
             return Err(CompareError::Duplicate {
                 key: Box::new(key),
@@ -222,16 +225,15 @@ pub fn compare(
                 second: d.origin,
             });
         }
+        if is_unscoped {
+            unscoped.insert(key.clone());
+        }
         want.insert(key, (d, rendered));
     }
 
     // Live: index by key.
-    let mut have: BTreeMap<ResourceKey, Value> = BTreeMap::new();
-    for l in live {
-        if let Some(key) = ResourceKey::of(&l) {
-            have.insert(key, l);
-        }
-    }
+    let keyed = plumb_core::parallel::map_owned(live, |l| ResourceKey::of(&l).map(|k| (k, l)));
+    let mut have: BTreeMap<ResourceKey, Value> = keyed.into_iter().flatten().collect();
 
     // Desired objects without a namespace (no destination) pair with the single live object
     // of that group/kind/name, as kubectl's current namespace would.

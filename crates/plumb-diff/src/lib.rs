@@ -122,9 +122,12 @@ fn key_of(v: &Value) -> ResourceKey {
 /// Step 1 and 2 for one object: remarshal, normalise, ignore rules, known types.
 fn prepare(obj: Value, cfg: &DiffConfig, schema: &Schema) -> Result<Value, DiffError> {
     let mut v = obj;
-    // A failed typed decode leaves the object as it was (Argo CD compares it as is).
-    let _ = remarshal::remarshal_in_place(&mut v, schema);
-    plumb_core::value::canonicalize_numbers(&mut v);
+    // A failed typed decode leaves the object as it was (Argo CD compares it as is). A
+    // successful one has canonical numbers already (typed fields are decoded, untyped ones
+    // canonicalised on the way).
+    if remarshal::remarshal_in_place(&mut v, schema).is_err() {
+        plumb_core::value::canonicalize_numbers(&mut v);
+    }
     full_normalize(&mut v, cfg, schema)?;
     Ok(v)
 }

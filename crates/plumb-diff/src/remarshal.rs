@@ -313,7 +313,16 @@ impl<'v> Walk<'_, 'v> {
                     true
                 }
             }
-            FieldType::Any => true,
+            // Not decoded: only its numbers are canonicalised (what `prepare` would do after a
+            // successful decode, which then need not walk the whole object again).
+            FieldType::Any => {
+                if plumb_core::value::has_noncanonical_numbers(v) {
+                    let mut c = v.clone();
+                    plumb_core::value::canonicalize_numbers(&mut c);
+                    self.set(c);
+                }
+                true
+            }
         };
         Ok(keep)
     }
@@ -408,6 +417,25 @@ mod tests {
         let q = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a"}, "spec": {"containers": [
             {"name": "c", "resources": {"limits": {"cpu": "invalid"}}}]}});
         assert_eq!(canon(q).unwrap_err().reason, "invalid quantity");
+    }
+
+    #[test]
+    fn untyped_fields_get_canonical_numbers() {
+        // ControllerRevision.data is untyped (RawExtension): not decoded, but its numbers
+        // come out canonical, as `canonicalize_numbers` after the decode would make them.
+        let d = json!({"apiVersion": "apps/v1", "kind": "ControllerRevision",
+            "metadata": {"name": "a"}, "revision": 2.0,
+            "data": {"spec": {"replicas": 3.0, "ratio": 0.5, "big": 1e300, "list": [1.0, "x"]}}});
+        let c = canon(d).unwrap();
+        assert_eq!(c["revision"], json!(2));
+        assert_eq!(
+            c["data"],
+            json!({"spec": {"replicas": 3, "ratio": 0.5, "big": 1e300, "list": [1, "x"]}})
+        );
+        assert!(c["data"]["spec"]["replicas"].is_i64());
+        let mut expected = c.clone();
+        plumb_core::value::canonicalize_numbers(&mut expected);
+        assert_eq!(c, expected);
     }
 
     #[test]
