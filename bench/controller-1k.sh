@@ -6,7 +6,7 @@
 #   bench/controller-1k.sh [APPS] [OBJECTS] [WINDOW_S] [INTERVAL_S]
 #                                   # defaults: 1000 apps, 50 objects, 75 s, 60 s refresh
 #
-# 1. One git repository holds the app: OBJECTS ConfigMaps (~0.6 KB each). APPS automated
+# 1. One git repository holds the app: OBJECTS ConfigMaps (block YAML, ~0.5 KB each). APPS automated
 #    Applications (CreateNamespace=true) each deploy it into their own namespace.
 # 2. Initial sync: `plumb controller --once` syncs every app (timed; CPU, RSS printed).
 # 3. Steady state: `plumb controller --interval INTERVAL_S --jitter 10` starts (watching
@@ -61,11 +61,13 @@ import json, os, sys
 repo, n, apps, ns, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
 os.makedirs(f"{repo}/app", exist_ok=True)
 for i in range(n):
-    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"config-{i:03d}",
-          "labels": {"app.kubernetes.io/part-of": "bench", "tier": "backend"}},
-          "data": {f"key-{k}": f"value-{i}-{k}-" + "x" * 40 for k in range(8)}}
+    # Block-style YAML, as manifests are written.
+    data = "".join(f"  key-{k}: value-{i}-{k}-{'x' * 40}\n" for k in range(8))
     with open(f"{repo}/app/cm-{i:03d}.yaml", "w") as f:
-        json.dump(cm, f, indent=1)
+        f.write("apiVersion: v1\nkind: ConfigMap\nmetadata:\n"
+                f"  name: config-{i:03d}\n  labels:\n"
+                "    app.kubernetes.io/part-of: bench\n    tier: backend\n"
+                f"data:\n{data}")
 items = []
 for a in range(apps):
     items.append({"apiVersion": "plumb.dev/v1alpha1", "kind": "Application",
