@@ -29,6 +29,19 @@ pub struct ControllerArgs {
     /// Applications reconciled at once.
     #[arg(long, default_value_t = 8)]
     workers: usize,
+    /// The first non-zero self-heal delay, in seconds (Argo CD's flag of the same name).
+    #[arg(long, default_value_t = 2)]
+    self_heal_backoff_timeout_seconds: u64,
+    /// The multiplier between self-heal delays (0, 2, 6, 18, … with the defaults).
+    #[arg(long, default_value_t = 3.0)]
+    self_heal_backoff_factor: f64,
+    /// The longest self-heal delay, in seconds.
+    #[arg(long, default_value_t = 300)]
+    self_heal_backoff_cap_seconds: u64,
+    /// How long a sync waits for a wave's resources to be healthy (and hooks to complete)
+    /// before it fails, in seconds.
+    #[arg(long, default_value_t = 600)]
+    wave_timeout_seconds: u64,
     /// Only Applications in this namespace.
     #[arg(long = "app-namespace", short = 'N')]
     app_namespace: Option<String>,
@@ -194,7 +207,17 @@ async fn run_async(args: ControllerArgs, cluster: Arc<plumb_cluster::Cluster>) -
             }
         }
     }
+    let run = plumb_sync::run::RunOptions {
+        self_heal_backoff: plumb_sync::SelfHealBackoff {
+            base: Duration::from_secs(args.self_heal_backoff_timeout_seconds),
+            factor: args.self_heal_backoff_factor.max(0.0),
+            cap: Duration::from_secs(args.self_heal_backoff_cap_seconds),
+        },
+        wave_timeout: Duration::from_secs(args.wave_timeout_seconds.max(1)),
+        ..plumb_sync::run::RunOptions::default()
+    };
     let opts = ControllerOptions {
+        run,
         refresh: Duration::from_secs(args.interval.max(1)),
         jitter: Duration::from_secs(args.jitter),
         workers: args.workers.max(1),
