@@ -242,54 +242,22 @@ impl Controller {
         let mut changes = self.cache.subscribe();
         let (done_tx, mut done_rx) = mpsc::unbounded_channel::<(AppKey, Option<SystemTime>)>();
         let workers = Arc::new(Semaphore::new(opts.workers.max(1)));
-        // Next reconcile of each app, and why.
-        let mut due: HashMap<AppKey, (Instant, Trigger)> = HashMap::new();
-        let mut generations: HashMap<AppKey, i64> = HashMap::new();
-        let mut by_name: HashMap<String, HashSet<AppKey>> = HashMap::new();
-        let mut in_flight: HashSet<AppKey> = HashSet::new();
-        let mut again: HashMap<AppKey, Trigger> = HashMap::new();
-        let wanted_ns = opts.app_namespace.clone();
-
-        let mut know_app =
-            |app: &Value,
-             due: &mut HashMap<AppKey, (Instant, Trigger)>,
-             generations: &mut HashMap<AppKey, i64>,
-             by_name: &mut HashMap<String, HashSet<AppKey>>| {
-                let Some(key) = app_key(app) else { return };
-                if wanted_ns.as_ref().is_some_and(|ns| *ns != key.0) {
-                    return;
-                }
-                let generation = app
-                    .pointer("/metadata/generation")
-                    .and_then(Value::as_i64)
-                    .unwrap_or(0);
-                if generations.insert(key.clone(), generation) != Some(generation) {
-                    due.insert(key.clone(), (Instant::now(), Trigger::App));
-                }
-                by_name.entry(key.1.clone()).or_default().insert(key);
-            };
+        let mut schedule = Schedule::new(opts);
+        let now = Instant::now();
         for app in self
             .cache
-            .list(&application_kind(), self.opts.app_namespace.as_deref())
+            .list(&application_kind(), opts.app_namespace.as_deref())
         {
-            know_app(&app, &mut due, &mut generations, &mut by_name);
+            schedule.know_app(&app, now);
         }
 
         loop {
             // Start what is due (and not running), as workers allow.
-            let now = Instant::now();
-            let mut ready: Vec<(AppKey, Trigger)> = due
-                .iter()
-                .filter(|(k, (at, _))| *at <= now && !in_flight.contains(*k))
-                .map(|(k, (_, t))| (k.clone(), *t))
-                .collect();
-            ready.sort_by_key(|(k, _)| due[k].0);
-            for (key, trigger) in ready {
+            for (key, trigger) in schedule.ready(Instant::now()) {
                 let Ok(permit) = workers.clone().try_acquire_owned() else {
                     break;
                 };
-                due.remove(&key);
-                in_flight.insert(key.clone());
+                schedule.start(&key);
                 let (cluster, run, log, done) = (
                     self.cluster.clone(),
                     run.clone(),
@@ -300,7 +268,7 @@ impl Controller {
                     let started = Instant::now();
                     let r = reconcile_app(&cluster, &run, &key).await;
                     let took = started.elapsed();
-                    let next_at = match &r {
+                    let backoff = match &r {
                         Ok(Some(outcome)) => {
                             log(Event::Reconciled {
                                 app: &key,
@@ -324,15 +292,10 @@ impl Controller {
                         }
                     };
                     drop(permit);
-                    let _ = done.send((key, next_at));
+                    let _ = done.send((key, backoff));
                 });
             }
-            let next_due = due
-                .iter()
-                .filter(|(k, _)| !in_flight.contains(*k))
-                .map(|(_, (at, _))| *at)
-                .min();
-            let sleep = next_due.map_or(Duration::from_secs(3600), |at| {
+            let sleep = schedule.next_due().map_or(Duration::from_secs(3600), |at| {
                 at.saturating_duration_since(Instant::now())
                     .max(Duration::from_millis(10))
             });
@@ -342,37 +305,16 @@ impl Controller {
                     if *stop.borrow() { break; }
                 }
                 done = done_rx.recv() => {
-                    let Some((key, backoff_at)) = done else { break };
-                    in_flight.remove(&key);
-                    if !generations.contains_key(&key) {
-                        continue; // deleted meanwhile
-                    }
-                    let next = match again.remove(&key) {
-                        Some(t) => (Instant::now() + opts.debounce, t),
-                        None => {
-                            let mut at = Instant::now() + opts.refresh + random_below(opts.jitter);
-                            if let Some(b) = backoff_at {
-                                let wait = b.duration_since(SystemTime::now()).unwrap_or_default();
-                                at = at.min(Instant::now() + wait);
-                            }
-                            (at, Trigger::Timer)
-                        }
-                    };
-                    let entry = due.entry(key).or_insert(next);
-                    if next.0 < entry.0 { *entry = next; }
+                    let Some((key, backoff)) = done else { break };
+                    let wait = backoff.map(|b| b.duration_since(SystemTime::now()).unwrap_or_default());
+                    schedule.finished(key, Instant::now(), wait, random_below(opts.jitter));
                 }
                 change = changes.recv() => {
                     match change {
-                        Ok(change) => self.on_change(
-                            &change, &mut due, &mut generations, &mut by_name,
-                            &in_flight, &mut again, &mut know_app,
-                        ),
+                        Ok(change) => schedule.on_change(&change, Instant::now()),
                         Err(broadcast::error::RecvError::Lagged(missed)) => {
                             log(Event::Lagged { missed });
-                            let soon = Instant::now() + opts.debounce;
-                            for key in generations.keys() {
-                                due.insert(key.clone(), (soon, Trigger::Watch));
-                            }
+                            schedule.queue_all(Instant::now());
                         }
                         Err(broadcast::error::RecvError::Closed) => break,
                     }
@@ -382,57 +324,162 @@ impl Controller {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn on_change(
-        &self,
-        change: &Change,
-        due: &mut HashMap<AppKey, (Instant, Trigger)>,
-        generations: &mut HashMap<AppKey, i64>,
-        by_name: &mut HashMap<String, HashSet<AppKey>>,
-        in_flight: &HashSet<AppKey>,
-        again: &mut HashMap<AppKey, Trigger>,
-        know_app: &mut impl FnMut(
-            &Value,
-            &mut HashMap<AppKey, (Instant, Trigger)>,
-            &mut HashMap<AppKey, i64>,
-            &mut HashMap<String, HashSet<AppKey>>,
-        ),
-    ) {
+    /// Stops the watches.
+    pub fn stop(&self) {
+        self.cache.stop();
+    }
+}
+
+/// Which app reconciles when: the controller loop's bookkeeping, without I/O or clocks (times
+/// are passed in).
+#[derive(Debug)]
+pub struct Schedule {
+    /// Next reconcile of each app, and why.
+    due: HashMap<AppKey, (Instant, Trigger)>,
+    /// `metadata.generation` of each known app (a change of spec changes it; status writes
+    /// do not).
+    generations: HashMap<AppKey, i64>,
+    /// App keys by name: tracking annotations and labels name the app only.
+    by_name: HashMap<String, HashSet<AppKey>>,
+    in_flight: HashSet<AppKey>,
+    /// Triggers that arrived while the app reconciled: one more reconcile after it.
+    again: HashMap<AppKey, Trigger>,
+    namespace: Option<String>,
+    refresh: Duration,
+    debounce: Duration,
+}
+
+impl Schedule {
+    pub fn new(opts: &ControllerOptions) -> Schedule {
+        Schedule {
+            due: HashMap::new(),
+            generations: HashMap::new(),
+            by_name: HashMap::new(),
+            in_flight: HashSet::new(),
+            again: HashMap::new(),
+            namespace: opts.app_namespace.clone(),
+            refresh: opts.refresh,
+            debounce: opts.debounce,
+        }
+    }
+
+    /// Queues `key` at `at` unless it is queued sooner already.
+    fn queue(&mut self, key: AppKey, at: Instant, trigger: Trigger) {
+        let entry = self.due.entry(key).or_insert((at, trigger));
+        if at < entry.0 {
+            *entry = (at, trigger);
+        }
+    }
+
+    /// An Application seen (listed, added or modified): queued now when it is new or its
+    /// spec changed.
+    pub fn know_app(&mut self, app: &Value, now: Instant) {
+        let Some(key) = app_key(app) else { return };
+        if self.namespace.as_ref().is_some_and(|ns| *ns != key.0) {
+            return;
+        }
+        let generation = app
+            .pointer("/metadata/generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        if self.generations.insert(key.clone(), generation) != Some(generation) {
+            self.queue(key.clone(), now, Trigger::App);
+        }
+        self.by_name.entry(key.1.clone()).or_default().insert(key);
+    }
+
+    /// A change the watches report.
+    pub fn on_change(&mut self, change: &Change, now: Instant) {
         if change.key.group == plumb_cluster::APPLICATION_GROUP
             && change.key.kind == plumb_cluster::APPLICATION_KIND
         {
             let key = (change.key.namespace.clone(), change.key.name.clone());
             if change.kind == ChangeKind::Deleted {
-                generations.remove(&key);
-                due.remove(&key);
-                if let Some(set) = by_name.get_mut(&key.1) {
+                self.generations.remove(&key);
+                self.due.remove(&key);
+                self.again.remove(&key);
+                if let Some(set) = self.by_name.get_mut(&key.1) {
                     set.remove(&key);
                 }
             } else {
-                know_app(&change.object, due, generations, by_name);
+                self.know_app(&change.object, now);
             }
             return;
         }
         let Some(app) = tracking_app(&change.object) else {
             return;
         };
-        let Some(keys) = by_name.get(app) else { return };
-        let soon = Instant::now() + self.opts.debounce;
+        let keys: Vec<AppKey> = self
+            .by_name
+            .get(app)
+            .map(|k| k.iter().cloned().collect())
+            .unwrap_or_default();
         for key in keys {
-            if in_flight.contains(key) {
-                again.insert(key.clone(), Trigger::Watch);
-                continue;
-            }
-            let entry = due.entry(key.clone()).or_insert((soon, Trigger::Watch));
-            if soon < entry.0 {
-                *entry = (soon, Trigger::Watch);
+            if self.in_flight.contains(&key) {
+                self.again.insert(key, Trigger::Watch);
+            } else {
+                self.queue(key, now + self.debounce, Trigger::Watch);
             }
         }
     }
 
-    /// Stops the watches.
-    pub fn stop(&self) {
-        self.cache.stop();
+    /// Every known app, soon (the watch channel overflowed: changes were missed).
+    pub fn queue_all(&mut self, now: Instant) {
+        let keys: Vec<AppKey> = self.generations.keys().cloned().collect();
+        for key in keys {
+            self.queue(key, now + self.debounce, Trigger::Watch);
+        }
+    }
+
+    /// The apps due at `now` that are not reconciling, earliest first.
+    pub fn ready(&self, now: Instant) -> Vec<(AppKey, Trigger)> {
+        let mut ready: Vec<(Instant, AppKey, Trigger)> = self
+            .due
+            .iter()
+            .filter(|(k, (at, _))| *at <= now && !self.in_flight.contains(*k))
+            .map(|(k, (at, t))| (*at, k.clone(), *t))
+            .collect();
+        ready.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+        ready.into_iter().map(|(_, k, t)| (k, t)).collect()
+    }
+
+    /// A reconcile of `key` starts.
+    pub fn start(&mut self, key: &AppKey) {
+        self.due.remove(key);
+        self.in_flight.insert(key.clone());
+    }
+
+    /// A reconcile of `key` ended: the next one after a trigger that came meanwhile, else
+    /// after the refresh interval plus `jitter`, or sooner when a backoff is due (`wait`).
+    pub fn finished(
+        &mut self,
+        key: AppKey,
+        now: Instant,
+        wait: Option<Duration>,
+        jitter: Duration,
+    ) {
+        self.in_flight.remove(&key);
+        if !self.generations.contains_key(&key) {
+            return; // deleted meanwhile
+        }
+        let (at, trigger) = match self.again.remove(&key) {
+            Some(t) => (now + self.debounce, t),
+            None => {
+                let refresh = now + self.refresh + jitter;
+                let at = wait.map_or(refresh, |w| refresh.min(now + w));
+                (at, Trigger::Timer)
+            }
+        };
+        self.queue(key, at, trigger);
+    }
+
+    /// When the next app is due (reconciling ones aside).
+    pub fn next_due(&self) -> Option<Instant> {
+        self.due
+            .iter()
+            .filter(|(k, _)| !self.in_flight.contains(*k))
+            .map(|(_, (at, _))| *at)
+            .min()
     }
 }
 
@@ -479,6 +526,91 @@ mod tests {
         let by_label = json!({"metadata": {"labels": {"app.kubernetes.io/instance": "web"}}});
         assert_eq!(tracking_app(&by_label), Some("web"));
         assert_eq!(tracking_app(&json!({"metadata": {}})), None);
+    }
+
+    fn app(ns: &str, name: &str, generation: i64) -> Value {
+        json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "Application",
+            "metadata": {"namespace": ns, "name": name, "generation": generation}})
+    }
+
+    fn change(obj: Value, kind: ChangeKind) -> Change {
+        Change {
+            key: plumb_core::ResourceKey::of(&obj).expect("key"),
+            kind,
+            object: Arc::new(obj),
+        }
+    }
+
+    fn key(ns: &str, name: &str) -> AppKey {
+        (ns.to_string(), name.to_string())
+    }
+
+    #[test]
+    fn schedule_follows_apps_tracked_objects_and_the_refresh_interval() {
+        let opts = ControllerOptions {
+            refresh: Duration::from_secs(180),
+            debounce: Duration::from_secs(1),
+            app_namespace: Some("apps".into()),
+            ..ControllerOptions::default()
+        };
+        let mut s = Schedule::new(&opts);
+        let t0 = Instant::now();
+        s.know_app(&app("apps", "web", 1), t0);
+        s.know_app(&app("elsewhere", "web", 1), t0);
+        assert_eq!(s.ready(t0), [(key("apps", "web"), Trigger::App)]);
+        s.start(&key("apps", "web"));
+        assert!(s.ready(t0).is_empty(), "one reconcile per app at a time");
+
+        // A tracked object changes while it reconciles: once more, right after.
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c",
+            "namespace": "prod", "annotations": {
+                "argocd.argoproj.io/tracking-id": "web:/ConfigMap:prod/c"}}});
+        s.on_change(&change(cm.clone(), ChangeKind::Modified), t0);
+        s.finished(key("apps", "web"), t0, None, Duration::ZERO);
+        assert_eq!(s.next_due(), Some(t0 + Duration::from_secs(1)));
+        assert_eq!(
+            s.ready(t0 + Duration::from_secs(1)),
+            [(key("apps", "web"), Trigger::Watch)]
+        );
+        s.start(&key("apps", "web"));
+        s.finished(key("apps", "web"), t0, None, Duration::from_secs(7));
+        assert_eq!(
+            s.next_due(),
+            Some(t0 + Duration::from_secs(187)),
+            "interval + jitter"
+        );
+
+        // A status write (same generation) queues nothing; a spec change queues it now.
+        s.on_change(&change(app("apps", "web", 1), ChangeKind::Modified), t0);
+        assert_eq!(s.next_due(), Some(t0 + Duration::from_secs(187)));
+        s.on_change(&change(app("apps", "web", 2), ChangeKind::Modified), t0);
+        assert_eq!(s.ready(t0), [(key("apps", "web"), Trigger::App)]);
+        s.start(&key("apps", "web"));
+        // A backoff due sooner than the interval wins.
+        s.finished(
+            key("apps", "web"),
+            t0,
+            Some(Duration::from_secs(6)),
+            Duration::ZERO,
+        );
+        assert_eq!(s.next_due(), Some(t0 + Duration::from_secs(6)));
+
+        // An untracked object, or one of another app, queues nothing new.
+        let other = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "x", "namespace": "prod", "labels": {"app.kubernetes.io/instance": "api"}}});
+        s.on_change(&change(other, ChangeKind::Added), t0);
+        assert_eq!(s.next_due(), Some(t0 + Duration::from_secs(6)));
+        // A deleted tracked object is drift too: queued after the debounce.
+        s.on_change(&change(cm, ChangeKind::Deleted), t0);
+        assert_eq!(s.next_due(), Some(t0 + Duration::from_secs(1)));
+
+        // A deleted Application is forgotten, also when it was reconciling.
+        s.start(&key("apps", "web"));
+        s.on_change(&change(app("apps", "web", 2), ChangeKind::Deleted), t0);
+        s.finished(key("apps", "web"), t0, None, Duration::ZERO);
+        assert_eq!(s.next_due(), None);
+        s.queue_all(t0);
+        assert_eq!(s.next_due(), None);
     }
 
     #[test]
