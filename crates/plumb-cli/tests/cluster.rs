@@ -777,6 +777,9 @@ async fn snapshot_round_trip_gives_the_same_diff() {
         ],
     )
     .await;
+    // kube-controller-manager annotates and updates the new Deployment: let it settle, so the
+    // snapshot and the live diff below see the same object.
+    settle(&cluster, "apps", "Deployment", &ns, "web").await;
 
     let snap = dir.path("snapshot");
     let run = plumb(&[
@@ -1571,6 +1574,30 @@ async fn doctor_diagnoses_the_seed_incident_live() {
     );
     assert_eq!(finding["declaredAt"]["line"], 10);
     assert_eq!(finding["fixes"][0]["type"], "stop-declaring");
+}
+
+/// Waits until an object's resourceVersion has stayed the same for a second (controllers done
+/// with it), for at most 15 s.
+async fn settle(cluster: &Cluster, group: &str, kind: &str, ns: &str, name: &str) {
+    let version = || async {
+        cluster
+            .get_object(group, kind, ns, name)
+            .await
+            .ok()
+            .flatten()
+            .and_then(|o| o.pointer("/metadata/resourceVersion").cloned())
+    };
+    let started = Instant::now();
+    let mut last = version().await;
+    let mut since = Instant::now();
+    while started.elapsed() < Duration::from_secs(15) && since.elapsed() < Duration::from_secs(1) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let now = version().await;
+        if now != last {
+            last = now;
+            since = Instant::now();
+        }
+    }
 }
 
 /// `plumb controller` as a long-running process: it reconciles a new Application it sees
