@@ -46,6 +46,10 @@ pub const TRACKING_ID_ANNOTATION: &str = "argocd.argoproj.io/tracking-id";
 pub const COMPARE_OPTIONS_ANNOTATION: &str = "argocd.argoproj.io/compare-options";
 /// Per-object sync options (`ServerSideApply=true`, `Prune=false`, ...).
 pub const SYNC_OPTIONS_ANNOTATION: &str = "argocd.argoproj.io/sync-options";
+/// Argo CD's hook annotation (`PreSync`, `Sync`, `PostSync`, `SyncFail`, `Skip`).
+pub const HOOK_ANNOTATION: &str = "argocd.argoproj.io/hook";
+/// Helm's hook annotation, honoured by Argo CD when its own is absent.
+pub const HELM_HOOK_ANNOTATION: &str = "helm.sh/hook";
 /// Set by `plumb snapshot` on Secrets whose values it removed: their values are unknown,
 /// not empty, and a diff takes git's values for them.
 pub const REDACTED_ANNOTATION: &str = "plumb.dev/values-redacted";

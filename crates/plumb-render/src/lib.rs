@@ -282,9 +282,12 @@ fn is_generated_hook(v: &Value) -> bool {
         .and_then(Value::as_str)
         .is_some_and(|s| !s.is_empty());
     let annotations = meta.and_then(|m| m.get("annotations"));
-    let hook = ["argocd.argoproj.io/hook", "helm.sh/hook"]
-        .iter()
-        .any(|k| annotations.and_then(|a| a.get(*k)).is_some());
+    let hook = [
+        plumb_core::HOOK_ANNOTATION,
+        plumb_core::HELM_HOOK_ANNOTATION,
+    ]
+    .iter()
+    .any(|k| annotations.and_then(|a| a.get(*k)).is_some());
     generate && hook
 }
 

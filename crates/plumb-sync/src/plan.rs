@@ -19,6 +19,7 @@ use crate::options::{
     ApplyMode, EffectiveOptions, PruneOption, ResourceSyncOptions, SyncOptions, annotation_csv,
 };
 use plumb_core::{COMPARE_OPTIONS_ANNOTATION, GroupKind, ResourceKey};
+pub use plumb_core::{HELM_HOOK_ANNOTATION, HOOK_ANNOTATION};
 use plumb_diff::compare::ResourceDiff;
 pub use plumb_diff::compare::Status;
 use serde_json::Value;
@@ -27,10 +28,6 @@ use std::collections::{BTreeMap, HashMap};
 
 /// `argocd.argoproj.io/sync-wave`: an integer (Go `strconv.Atoi`), default 0.
 pub const SYNC_WAVE_ANNOTATION: &str = "argocd.argoproj.io/sync-wave";
-/// `argocd.argoproj.io/hook`: comma-separated hook types.
-pub const HOOK_ANNOTATION: &str = "argocd.argoproj.io/hook";
-/// `helm.sh/hook`, honoured when the Argo CD hook annotation names no known type.
-pub const HELM_HOOK_ANNOTATION: &str = "helm.sh/hook";
 /// `helm.sh/hook-weight`: the wave when `sync-wave` is absent or not an integer.
 pub const HELM_HOOK_WEIGHT_ANNOTATION: &str = "helm.sh/hook-weight";
 

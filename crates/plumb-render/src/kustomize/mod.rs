@@ -652,9 +652,12 @@ fn push_object(
         && node
             .path_str(&["metadata", "generateName"])
             .is_some_and(|n| !n.is_empty())
-        && ["argocd.argoproj.io/hook", "helm.sh/hook"]
-            .iter()
-            .any(|k| node.path_str(&["metadata", "annotations", k]).is_some());
+        && [
+            plumb_core::HOOK_ANNOTATION,
+            plumb_core::HELM_HOOK_ANNOTATION,
+        ]
+        .iter()
+        .any(|k| node.path_str(&["metadata", "annotations", k]).is_some());
     if !generated_hook
         && node
             .path_str(&["metadata", "name"])
