@@ -10,9 +10,9 @@ use serde_json::Value;
 use std::borrow::Borrow;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
-/// The part of a `*List` answer plumb reads. Items lack `apiVersion`/`kind`.
+/// One page of a `*List` answer, the part plumb reads. Items lack `apiVersion`/`kind`.
 #[derive(Deserialize)]
-struct ListBody {
+struct ListPage {
     #[serde(default)]
     items: Vec<Value>,
     #[serde(default)]
@@ -20,9 +20,69 @@ struct ListBody {
 }
 
 #[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
 struct ListMeta {
+    #[serde(default)]
+    resource_version: String,
     #[serde(default, rename = "continue")]
     continue_token: Option<String>,
+}
+
+/// Whether a request failed with 410 Gone (an expired resourceVersion or continue token).
+pub(crate) fn is_gone(err: &kube::Error) -> bool {
+    matches!(err, kube::Error::Api(status) if status.code == 410)
+}
+
+/// Reads the LIST at `url` page by page (`page_size` objects a page, as kubectl and client-go
+/// read), each item through `keep` as its page arrives (so a LIST need never hold all its
+/// objects as they came). A continue token that expires between pages (410) starts the LIST
+/// over, at most twice. Returns the kept items and the list's resourceVersion.
+pub(crate) async fn list_pages<T>(
+    client: &kube::Client,
+    url: &str,
+    selector: Option<&str>,
+    page_size: u32,
+    ctx: &crate::error::RequestContext<'_>,
+    mut keep: impl FnMut(Value) -> Option<T>,
+) -> Result<(Vec<T>, String)> {
+    let mut attempts = 0;
+    'again: loop {
+        attempts += 1;
+        let mut items = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            let params = kube::api::ListParams {
+                label_selector: selector.map(str::to_string),
+                limit: Some(page_size),
+                continue_token: token.take(),
+                ..Default::default()
+            };
+            let request = kube::core::Request::new(url).list(&params).map_err(|e| {
+                ClusterError::Protocol {
+                    reason: e.to_string(),
+                }
+            })?;
+            let page: ListPage = match client.request(request).await {
+                Ok(page) => page,
+                Err(e) if is_gone(&e) && attempts < 3 && !items.is_empty() => continue 'again,
+                Err(e) => return Err(ClusterError::from_kube(e, ctx)),
+            };
+            items.extend(page.items.into_iter().filter_map(&mut keep));
+            match page.metadata.continue_token {
+                Some(t) if !t.is_empty() => token = Some(t),
+                _ => return Ok((items, page.metadata.resource_version)),
+            }
+        }
+    }
+}
+
+/// Completes a listed item with the `apiVersion` and `kind` its LIST leaves out.
+pub(crate) fn complete_item(info: &ResourceInfo, mut obj: Value) -> Value {
+    if let Some(map) = obj.as_object_mut() {
+        map.insert("apiVersion".to_string(), Value::String(info.api_version()));
+        map.insert("kind".to_string(), Value::String(info.kind.clone()));
+    }
+    obj
 }
 
 /// One LIST to make: a kind, a namespace (`None`: all namespaces, or cluster
@@ -59,43 +119,15 @@ impl Cluster {
         let info = &req.info;
         let url = info.url_path(&info.version, req.namespace.as_deref());
         let ctx = self.context("list", info, req.namespace.as_deref());
-        let mut items: Vec<Value> = Vec::new();
-        let mut token: Option<String> = None;
-        loop {
-            let params = kube::api::ListParams {
-                label_selector: req.selector.clone(),
-                limit: Some(self.list_page_size()),
-                continue_token: token.take(),
-                ..Default::default()
-            };
-            let request = kube::core::Request::new(url.as_str())
-                .list(&params)
-                .map_err(|e| ClusterError::Protocol {
-                    reason: e.to_string(),
-                })?;
-            let body: ListBody = self
-                .client
-                .request(request)
-                .await
-                .map_err(|e| ClusterError::from_kube(e, &ctx))?;
-            if items.is_empty() {
-                items = body.items;
-            } else {
-                items.extend(body.items);
-            }
-            match body.metadata.continue_token.filter(|t| !t.is_empty()) {
-                Some(t) => token = Some(t),
-                None => break,
-            }
-        }
-        let api_version = Value::String(info.api_version());
-        let kind = Value::String(info.kind.clone());
-        for item in &mut items {
-            if let Some(map) = item.as_object_mut() {
-                map.insert("apiVersion".to_string(), api_version.clone());
-                map.insert("kind".to_string(), kind.clone());
-            }
-        }
+        let (items, _) = list_pages(
+            &self.client,
+            &url,
+            req.selector.as_deref(),
+            self.list_page_size(),
+            &ctx,
+            |obj| Some(complete_item(info, obj)),
+        )
+        .await?;
         Ok(items)
     }
 

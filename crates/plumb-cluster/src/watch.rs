@@ -32,6 +32,7 @@
 use crate::discovery::ResourceInfo;
 use crate::error::{ClusterError, RequestContext, Result};
 use crate::live::{LivePlan, PlannedRead};
+use crate::live::{complete_item, is_gone, list_pages};
 use crate::{Cluster, LIST_CONCURRENCY};
 use futures::{StreamExt, TryStreamExt, stream};
 use kube::core::WatchEvent;
@@ -51,8 +52,6 @@ use tokio::task::AbortHandle;
 /// [`broadcast::error::RecvError::Lagged`]; the cache itself never waits).
 pub const CHANGE_CAPACITY: usize = 4096;
 
-/// Objects per page of a LIST.
-const PAGE_SIZE: u32 = 500;
 /// Server-side duration of one WATCH: `WATCH_TIMEOUT_MIN` plus up to
 /// `WATCH_TIMEOUT_JITTER` seconds.
 const WATCH_TIMEOUT_MIN: u32 = 240;
@@ -130,6 +129,8 @@ struct KindContext {
     changes: broadcast::Sender<Change>,
     /// LISTs made after the initial one (410 Gone).
     relists: AtomicU64,
+    /// Objects per LIST page (the cluster's).
+    page_size: u32,
 }
 
 /// The objects of one kind.
@@ -749,24 +750,6 @@ impl Store {
     }
 }
 
-/// One page of a LIST.
-#[derive(Deserialize)]
-struct ListPage {
-    #[serde(default)]
-    items: Vec<Value>,
-    #[serde(default)]
-    metadata: ListMeta,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
-struct ListMeta {
-    #[serde(default)]
-    resource_version: String,
-    #[serde(default, rename = "continue")]
-    continue_token: Option<String>,
-}
-
 /// How one WATCH ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum WatchEnd {
@@ -812,10 +795,6 @@ impl Backoff {
     }
 }
 
-fn is_gone(err: &kube::Error) -> bool {
-    matches!(err, kube::Error::Api(status) if status.code == 410)
-}
-
 impl KindContext {
     fn context(&self, verb: &'static str) -> RequestContext<'_> {
         RequestContext {
@@ -827,15 +806,8 @@ impl KindContext {
     }
 
     /// Completes an item as [`Cluster::list_live`] does.
-    fn complete(&self, mut obj: Value) -> Value {
-        if let Some(map) = obj.as_object_mut() {
-            map.insert(
-                "apiVersion".to_string(),
-                Value::String(self.info.api_version()),
-            );
-            map.insert("kind".to_string(), Value::String(self.info.kind.clone()));
-        }
-        obj
+    fn complete(&self, obj: Value) -> Value {
+        complete_item(&self.info, obj)
     }
 
     /// A full LIST (all namespaces, paged): the items (stored compactly page by
@@ -843,39 +815,15 @@ impl KindContext {
     /// watch from.
     async fn list_all(&self) -> Result<(Vec<Item>, String)> {
         let url = self.info.url_path(&self.info.version, None);
-        // A continue token can expire (410) between pages: start over, a few times.
-        let mut attempts = 0;
-        'again: loop {
-            attempts += 1;
-            let mut items = Vec::new();
-            let mut continue_token = None;
-            loop {
-                let params = kube::api::ListParams {
-                    limit: Some(PAGE_SIZE),
-                    continue_token: continue_token.take(),
-                    ..Default::default()
-                };
-                let request = kube::core::Request::new(&url).list(&params).map_err(|e| {
-                    ClusterError::Protocol {
-                        reason: e.to_string(),
-                    }
-                })?;
-                let page: ListPage = match self.client.request(request).await {
-                    Ok(page) => page,
-                    Err(e) if is_gone(&e) && attempts < 3 && !items.is_empty() => continue 'again,
-                    Err(e) => return Err(ClusterError::from_kube(e, &self.context("list"))),
-                };
-                items.extend(
-                    page.items
-                        .into_iter()
-                        .filter_map(|obj| Item::new(self.complete(obj))),
-                );
-                match page.metadata.continue_token {
-                    Some(token) if !token.is_empty() => continue_token = Some(token),
-                    _ => return Ok((items, page.metadata.resource_version)),
-                }
-            }
-        }
+        list_pages(
+            &self.client,
+            &url,
+            None,
+            self.page_size,
+            &self.context("list"),
+            |obj| Item::new(self.complete(obj)),
+        )
+        .await
     }
 
     fn send(&self, change: Option<Change>) {
@@ -1078,6 +1026,7 @@ impl Inner {
             info,
             changes: self.changes.clone(),
             relists: AtomicU64::new(0),
+            page_size: self.cluster.list_page_size(),
         });
         let (items, resource_version) = ctx.list_all().await?;
         ctx.store.replace_all(items, false);
