@@ -90,31 +90,29 @@ pub fn task_name(key: &ResourceKey) -> String {
     format!("{}/{}/{}", key.group, key.kind, key.name)
 }
 
+/// A started task's state from its live object's health: Healthy or no health check ⇒ done,
+/// Degraded ⇒ failed, otherwise (or not there yet) still running with `waiting`.
+fn by_health(live: Option<&Value>, waiting: impl FnOnce() -> String) -> TaskState {
+    match live.map(plumb_health::assess) {
+        Some(None) => TaskState::Succeeded(String::new()),
+        Some(Some(h)) if h.status == HealthStatus::Healthy => TaskState::Succeeded(h.message),
+        Some(Some(h)) if h.status == HealthStatus::Degraded => TaskState::Failed(h.message),
+        _ => TaskState::Running(waiting()),
+    }
+}
+
 /// A started hook's state from its live object (`None`: not created yet or gone).
 pub fn hook_state(key: &ResourceKey, live: Option<&Value>) -> TaskState {
-    let Some(live) = live else {
-        return TaskState::Running(format!("waiting for completion of hook {}", task_name(key)));
-    };
-    match plumb_health::assess(live) {
-        None => TaskState::Succeeded(String::new()),
-        Some(h) if h.status == HealthStatus::Healthy => TaskState::Succeeded(h.message),
-        Some(h) if h.status == HealthStatus::Degraded => TaskState::Failed(h.message),
-        Some(_) => TaskState::Running(format!("waiting for completion of hook {}", task_name(key))),
-    }
+    by_health(live, || {
+        format!("waiting for completion of hook {}", task_name(key))
+    })
 }
 
 /// An applied resource's state from its live object, for wave gating.
 pub fn resource_state(key: &ResourceKey, live: Option<&Value>) -> TaskState {
-    let waiting = || TaskState::Running(format!("waiting for healthy state of {}", task_name(key)));
-    let Some(live) = live else {
-        return waiting();
-    };
-    match plumb_health::assess(live) {
-        None => TaskState::Succeeded(String::new()),
-        Some(h) if h.status == HealthStatus::Healthy => TaskState::Succeeded(h.message),
-        Some(h) if h.status == HealthStatus::Degraded => TaskState::Failed(h.message),
-        Some(_) => waiting(),
-    }
+    by_health(live, || {
+        format!("waiting for healthy state of {}", task_name(key))
+    })
 }
 
 /// The name a `generateName` hook gets in one operation: the prefix and a suffix derived from
