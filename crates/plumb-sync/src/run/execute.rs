@@ -564,14 +564,9 @@ fn operation_state(
     finished: Option<SystemTime>,
     results: &[ResourceResult],
 ) -> Value {
-    let prune_enabled = obs
-        .policy
-        .automated
-        .filter(|a| a.enabled)
-        .is_some_and(|a| a.prune);
     let mut op_sync = json!({
         "revision": obs.revision,
-        "prune": prune_enabled,
+        "prune": obs.automated().is_some_and(|a| a.prune),
         "autoHealAttemptsCount": op.self_heal_count,
     });
     if let Some(o) = obs.sync_options_json.as_ref() {
@@ -608,9 +603,8 @@ pub(super) async fn execute(
     now: SystemTime,
 ) -> Result<SyncOutcome> {
     let clock = Instant::now();
-    let auto_policy = obs.policy.automated.filter(|a| a.enabled);
-    let prune_enabled = auto_policy.is_some_and(|a| a.prune);
-    let allow_empty = auto_policy.is_some_and(|a| a.allow_empty);
+    let prune_enabled = obs.automated().is_some_and(|a| a.prune);
+    let allow_empty = obs.automated().is_some_and(|a| a.allow_empty);
     let mut sync_opts = obs.policy.sync_options.clone();
     if sync_opts.create_namespace
         && let Some(dest) = sync_opts.destination_namespace.as_mut()

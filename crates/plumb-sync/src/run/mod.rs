@@ -632,6 +632,11 @@ fn compare_live(
 }
 
 impl Observation {
+    /// `syncPolicy.automated` when it is enabled (it decides whether a sync prunes).
+    fn automated(&self) -> Option<crate::policy::AutomatedPolicy> {
+        self.policy.automated.filter(|a| a.enabled)
+    }
+
     fn diffs_with<'a>(
         &'a self,
         diffs: &'a [ResourceDiff],
@@ -850,13 +855,9 @@ pub async fn reconcile_once(
         });
     }
     let obs = observe(cluster, app, &state.options, None).await?;
-    let decision = match obs.policy.automated {
-        Some(a) if a.enabled => Some(automated_decision(
-            &app_state(app, &obs, &state.options),
-            now,
-        )),
-        _ => None,
-    };
+    let decision = obs
+        .automated()
+        .map(|_| automated_decision(&app_state(app, &obs, &state.options), now));
     if let Some(Decision::SyncNow { reason }) = decision {
         let op = execute::Operation::new(app, InitiatedBy::automated(), Some(reason), now);
         let mut outcome =
