@@ -237,7 +237,7 @@ async fn run_async(args: ControllerArgs, cluster: Arc<plumb_cluster::Cluster>) -
     }));
 
     if args.once {
-        controller.pass(&log_event).await;
+        controller.pass(Arc::new(log_event)).await;
         controller.stop();
         release(&cluster, &args.lease_namespace, &me).await;
         return Ok(EXIT_IN_SYNC);

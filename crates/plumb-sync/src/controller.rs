@@ -186,7 +186,7 @@ impl Controller {
     /// Results are sorted by namespace and name.
     pub async fn pass(
         &self,
-        log: &(dyn Fn(Event<'_>) + Send + Sync),
+        log: Arc<dyn Fn(Event<'_>) + Send + Sync>,
     ) -> Vec<(AppKey, Result<ReconcileOutcome, RunError>)> {
         let run = Arc::new(self.run_options());
         let workers = Arc::new(Semaphore::new(self.opts.workers.max(1)));
@@ -195,36 +195,17 @@ impl Controller {
             let Ok(permit) = workers.clone().acquire_owned().await else {
                 break;
             };
-            let (cluster, run) = (self.cluster.clone(), run.clone());
+            let (cluster, run, log) = (self.cluster.clone(), run.clone(), log.clone());
             set.spawn(async move {
                 let _permit = permit;
-                let started = Instant::now();
-                let r = reconcile_app(&cluster, &run, &key).await;
-                (key, r, started.elapsed())
+                let r = reconcile_logged(&cluster, &run, &key, Trigger::Timer, &*log).await;
+                r.map(|r| (key, r))
             });
         }
         let mut out = Vec::new();
         while let Some(joined) = set.join_next().await {
-            let Ok((key, r, took)) = joined else { continue };
-            match r {
-                Ok(Some(outcome)) => {
-                    log(Event::Reconciled {
-                        app: &key,
-                        outcome: &outcome,
-                        took,
-                        trigger: Trigger::Timer,
-                    });
-                    out.push((key, Ok(outcome)));
-                }
-                Ok(None) => {}
-                Err(error) => {
-                    log(Event::Failed {
-                        app: &key,
-                        error: &error,
-                        trigger: Trigger::Timer,
-                    });
-                    out.push((key, Err(error)));
-                }
+            if let Ok(Some(done)) = joined {
+                out.push(done);
             }
         }
         out.sort_by(|a, b| a.0.cmp(&b.0));
@@ -265,31 +246,13 @@ impl Controller {
                     done_tx.clone(),
                 );
                 tokio::spawn(async move {
-                    let started = Instant::now();
-                    let r = reconcile_app(&cluster, &run, &key).await;
-                    let took = started.elapsed();
-                    let backoff = match &r {
-                        Ok(Some(outcome)) => {
-                            log(Event::Reconciled {
-                                app: &key,
-                                outcome,
-                                took,
-                                trigger,
-                            });
-                            match outcome.decision {
-                                Some(Decision::WaitUntil { at, .. }) => Some(at),
-                                _ => None,
-                            }
-                        }
-                        Ok(None) => None,
-                        Err(error) => {
-                            log(Event::Failed {
-                                app: &key,
-                                error,
-                                trigger,
-                            });
-                            None
-                        }
+                    let backoff = match reconcile_logged(&cluster, &run, &key, trigger, &*log).await
+                    {
+                        Some(Ok(outcome)) => match outcome.decision {
+                            Some(Decision::WaitUntil { at, .. }) => Some(at),
+                            _ => None,
+                        },
+                        _ => None,
                     };
                     drop(permit);
                     let _ = done.send((key, backoff));
@@ -511,6 +474,32 @@ async fn reconcile_app(
     reconcile_once(cluster, &app, SystemTime::now(), &mut state)
         .await
         .map(Some)
+}
+
+/// [`reconcile_app`], timed and reported through `log`; `None` when the app is gone.
+async fn reconcile_logged(
+    cluster: &Cluster,
+    run: &RunOptions,
+    key: &AppKey,
+    trigger: Trigger,
+    log: &(dyn Fn(Event<'_>) + Send + Sync),
+) -> Option<Result<ReconcileOutcome, RunError>> {
+    let started = Instant::now();
+    let r = reconcile_app(cluster, run, key).await.transpose()?;
+    match &r {
+        Ok(outcome) => log(Event::Reconciled {
+            app: key,
+            outcome,
+            took: started.elapsed(),
+            trigger,
+        }),
+        Err(error) => log(Event::Failed {
+            app: key,
+            error,
+            trigger,
+        }),
+    }
+    Some(r)
 }
 
 #[cfg(test)]
