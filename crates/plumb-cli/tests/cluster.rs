@@ -1327,6 +1327,26 @@ async fn forbidden_names_verb_resource_and_namespace() {
     assert_eq!(run.resource("cm")["status"], "modified", "{run}");
 }
 
+/// Applies deploy/crd.yaml and waits until `applications.plumb.dev` is served.
+async fn install_application_crd(cluster: &Cluster) {
+    let crd_text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../deploy/crd.yaml"
+    ))
+    .expect("deploy/crd.yaml");
+    apply(
+        cluster,
+        vec![serde_saphyr::from_str(&crd_text).expect("CRD YAML")],
+    )
+    .await;
+    eventually(Duration::from_secs(30), || async {
+        cluster.discover().await.ok()?;
+        cluster.resource_for("plumb.dev", "Application").await.ok()
+    })
+    .await
+    .expect("the CRD is served");
+}
+
 /// `plumb app sync|get|history|list|wait` and `plumb controller --once` on a plumb
 /// Application: the CRD from deploy/, a plain-directory source, one sync recorded.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1334,19 +1354,7 @@ async fn app_commands_sync_and_report() {
     let Some(cluster) = testbed("app_commands_sync_and_report").await else {
         return;
     };
-    let crd_text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../deploy/crd.yaml"
-    ))
-    .expect("deploy/crd.yaml");
-    let crd: Value = serde_saphyr::from_str(&crd_text).expect("CRD YAML");
-    apply(&cluster, vec![crd]).await;
-    let served = eventually(Duration::from_secs(30), || async {
-        cluster.discover().await.ok()?;
-        cluster.resource_for("plumb.dev", "Application").await.ok()
-    })
-    .await;
-    assert!(served.is_some(), "the CRD is served");
+    install_application_crd(&cluster).await;
 
     let ns = namespace(&cluster, "appcmd", json!({})).await;
     let app_ns = namespace(&cluster, "appcmd-apps", json!({})).await;
@@ -1476,22 +1484,7 @@ async fn doctor_diagnoses_the_seed_incident_live() {
     let Some(cluster) = testbed("doctor_diagnoses_the_seed_incident_live").await else {
         return;
     };
-    let crd_text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../deploy/crd.yaml"
-    ))
-    .expect("deploy/crd.yaml");
-    apply(
-        &cluster,
-        vec![serde_saphyr::from_str(&crd_text).expect("CRD")],
-    )
-    .await;
-    eventually(Duration::from_secs(30), || async {
-        cluster.discover().await.ok()?;
-        cluster.resource_for("plumb.dev", "Application").await.ok()
-    })
-    .await
-    .expect("the CRD is served");
+    install_application_crd(&cluster).await;
 
     let hook = Webhook::start().await;
     let ns = namespace(&cluster, "seedlive", json!({PULL_LABEL: "always"})).await;
@@ -1609,22 +1602,7 @@ async fn controller_process_watches_heals_and_hands_over() {
     let Some(cluster) = testbed("controller_process").await else {
         return;
     };
-    let crd_text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../deploy/crd.yaml"
-    ))
-    .expect("deploy/crd.yaml");
-    apply(
-        &cluster,
-        vec![serde_saphyr::from_str(&crd_text).expect("CRD")],
-    )
-    .await;
-    eventually(Duration::from_secs(30), || async {
-        cluster.discover().await.ok()?;
-        cluster.resource_for("plumb.dev", "Application").await.ok()
-    })
-    .await
-    .expect("the CRD is served");
+    install_application_crd(&cluster).await;
     let ns = namespace(&cluster, "ctlproc", json!({})).await;
     let app_ns = namespace(&cluster, "ctlproc-apps", json!({})).await;
     let dir = Scratch::new("ctlproc");
