@@ -77,6 +77,15 @@ impl FieldDef {
             .as_deref()
             .is_some_and(|s| s.split(',').any(|p| p == "merge"))
     }
+
+    /// Whether a strategic merge patch of this field clears the keys the patch does not
+    /// name (`patchStrategy: retainKeys`; a Deployment's `strategy`, a Pod's `volumes`
+    /// items): kubectl's three-way patch sends `$retainKeys` with desired's keys.
+    pub fn retains_keys(&self) -> bool {
+        self.strategy
+            .as_deref()
+            .is_some_and(|s| s.split(',').any(|p| p == "retainKeys"))
+    }
 }
 
 /// A small multiply-rotate hasher (FxHash's scheme) for the schema's field names: short,

@@ -70,7 +70,11 @@ fn merge_map(
             (Value::Null, _) => continue,
             (Value::Object(cm), Value::Object(lm)) => {
                 let sub = child_semantics(sem, field);
-                Value::Object(merge_map(ov.and_then(Value::as_object), cm, lm, sub))
+                let mut m = merge_map(ov.and_then(Value::as_object), cm, lm, sub);
+                if field.is_some_and(FieldDef::retains_keys) {
+                    retain_keys(&mut m, cm);
+                }
+                Value::Object(m)
             }
             (Value::Array(ca), Value::Array(la)) => {
                 Value::Array(merge_list(ov, ca, la, field, sem))
@@ -124,12 +128,14 @@ fn map_changes(
         };
         match (cv, lv) {
             (Value::Null, lv) => !lv.is_null() && !ov.is_some_and(Value::is_null),
-            (Value::Object(cm), Value::Object(lm)) => map_changes(
-                ov.and_then(Value::as_object),
-                cm,
-                lm,
-                child_semantics(sem, field),
-            ),
+            (Value::Object(cm), Value::Object(lm)) => {
+                map_changes(
+                    ov.and_then(Value::as_object),
+                    cm,
+                    lm,
+                    child_semantics(sem, field),
+                ) || (field.is_some_and(FieldDef::retains_keys) && clears_keys(lm, cm))
+            }
             (Value::Array(ca), Value::Array(la)) => list_changes(ov, ca, la, field, sem),
             (cv, lv) => !json_eq(cv, lv),
         }
@@ -166,6 +172,12 @@ fn list_changes(
                                         .and_then(|o| find_by_key(o, key, k))
                                         .map(|(_, v)| v);
                                     changes(o, c, l, sem)
+                                        || (f.retains_keys()
+                                            && matches!(
+                                                (c, l),
+                                                (Value::Object(cm), Value::Object(lm))
+                                                    if clears_keys(lm, cm)
+                                            ))
                                 }
                             },
                         })
@@ -214,6 +226,7 @@ fn merge_list(
                     live,
                     key,
                     Semantics::Strategic(schema, Some(ty)),
+                    f.retains_keys(),
                 ),
                 _ => merge_primitive(orig_list, config, live),
             }
@@ -239,6 +252,17 @@ fn merge_list(
     }
 }
 
+/// `$retainKeys`: of a merged map, only the keys desired sets stay.
+fn retain_keys(merged: &mut Map<String, Value>, config: &Map<String, Value>) {
+    merged.retain(|k, _| config.get(k).is_some_and(|v| !v.is_null()));
+}
+
+/// Whether `$retainKeys` would clear something of `live`: a key desired does not set.
+fn clears_keys(live: &Map<String, Value>, config: &Map<String, Value>) -> bool {
+    live.iter()
+        .any(|(k, v)| !v.is_null() && !config.get(k).is_some_and(|c| !c.is_null()))
+}
+
 fn lists_eq(a: &[Value], b: &[Value]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| json_eq(x, y))
 }
@@ -259,6 +283,7 @@ fn merge_keyed(
     live: &[Value],
     key: &str,
     sem: Semantics<'_>,
+    retain: bool,
 ) -> Vec<Value> {
     let mut changed = false;
     // Deletions: elements last-applied had that desired no longer has.
@@ -280,7 +305,10 @@ fn merge_keyed(
         match c {
             Some((k, c)) if find_by_key(&out, key, k).is_none() => {
                 let o = orig.and_then(|o| find_by_key(o, key, k)).map(|(_, v)| v);
-                let merged = three_way(o, c, l, sem);
+                let mut merged = three_way(o, c, l, sem);
+                if let (true, Value::Object(m), Value::Object(cm)) = (retain, &mut merged, c) {
+                    retain_keys(m, cm);
+                }
                 changed |= !json_eq(&merged, l);
                 out.push(merged);
             }
@@ -434,6 +462,10 @@ mod tests {
             json!({"spec": {"template": {"spec": {"containers": [{"image": "nokey"}]}}}}),
             json!({"metadata": {"labels": {"a": "b"}}, "spec": {"replicas": 2}}),
             json!({"metadata": {"labels": {}}, "spec": {"replicas": null, "x": {"y": [{"z": 1}]}}}),
+            json!({"spec": {"strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1}},
+                "template": {"spec": {"volumes": [{"name": "v", "emptyDir": {}}]}}}}),
+            json!({"spec": {"strategy": {"type": "Recreate"},
+                "template": {"spec": {"volumes": [{"name": "v", "configMap": {"name": "c"}}]}}}}),
         ];
         for sem in [
             strategic("apps/v1 Deployment"),
@@ -513,6 +545,38 @@ mod tests {
         assert_eq!(
             p.pointer("/spec/template/spec/containers/2/image"),
             Some(&json!("2"))
+        );
+    }
+
+    /// `patchStrategy: retainKeys` (a Deployment's `strategy`, a Pod's `volumes` items):
+    /// live's keys that desired does not set are cleared, as kubectl's `$retainKeys` does —
+    /// switching to `Recreate` drops `rollingUpdate`, a volume changing source drops the old.
+    #[test]
+    fn retain_keys_clears_what_desired_does_not_set() {
+        let live = json!({"spec": {"strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%"}},
+            "template": {"spec": {"volumes": [{"name": "v", "emptyDir": {}}, {"name": "w", "emptyDir": {}}]}}}});
+        let config = json!({"spec": {"strategy": {"type": "Recreate"},
+            "template": {"spec": {"volumes": [{"name": "v", "configMap": {"name": "c"}}]}}}});
+        let sem = strategic("apps/v1 Deployment");
+        let p = three_way(None, &config, &live, sem);
+        assert_eq!(p.pointer("/spec/strategy"), Some(&json!({"type": "Recreate"})));
+        assert_eq!(
+            p.pointer("/spec/template/spec/volumes"),
+            Some(&json!([{"name": "v", "configMap": {"name": "c"}}, {"name": "w", "emptyDir": {}}])),
+            "the volume desired names loses its old source; a live-only volume stays"
+        );
+        // Only desired's own keys: the same type without rollingUpdate clears it too (the
+        // API server then defaults it again).
+        let same = json!({"spec": {"strategy": {"type": "RollingUpdate"}}});
+        assert!(changes(None, &same, &live, sem));
+        assert_eq!(
+            three_way(None, &same, &live, sem).pointer("/spec/strategy"),
+            Some(&json!({"type": "RollingUpdate"}))
+        );
+        // Custom resources have no retainKeys.
+        assert_eq!(
+            three_way(None, &same, &live, Semantics::Json).pointer("/spec/strategy/rollingUpdate"),
+            Some(&json!({"maxSurge": "25%"}))
         );
     }
 
