@@ -1,5 +1,6 @@
 //! What a sync needs from the API server besides server-side apply: reading one
-//! object, delete (with a propagation policy), replace (PUT), create, creating a
+//! object, delete (with a propagation policy), replace (PUT), create, merge patch
+//! (client-side apply), creating a
 //! Namespace, and plumb's own `applications.plumb.dev` objects (get, list, merge
 //! patches of the object and of its `status` subresource).
 //!
@@ -231,6 +232,31 @@ impl Cluster {
             .replace(&key.name, &params, to_body(&body)?)
             .map_err(bad_request)?;
         send!(self, request, "update", &info, ns)
+    }
+
+    /// Patches the object `obj` names with an RFC 7386 merge patch (`PATCH`,
+    /// `application/merge-patch+json`) as `field_manager` (an `Update` in managedFields,
+    /// as client-side apply records); returns what the server stored. The URL's version is
+    /// `obj`'s. A `metadata.resourceVersion` in the patch makes it conditional: a 409
+    /// conflict error when the object changed since.
+    pub async fn merge_patch_object(
+        &self,
+        obj: &Value,
+        patch: &Value,
+        field_manager: &str,
+    ) -> Result<Value> {
+        let key = key_of(obj)?;
+        let info = self.resource_for(&key.group, &key.kind).await?;
+        let ns = self.namespace_for(&info, &key.namespace);
+        let version = served_version(obj, &info)?;
+        let params = kube::api::PatchParams {
+            field_manager: Some(field_manager.to_string()),
+            ..Default::default()
+        };
+        let request = kube::core::Request::new(info.url_path(&version, ns))
+            .patch(&key.name, &params, &kube::api::Patch::Merge(patch))
+            .map_err(bad_request)?;
+        send!(self, request, "patch", &info, ns)
     }
 
     /// Creates Namespace `name` unless it exists. `true` when it was created.

@@ -26,6 +26,7 @@
 //! assert!(!r.modified, "1000m and 1 are the same quantity");
 //! ```
 
+pub mod apply;
 pub mod compare;
 pub mod defaults;
 pub mod fields;

@@ -260,7 +260,7 @@ fn retain_keys(merged: &mut Map<String, Value>, config: &Map<String, Value>) {
 /// Whether `$retainKeys` would clear something of `live`: a key desired does not set.
 fn clears_keys(live: &Map<String, Value>, config: &Map<String, Value>) -> bool {
     live.iter()
-        .any(|(k, v)| !v.is_null() && !config.get(k).is_some_and(|c| !c.is_null()))
+        .any(|(k, v)| !v.is_null() && config.get(k).is_none_or(Value::is_null))
 }
 
 fn lists_eq(a: &[Value], b: &[Value]) -> bool {
@@ -559,10 +559,15 @@ mod tests {
             "template": {"spec": {"volumes": [{"name": "v", "configMap": {"name": "c"}}]}}}});
         let sem = strategic("apps/v1 Deployment");
         let p = three_way(None, &config, &live, sem);
-        assert_eq!(p.pointer("/spec/strategy"), Some(&json!({"type": "Recreate"})));
+        assert_eq!(
+            p.pointer("/spec/strategy"),
+            Some(&json!({"type": "Recreate"}))
+        );
         assert_eq!(
             p.pointer("/spec/template/spec/volumes"),
-            Some(&json!([{"name": "v", "configMap": {"name": "c"}}, {"name": "w", "emptyDir": {}}])),
+            Some(
+                &json!([{"name": "v", "configMap": {"name": "c"}}, {"name": "w", "emptyDir": {}}])
+            ),
             "the volume desired names loses its old source; a live-only volume stays"
         );
         // Only desired's own keys: the same type without rollingUpdate clears it too (the

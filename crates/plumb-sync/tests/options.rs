@@ -1,5 +1,6 @@
 //! Sync options and plan rules on the test bed: CreateNamespace, waves, Replace=true,
-//! Prune=false, the allowEmpty guard; and the time a sync of N objects takes.
+//! Prune=false, the allowEmpty guard; client-side apply (ServerSideApply=false); and the time
+//! a sync of N objects takes.
 
 mod common;
 
@@ -224,6 +225,173 @@ async fn create_namespace_waves_replace_prune_false_and_allow_empty() {
         ),
         "{:?}",
         out.decision
+    );
+    let _ = std::fs::remove_dir_all(&repo);
+}
+
+/// `ServerSideApply=false`: client-side apply as kubectl does it — a create, then three-way
+/// patches recorded as `Update`s by `plumb`: a field removed from git is removed, a field
+/// someone else added stays, a Deployment switching to `Recreate` loses `rollingUpdate`
+/// (`$retainKeys`), and an apply with nothing to change changes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn client_side_apply_when_server_side_apply_is_off() {
+    let Some(cluster) = testbed("sync_csa").await else {
+        return;
+    };
+    install_crd(&cluster).await;
+    let apps_ns = namespace(&cluster, "sync-csa-apps", json!({})).await;
+    let dest = namespace(&cluster, "sync-csa-dest", json!({})).await;
+    let cm = |data: Value, labels: Value| {
+        serde_json::to_string_pretty(&json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "settings", "labels": labels}, "data": data}))
+        .expect("json")
+    };
+    let deploy = |strategy: Value, image: &str| {
+        serde_json::to_string_pretty(&json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web"},
+            "spec": {"selector": {"matchLabels": {"app": "web"}}, "strategy": strategy,
+                "template": {"metadata": {"labels": {"app": "web"}},
+                    "spec": {"containers": [{"name": "app", "image": image}]}}}}))
+        .expect("json")
+    };
+    let (repo, _) = git_repo(
+        "plumb-csa",
+        &[
+            (
+                "app/cm.json",
+                &cm(
+                    json!({"k": "1", "gone": "2"}),
+                    json!({"team": "a", "old": "x"}),
+                ),
+            ),
+            (
+                "app/deploy.json",
+                &deploy(
+                    json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1}}),
+                    "example/web:1",
+                ),
+            ),
+        ],
+    );
+    let name = "csa";
+    let app = application(
+        name,
+        &apps_ns,
+        &repo,
+        "app",
+        &dest,
+        json!({"syncOptions": ["ServerSideApply=false"]}),
+    );
+    apply(&cluster, vec![app]).await;
+    let at = |s: u64| UNIX_EPOCH + Duration::from_secs(1_900_000_000 + s);
+    let sync_now = |s: u64| {
+        let cluster = &cluster;
+        let apps_ns = &apps_ns;
+        async move {
+            let stored = get_app(cluster, apps_ns, name).await;
+            let sync = sync_app(
+                cluster,
+                &stored,
+                &RunOptions::default(),
+                InitiatedBy::user("alice"),
+                at(s),
+            )
+            .await
+            .expect("sync");
+            assert!(sync.succeeded(), "{}", sync.message);
+            let mut messages: Vec<String> =
+                sync.results.iter().map(|r| r.message.clone()).collect();
+            messages.sort();
+            (sync, messages)
+        }
+    };
+    let (_, messages) = sync_now(0).await;
+    assert_eq!(messages, ["configmap created", "deployment created"]);
+    let live = |kind: &'static str, name: &'static str| {
+        let cluster = &cluster;
+        let dest = &dest;
+        async move {
+            let group = if kind == "Deployment" { "apps" } else { "" };
+            cluster
+                .get_object(group, kind, dest, name)
+                .await
+                .expect("get")
+                .expect("exists")
+        }
+    };
+    let managers = |obj: &Value| -> Vec<(String, String)> {
+        obj["metadata"]["managedFields"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|m| {
+                (
+                    m["manager"].as_str().unwrap_or("").to_string(),
+                    m["operation"].as_str().unwrap_or("").to_string(),
+                )
+            })
+            .collect()
+    };
+    let settings = live("ConfigMap", "settings").await;
+    assert_eq!(
+        managers(&settings),
+        [("plumb".to_string(), "Update".to_string())],
+        "a client-side apply is an Update, not an Apply"
+    );
+    assert!(
+        settings["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"]
+            .is_string()
+    );
+
+    // Someone labels the ConfigMap by hand; git drops a key and a label, and the Deployment
+    // switches to Recreate with a new image.
+    cluster
+        .merge_patch_object(
+            &settings,
+            &json!({"metadata": {"labels": {"hand": "y"}}}),
+            "kubectl-edit",
+        )
+        .await
+        .expect("hand edit");
+    common::write_files(
+        &repo,
+        &[
+            ("app/cm.json", &cm(json!({"k": "1"}), json!({"team": "a"}))),
+            (
+                "app/deploy.json",
+                &deploy(json!({"type": "Recreate"}), "example/web:2"),
+            ),
+        ],
+    );
+    commit(&repo, "drop a key and a label; Recreate");
+    let (sync, messages) = sync_now(60).await;
+    assert_eq!(messages, ["configmap configured", "deployment configured"]);
+    assert_eq!(
+        sync.status.sync,
+        SyncStatusCode::Synced,
+        "{:?}",
+        sync.status
+    );
+    let settings = live("ConfigMap", "settings").await;
+    assert_eq!(settings["data"], json!({"k": "1"}));
+    assert_eq!(
+        settings["metadata"]["labels"],
+        json!({"team": "a", "hand": "y"})
+    );
+    let web = live("Deployment", "web").await;
+    assert_eq!(web["spec"]["strategy"], json!({"type": "Recreate"}));
+    assert_eq!(
+        web["spec"]["template"]["spec"]["containers"][0]["image"],
+        "example/web:2"
+    );
+
+    // Nothing left to change: every apply is a no-op.
+    let rv = settings["metadata"]["resourceVersion"].clone();
+    let (_, messages) = sync_now(120).await;
+    assert_eq!(messages, ["configmap unchanged", "deployment unchanged"]);
+    assert_eq!(
+        live("ConfigMap", "settings").await["metadata"]["resourceVersion"],
+        rv
     );
     let _ = std::fs::remove_dir_all(&repo);
 }

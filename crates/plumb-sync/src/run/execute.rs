@@ -5,6 +5,7 @@
 
 use super::*;
 use crate::operation::{DeletePolicy, TaskState, generated_name, hook_state, resource_state};
+use crate::options::ApplyMode;
 use crate::plan::{Batch, Phase, Step};
 
 pub(super) fn propagation(p: PropagationPolicy) -> Propagation {
@@ -70,6 +71,48 @@ fn apply_object(obs: &Observation, key: &ResourceKey) -> Result<Value, String> {
     let text = serde_json::to_string(&recorded).map_err(|e| e.to_string())?;
     set_meta_entry(&mut obj, "annotations", LAST_APPLIED_ANNOTATION, &text);
     Ok(obj)
+}
+
+/// Client-side apply (`ServerSideApply=false`), as `kubectl apply` without `--server-side`:
+/// create the object, or patch live into what kubectl's three-way patch leaves
+/// ([`plumb_diff::apply::client_side_patch`]) as an `Update` by `plumb`. The patch is pinned
+/// to the live object's `resourceVersion`; when another writer got in between, live is read
+/// again and the patch recomputed (three attempts). Returns kubectl's verb for what happened.
+async fn client_side_apply(cluster: &Cluster, obj: &Value) -> Result<&'static str, String> {
+    let key = ResourceKey::of(obj).ok_or("the object lacks apiVersion, kind or metadata.name")?;
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let live = cluster
+            .get_object(&key.group, &key.kind, &key.namespace, &key.name)
+            .await
+            .map_err(|e| e.to_string())?;
+        let Some(live) = live else {
+            return match cluster.create_object(obj, FIELD_MANAGER).await {
+                Ok(_) => Ok("created"),
+                // Created by someone else since the read: patch it on the next attempt.
+                Err(ClusterError::Api { code: 409, .. }) if attempt < 3 => continue,
+                Err(e) => Err(e.to_string()),
+            };
+        };
+        let Some(mut patch) = plumb_diff::apply::client_side_patch(obj, &live) else {
+            return Ok("unchanged");
+        };
+        if let (Some(rv), Some(p)) = (
+            live.pointer("/metadata/resourceVersion").cloned(),
+            patch.as_object_mut(),
+        ) {
+            let meta = p.entry("metadata").or_insert_with(|| json!({}));
+            if let Some(m) = meta.as_object_mut() {
+                m.insert("resourceVersion".into(), rv);
+            }
+        }
+        match cluster.merge_patch_object(obj, &patch, FIELD_MANAGER).await {
+            Ok(_) => return Ok("configured"),
+            Err(ClusterError::Api { code: 409, .. }) if attempt < 3 => continue,
+            Err(e) => return Err(e.to_string()),
+        }
+    }
 }
 
 /// A sync operation: what `status.operationState` records while it runs.
@@ -447,6 +490,26 @@ impl Exec<'_> {
                 }
                 Action::Apply | Action::Replace if step.source == StepSource::Hook => {
                     self.run_hook(step).await;
+                }
+                Action::Apply if step.apply_mode == ApplyMode::ClientSide => {
+                    let r = match apply_object(self.obs, &key) {
+                        Ok(obj) => client_side_apply(self.cluster, &obj).await,
+                        Err(e) => Err(e),
+                    };
+                    match r {
+                        Ok(done) => {
+                            let message = format!("{} {done}", key.kind.to_lowercase());
+                            let index = self.push(step, key.clone(), "Synced", message);
+                            self.started.push(Started {
+                                key,
+                                hook: false,
+                                result: index,
+                            });
+                        }
+                        Err(e) => {
+                            self.push(step, key, "SyncFailed", e);
+                        }
+                    }
                 }
                 Action::Apply => match apply_object(self.obs, &key) {
                     Ok(obj) => applies.push((step, obj)),
