@@ -39,6 +39,7 @@ pub mod backoff;
 pub mod controller;
 pub mod duration;
 pub mod history;
+pub mod migration;
 pub mod operation;
 pub mod options;
 pub mod plan;

@@ -232,7 +232,8 @@ async fn create_namespace_waves_replace_prune_false_and_allow_empty() {
 /// `ServerSideApply=false`: client-side apply as kubectl does it — a create, then three-way
 /// patches recorded as `Update`s by `plumb`: a field removed from git is removed, a field
 /// someone else added stays, a Deployment switching to `Recreate` loses `rollingUpdate`
-/// (`$retainKeys`), and an apply with nothing to change changes nothing.
+/// (`$retainKeys`), and an apply with nothing to change changes nothing. Switching back to
+/// server-side apply migrates the client-side apply's field ownership.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn client_side_apply_when_server_side_apply_is_off() {
     let Some(cluster) = testbed("sync_csa").await else {
@@ -274,7 +275,7 @@ async fn client_side_apply_when_server_side_apply_is_off() {
         ],
     );
     let name = "csa";
-    let app = application(
+    let mut app = application(
         name,
         &apps_ns,
         &repo,
@@ -282,7 +283,7 @@ async fn client_side_apply_when_server_side_apply_is_off() {
         &dest,
         json!({"syncOptions": ["ServerSideApply=false"]}),
     );
-    apply(&cluster, vec![app]).await;
+    apply(&cluster, vec![app.clone()]).await;
     let at = |s: u64| UNIX_EPOCH + Duration::from_secs(1_900_000_000 + s);
     let sync_now = |s: u64| {
         let cluster = &cluster;
@@ -392,6 +393,46 @@ async fn client_side_apply_when_server_side_apply_is_off() {
     assert_eq!(
         live("ConfigMap", "settings").await["metadata"]["resourceVersion"],
         rv
+    );
+
+    // Back to server-side apply (ClientSideApplyMigration on, as by default): plumb's Apply
+    // entry takes over what its client-side applies owned, so a key git drops now goes.
+    app["spec"]["syncPolicy"] = json!({"syncOptions": ["ServerSideApply=true"]});
+    apply(&cluster, vec![app]).await;
+    common::write_files(
+        &repo,
+        &[("app/cm.json", &cm(json!({"k2": "2"}), json!({"team": "a"})))],
+    );
+    commit(&repo, "replace k with k2");
+    let (sync, messages) = sync_now(180).await;
+    assert_eq!(
+        messages,
+        [
+            "configmap serverside-applied",
+            "deployment serverside-applied"
+        ]
+    );
+    assert_eq!(
+        sync.status.sync,
+        SyncStatusCode::Synced,
+        "{:?}",
+        sync.status
+    );
+    let settings = live("ConfigMap", "settings").await;
+    assert_eq!(
+        settings["data"],
+        json!({"k2": "2"}),
+        "the key owned by the client-side apply is removed"
+    );
+    assert_eq!(settings["metadata"]["labels"]["hand"], "y");
+    let mut owners = managers(&settings);
+    owners.sort();
+    assert_eq!(
+        owners,
+        [
+            ("kubectl-edit".to_string(), "Update".to_string()),
+            ("plumb".to_string(), "Apply".to_string())
+        ]
     );
     let _ = std::fs::remove_dir_all(&repo);
 }

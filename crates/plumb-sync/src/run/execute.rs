@@ -4,6 +4,7 @@
 //! operation (see [`Operation::resumed`]) instead of losing or duplicating it.
 
 use super::*;
+use crate::migration::migrate_managed_fields;
 use crate::operation::{DeletePolicy, TaskState, generated_name, hook_state, resource_state};
 use crate::options::ApplyMode;
 use crate::plan::{Batch, Phase, Step};
@@ -111,6 +112,39 @@ async fn client_side_apply(cluster: &Cluster, obj: &Value) -> Result<&'static st
             Ok(_) => return Ok("configured"),
             Err(ClusterError::Api { code: 409, .. }) if attempt < 3 => continue,
             Err(e) => return Err(e.to_string()),
+        }
+    }
+}
+
+/// Client-side apply migration before a server-side apply ([`crate::migration`]): live's
+/// `managedFields` rewritten so plumb's `Apply` entry owns what the managers in `from` owned by
+/// `Update`, pinned to live's `resourceVersion` (a conflict re-reads live; three attempts).
+async fn migrate_client_side(cluster: &Cluster, obj: &Value, from: &[&str]) -> Result<(), String> {
+    let key = ResourceKey::of(obj).ok_or("the object lacks apiVersion, kind or metadata.name")?;
+    let failed = |e: String| format!("failed to perform client-side apply migration: {e}");
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let live = cluster
+            .get_object(&key.group, &key.kind, &key.namespace, &key.name)
+            .await
+            .map_err(|e| failed(e.to_string()))?;
+        let Some(fields) = live
+            .as_ref()
+            .and_then(|l| migrate_managed_fields(l, from, FIELD_MANAGER))
+        else {
+            return Ok(());
+        };
+        let rv = live
+            .as_ref()
+            .and_then(|l| l.pointer("/metadata/resourceVersion"))
+            .cloned()
+            .unwrap_or(Value::Null);
+        let patch = json!({"metadata": {"resourceVersion": rv, "managedFields": fields}});
+        match cluster.merge_patch_object(obj, &patch, FIELD_MANAGER).await {
+            Ok(_) => return Ok(()),
+            Err(ClusterError::Api { code: 409, .. }) if attempt < 3 => continue,
+            Err(e) => return Err(failed(e.to_string())),
         }
     }
 }
@@ -568,6 +602,26 @@ impl Exec<'_> {
                     self.push(step, key, "Synced", why.message().into());
                 }
             }
+        }
+        if sync_opts.client_side_apply_migration {
+            let from = [self.obs.migration_manager.as_str(), FIELD_MANAGER];
+            let mut kept = Vec::with_capacity(applies.len());
+            for (step, obj) in applies {
+                let needed = self.obs.live.get(&step.key).is_some_and(|live| {
+                    migrate_managed_fields(live, &from, FIELD_MANAGER).is_some()
+                });
+                if !needed {
+                    kept.push((step, obj));
+                    continue;
+                }
+                match migrate_client_side(self.cluster, &obj, &from).await {
+                    Ok(()) => kept.push((step, obj)),
+                    Err(e) => {
+                        self.push(step, step.key.clone(), "SyncFailed", e);
+                    }
+                }
+            }
+            applies = kept;
         }
         if !applies.is_empty() {
             let (steps, objects): (Vec<&Step>, Vec<Value>) = applies.into_iter().unzip();

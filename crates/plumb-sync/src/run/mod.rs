@@ -230,6 +230,9 @@ struct Observation {
     tracking: plumb_core::argo::TrackingMethod,
     /// `spec.syncPolicy.syncOptions` as written.
     sync_options_json: Option<Value>,
+    /// The client-side apply manager whose fields a server-side apply takes over
+    /// (`argocd.argoproj.io/client-side-apply-migration-manager`).
+    migration_manager: String,
     live: BTreeMap<ResourceKey, Value>,
     diffs: Vec<ResourceDiff>,
     resources: Vec<PlanResource>,
@@ -506,6 +509,12 @@ async fn observe(
             .pointer("/spec/syncPolicy/syncOptions")
             .filter(|v| !v.is_null())
             .cloned(),
+        migration_manager: plumb_core::value::annotation(
+            app_obj,
+            crate::migration::MIGRATION_MANAGER_ANNOTATION,
+        )
+        .unwrap_or(crate::migration::DEFAULT_MIGRATION_MANAGER)
+        .to_string(),
         live: BTreeMap::new(),
         diffs: Vec::new(),
         resources: Vec::new(),
