@@ -29,6 +29,28 @@ enum AppCommand {
     Wait(WaitArgs),
     /// What a sync would change, as `argocd app diff` prints it (exit 1 on differences).
     Diff(SyncArgs),
+    /// Delete the Application. With `--cascade` (the default) its resources are deleted
+    /// first, highest sync wave first (`Delete=false` keeps one, `Delete=confirm` waits for
+    /// approval), by the controller — or by this command with `--wait`.
+    Delete(DeleteArgs),
+}
+
+#[derive(clap::Args)]
+struct DeleteArgs {
+    #[command(flatten)]
+    app: NamedArgs,
+    /// Delete the Application's resources too (the resources finalizer).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    cascade: bool,
+    /// How resources are deleted: foreground (dependents first) or background.
+    #[arg(long, default_value = "foreground", value_parser = ["foreground", "background"])]
+    propagation_policy: String,
+    /// Do the cascade here and wait until the Application is gone (no controller needed).
+    #[arg(long)]
+    wait: bool,
+    /// With --wait: give up after this many seconds (exit 1).
+    #[arg(long, default_value_t = 180)]
+    timeout: u64,
 }
 
 #[derive(clap::Args)]
@@ -119,6 +141,7 @@ pub fn run(args: AppArgs) -> Result<u8> {
         AppCommand::Sync(a) => return sync(a),
         AppCommand::Wait(a) => return wait(a),
         AppCommand::Diff(a) => return diff(a),
+        AppCommand::Delete(a) => return delete(a),
         AppCommand::Get(a) => format_get(&one_app(a)?),
         AppCommand::History(a) => format_history(&one_app(a)?),
         AppCommand::List(a) => {
@@ -166,6 +189,74 @@ fn sync(cmd: &SyncCmd) -> Result<u8> {
     } else {
         crate::EXIT_DIFFERENCES
     })
+}
+
+fn delete(args: &DeleteArgs) -> Result<u8> {
+    use plumb_sync::deletion::{RESOURCES_FINALIZER, RESOURCES_FINALIZER_BACKGROUND};
+    let app = one_app(&args.app)?;
+    let c = connect(&args.app.cluster)?;
+    let (ns, name) = (args.app.app_namespace.as_str(), args.app.name.as_str());
+    if args.cascade {
+        let wanted = match args.propagation_policy.as_str() {
+            "background" => RESOURCES_FINALIZER_BACKGROUND,
+            _ => RESOURCES_FINALIZER,
+        };
+        let mut finalizers: Vec<Value> = app
+            .pointer("/metadata/finalizers")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        if !finalizers.iter().any(|f| f.as_str() == Some(wanted)) {
+            finalizers.push(Value::String(wanted.to_string()));
+            let patch = serde_json::json!({"metadata": {"finalizers": finalizers,
+                "resourceVersion": app.pointer("/metadata/resourceVersion")}});
+            c.block_on(c.cluster.patch_application(ns, name, &patch))
+                .map_err(|e| anyhow!("{e}"))?;
+        }
+    }
+    let key = plumb_core::ResourceKey {
+        group: APPLICATION.0.into(),
+        kind: APPLICATION.1.into(),
+        namespace: ns.into(),
+        name: name.into(),
+    };
+    c.block_on(
+        c.cluster
+            .delete_object(&key, plumb_cluster::Propagation::Background),
+    )
+    .map_err(|e| anyhow!("{e}"))?;
+    if !args.wait {
+        println!(
+            "application '{name}' deleted{}",
+            if args.cascade {
+                " (the controller deletes its resources first)"
+            } else {
+                ""
+            }
+        );
+        return Ok(EXIT_IN_SYNC);
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(args.timeout);
+    loop {
+        let current = c
+            .block_on(c.cluster.get_application(ns, name))
+            .map_err(|e| anyhow!("{e}"))?;
+        let Some(current) = current else {
+            println!("application '{name}' deleted");
+            return Ok(EXIT_IN_SYNC);
+        };
+        if let Some(step) = c
+            .block_on(plumb_sync::run::finalize_deletion(&c.cluster, &current))
+            .map_err(|e| anyhow!("{e}"))?
+        {
+            eprintln!("{name}: {}", step.message);
+        }
+        if std::time::Instant::now() >= deadline {
+            eprintln!("{name}: still not deleted after {} s", args.timeout);
+            return Ok(crate::EXIT_DIFFERENCES);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
 }
 
 /// The per-resource results of a sync, as `argocd app sync` lists them.

@@ -156,6 +156,7 @@ fn log_event(e: Event<'_>) {
             "synced": outcome.sync.is_some(),
             "resumed": outcome.resumed,
             "operation": outcome.sync.as_ref().map(|s| s.phase),
+            "deletion": outcome.deletion.as_ref().map(|d| d.message.as_str()),
             "ms": ms(took),
         })),
         Event::Failed {

@@ -1474,6 +1474,43 @@ async fn app_commands_sync_and_report() {
     assert_eq!(held["spec"]["leaseTransitions"], 1, "{held}");
     let run = plumb(&[&["app", "history", name.as_str()][..], &common[..]].concat()).await;
     assert_eq!(run.stdout.lines().count(), 3, "two syncs recorded: {run}");
+
+    // Deleting it with cascade (the default) and --wait removes its ConfigMap, then the
+    // Application.
+    let run = plumb(
+        &[
+            &["app", "delete", name.as_str(), "--wait", "--timeout", "60"][..],
+            &common[..],
+        ]
+        .concat(),
+    )
+    .await;
+    assert_eq!(run.code, Some(0), "{run}");
+    assert!(
+        run.stderr.contains("deleting 1 resource(s) of wave 0"),
+        "{run}"
+    );
+    assert!(
+        run.stdout
+            .contains(&format!("application '{name}' deleted")),
+        "{run}"
+    );
+    assert!(
+        cluster
+            .get_application(&app_ns, &name)
+            .await
+            .expect("get")
+            .is_none(),
+        "the Application is gone"
+    );
+    assert!(
+        cluster
+            .get_object("", "ConfigMap", &ns, "settings")
+            .await
+            .expect("get")
+            .is_none(),
+        "its resource is gone"
+    );
 }
 
 /// The seed's incident, live: a plumb Application syncs the payments overlay into a

@@ -37,6 +37,7 @@
 pub mod auto;
 pub mod backoff;
 pub mod controller;
+pub mod deletion;
 pub mod duration;
 pub mod history;
 pub mod migration;

@@ -1,6 +1,6 @@
 //! Sync options and plan rules on the test bed: CreateNamespace, waves, Replace=true,
-//! Prune=false, the allowEmpty guard; client-side apply (ServerSideApply=false); and the time
-//! a sync of N objects takes.
+//! Prune=false, the allowEmpty guard; client-side apply (ServerSideApply=false); deleting an
+//! Application with cascade; and the time a sync of N objects takes.
 
 mod common;
 
@@ -434,6 +434,116 @@ async fn client_side_apply_when_server_side_apply_is_off() {
             ("plumb".to_string(), "Apply".to_string())
         ]
     );
+    let _ = std::fs::remove_dir_all(&repo);
+}
+
+/// Deleting an Application with the resources finalizer: its resources go highest wave
+/// first (the next wave only once the last is gone), `Delete=false` keeps one, an object the
+/// app does not track is left alone, then the finalizer goes and with it the Application.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn deleting_an_application_cascades_in_reverse_wave_order() {
+    let Some(cluster) = testbed("sync_delete").await else {
+        return;
+    };
+    install_crd(&cluster).await;
+    let apps_ns = namespace(&cluster, "sync-del-apps", json!({})).await;
+    let dest = namespace(&cluster, "sync-del-dest", json!({})).await;
+    let files = [
+        ("app/first.json", configmap("first", json!({}))),
+        (
+            "app/second.json",
+            configmap("second", json!({"argocd.argoproj.io/sync-wave": "1"})),
+        ),
+        (
+            "app/kept.json",
+            configmap(
+                "kept",
+                json!({"argocd.argoproj.io/sync-options": "Delete=false"}),
+            ),
+        ),
+    ];
+    let refs: Vec<(&str, &str)> = files.iter().map(|(a, b)| (*a, b.as_str())).collect();
+    let (repo, _) = git_repo("plumb-delete", &refs);
+    let name = "doomed";
+    let mut app = application(name, &apps_ns, &repo, "app", &dest, json!({}));
+    app["metadata"]["finalizers"] = json!([plumb_sync::deletion::RESOURCES_FINALIZER]);
+    apply(&cluster, vec![app]).await;
+    let sync = sync_app(
+        &cluster,
+        &get_app(&cluster, &apps_ns, name).await,
+        &RunOptions::default(),
+        InitiatedBy::user("alice"),
+        UNIX_EPOCH + Duration::from_secs(1_900_000_000),
+    )
+    .await
+    .expect("sync");
+    assert!(sync.succeeded(), "{}", sync.message);
+    // An object of the same name the app does not track stays whatever happens.
+    apply(
+        &cluster,
+        vec![json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "bystander", "namespace": dest}, "data": {}})],
+    )
+    .await;
+
+    let app_key = plumb_core::ResourceKey {
+        group: "plumb.dev".into(),
+        kind: "Application".into(),
+        namespace: apps_ns.clone(),
+        name: name.into(),
+    };
+    cluster
+        .delete_object(&app_key, plumb_cluster::Propagation::Background)
+        .await
+        .expect("delete the Application");
+    let exists = |n: &'static str| {
+        let cluster = &cluster;
+        let dest = &dest;
+        async move {
+            cluster
+                .get_object("", "ConfigMap", dest, n)
+                .await
+                .expect("get")
+                .is_some()
+        }
+    };
+    let mut state = ReconcileState::default();
+    let mut deleted_in_order: Vec<Vec<String>> = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let Some(current) = cluster
+            .get_application(&apps_ns, name)
+            .await
+            .expect("get app")
+        else {
+            break;
+        };
+        assert!(Instant::now() < deadline, "the Application is still there");
+        let out = reconcile_once(&cluster, &current, UNIX_EPOCH, &mut state)
+            .await
+            .expect("reconcile");
+        assert!(out.sync.is_none(), "a deleted app is never synced");
+        let step = out.deletion.expect("a deletion step");
+        if !step.deleted.is_empty() {
+            // A wave is deleted only once the waves above it are gone.
+            if step.deleted.iter().any(|k| k.name == "first") {
+                assert!(
+                    !exists("second").await,
+                    "wave 0 went before wave 1 was gone"
+                );
+            }
+            deleted_in_order.push(step.deleted.iter().map(|k| k.name.clone()).collect());
+        }
+        if step.finalized {
+            assert_eq!(step.kept.len(), 1, "{step:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(deleted_in_order, [vec!["second"], vec!["first"]]);
+    assert!(!exists("first").await);
+    assert!(!exists("second").await);
+    assert!(exists("kept").await, "Delete=false keeps it");
+    assert!(exists("bystander").await, "not the app's");
     let _ = std::fs::remove_dir_all(&repo);
 }
 

@@ -199,6 +199,8 @@ pub struct ReconcileOutcome {
     pub resumed: bool,
     /// The app's status as written.
     pub status: AppStatus,
+    /// For an Application being deleted, the cascade step taken (nothing else is done).
+    pub deletion: Option<DeletionOutcome>,
 }
 
 /// The controller's state across passes. Everything a decision needs lives in the
@@ -854,6 +856,15 @@ pub async fn reconcile_once(
     state: &mut ReconcileState,
 ) -> Result<ReconcileOutcome> {
     let started = Instant::now();
+    if let Some(deletion) = finalize_deletion(cluster, app).await? {
+        return Ok(ReconcileOutcome {
+            decision: None,
+            resumed: false,
+            sync: None,
+            status: recorded_status(app),
+            deletion: Some(deletion),
+        });
+    }
     if let Some(outcome) = resume_app(cluster, app, &state.options, now).await? {
         let status = outcome.status.clone();
         return Ok(ReconcileOutcome {
@@ -861,6 +872,7 @@ pub async fn reconcile_once(
             resumed: true,
             sync: Some(outcome),
             status,
+            deletion: None,
         });
     }
     let obs = observe(cluster, app, &state.options, None).await?;
@@ -878,6 +890,7 @@ pub async fn reconcile_once(
             resumed: false,
             sync: Some(outcome),
             status,
+            deletion: None,
         });
     }
     let mut status = refresh_status(app, &obs, now);
@@ -888,7 +901,26 @@ pub async fn reconcile_once(
         resumed: false,
         sync: None,
         status: obs.status,
+        deletion: None,
     })
+}
+
+/// The status the Application last recorded (for a reconcile that did not compare).
+fn recorded_status(app: &Value) -> AppStatus {
+    let text = |p: &str| app.pointer(p).and_then(Value::as_str).unwrap_or_default();
+    AppStatus {
+        sync: if text("/status/sync/status") == "Synced" {
+            SyncStatusCode::Synced
+        } else {
+            SyncStatusCode::OutOfSync
+        },
+        health: text("/status/health/status")
+            .parse()
+            .unwrap_or(HealthStatus::Unknown),
+        revision: text("/status/sync/revision").to_string(),
+        revision_label: String::new(),
+        resources: Vec::new(),
+    }
 }
 
 /// plumb resets the self-heal attempt count when the app is seen Synced (see NOTES.md).
@@ -953,4 +985,7 @@ fn app_state(app: &Value, obs: &Observation, opts: &RunOptions) -> AppState {
     state
 }
 
+mod delete;
 mod execute;
+
+pub use delete::{DeletionOutcome, finalize_deletion};
