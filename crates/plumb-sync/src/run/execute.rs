@@ -499,6 +499,18 @@ impl Exec<'_> {
         }
     }
 
+    /// Records a resource written to the cluster (`<kind> <verb>`, as kubectl reports it):
+    /// Synced, and waited for by health before the next wave.
+    fn applied(&mut self, step: &Step, key: ResourceKey, verb: &str) {
+        let message = format!("{} {verb}", key.kind.to_lowercase());
+        let index = self.push(step, key.clone(), "Synced", message);
+        self.started.push(Started {
+            key,
+            hook: false,
+            result: index,
+        });
+    }
+
     /// Runs one batch; returns the failure message, if any step failed.
     async fn run_batch(
         &mut self,
@@ -531,15 +543,7 @@ impl Exec<'_> {
                         Err(e) => Err(e),
                     };
                     match r {
-                        Ok(done) => {
-                            let message = format!("{} {done}", key.kind.to_lowercase());
-                            let index = self.push(step, key.clone(), "Synced", message);
-                            self.started.push(Started {
-                                key,
-                                hook: false,
-                                result: index,
-                            });
-                        }
+                        Ok(done) => self.applied(step, key, done),
                         Err(e) => {
                             self.push(step, key, "SyncFailed", e);
                         }
@@ -560,21 +564,11 @@ impl Exec<'_> {
                             .map_err(|e| e.to_string()),
                         Err(e) => Err(e),
                     };
-                    let index = match r {
-                        Ok(_) => self.push(
-                            step,
-                            key.clone(),
-                            "Synced",
-                            format!("{} replaced", key.kind.to_lowercase()),
-                        ),
-                        Err(e) => self.push(step, key.clone(), "SyncFailed", e),
-                    };
-                    if self.results[index].status == "Synced" {
-                        self.started.push(Started {
-                            key,
-                            hook: false,
-                            result: index,
-                        });
+                    match r {
+                        Ok(_) => self.applied(step, key, "replaced"),
+                        Err(e) => {
+                            self.push(step, key, "SyncFailed", e);
+                        }
                     }
                 }
                 Action::Prune if step.requires_confirmation => {
@@ -629,15 +623,7 @@ impl Exec<'_> {
             for (step, answer) in steps.into_iter().zip(answers) {
                 let key = step.key.clone();
                 match answer {
-                    Ok(_) => {
-                        let message = format!("{} serverside-applied", key.kind.to_lowercase());
-                        let index = self.push(step, key.clone(), "Synced", message);
-                        self.started.push(Started {
-                            key,
-                            hook: false,
-                            result: index,
-                        });
-                    }
+                    Ok(_) => self.applied(step, key, "serverside-applied"),
                     Err(e) => {
                         self.push(step, key, "SyncFailed", e.to_string());
                     }
