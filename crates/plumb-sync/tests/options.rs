@@ -1,5 +1,5 @@
 //! Sync options and plan rules on the test bed: CreateNamespace, waves, Replace=true,
-//! Prune=false, the allowEmpty guard; client-side apply (ServerSideApply=false); deleting an
+//! Prune=false, the allowEmpty guard; client-side apply (ServerSideApply=false); Force=true; deleting an
 //! Application with cascade; and the time a sync of N objects takes.
 
 mod common;
@@ -11,6 +11,7 @@ use plumb_sync::history::InitiatedBy;
 use plumb_sync::run::{ReconcileState, RunOptions, reconcile_once, sync_app};
 use plumb_sync::status::SyncStatusCode;
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
 fn configmap(name: &str, annotations: Value) -> String {
@@ -434,6 +435,123 @@ async fn client_side_apply_when_server_side_apply_is_off() {
             ("plumb".to_string(), "Apply".to_string())
         ]
     );
+    let _ = std::fs::remove_dir_all(&repo);
+}
+
+/// `Force=true`: a change the API server refuses (an immutable ConfigMap's data) is made by
+/// deleting the object and creating it again — after a server-side apply's or a client-side
+/// apply's refusal, and always with `Replace=true` (`kubectl replace --force`). Without it
+/// the sync fails naming the refusal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn force_recreates_what_cannot_be_changed() {
+    let Some(cluster) = testbed("sync_force").await else {
+        return;
+    };
+    install_crd(&cluster).await;
+    let apps_ns = namespace(&cluster, "sync-force-apps", json!({})).await;
+    let dest = namespace(&cluster, "sync-force-dest", json!({})).await;
+    let frozen = |name: &str, options: &str, v: &str| {
+        let mut annotations = json!({});
+        if !options.is_empty() {
+            annotations["argocd.argoproj.io/sync-options"] = json!(options);
+        }
+        serde_json::to_string_pretty(&json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "annotations": annotations},
+            "immutable": true, "data": {"v": v}}))
+        .expect("json")
+    };
+    let cases = [
+        ("plain", ""),
+        ("forced", "Force=true"),
+        ("forced-csa", "Force=true,ServerSideApply=false"),
+        ("forced-replace", "Force=true,Replace=true"),
+    ];
+    let write = |v: &str| -> Vec<(String, String)> {
+        cases
+            .iter()
+            .map(|(n, o)| (format!("app/{n}.json"), frozen(n, o, v)))
+            .collect()
+    };
+    let files = write("1");
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    let (repo, _) = git_repo("plumb-force", &refs);
+    let name = "force";
+    apply(
+        &cluster,
+        vec![application(name, &apps_ns, &repo, "app", &dest, json!({}))],
+    )
+    .await;
+    let sync = |s: u64| {
+        let cluster = &cluster;
+        let apps_ns = &apps_ns;
+        async move {
+            sync_app(
+                cluster,
+                &get_app(cluster, apps_ns, name).await,
+                &RunOptions::default(),
+                InitiatedBy::user("alice"),
+                UNIX_EPOCH + Duration::from_secs(1_900_000_000 + s),
+            )
+            .await
+            .expect("sync")
+        }
+    };
+    assert!(sync(0).await.succeeded());
+    let uid = |obj: &Value| obj["metadata"]["uid"].as_str().unwrap_or("").to_string();
+    let mut before = BTreeMap::new();
+    for (n, _) in cases {
+        let obj = cluster
+            .get_object("", "ConfigMap", &dest, n)
+            .await
+            .unwrap()
+            .expect("created");
+        before.insert(n, uid(&obj));
+    }
+
+    let files = write("2");
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    common::write_files(&repo, &refs);
+    commit(&repo, "v2");
+    let outcome = sync(60).await;
+    assert!(!outcome.succeeded(), "the plain one cannot change");
+    let result = |n: &str| {
+        outcome
+            .results
+            .iter()
+            .find(|r| r.key.name == n)
+            .map(|r| (r.status, r.message.clone()))
+            .expect("a result")
+    };
+    let (status, message) = result("plain");
+    assert_eq!(status, "SyncFailed");
+    assert!(message.contains("immutable"), "{message}");
+    for (n, _) in &cases[1..] {
+        assert_eq!(
+            result(n),
+            ("Synced", "configmap replaced".to_string()),
+            "{n}"
+        );
+        let obj = cluster
+            .get_object("", "ConfigMap", &dest, n)
+            .await
+            .unwrap()
+            .expect("re-created");
+        assert_eq!(obj["data"]["v"], "2", "{n}");
+        assert_ne!(uid(&obj), before[n], "{n} is a new object");
+    }
+    let plain = cluster
+        .get_object("", "ConfigMap", &dest, "plain")
+        .await
+        .unwrap()
+        .expect("plain");
+    assert_eq!(plain["data"]["v"], "1");
+    assert_eq!(uid(&plain), before["plain"]);
     let _ = std::fs::remove_dir_all(&repo);
 }
 

@@ -79,21 +79,22 @@ fn apply_object(obs: &Observation, key: &ResourceKey) -> Result<Value, String> {
 /// ([`plumb_diff::apply::client_side_patch`]) as an `Update` by `plumb`. The patch is pinned
 /// to the live object's `resourceVersion`; when another writer got in between, live is read
 /// again and the patch recomputed (three attempts). Returns kubectl's verb for what happened.
-async fn client_side_apply(cluster: &Cluster, obj: &Value) -> Result<&'static str, String> {
-    let key = ResourceKey::of(obj).ok_or("the object lacks apiVersion, kind or metadata.name")?;
+async fn client_side_apply(cluster: &Cluster, obj: &Value) -> Result<&'static str, ClusterError> {
+    let key = ResourceKey::of(obj).ok_or_else(|| ClusterError::InvalidObject {
+        reason: "the object lacks apiVersion, kind or metadata.name".into(),
+    })?;
     let mut attempt = 0;
     loop {
         attempt += 1;
         let live = cluster
             .get_object(&key.group, &key.kind, &key.namespace, &key.name)
-            .await
-            .map_err(|e| e.to_string())?;
+            .await?;
         let Some(live) = live else {
             return match cluster.create_object(obj, FIELD_MANAGER).await {
                 Ok(_) => Ok("created"),
                 // Created by someone else since the read: patch it on the next attempt.
                 Err(ClusterError::Api { code: 409, .. }) if attempt < 3 => continue,
-                Err(e) => Err(e.to_string()),
+                Err(e) => Err(e),
             };
         };
         let Some(mut patch) = plumb_diff::apply::client_side_patch(obj, &live) else {
@@ -111,9 +112,17 @@ async fn client_side_apply(cluster: &Cluster, obj: &Value) -> Result<&'static st
         match cluster.merge_patch_object(obj, &patch, FIELD_MANAGER).await {
             Ok(_) => return Ok("configured"),
             Err(ClusterError::Api { code: 409, .. }) if attempt < 3 => continue,
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(e),
         }
     }
+}
+
+/// `Force=true`: an apply the API server refuses as invalid (an immutable field changed) or,
+/// client-side, as conflicting, is done by deleting the object and creating it again, as
+/// `kubectl apply --force` does.
+fn forced_recreate(e: &ClusterError, server_side: bool) -> bool {
+    matches!(e, ClusterError::Api { code: 422, .. })
+        || (!server_side && matches!(e, ClusterError::Api { code: 409, .. }))
 }
 
 /// Client-side apply migration before a server-side apply ([`crate::migration`]): live's
@@ -511,6 +520,40 @@ impl Exec<'_> {
         });
     }
 
+    /// Deletes the object and creates it again (`Force=true`): waits for the delete (at most
+    /// the prune wait), then applies server-side or creates.
+    async fn recreate(&self, obj: &Value, server_side: bool) -> Result<(), String> {
+        let key =
+            ResourceKey::of(obj).ok_or("the object lacks apiVersion, kind or metadata.name")?;
+        self.cluster
+            .delete_object(&key, Propagation::Background)
+            .await
+            .map_err(|e| e.to_string())?;
+        wait_deleted(
+            self.cluster,
+            &[&key],
+            self.opts.prune_wait,
+            self.opts.poll_interval,
+        )
+        .await;
+        let created = if server_side {
+            self.cluster
+                .apply(vec![obj.clone()], FIELD_MANAGER, true)
+                .await
+                .pop()
+                .unwrap_or_else(|| {
+                    Err(ClusterError::Protocol {
+                        reason: "no answer".into(),
+                    })
+                })
+        } else {
+            self.cluster.create_object(obj, FIELD_MANAGER).await
+        };
+        created
+            .map(drop)
+            .map_err(|e| format!("deleted to re-create (Force=true), then: {e}"))
+    }
+
     /// Runs one batch; returns the failure message, if any step failed.
     async fn run_batch(
         &mut self,
@@ -539,7 +582,12 @@ impl Exec<'_> {
                 }
                 Action::Apply if step.apply_mode == ApplyMode::ClientSide => {
                     let r = match apply_object(self.obs, &key) {
-                        Ok(obj) => client_side_apply(self.cluster, &obj).await,
+                        Ok(obj) => match client_side_apply(self.cluster, &obj).await {
+                            Err(e) if step.force && forced_recreate(&e, false) => {
+                                self.recreate(&obj, false).await.map(|()| "replaced")
+                            }
+                            r => r.map_err(|e| e.to_string()),
+                        },
                         Err(e) => Err(e),
                     };
                     match r {
@@ -557,10 +605,13 @@ impl Exec<'_> {
                 },
                 Action::Replace => {
                     let r = match apply_object(self.obs, &key) {
+                        // `Force=true,Replace=true`: `kubectl replace --force`, delete and create.
+                        Ok(obj) if step.force => self.recreate(&obj, false).await,
                         Ok(obj) => self
                             .cluster
                             .replace_object(&obj, FIELD_MANAGER)
                             .await
+                            .map(drop)
                             .map_err(|e| e.to_string()),
                         Err(e) => Err(e),
                     };
@@ -619,13 +670,31 @@ impl Exec<'_> {
         }
         if !applies.is_empty() {
             let (steps, objects): (Vec<&Step>, Vec<Value>) = applies.into_iter().unzip();
+            // Force=true objects are kept for a delete-and-create.
+            let forced: Vec<Option<Value>> = steps
+                .iter()
+                .zip(&objects)
+                .map(|(s, o)| s.force.then(|| o.clone()))
+                .collect();
             let answers = self.cluster.apply(objects, FIELD_MANAGER, true).await;
-            for (step, answer) in steps.into_iter().zip(answers) {
+            for ((step, answer), forced) in steps.into_iter().zip(answers).zip(&forced) {
                 let key = step.key.clone();
+                let answer = match (answer, forced) {
+                    (Err(e), Some(obj)) if forced_recreate(&e, true) => {
+                        match self.recreate(obj, true).await {
+                            Ok(()) => {
+                                self.applied(step, key, "replaced");
+                                continue;
+                            }
+                            Err(e) => Err(e),
+                        }
+                    }
+                    (other, _) => other.map(drop).map_err(|e| e.to_string()),
+                };
                 match answer {
-                    Ok(_) => self.applied(step, key, "serverside-applied"),
+                    Ok(()) => self.applied(step, key, "serverside-applied"),
                     Err(e) => {
-                        self.push(step, key, "SyncFailed", e.to_string());
+                        self.push(step, key, "SyncFailed", e);
                     }
                 }
             }
