@@ -22,8 +22,8 @@ enum AppCommand {
     History(NamedArgs),
     /// Every Application, one line each.
     List(ListArgs),
-    /// Sync now: render, compare, apply in waves (server-side apply as `plumb`), prune as
-    /// the sync policy allows, record the history.
+    /// Sync now: render, compare, apply in waves (server-side apply as `plumb`), prune with
+    /// `--prune`, record the history.
     Sync(SyncCmd),
     /// Wait until the Application is Synced and/or Healthy.
     Wait(WaitArgs),
@@ -68,8 +68,21 @@ struct SyncCmd {
     base: SyncArgs,
     /// Finish the operation the Application shows Running (one a stopped controller or
     /// CLI left behind) instead of starting a new one.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["prune", "dry_run", "revision", "resource"])]
     resume: bool,
+    /// Delete resources git no longer declares (a manual sync prunes only when asked).
+    #[arg(long)]
+    prune: bool,
+    /// Send every apply as a server-side dry run and report; nothing is changed or recorded.
+    #[arg(long)]
+    dry_run: bool,
+    /// Sync this revision (commit, branch, tag) instead of the Application's target.
+    #[arg(long, value_name = "REV")]
+    revision: Option<String>,
+    /// Sync only this resource, GROUP:KIND:NAME or GROUP:KIND:NAMESPACE/NAME (repeatable;
+    /// empty GROUP for the core group). A partial sync runs no hooks and records no history.
+    #[arg(long, value_name = "GROUP:KIND:NAME", value_parser = plumb_sync::request::ResourceSelector::parse)]
+    resource: Vec<plumb_sync::request::ResourceSelector>,
 }
 
 #[derive(clap::Args)]
@@ -170,10 +183,17 @@ fn sync(cmd: &SyncCmd) -> Result<u8> {
             .map_err(|e| anyhow!("{e}"))?
             .ok_or_else(|| anyhow!("Application {}: no operation is running", args.app.name))?
     } else {
-        c.block_on(plumb_sync::run::sync_app(
+        let request = plumb_sync::request::SyncRequest {
+            prune: cmd.prune,
+            dry_run: cmd.dry_run,
+            revision: cmd.revision.clone(),
+            resources: cmd.resource.clone(),
+        };
+        c.block_on(plumb_sync::run::sync_app_with(
             &c.cluster,
             &app,
             &opts,
+            &request,
             plumb_sync::history::InitiatedBy::user(user),
             now,
         ))

@@ -45,6 +45,7 @@ pub mod operation;
 pub mod options;
 pub mod plan;
 pub mod policy;
+pub mod request;
 pub mod run;
 pub mod status;
 pub mod time;

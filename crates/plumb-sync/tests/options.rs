@@ -1,5 +1,6 @@
 //! Sync options and plan rules on the test bed: CreateNamespace, waves, Replace=true,
-//! Prune=false, the allowEmpty guard; client-side apply (ServerSideApply=false); Force=true; deleting an
+//! Prune=false, the allowEmpty guard; client-side apply (ServerSideApply=false); Force=true; manual sync flags
+//! (dry run, selected resources, prune, revision); deleting an
 //! Application with cascade; and the time a sync of N objects takes.
 
 mod common;
@@ -8,7 +9,8 @@ use common::support::{apply, namespace, testbed, unique};
 use common::{application, commit, get_app, git, git_repo, history, install_crd};
 use plumb_sync::auto::{Decision, SyncReason};
 use plumb_sync::history::InitiatedBy;
-use plumb_sync::run::{ReconcileState, RunOptions, reconcile_once, sync_app};
+use plumb_sync::request::{ResourceSelector, SyncRequest};
+use plumb_sync::run::{ReconcileState, RunOptions, reconcile_once, sync_app, sync_app_with};
 use plumb_sync::status::SyncStatusCode;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -434,6 +436,202 @@ async fn client_side_apply_when_server_side_apply_is_off() {
             ("kubectl-edit".to_string(), "Update".to_string()),
             ("plumb".to_string(), "Apply".to_string())
         ]
+    );
+    let _ = std::fs::remove_dir_all(&repo);
+}
+
+/// A manual sync as `plumb app sync` flags ask: a dry run changes nothing; `--resource` syncs
+/// only what it names and records no history; without `--prune` an extra resource is left
+/// ("ignored (requires pruning)"), with it deleted; `--revision` syncs an older commit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn manual_sync_dry_run_selected_resources_prune_and_revision() {
+    let Some(cluster) = testbed("sync_manual").await else {
+        return;
+    };
+    install_crd(&cluster).await;
+    let apps_ns = namespace(&cluster, "sync-manual-apps", json!({})).await;
+    let dest = namespace(&cluster, "sync-manual-dest", json!({})).await;
+    let cm = |name: &str, v: &str| {
+        serde_json::to_string_pretty(&json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name}, "data": {"v": v}}))
+        .expect("json")
+    };
+    let (repo, first) = git_repo(
+        "plumb-manual",
+        &[
+            ("app/a.json", &cm("a", "1")),
+            ("app/b.json", &cm("b", "1")),
+            ("app/c.json", &cm("c", "1")),
+        ],
+    );
+    let name = "manual";
+    // Automated prune is set, but it governs automated syncs only.
+    apply(
+        &cluster,
+        vec![application(
+            name,
+            &apps_ns,
+            &repo,
+            "app",
+            &dest,
+            json!({"automated": {"prune": true}}),
+        )],
+    )
+    .await;
+    let sync = |s: u64, request: SyncRequest| {
+        let cluster = &cluster;
+        let apps_ns = &apps_ns;
+        async move {
+            let out = sync_app_with(
+                cluster,
+                &get_app(cluster, apps_ns, name).await,
+                &RunOptions::default(),
+                &request,
+                InitiatedBy::user("alice"),
+                UNIX_EPOCH + Duration::from_secs(1_900_000_000 + s),
+            )
+            .await
+            .expect("sync");
+            assert!(out.succeeded(), "{}", out.message);
+            out
+        }
+    };
+    let value = |n: &'static str| {
+        let cluster = &cluster;
+        let dest = &dest;
+        async move {
+            cluster
+                .get_object("", "ConfigMap", dest, n)
+                .await
+                .expect("get")
+                .map(|o| o["data"]["v"].as_str().unwrap_or("").to_string())
+        }
+    };
+    let histories = |app: Value| history(&app).len();
+    sync(0, SyncRequest::default()).await;
+    assert_eq!(histories(get_app(&cluster, &apps_ns, name).await), 1);
+
+    common::write_files(
+        &repo,
+        &[("app/a.json", &cm("a", "2")), ("app/b.json", &cm("b", "2"))],
+    );
+    git(&repo, &["rm", "-q", "app/c.json"]);
+    commit(&repo, "a and b to 2, c dropped");
+
+    // Dry run: every apply checked by the server, nothing changed, nothing recorded.
+    let before = get_app(&cluster, &apps_ns, name).await;
+    let out = sync(
+        10,
+        SyncRequest {
+            dry_run: true,
+            prune: true,
+            ..Default::default()
+        },
+    )
+    .await;
+    let mut messages: Vec<(String, String)> = out
+        .results
+        .iter()
+        .map(|r| (r.key.name.clone(), r.message.clone()))
+        .collect();
+    messages.sort();
+    assert_eq!(
+        messages,
+        [
+            (
+                "a".into(),
+                "configmap serverside-applied (server dry run)".into()
+            ),
+            (
+                "b".into(),
+                "configmap serverside-applied (server dry run)".into()
+            ),
+            ("c".into(), "pruned (dry run)".into()),
+        ]
+    );
+    assert_eq!(out.history_id, None);
+    assert_eq!(
+        (value("a").await, value("c").await),
+        (Some("1".into()), Some("1".into()))
+    );
+    let after = get_app(&cluster, &apps_ns, name).await;
+    assert_eq!(
+        after["status"], before["status"],
+        "a dry run writes no status"
+    );
+
+    // Only `a`: a partial sync, not history.
+    let out = sync(
+        20,
+        SyncRequest {
+            resources: vec![ResourceSelector::parse(":ConfigMap:a").expect("selector")],
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_eq!(out.results.len(), 1, "{:?}", out.results);
+    assert_eq!(out.history_id, None);
+    assert_eq!(
+        (value("a").await, value("b").await),
+        (Some("2".into()), Some("1".into()))
+    );
+    let stored = get_app(&cluster, &apps_ns, name).await;
+    assert_eq!(histories(stored.clone()), 1);
+    assert_eq!(
+        stored["status"]["operationState"]["operation"]["sync"]["resources"],
+        json!([{"group": "", "kind": "ConfigMap", "name": "a"}])
+    );
+
+    // The whole app without --prune: c stays, reported.
+    let out = sync(30, SyncRequest::default()).await;
+    let c = out.results.iter().find(|r| r.key.name == "c").expect("c");
+    assert_eq!(
+        (c.status, c.message.as_str()),
+        ("PruneSkipped", "ignored (requires pruning)")
+    );
+    assert_eq!(value("b").await, Some("2".into()));
+    assert_eq!(value("c").await, Some("1".into()));
+    assert_eq!(
+        out.status.sync,
+        SyncStatusCode::OutOfSync,
+        "c still needs pruning"
+    );
+    // With --prune: c goes.
+    let out = sync(
+        40,
+        SyncRequest {
+            prune: true,
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_eq!(out.status.sync, SyncStatusCode::Synced);
+    assert_eq!(value("c").await, None);
+    let stored = get_app(&cluster, &apps_ns, name).await;
+    assert_eq!(histories(stored.clone()), 3);
+    assert_eq!(
+        stored["status"]["operationState"]["operation"]["sync"]["prune"],
+        true
+    );
+
+    // --revision: back to the first commit (c re-created), recorded at that revision.
+    let out = sync(
+        50,
+        SyncRequest {
+            revision: Some(first.clone()),
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_eq!(out.revision, first);
+    assert_eq!(
+        (value("a").await, value("c").await),
+        (Some("1".into()), Some("1".into()))
+    );
+    let stored = get_app(&cluster, &apps_ns, name).await;
+    assert_eq!(
+        history(&stored).last().expect("entry")["revision"],
+        json!(first)
     );
     let _ = std::fs::remove_dir_all(&repo);
 }

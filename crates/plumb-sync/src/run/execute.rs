@@ -4,10 +4,12 @@
 //! operation (see [`Operation::resumed`]) instead of losing or duplicating it.
 
 use super::*;
+use crate::history::records_history;
 use crate::migration::migrate_managed_fields;
 use crate::operation::{DeletePolicy, TaskState, generated_name, hook_state, resource_state};
 use crate::options::ApplyMode;
 use crate::plan::{Batch, Phase, Step};
+use crate::request::{ResourceSelector, SyncRequest};
 
 pub(super) fn propagation(p: PropagationPolicy) -> Propagation {
     match p {
@@ -43,7 +45,7 @@ async fn wait_deleted(cluster: &Cluster, keys: &[&ResourceKey], timeout: Duratio
 
 /// The object applied: with RespectIgnoreDifferences, live's values for ignored fields;
 /// with the last-applied annotation (Secrets excepted).
-fn apply_object(obs: &Observation, key: &ResourceKey) -> Result<Value, String> {
+pub(super) fn apply_object(obs: &Observation, key: &ResourceKey) -> Result<Value, String> {
     let target = obs
         .targets
         .get(key)
@@ -170,6 +172,10 @@ pub(super) struct Operation {
     pub recorded: Vec<ResourceResult>,
     /// The revision the operation syncs (the one it started with, when resumed).
     pub revision: Option<String>,
+    /// Whether it prunes; `None`: as `syncPolicy.automated.prune` says (automated syncs).
+    pub prune: Option<bool>,
+    /// A partial sync's resources (empty: the whole app).
+    pub selected: Vec<ResourceSelector>,
 }
 
 impl Operation {
@@ -201,6 +207,23 @@ impl Operation {
             },
             recorded: Vec::new(),
             revision: None,
+            prune: None,
+            selected: Vec::new(),
+        }
+    }
+
+    /// A manual sync as `request` asks for it.
+    pub fn manual(
+        app_obj: &Value,
+        initiated_by: InitiatedBy,
+        request: &SyncRequest,
+        now: SystemTime,
+    ) -> Operation {
+        Operation {
+            revision: request.revision.clone(),
+            prune: Some(request.prune),
+            selected: request.resources.clone(),
+            ..Operation::new(app_obj, initiated_by, None, now)
         }
     }
 
@@ -235,7 +258,18 @@ impl Operation {
                 .and_then(Value::as_str)
                 .filter(|r| !r.is_empty())
                 .map(String::from),
+            prune: op.pointer("/operation/sync/prune").and_then(Value::as_bool),
+            selected: op
+                .pointer("/operation/sync/resources")
+                .and_then(Value::as_array)
+                .map(|rs| rs.iter().filter_map(ResourceSelector::from_json).collect())
+                .unwrap_or_default(),
         })
+    }
+
+    /// Whether this resource takes part (a partial sync names its resources).
+    fn selects(&self, key: &ResourceKey) -> bool {
+        self.selected.is_empty() || self.selected.iter().any(|s| s.matches(key))
     }
 
     /// Seeds the names of `generateName` hooks.
@@ -738,9 +772,12 @@ fn operation_state(
 ) -> Value {
     let mut op_sync = json!({
         "revision": obs.revision,
-        "prune": obs.automated().is_some_and(|a| a.prune),
+        "prune": op.prune.unwrap_or(false),
         "autoHealAttemptsCount": op.self_heal_count,
     });
+    if !op.selected.is_empty() {
+        op_sync["resources"] = op.selected.iter().map(ResourceSelector::to_json).collect();
+    }
     if let Some(o) = obs.sync_options_json.as_ref() {
         op_sync["syncOptions"] = o.clone();
     }
@@ -770,12 +807,14 @@ pub(super) async fn execute(
     app_obj: &Value,
     mut obs: Observation,
     opts: &RunOptions,
-    op: Operation,
+    mut op: Operation,
     automated: bool,
     now: SystemTime,
 ) -> Result<SyncOutcome> {
     let clock = Instant::now();
-    let prune_enabled = obs.automated().is_some_and(|a| a.prune);
+    let prune_enabled = *op
+        .prune
+        .get_or_insert_with(|| obs.automated().is_some_and(|a| a.prune));
     let allow_empty = obs.automated().is_some_and(|a| a.allow_empty);
     let mut sync_opts = obs.policy.sync_options.clone();
     if sync_opts.create_namespace
@@ -806,13 +845,14 @@ pub(super) async fn execute(
 
     let mut failure: Option<String> = None;
     let mut all_tasks_message = "successfully synced (no more tasks)";
-    match plan(
-        &obs.resources,
-        &sync_opts,
-        automated,
-        allow_empty,
-        prune_enabled,
-    ) {
+    // A partial sync plans only its resources (hooks are not among them).
+    let planned: Vec<PlanResource> = obs
+        .resources
+        .iter()
+        .filter(|r| op.selects(&r.key))
+        .cloned()
+        .collect();
+    match plan(&planned, &sync_opts, automated, allow_empty, prune_enabled) {
         Err(e) => failure = Some(e.to_string()),
         Ok(p) => {
             let batches = p.batches();
@@ -893,7 +933,8 @@ pub(super) async fn execute(
         .cloned()
         .and_then(|h| serde_json::from_value(h).ok())
         .unwrap_or_default();
-    let history_id = succeeded.then(|| {
+    let partial = !op.selected.is_empty();
+    let history_id = records_history(succeeded, false, partial).then(|| {
         append_history(
             &mut history,
             HistoryEntry::new(

@@ -31,6 +31,7 @@ use crate::history::{HistoryEntry, InitiatedBy, append_history, source_json};
 use crate::options::PropagationPolicy;
 use crate::plan::{Action, PlanResource, SkipReason, Status, StepSource, plan};
 use crate::policy::{PolicyError, SyncPolicy, revision_history_limit};
+use crate::request::SyncRequest;
 use crate::status::{SyncStatusCode, only_pruning_needed, sync_status};
 use crate::time::{format_rfc3339, parse_rfc3339};
 use plumb_cluster::{Cluster, ClusterError, Propagation};
@@ -801,8 +802,8 @@ pub async fn refresh_app(
     Ok(obs.status)
 }
 
-/// Syncs a plumb.dev Application now (a manual sync when `initiated_by` names a user).
-/// Pruning follows `spec.syncPolicy.automated.prune`.
+/// Syncs a plumb.dev Application now: the whole app at its target revision, without pruning
+/// ([`sync_app_with`] with the default [`SyncRequest`]).
 pub async fn sync_app(
     cluster: &Cluster,
     app: &Value,
@@ -810,7 +811,32 @@ pub async fn sync_app(
     initiated_by: InitiatedBy,
     now: SystemTime,
 ) -> Result<SyncOutcome> {
+    sync_app_with(
+        cluster,
+        app,
+        opts,
+        &SyncRequest::default(),
+        initiated_by,
+        now,
+    )
+    .await
+}
+
+/// A manual sync as `request` asks for it: `--prune` (a manual sync prunes only when asked,
+/// as `argocd app sync`), `--revision`, `--resource` (a partial sync: only those resources, no
+/// hooks, no history entry), `--dry-run` (server-side dry run; nothing is written).
+pub async fn sync_app_with(
+    cluster: &Cluster,
+    app: &Value,
+    opts: &RunOptions,
+    request: &SyncRequest,
+    initiated_by: InitiatedBy,
+    now: SystemTime,
+) -> Result<SyncOutcome> {
     let started = Instant::now();
+    if request.dry_run {
+        return dry_run::dry_run(cluster, app, opts, request).await;
+    }
     if let Some(op) = execute::Operation::resumed(app) {
         return Err(RunError::App {
             app: app_name(app),
@@ -820,8 +846,8 @@ pub async fn sync_app(
             ),
         });
     }
-    let obs = observe(cluster, app, opts, None).await?;
-    let op = execute::Operation::new(app, initiated_by, None, now);
+    let obs = observe(cluster, app, opts, request.revision.as_deref()).await?;
+    let op = execute::Operation::manual(app, initiated_by, request, now);
     let mut outcome = execute::execute(cluster, app, obs, opts, op, false, now).await?;
     outcome.timings.total = started.elapsed();
     Ok(outcome)
@@ -986,6 +1012,7 @@ fn app_state(app: &Value, obs: &Observation, opts: &RunOptions) -> AppState {
 }
 
 mod delete;
+mod dry_run;
 mod execute;
 
 pub use delete::{DeletionOutcome, finalize_deletion};

@@ -1,0 +1,106 @@
+//! `plumb app sync --dry-run`: the sync's plan, with every apply sent as a server-side dry
+//! run (admission webhooks and validation run, nothing is stored) and prunes only reported.
+//! Hooks do not run; the Application's status and history are not written.
+
+use super::*;
+use crate::plan::Step;
+use crate::request::SyncRequest;
+
+pub(super) async fn dry_run(
+    cluster: &Cluster,
+    app: &Value,
+    opts: &RunOptions,
+    request: &SyncRequest,
+) -> Result<SyncOutcome> {
+    let started = Instant::now();
+    let obs = observe(cluster, app, opts, request.revision.as_deref()).await?;
+    let planned: Vec<PlanResource> = obs
+        .resources
+        .iter()
+        .filter(|r| {
+            request.resources.is_empty() || request.resources.iter().any(|s| s.matches(&r.key))
+        })
+        .cloned()
+        .collect();
+    let plan = plan(
+        &planned,
+        &obs.policy.sync_options,
+        false,
+        false,
+        request.prune,
+    )
+    .map_err(|e| RunError::App {
+        app: obs.name.clone(),
+        reason: e.to_string(),
+    })?;
+    let result = |step: &Step, status: &'static str, message: String| ResourceResult {
+        key: step.key.clone(),
+        status,
+        message,
+        phase: step.phase.as_str(),
+        wave: step.wave,
+        hook_phase: None,
+    };
+    let mut results = Vec::new();
+    let mut applies: Vec<(usize, Value)> = Vec::new();
+    for step in plan.steps.iter().filter(|s| s.is_task()) {
+        let kind = step.key.kind.to_lowercase();
+        let r = match step.action {
+            _ if step.source == StepSource::Hook => continue,
+            _ if step.source == StepSource::CreateNamespace => result(
+                step,
+                "Synced",
+                format!("namespace/{} created (dry run)", step.key.name),
+            ),
+            Action::Apply | Action::Replace => match execute::apply_object(&obs, &step.key) {
+                Ok(obj) => {
+                    applies.push((results.len(), obj));
+                    result(
+                        step,
+                        "Synced",
+                        format!("{kind} serverside-applied (server dry run)"),
+                    )
+                }
+                Err(e) => result(step, "SyncFailed", e),
+            },
+            Action::Prune if step.requires_confirmation => result(
+                step,
+                "PruneSkipped",
+                "ignored (requires confirmation: Prune=confirm)".into(),
+            ),
+            Action::Prune => result(step, "Pruned", "pruned (dry run)".into()),
+            Action::Skip(why @ (SkipReason::PruneDisabled | SkipReason::NoPrune)) => {
+                result(step, "PruneSkipped", why.message().into())
+            }
+            Action::Skip(why) => result(step, "Synced", why.message().into()),
+        };
+        results.push(r);
+    }
+    let (indexes, objects): (Vec<usize>, Vec<Value>) = applies.into_iter().unzip();
+    let answers = cluster.dry_run_apply(objects, FIELD_MANAGER, true).await;
+    for (i, answer) in indexes.into_iter().zip(answers) {
+        if let Err(e) = answer {
+            results[i].status = "SyncFailed";
+            results[i].message = e.to_string();
+        }
+    }
+    let failed = results.iter().any(|r| r.status == "SyncFailed");
+    Ok(SyncOutcome {
+        phase: if failed { "Failed" } else { "Succeeded" },
+        message: if failed {
+            "dry run: one or more objects failed to apply".into()
+        } else {
+            "dry run: nothing was changed".into()
+        },
+        revision: obs.revision.clone(),
+        history_id: None,
+        results,
+        timings: Timings {
+            render: obs.render_time,
+            compare: obs.compare_time,
+            total: started.elapsed(),
+            ..Timings::default()
+        },
+        status: obs.status,
+    })
+}
