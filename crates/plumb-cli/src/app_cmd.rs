@@ -29,10 +29,24 @@ enum AppCommand {
     Wait(WaitArgs),
     /// What a sync would change, as `argocd app diff` prints it (exit 1 on differences).
     Diff(SyncArgs),
+    /// Sync the revision of a history entry again (default: the deployment before the last),
+    /// as `argocd app rollback`; refused while automated sync is enabled.
+    Rollback(RollbackArgs),
     /// Delete the Application. With `--cascade` (the default) its resources are deleted
     /// first, highest sync wave first (`Delete=false` keeps one, `Delete=confirm` waits for
     /// approval), by the controller — or by this command with `--wait`.
     Delete(DeleteArgs),
+}
+
+#[derive(clap::Args)]
+struct RollbackArgs {
+    #[command(flatten)]
+    base: SyncArgs,
+    /// The history ID to roll back to (`plumb app history`); default: the one before the last.
+    id: Option<i64>,
+    /// Delete resources that revision does not declare.
+    #[arg(long)]
+    prune: bool,
 }
 
 #[derive(clap::Args)]
@@ -155,6 +169,7 @@ pub fn run(args: AppArgs) -> Result<u8> {
         AppCommand::Wait(a) => return wait(a),
         AppCommand::Diff(a) => return diff(a),
         AppCommand::Delete(a) => return delete(a),
+        AppCommand::Rollback(a) => return rollback(a),
         AppCommand::Get(a) => format_get(&one_app(a)?),
         AppCommand::History(a) => format_history(&one_app(a)?),
         AppCommand::List(a) => {
@@ -199,16 +214,43 @@ fn sync(cmd: &SyncCmd) -> Result<u8> {
         ))
         .map_err(|e| anyhow!("{e}"))?
     };
+    Ok(report_sync(&args.app.name, &outcome))
+}
+
+fn rollback(args: &RollbackArgs) -> Result<u8> {
+    let app = one_app(&args.base.app)?;
+    let c = connect(&args.base.app.cluster)?;
+    let opts = plumb_sync::run::RunOptions {
+        repo_override: args.base.repo.clone(),
+        ..Default::default()
+    };
+    let user = std::env::var("USER").unwrap_or_else(|_| "plumb".into());
+    let outcome = c
+        .block_on(plumb_sync::run::rollback_app(
+            &c.cluster,
+            &app,
+            &opts,
+            args.id,
+            args.prune,
+            plumb_sync::history::InitiatedBy::user(user),
+            std::time::SystemTime::now(),
+        ))
+        .map_err(|e| anyhow!("{e}"))?;
+    Ok(report_sync(&args.base.app.name, &outcome))
+}
+
+/// Prints a sync's results table and its one-line outcome; the exit code.
+fn report_sync(name: &str, outcome: &plumb_sync::run::SyncOutcome) -> u8 {
     print!("{}", results_table(&outcome.results));
     eprintln!(
-        "{}: {} ({}) at {}",
-        args.app.name, outcome.phase, outcome.message, outcome.revision
+        "{name}: {} ({}) at {}",
+        outcome.phase, outcome.message, outcome.revision
     );
-    Ok(if outcome.phase == "Succeeded" {
+    if outcome.phase == "Succeeded" {
         EXIT_IN_SYNC
     } else {
         crate::EXIT_DIFFERENCES
-    })
+    }
 }
 
 fn delete(args: &DeleteArgs) -> Result<u8> {

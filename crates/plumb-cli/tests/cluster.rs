@@ -1475,6 +1475,37 @@ async fn app_commands_sync_and_report() {
     let run = plumb(&[&["app", "history", name.as_str()][..], &common[..]].concat()).await;
     assert_eq!(run.stdout.lines().count(), 3, "two syncs recorded: {run}");
 
+    // A dry run reports what a sync would do and changes nothing; a rollback is refused while
+    // automated sync is on.
+    let run = plumb(
+        &[
+            &["app", "sync", name.as_str(), "--dry-run"][..],
+            &common[..],
+        ]
+        .concat(),
+    )
+    .await;
+    assert_eq!(run.code, Some(0), "{run}");
+    assert!(
+        run.stdout
+            .contains("configmap serverside-applied (server dry run)"),
+        "{run}"
+    );
+    let run = plumb(&[&["app", "history", name.as_str()][..], &common[..]].concat()).await;
+    assert_eq!(
+        run.stdout.lines().count(),
+        3,
+        "a dry run is not history: {run}"
+    );
+    let run = plumb(&[&["app", "rollback", name.as_str()][..], &common[..]].concat()).await;
+    assert_eq!(run.code, Some(2), "{run}");
+    assert!(
+        run.stderr
+            .contains("rollback cannot be initiated when auto-sync is enabled"),
+        "{run}"
+    );
+    assert_eq!(run.stderr.trim().lines().count(), 1, "{run}");
+
     // Deleting it with cascade (the default) and --wait removes its ConfigMap, then the
     // Application.
     let run = plumb(

@@ -10,7 +10,9 @@ use common::{application, commit, get_app, git, git_repo, history, install_crd};
 use plumb_sync::auto::{Decision, SyncReason};
 use plumb_sync::history::InitiatedBy;
 use plumb_sync::request::{ResourceSelector, SyncRequest};
-use plumb_sync::run::{ReconcileState, RunOptions, reconcile_once, sync_app, sync_app_with};
+use plumb_sync::run::{
+    ReconcileState, RunOptions, reconcile_once, rollback_app, sync_app, sync_app_with,
+};
 use plumb_sync::status::SyncStatusCode;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -442,9 +444,10 @@ async fn client_side_apply_when_server_side_apply_is_off() {
 
 /// A manual sync as `plumb app sync` flags ask: a dry run changes nothing; `--resource` syncs
 /// only what it names and records no history; without `--prune` an extra resource is left
-/// ("ignored (requires pruning)"), with it deleted; `--revision` syncs an older commit.
+/// ("ignored (requires pruning)"), with it deleted; `--revision` syncs an older commit;
+/// rollback syncs the deployment before the last, and is refused under automated sync.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn manual_sync_dry_run_selected_resources_prune_and_revision() {
+async fn manual_sync_dry_run_selected_resources_prune_revision_and_rollback() {
     let Some(cluster) = testbed("sync_manual").await else {
         return;
     };
@@ -633,6 +636,56 @@ async fn manual_sync_dry_run_selected_resources_prune_and_revision() {
         history(&stored).last().expect("entry")["revision"],
         json!(first)
     );
+
+    // Rollback: refused while automated sync is on; without it, back to the deployment
+    // before the last (the pruning sync of the second commit), recorded as a new entry.
+    let second = history(&stored)[2]["revision"].clone();
+    assert_ne!(second, json!(first));
+    let roll = |s: u64| {
+        let cluster = &cluster;
+        let apps_ns = &apps_ns;
+        async move {
+            rollback_app(
+                cluster,
+                &get_app(cluster, apps_ns, name).await,
+                &RunOptions::default(),
+                None,
+                false,
+                InitiatedBy::user("alice"),
+                UNIX_EPOCH + Duration::from_secs(1_900_000_000 + s),
+            )
+            .await
+        }
+    };
+    let refused = roll(60).await.expect_err("auto-sync is on");
+    assert!(
+        refused.to_string().contains("auto-sync is enabled"),
+        "{refused}"
+    );
+    apply(
+        &cluster,
+        vec![application(
+            name,
+            &apps_ns,
+            &repo,
+            "app",
+            &dest,
+            json!({"syncOptions": ["Validate=true"]}),
+        )],
+    )
+    .await;
+    let out = roll(70).await.expect("rollback");
+    assert!(out.succeeded(), "{}", out.message);
+    assert_eq!(json!(out.revision), second);
+    assert_eq!(value("a").await, Some("2".into()));
+    assert_eq!(
+        value("c").await,
+        Some("1".into()),
+        "no prune without asking"
+    );
+    let stored = get_app(&cluster, &apps_ns, name).await;
+    assert_eq!(histories(stored.clone()), 5);
+    assert_eq!(history(&stored).last().expect("entry")["revision"], second);
     let _ = std::fs::remove_dir_all(&repo);
 }
 

@@ -853,6 +853,65 @@ pub async fn sync_app_with(
     Ok(outcome)
 }
 
+/// Rolls the Application back to the revision of history entry `id` (default: the deployment
+/// before the last), as `argocd app rollback`: a manual sync of that revision (pruning only
+/// with `prune`), recorded in the history like any sync. Refused while automated sync is
+/// enabled — the next automated sync would undo it.
+pub async fn rollback_app(
+    cluster: &Cluster,
+    app: &Value,
+    opts: &RunOptions,
+    id: Option<i64>,
+    prune: bool,
+    initiated_by: InitiatedBy,
+    now: SystemTime,
+) -> Result<SyncOutcome> {
+    let fail = |reason: String| RunError::App {
+        app: app_name(app),
+        reason,
+    };
+    let policy = SyncPolicy::from_application(app).map_err(|source| RunError::Policy {
+        app: app_name(app),
+        source,
+    })?;
+    if policy.automated.is_some_and(|a| a.enabled) {
+        return Err(fail(
+            "rollback cannot be initiated when auto-sync is enabled".into(),
+        ));
+    }
+    let history: Vec<HistoryEntry> = app
+        .pointer("/status/history")
+        .cloned()
+        .and_then(|h| serde_json::from_value(h).ok())
+        .unwrap_or_default();
+    let entry = match id {
+        Some(id) => history.iter().find(|h| h.id == id).ok_or_else(|| {
+            fail(format!(
+                "history has no deployment {id} (ids: {})",
+                history
+                    .iter()
+                    .map(|h| h.id.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })?,
+        None => history
+            .len()
+            .checked_sub(2)
+            .map(|i| &history[i])
+            .ok_or_else(|| fail("no previous deployment to roll back to".into()))?,
+    };
+    if entry.revision.is_empty() {
+        return Err(fail(format!("deployment {} records no revision", entry.id)));
+    }
+    let request = SyncRequest {
+        prune,
+        revision: Some(entry.revision.clone()),
+        ..SyncRequest::default()
+    };
+    sync_app_with(cluster, app, opts, &request, initiated_by, now).await
+}
+
 /// Finishes the operation an Application's status shows `Running` (one a stopped controller
 /// or CLI left behind): same revision, same start, same initiator, hooks it already created
 /// are not created again, and one history entry when it succeeds. `None` when no operation
