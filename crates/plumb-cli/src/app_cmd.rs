@@ -29,6 +29,9 @@ enum AppCommand {
     Wait(WaitArgs),
     /// What a sync would change, as `argocd app diff` prints it (exit 1 on differences).
     Diff(SyncArgs),
+    /// Stop the running sync operation (before its next wave, or while it waits); it ends
+    /// Failed with "Operation terminated", as `argocd app terminate-op`.
+    TerminateOp(NamedArgs),
     /// Sync the revision of a history entry again (default: the deployment before the last),
     /// as `argocd app rollback`; refused while automated sync is enabled.
     Rollback(RollbackArgs),
@@ -170,6 +173,13 @@ pub fn run(args: AppArgs) -> Result<u8> {
         AppCommand::Diff(a) => return diff(a),
         AppCommand::Delete(a) => return delete(a),
         AppCommand::Rollback(a) => return rollback(a),
+        AppCommand::TerminateOp(a) => {
+            let app = one_app(a)?;
+            let c = connect(&a.cluster)?;
+            c.block_on(plumb_sync::run::terminate_operation(&c.cluster, &app))
+                .map_err(|e| anyhow!("{e}"))?;
+            format!("Application '{}' operation terminating\n", a.name)
+        }
         AppCommand::Get(a) => format_get(&one_app(a)?),
         AppCommand::History(a) => format_history(&one_app(a)?),
         AppCommand::List(a) => {

@@ -23,6 +23,8 @@ pub struct LastSync {
     pub succeeded: bool,
     /// When it finished.
     pub at: SystemTime,
+    /// Someone stopped it (`plumb app terminate-op`): not retried.
+    pub terminated: bool,
 }
 
 /// Retries of the current failed sync.
@@ -117,6 +119,7 @@ impl AppState {
         self.last_sync = Some(LastSync {
             succeeded,
             at: finished_at,
+            terminated: false,
         });
         self.source_changed = false;
         match reason {
@@ -181,6 +184,9 @@ pub enum NoSync {
     AlreadySynced,
     /// This revision's sync failed and the retry limit is used up.
     RetriesExhausted { attempts: u32 },
+    /// This revision's sync was terminated by hand: it is not retried (a new revision, a
+    /// changed source or a manual sync starts over).
+    Terminated,
 }
 
 /// An automated-sync decision.
@@ -230,6 +236,11 @@ pub fn automated_decision(app: &AppState, now: SystemTime) -> Decision {
             };
         }
     };
+    if last.terminated {
+        return Decision::Nothing {
+            why: NoSync::Terminated,
+        };
+    }
     if !last.succeeded {
         return match app.retry.policy.next_delay(app.retry.attempts) {
             Some(delay) => due(add(last.at, delay), now, SyncReason::Retry),

@@ -1227,6 +1227,28 @@ fn automated_decisions_follow_argo_rules() {
 }
 
 #[test]
+fn a_terminated_sync_is_not_retried_but_a_new_revision_syncs() {
+    let mut s = AppState::new("a");
+    s.record_sync(SyncReason::NewRevision, "a", false, t(0));
+    if let Some(last) = s.last_sync.as_mut() {
+        last.terminated = true;
+    }
+    assert_eq!(
+        automated_decision(&s, t(600)),
+        Decision::Nothing {
+            why: NoSync::Terminated
+        }
+    );
+    s.observe("b", SyncStatusCode::OutOfSync);
+    assert_eq!(
+        automated_decision(&s, t(600)),
+        Decision::SyncNow {
+            reason: SyncReason::NewRevision
+        }
+    );
+}
+
+#[test]
 fn failed_syncs_are_retried_with_backoff_until_the_limit() {
     // Default automated policy: limit 5, 5s × 2^n capped at 3m.
     let mut s = AppState::new("a");

@@ -1,6 +1,6 @@
 //! Sync operations on the test bed: health-gated waves, hooks (PreSync / PostSync / SyncFail,
 //! `generateName`, delete policies), and an interrupted operation resumed without losing or
-//! duplicating history.
+//! duplicating history; a running operation terminated.
 //!
 //! The test bed has no kubelet and no cloud controller, so the tests play those parts: a
 //! `type: LoadBalancer` Service is Progressing until the test writes its
@@ -15,6 +15,7 @@ use plumb_cluster::Cluster;
 use plumb_sync::history::InitiatedBy;
 use plumb_sync::run::{
     ReconcileState, RunOptions, SyncOutcome, reconcile_once, resume_app, sync_app,
+    terminate_operation,
 };
 use serde_json::{Value, json};
 use std::time::{Duration, Instant, SystemTime};
@@ -189,6 +190,70 @@ fn results(out: &SyncOutcome) -> Vec<(String, &'static str, &'static str, Option
         .iter()
         .map(|r| (r.key.name.clone(), r.phase, r.status, r.hook_phase))
         .collect()
+}
+
+/// `plumb app terminate-op`: an operation waiting for a wave's health stops, ends Failed with
+/// "Operation terminated", starts no later wave and runs no SyncFail hook; with nothing
+/// running, terminating is an error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_running_operation_is_terminated() {
+    let Some(cluster) = testbed("terminate").await else {
+        return;
+    };
+    let files = [
+        ("app/lb.json", lb_service("front", "0")),
+        (
+            "app/after.json",
+            configmap("after", json!({"argocd.argoproj.io/sync-wave": "1"})),
+        ),
+        (
+            "app/on-fail.json",
+            job(json!({"name": "on-fail", "annotations": {"argocd.argoproj.io/hook": "SyncFail"}})),
+        ),
+    ];
+    let (apps_ns, dest, name) = setup(&cluster, "terminate", &files, json!({})).await;
+    let app = get_app(&cluster, &apps_ns, &name).await;
+    let refused = terminate_operation(&cluster, &app)
+        .await
+        .expect_err("nothing runs yet");
+    assert!(
+        refused.to_string().contains("No operation is in progress"),
+        "{refused}"
+    );
+    let o = opts();
+    let sync = sync_app(
+        &cluster,
+        &app,
+        &o,
+        InitiatedBy::user("alice"),
+        SystemTime::now(),
+    );
+    let play = async {
+        wait_message(&cluster, &apps_ns, &name, |m| m.starts_with("waiting for")).await;
+        let running = get_app(&cluster, &apps_ns, &name).await;
+        terminate_operation(&cluster, &running)
+            .await
+            .expect("terminate");
+    };
+    let (out, ()) = tokio::join!(sync, play);
+    let out = out.expect("sync");
+    assert_eq!(
+        (out.phase, out.message.as_str()),
+        ("Failed", "Operation terminated")
+    );
+    assert!(
+        get(&cluster, "", "ConfigMap", &dest, "after")
+            .await
+            .is_none()
+    );
+    assert!(
+        jobs_named(&cluster, &dest, "on-fail").await.is_empty(),
+        "no SyncFail hook"
+    );
+    let stored = get_app(&cluster, &apps_ns, &name).await;
+    assert_eq!(op_field(&stored, "phase"), "Failed");
+    assert_eq!(op_field(&stored, "message"), "Operation terminated");
+    assert!(history(&stored).is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -160,6 +160,9 @@ async fn migrate_client_side(cluster: &Cluster, obj: &Value, from: &[&str]) -> R
     }
 }
 
+/// The message of an operation stopped by `plumb app terminate-op` (Argo CD's).
+pub(super) const TERMINATED: &str = "Operation terminated";
+
 /// A sync operation: what `status.operationState` records while it runs.
 #[derive(Debug, Clone)]
 pub(super) struct Operation {
@@ -373,6 +376,17 @@ impl Exec<'_> {
         .await
     }
 
+    /// Whether someone asked to terminate this operation (`plumb app terminate-op`: the
+    /// Application's `operationState.phase` is `Terminating`). Checked before each wave and
+    /// on every poll while waiting.
+    async fn terminating(&self) -> bool {
+        let app = self
+            .cluster
+            .get_application(&self.obs.namespace, &self.obs.name)
+            .await;
+        matches!(app, Ok(Some(a)) if a.pointer("/status/operationState/phase").and_then(Value::as_str) == Some("Terminating"))
+    }
+
     /// Waits until every started task is done; `Err(message)` when one failed or the wait
     /// timed out.
     async fn wait_started(&mut self) -> Result<Result<(), String>> {
@@ -432,6 +446,9 @@ impl Exec<'_> {
                     "timed out after {}s {message}",
                     self.opts.wave_timeout.as_secs()
                 )));
+            }
+            if self.terminating().await {
+                return Ok(Err(TERMINATED.into()));
             }
             self.progress(message).await?;
             tokio::time::sleep(self.opts.poll_interval).await;
@@ -870,6 +887,10 @@ pub(super) async fn execute(
                     failure = Some(m);
                     break;
                 }
+                if exec.terminating().await {
+                    failure = Some(TERMINATED.into());
+                    break;
+                }
                 let message = format!("running phase {} wave {}", batch.phase.as_str(), batch.wave);
                 exec.progress(message).await?;
                 if let Some(m) = exec.run_batch(batch, &sync_opts).await {
@@ -885,7 +906,8 @@ pub(super) async fn execute(
                     failure = Some(m);
                 }
             }
-            if failure.is_some() && !fail_batches.is_empty() {
+            // SyncFail hooks are for a sync that failed, not one that was stopped.
+            if failure.as_deref().is_some_and(|f| f != TERMINATED) && !fail_batches.is_empty() {
                 exec.started.clear();
                 for batch in &fail_batches {
                     exec.progress(format!("running SyncFail hooks (wave {})", batch.wave))

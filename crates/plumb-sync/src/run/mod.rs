@@ -853,6 +853,33 @@ pub async fn sync_app_with(
     Ok(outcome)
 }
 
+/// Asks the operation the Application shows `Running` to stop (`argocd app terminate-op`):
+/// its `operationState.phase` becomes `Terminating`; the controller or CLI running it stops
+/// before the next wave or while waiting, and ends it `Failed` with "Operation terminated"
+/// (no SyncFail hooks). An error when no operation is running.
+pub async fn terminate_operation(cluster: &Cluster, app: &Value) -> Result<()> {
+    let name = app_name(app);
+    if execute::Operation::resumed(app).is_none() {
+        return Err(RunError::App {
+            app: name,
+            reason: "Unable to terminate operation. No operation is in progress".into(),
+        });
+    }
+    let namespace = app
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    cluster
+        .patch_application_status(
+            namespace,
+            &name,
+            &json!({"status": {"operationState": {"phase": "Terminating"}}}),
+        )
+        .await
+        .map(drop)
+        .map_err(|source| RunError::Cluster { app: name, source })
+}
+
 /// Rolls the Application back to the revision of history entry `id` (default: the deployment
 /// before the last), as `argocd app rollback`: a manual sync of that revision (pruning only
 /// with `prune`), recorded in the history like any sync. Refused while automated sync is
@@ -1056,6 +1083,8 @@ fn app_state(app: &Value, obs: &Observation, opts: &RunOptions) -> AppState {
         state.last_sync = Some(LastSync {
             succeeded: phase == "Succeeded",
             at,
+            terminated: phase == "Failed"
+                && get("/message").and_then(Value::as_str) == Some(execute::TERMINATED),
         });
     }
     state.source_changed = match get("/syncResult/source") {
