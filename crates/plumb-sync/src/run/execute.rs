@@ -343,6 +343,9 @@ struct Exec<'a> {
     /// Hooks created (their live keys), with their policies, for deletion at the end.
     hooks: Vec<(ResourceKey, usize, DeletePolicy)>,
     message: String,
+    /// `operationState.phase: Running` is written once; later progress writes leave the phase
+    /// alone, so a `Terminating` written meanwhile is never overwritten.
+    phase_written: bool,
 }
 
 impl Exec<'_> {
@@ -360,7 +363,7 @@ impl Exec<'_> {
             return Ok(());
         }
         self.message = message;
-        let state = operation_state(
+        let mut state = operation_state(
             self.obs,
             self.op,
             "Running",
@@ -368,6 +371,11 @@ impl Exec<'_> {
             None,
             &self.results,
         );
+        if std::mem::replace(&mut self.phase_written, true)
+            && let Some(s) = state.as_object_mut()
+        {
+            s.remove("phase");
+        }
         write_status(
             self.cluster,
             self.obs,
@@ -857,6 +865,7 @@ pub(super) async fn execute(
         started: Vec::new(),
         hooks: Vec::new(),
         message: String::new(),
+        phase_written: false,
     };
     exec.progress("running".into()).await?;
 
