@@ -51,6 +51,10 @@ pub struct ControllerArgs {
     /// Seconds a leader's Lease stays valid without renewal.
     #[arg(long, default_value_t = 30)]
     lease_duration: u64,
+    /// Serve /healthz, /readyz and /metrics (Prometheus) on this address, e.g. 0.0.0.0:8082
+    /// (port 0 picks a free port; the address is logged).
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<String>,
 }
 
 const LEASE: &str = "plumb-controller";
@@ -187,6 +191,25 @@ async fn run_async(args: ControllerArgs, cluster: Arc<plumb_cluster::Cluster>) -
         std::process::id()
     );
     let renew_every = Duration::from_secs((args.lease_duration / 3).max(1));
+    let metrics = Arc::new(crate::serve::Metrics::default());
+    if let Some(addr) = &args.listen {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| anyhow!("--listen {addr}: {e}"))?;
+        let bound = listener
+            .local_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_else(|_| addr.clone());
+        log_line(json!({"listening": bound}));
+        tokio::spawn(crate::serve::serve(listener, metrics.clone()));
+    }
+    let events: Arc<dyn Fn(Event<'_>) + Send + Sync> = {
+        let metrics = metrics.clone();
+        Arc::new(move |e: Event<'_>| {
+            metrics.record(&e);
+            log_event(e);
+        })
+    };
     // Wait to lead (a follower with --once reports and exits).
     loop {
         match elect(
@@ -200,6 +223,7 @@ async fn run_async(args: ControllerArgs, cluster: Arc<plumb_cluster::Cluster>) -
         {
             Leadership::Leader => break,
             Leadership::Follower(holder) => {
+                metrics.set_ready(false);
                 log_line(json!({"leader": holder, "me": me, "reconciling": false}));
                 if args.once {
                     return Ok(EXIT_IN_SYNC);
@@ -229,6 +253,8 @@ async fn run_async(args: ControllerArgs, cluster: Arc<plumb_cluster::Cluster>) -
     let controller = Controller::start(cluster.clone(), opts)
         .await
         .map_err(|e| anyhow!("{e}"))?;
+    metrics.set_cache(controller.cache().kinds().len(), controller.cache().len());
+    metrics.set_ready(true);
     log_line(json!({
         "leader": me,
         "reconciling": true,
@@ -238,7 +264,7 @@ async fn run_async(args: ControllerArgs, cluster: Arc<plumb_cluster::Cluster>) -
     }));
 
     if args.once {
-        controller.pass(Arc::new(log_event)).await;
+        controller.pass(events.clone()).await;
         controller.stop();
         release(&cluster, &args.lease_namespace, &me).await;
         return Ok(EXIT_IN_SYNC);
@@ -280,7 +306,7 @@ async fn run_async(args: ControllerArgs, cluster: Arc<plumb_cluster::Cluster>) -
         }
         let _ = stop_tx.send(true);
     });
-    controller.run(Arc::new(log_event), stop_rx).await;
+    controller.run(events.clone(), stop_rx).await;
     renewal.abort();
     signals.abort();
     controller.stop();

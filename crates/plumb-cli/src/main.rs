@@ -9,6 +9,7 @@ mod diff_cmd;
 mod doctor_cmd;
 mod output;
 mod render_cmd;
+mod serve;
 mod snapshot_cmd;
 mod source_args;
 

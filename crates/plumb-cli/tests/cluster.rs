@@ -1693,6 +1693,8 @@ async fn controller_process_watches_heals_and_hands_over() {
                 "3600",
                 "--jitter",
                 "0",
+                "--listen",
+                "127.0.0.1:0",
             ])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -1778,6 +1780,38 @@ async fn controller_process_watches_heals_and_hands_over() {
     for line in read_log().lines() {
         serde_json::from_str::<Value>(line)
             .unwrap_or_else(|e| panic!("not a JSON log line ({e}): {line}"));
+    }
+    // The HTTP endpoint: probes and Prometheus metrics naming the app and its status.
+    let addr = read_log()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find_map(|v| v["listening"].as_str().map(String::from))
+        .expect("the listening address is logged");
+    let get = |path: &str| {
+        use std::io::{Read, Write};
+        let mut conn = std::net::TcpStream::connect(&addr).expect("connect");
+        write!(conn, "GET {path} HTTP/1.1\r\nHost: plumb\r\n\r\n").expect("send");
+        let mut reply = String::new();
+        conn.read_to_string(&mut reply).expect("read");
+        reply
+    };
+    assert!(
+        get("/healthz").starts_with("HTTP/1.1 200"),
+        "{}",
+        get("/healthz")
+    );
+    assert!(get("/readyz").starts_with("HTTP/1.1 200"));
+    assert!(get("/nope").starts_with("HTTP/1.1 404"));
+    let metrics = get("/metrics");
+    for want in [
+        "plumb_leader 1".to_string(),
+        format!(
+            "plumb_app_info{{namespace=\"{app_ns}\",name=\"{name}\",sync_status=\"Synced\",health_status=\"Healthy\"}} 1"
+        ),
+        "plumb_app_sync_total{phase=\"Succeeded\"}".to_string(),
+        "plumb_app_reconcile_total{result=\"ok\"}".to_string(),
+    ] {
+        assert!(metrics.contains(&want), "{want} missing from:\n{metrics}");
     }
 
     // SIGTERM: a clean stop that releases the Lease.

@@ -1,0 +1,237 @@
+//! The controller's HTTP endpoint (`plumb controller --listen ADDR`): `/healthz` for a
+//! liveness probe, `/readyz` (200 once this replica reconciles or follows a leader), and
+//! `/metrics` in Prometheus' text format — reconciles and syncs counted by outcome, reconcile
+//! time, whether this replica leads, the watch cache's size, and `plumb_app_info` per
+//! Application (its sync and health status), as Argo CD's `argocd_app_info`.
+//!
+//! A deliberately small HTTP/1.1 responder on tokio (GET only, one request per connection,
+//! 8 KiB request limit): three fixed routes do not need a web framework.
+
+use plumb_sync::controller::Event;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+/// What the endpoint reports; updated from the controller's events.
+#[derive(Default)]
+pub struct Metrics {
+    ready: AtomicBool,
+    leader: AtomicBool,
+    cached_objects: AtomicU64,
+    watched_kinds: AtomicU64,
+    inner: Mutex<Counters>,
+}
+
+#[derive(Default)]
+struct Counters {
+    /// Reconciles by result (`ok`, `error`).
+    reconciles: BTreeMap<&'static str, u64>,
+    /// Syncs by phase (`Succeeded`, `Failed`).
+    syncs: BTreeMap<&'static str, u64>,
+    reconcile_seconds_sum: f64,
+    reconcile_seconds_count: u64,
+    /// Per app (namespace, name): sync status, health status.
+    apps: BTreeMap<(String, String), (String, String)>,
+    watch_lagged: u64,
+}
+
+impl Metrics {
+    /// This replica is up: leading (`true`) or following.
+    pub fn set_ready(&self, leader: bool) {
+        self.leader.store(leader, Ordering::Relaxed);
+        self.ready.store(true, Ordering::Relaxed);
+    }
+
+    /// The watch cache's size.
+    pub fn set_cache(&self, kinds: usize, objects: usize) {
+        self.watched_kinds.store(kinds as u64, Ordering::Relaxed);
+        self.cached_objects.store(objects as u64, Ordering::Relaxed);
+    }
+
+    /// Counts one controller event.
+    pub fn record(&self, e: &Event<'_>) {
+        let Ok(mut c) = self.inner.lock() else {
+            return;
+        };
+        match e {
+            Event::Reconciled {
+                app, outcome, took, ..
+            } => {
+                *c.reconciles.entry("ok").or_default() += 1;
+                c.reconcile_seconds_sum += took.as_secs_f64();
+                c.reconcile_seconds_count += 1;
+                if let Some(sync) = &outcome.sync {
+                    *c.syncs.entry(sync.phase).or_default() += 1;
+                }
+                let key = (app.0.clone(), app.1.clone());
+                if outcome.deletion.as_ref().is_some_and(|d| d.finalized) {
+                    c.apps.remove(&key);
+                } else {
+                    let status = (
+                        format!("{:?}", outcome.status.sync),
+                        outcome.status.health.to_string(),
+                    );
+                    c.apps.insert(key, status);
+                }
+            }
+            Event::Failed { .. } => *c.reconciles.entry("error").or_default() += 1,
+            Event::Lagged { missed } => c.watch_lagged += *missed,
+        }
+    }
+
+    /// The Prometheus text exposition.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let one = |v: u64| vec![(String::new(), v.to_string())];
+        section(
+            &mut out,
+            "plumb_leader",
+            "gauge",
+            "1 when this replica holds the leader Lease and reconciles.",
+            &one(u64::from(self.leader.load(Ordering::Relaxed))),
+        );
+        section(
+            &mut out,
+            "plumb_watched_kinds",
+            "gauge",
+            "Kinds the watch cache lists and watches.",
+            &one(self.watched_kinds.load(Ordering::Relaxed)),
+        );
+        section(
+            &mut out,
+            "plumb_cached_objects",
+            "gauge",
+            "Objects in the watch cache when the controller started.",
+            &one(self.cached_objects.load(Ordering::Relaxed)),
+        );
+        let Ok(c) = self.inner.lock() else {
+            return out;
+        };
+        let by = |label: &str, m: &BTreeMap<&'static str, u64>| -> Vec<(String, String)> {
+            m.iter()
+                .map(|(k, v)| (format!("{{{label}=\"{}\"}}", escape(k)), v.to_string()))
+                .collect()
+        };
+        section(
+            &mut out,
+            "plumb_app_reconcile_total",
+            "counter",
+            "Application reconciles by result.",
+            &by("result", &c.reconciles),
+        );
+        section(
+            &mut out,
+            "plumb_app_sync_total",
+            "counter",
+            "Sync operations run by the controller, by phase.",
+            &by("phase", &c.syncs),
+        );
+        let _ = writeln!(
+            out,
+            "# HELP plumb_app_reconcile_seconds Time per Application reconcile.\n\
+             # TYPE plumb_app_reconcile_seconds summary\n\
+             plumb_app_reconcile_seconds_sum {}\nplumb_app_reconcile_seconds_count {}",
+            c.reconcile_seconds_sum, c.reconcile_seconds_count
+        );
+        let apps: Vec<(String, String)> = c
+            .apps
+            .iter()
+            .map(|((ns, name), (sync, health))| {
+                (
+                    format!(
+                        "{{namespace=\"{}\",name=\"{}\",sync_status=\"{}\",health_status=\"{}\"}}",
+                        escape(ns),
+                        escape(name),
+                        escape(sync),
+                        escape(health)
+                    ),
+                    "1".to_string(),
+                )
+            })
+            .collect();
+        section(
+            &mut out,
+            "plumb_app_info",
+            "gauge",
+            "One series per Application, labelled with its last sync and health status.",
+            &apps,
+        );
+        section(
+            &mut out,
+            "plumb_watch_lagged_total",
+            "counter",
+            "Watch events the controller's queue dropped (it re-lists instead).",
+            &one(c.watch_lagged),
+        );
+        out
+    }
+}
+
+/// One metric: its HELP and TYPE lines, then a line per (labels, value).
+fn section(out: &mut String, name: &str, kind: &str, help: &str, lines: &[(String, String)]) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+    for (labels, value) in lines {
+        let _ = writeln!(out, "{name}{labels} {value}");
+    }
+}
+
+/// Escapes a Prometheus label value.
+fn escape(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// Serves `metrics` on `listener` until the task is dropped.
+pub async fn serve(listener: TcpListener, metrics: std::sync::Arc<Metrics>) {
+    loop {
+        let Ok((mut stream, _)) = listener.accept().await else {
+            continue;
+        };
+        let metrics = metrics.clone();
+        tokio::spawn(async move {
+            let mut buf = vec![0u8; 8192];
+            let mut len = 0;
+            while len < buf.len() {
+                match stream.read(&mut buf[len..]).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => len += n,
+                }
+                if buf[..len].windows(4).any(|w| w == b"\r\n\r\n") {
+                    break;
+                }
+            }
+            let request = String::from_utf8_lossy(&buf[..len]);
+            let mut words = request.split_whitespace();
+            let (method, path) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+            let (status, content_type, body) = match (method, path) {
+                ("GET", "/healthz") => ("200 OK", "text/plain", "ok\n".to_string()),
+                ("GET", "/readyz") if metrics.ready.load(Ordering::Relaxed) => {
+                    ("200 OK", "text/plain", "ok\n".to_string())
+                }
+                ("GET", "/readyz") => (
+                    "503 Service Unavailable",
+                    "text/plain",
+                    "starting\n".to_string(),
+                ),
+                ("GET", "/metrics") => ("200 OK", "text/plain; version=0.0.4", metrics.render()),
+                ("GET", _) => ("404 Not Found", "text/plain", "not found\n".to_string()),
+                _ => (
+                    "405 Method Not Allowed",
+                    "text/plain",
+                    "GET only\n".to_string(),
+                ),
+            };
+            let head = format!(
+                "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(head.as_bytes()).await;
+            let _ = stream.write_all(body.as_bytes()).await;
+            let _ = stream.shutdown().await;
+        });
+    }
+}
