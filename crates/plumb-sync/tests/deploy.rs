@@ -49,10 +49,14 @@ async fn deploy_manifests_install_and_accept_applications() {
         controller[0]["spec"]["template"]["spec"]["serviceAccountName"],
         "plumb-controller"
     );
+    let container = &controller[0]["spec"]["template"]["spec"]["containers"][0];
     assert_eq!(
-        controller[0]["spec"]["template"]["spec"]["containers"][0]["args"],
-        json!(["controller"])
+        container["args"],
+        json!(["controller", "--listen=0.0.0.0:8082"])
     );
+    assert_eq!(container["livenessProbe"]["httpGet"]["path"], "/healthz");
+    assert_eq!(container["readinessProbe"]["httpGet"]["port"], "metrics");
+    assert_eq!(container["ports"][0]["containerPort"], 8082);
 
     // Least privilege, as the API server's authorizer sees it.
     for (verb, group, resource, sub) in [
