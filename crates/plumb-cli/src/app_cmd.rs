@@ -308,6 +308,7 @@ fn delete(args: &DeleteArgs) -> Result<u8> {
         );
         return Ok(EXIT_IN_SYNC);
     }
+    let opts = plumb_sync::run::RunOptions::default();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(args.timeout);
     loop {
         let current = c
@@ -318,7 +319,9 @@ fn delete(args: &DeleteArgs) -> Result<u8> {
             return Ok(EXIT_IN_SYNC);
         };
         if let Some(step) = c
-            .block_on(plumb_sync::run::finalize_deletion(&c.cluster, &current))
+            .block_on(plumb_sync::run::finalize_deletion(
+                &c.cluster, &current, &opts,
+            ))
             .map_err(|e| anyhow!("{e}"))?
         {
             eprintln!("{name}: {}", step.message);

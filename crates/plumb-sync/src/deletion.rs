@@ -20,6 +20,135 @@ pub const RESOURCES_FINALIZER_BACKGROUND: &str =
     "resources-finalizer.argocd.argoproj.io/background";
 /// The Application annotation that approves `Delete=confirm` deletions.
 pub const DELETION_APPROVED_ANNOTATION: &str = "argocd.argoproj.io/deletion-approved";
+/// Runs the app's PreDelete hooks before its resources are deleted (added by the controller
+/// to an app that declares such hooks).
+pub const PRE_DELETE_FINALIZER: &str = "pre-delete-finalizer.argocd.argoproj.io";
+/// Runs the app's PostDelete hooks once its resources are gone.
+pub const POST_DELETE_FINALIZER: &str = "post-delete-finalizer.argocd.argoproj.io";
+/// Deletes the PreDelete hooks their delete policy names, at the end.
+pub const PRE_DELETE_CLEANUP_FINALIZER: &str = "pre-delete-finalizer.argocd.argoproj.io/cleanup";
+/// Deletes the PostDelete hooks their delete policy names, at the end.
+pub const POST_DELETE_CLEANUP_FINALIZER: &str = "post-delete-finalizer.argocd.argoproj.io/cleanup";
+
+/// A hook that runs when the Application is deleted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum DeleteHook {
+    /// `argocd.argoproj.io/hook: PreDelete` (`helm.sh/hook: pre-delete`).
+    Pre,
+    /// `argocd.argoproj.io/hook: PostDelete` (`helm.sh/hook: post-delete`).
+    Post,
+}
+
+impl DeleteHook {
+    /// The hook type an object's annotations give it (the whole value, as Argo CD compares).
+    pub fn of(annotations: &std::collections::BTreeMap<String, String>) -> Option<DeleteHook> {
+        let argo = annotations
+            .get(plumb_core::HOOK_ANNOTATION)
+            .map(String::as_str);
+        let helm = annotations
+            .get(plumb_core::HELM_HOOK_ANNOTATION)
+            .map(String::as_str);
+        match (argo, helm) {
+            (Some("PreDelete"), _) | (_, Some("pre-delete")) => Some(DeleteHook::Pre),
+            (Some("PostDelete"), _) | (_, Some("post-delete")) => Some(DeleteHook::Post),
+            _ => None,
+        }
+    }
+
+    /// The hook type of an object (its annotations).
+    pub fn of_object(obj: &Value) -> Option<DeleteHook> {
+        let get = |k: &str| {
+            obj.pointer("/metadata/annotations")
+                .and_then(|a| a.get(k))
+                .and_then(Value::as_str)
+        };
+        match (
+            get(plumb_core::HOOK_ANNOTATION),
+            get(plumb_core::HELM_HOOK_ANNOTATION),
+        ) {
+            (None, None) => None,
+            (argo, helm) => {
+                let mut m = std::collections::BTreeMap::new();
+                if let Some(v) = argo {
+                    m.insert(plumb_core::HOOK_ANNOTATION.to_string(), v.to_string());
+                }
+                if let Some(v) = helm {
+                    m.insert(plumb_core::HELM_HOOK_ANNOTATION.to_string(), v.to_string());
+                }
+                DeleteHook::of(&m)
+            }
+        }
+    }
+
+    /// Its name in messages.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeleteHook::Pre => "PreDelete",
+            DeleteHook::Post => "PostDelete",
+        }
+    }
+
+    /// The finalizer that runs it, and the one that cleans it up.
+    pub fn finalizers(self) -> [&'static str; 2] {
+        match self {
+            DeleteHook::Pre => [PRE_DELETE_FINALIZER, PRE_DELETE_CLEANUP_FINALIZER],
+            DeleteHook::Post => [POST_DELETE_FINALIZER, POST_DELETE_CLEANUP_FINALIZER],
+        }
+    }
+}
+
+/// The stage a deleted Application is in, by the finalizers it still has: PreDelete hooks,
+/// then its resources, then PostDelete hooks, then the hooks' cleanup (Argo CD's order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    Hooks(DeleteHook),
+    Resources(Cascade),
+    Cleanup,
+    /// No finalizer of plumb's left.
+    Nothing,
+}
+
+fn finalizers(app: &Value) -> Vec<&str> {
+    app.pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .map(|fs| fs.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
+}
+
+impl Stage {
+    pub fn of(app: &Value) -> Stage {
+        let f = finalizers(app);
+        let cascade = Cascade::of(app);
+        if f.contains(&PRE_DELETE_FINALIZER) {
+            Stage::Hooks(DeleteHook::Pre)
+        } else if cascade != Cascade::None {
+            Stage::Resources(cascade)
+        } else if f.contains(&POST_DELETE_FINALIZER) {
+            Stage::Hooks(DeleteHook::Post)
+        } else if f.contains(&PRE_DELETE_CLEANUP_FINALIZER)
+            || f.contains(&POST_DELETE_CLEANUP_FINALIZER)
+        {
+            Stage::Cleanup
+        } else {
+            Stage::Nothing
+        }
+    }
+}
+
+/// The Application's finalizers with those its delete hooks need added (`hooks`: the types
+/// git declares); `None` when none is missing. The controller adds them, as Argo CD's does.
+pub fn with_hook_finalizers(app: &Value, hooks: &[DeleteHook]) -> Option<Vec<String>> {
+    let mut list: Vec<String> = finalizers(app).into_iter().map(String::from).collect();
+    let before = list.len();
+    for h in hooks {
+        for f in h.finalizers() {
+            if !list.iter().any(|x| x == f) {
+                list.push(f.to_string());
+            }
+        }
+    }
+    (list.len() > before).then_some(list)
+}
 
 /// How deleting the Application treats its resources.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -193,6 +322,66 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(matches!(next_step(&all, true), Step::Delete { ref keys, .. } if keys.len() == 2));
+    }
+
+    #[test]
+    fn stages_follow_the_finalizers_in_argo_cds_order() {
+        let app = |f: &[&str]| json!({"metadata": {"finalizers": f}});
+        let all = [
+            POST_DELETE_CLEANUP_FINALIZER,
+            RESOURCES_FINALIZER,
+            POST_DELETE_FINALIZER,
+            PRE_DELETE_FINALIZER,
+            PRE_DELETE_CLEANUP_FINALIZER,
+        ];
+        assert_eq!(Stage::of(&app(&all)), Stage::Hooks(DeleteHook::Pre));
+        assert_eq!(
+            Stage::of(&app(&all[..3])),
+            Stage::Resources(Cascade::Foreground)
+        );
+        assert_eq!(
+            Stage::of(&app(&[
+                POST_DELETE_CLEANUP_FINALIZER,
+                POST_DELETE_FINALIZER
+            ])),
+            Stage::Hooks(DeleteHook::Post)
+        );
+        assert_eq!(
+            Stage::of(&app(&[PRE_DELETE_CLEANUP_FINALIZER, "other"])),
+            Stage::Cleanup
+        );
+        assert_eq!(Stage::of(&app(&["other"])), Stage::Nothing);
+    }
+
+    #[test]
+    fn delete_hooks_and_their_finalizers() {
+        let ann =
+            |k: &str, v: &str| std::collections::BTreeMap::from([(k.to_string(), v.to_string())]);
+        assert_eq!(
+            DeleteHook::of(&ann(plumb_core::HOOK_ANNOTATION, "PostDelete")),
+            Some(DeleteHook::Post)
+        );
+        assert_eq!(
+            DeleteHook::of(&ann(plumb_core::HELM_HOOK_ANNOTATION, "pre-delete")),
+            Some(DeleteHook::Pre)
+        );
+        assert_eq!(
+            DeleteHook::of(&ann(plumb_core::HOOK_ANNOTATION, "PreSync,PostDelete")),
+            None,
+            "Argo CD compares the whole value"
+        );
+        let app = json!({"metadata": {"finalizers": [RESOURCES_FINALIZER]}});
+        assert_eq!(
+            with_hook_finalizers(&app, &[DeleteHook::Post]),
+            Some(vec![
+                RESOURCES_FINALIZER.to_string(),
+                POST_DELETE_FINALIZER.to_string(),
+                POST_DELETE_CLEANUP_FINALIZER.to_string()
+            ])
+        );
+        let done = json!({"metadata": {"finalizers": [POST_DELETE_FINALIZER, POST_DELETE_CLEANUP_FINALIZER]}});
+        assert_eq!(with_hook_finalizers(&done, &[DeleteHook::Post]), None);
+        assert_eq!(with_hook_finalizers(&app, &[]), None);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Sync operations on the test bed: health-gated waves, hooks (PreSync / PostSync / SyncFail,
 //! `generateName`, delete policies), and an interrupted operation resumed without losing or
-//! duplicating history; a running operation terminated.
+//! duplicating history; a running operation terminated; PreDelete / PostDelete hooks around an
+//! Application's cascade deletion.
 //!
 //! The test bed has no kubelet and no cloud controller, so the tests play those parts: a
 //! `type: LoadBalancer` Service is Progressing until the test writes its
@@ -190,6 +191,159 @@ fn results(out: &SyncOutcome) -> Vec<(String, &'static str, &'static str, Option
         .iter()
         .map(|r| (r.key.name.clone(), r.phase, r.status, r.hook_phase))
         .collect()
+}
+
+/// Deleting an Application whose git declares PreDelete and PostDelete hooks: the controller
+/// adds their finalizers; on deletion the PreDelete Job runs before any resource goes, the
+/// PostDelete Job once they are gone, then the hooks whose delete policy says so are removed
+/// and the Application goes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn delete_hooks_run_around_the_cascade() {
+    let Some(cluster) = testbed("delete_hooks").await else {
+        return;
+    };
+    let files = [
+        ("app/cm.json", configmap("settings", json!({}))),
+        (
+            "app/backup.json",
+            job(json!({"name": "backup", "annotations": {"argocd.argoproj.io/hook": "PreDelete"}})),
+        ),
+        (
+            "app/farewell.json",
+            job(
+                json!({"name": "farewell", "annotations": {"argocd.argoproj.io/hook": "PostDelete",
+                "argocd.argoproj.io/hook-delete-policy": "HookSucceeded"}}),
+            ),
+        ),
+    ];
+    let (apps_ns, dest, name) = setup(&cluster, "delhooks", &files, json!({})).await;
+    let o = opts();
+    let out = sync_app(
+        &cluster,
+        &get_app(&cluster, &apps_ns, &name).await,
+        &o,
+        InitiatedBy::user("alice"),
+        SystemTime::now(),
+    )
+    .await
+    .expect("sync");
+    assert!(out.succeeded(), "{}", out.message);
+    assert!(
+        jobs_named(&cluster, &dest, "").await.is_empty(),
+        "delete hooks do not run on sync"
+    );
+
+    // A reconcile adds the hooks' finalizers (the test adds the cascade one, as `app delete`).
+    let mut state = ReconcileState { options: o.clone() };
+    reconcile_once(
+        &cluster,
+        &get_app(&cluster, &apps_ns, &name).await,
+        SystemTime::now(),
+        &mut state,
+    )
+    .await
+    .expect("reconcile");
+    let app = get_app(&cluster, &apps_ns, &name).await;
+    let mut finalizers: Vec<Value> = app["metadata"]["finalizers"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    for f in [
+        "pre-delete-finalizer.argocd.argoproj.io",
+        "pre-delete-finalizer.argocd.argoproj.io/cleanup",
+        "post-delete-finalizer.argocd.argoproj.io",
+        "post-delete-finalizer.argocd.argoproj.io/cleanup",
+    ] {
+        assert!(
+            finalizers.contains(&json!(f)),
+            "{f} missing: {finalizers:?}"
+        );
+    }
+    finalizers.push(json!("resources-finalizer.argocd.argoproj.io"));
+    cluster
+        .patch_application(
+            &apps_ns,
+            &name,
+            &json!({"metadata": {"finalizers": finalizers}}),
+        )
+        .await
+        .expect("add the cascade finalizer");
+    cluster
+        .delete_object(
+            &plumb_core::ResourceKey {
+                group: "plumb.dev".into(),
+                kind: "Application".into(),
+                namespace: apps_ns.clone(),
+                name: name.clone(),
+            },
+            plumb_cluster::Propagation::Background,
+        )
+        .await
+        .expect("delete the Application");
+
+    let mut seen = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while let Some(current) = cluster.get_application(&apps_ns, &name).await.expect("get") {
+        assert!(Instant::now() < deadline, "still there; seen {seen:?}");
+        let out = reconcile_once(&cluster, &current, SystemTime::now(), &mut state)
+            .await
+            .expect("reconcile");
+        let step = out.deletion.expect("a deletion step");
+        if seen.last() != Some(&step.message) {
+            seen.push(step.message.clone());
+        }
+        let cm_there = get(&cluster, "", "ConfigMap", &dest, "settings")
+            .await
+            .is_some();
+        // Play the Job controller: each hook Job completes once it exists.
+        for (job, must_see_cm) in [("backup", true), ("farewell", false)] {
+            let Some(j) = get(&cluster, "batch", "Job", &dest, job).await else {
+                continue;
+            };
+            if j.pointer("/status/completionTime").is_none() {
+                assert_eq!(
+                    cm_there, must_see_cm,
+                    "{job} runs while the ConfigMap exists: {must_see_cm}"
+                );
+                finish_job(&cluster, &dest, job, true).await;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let position = |m: &str| {
+        seen.iter()
+            .position(|s| s.starts_with(m))
+            .unwrap_or_else(|| panic!("{m} not in {seen:?}"))
+    };
+    assert!(
+        position("created 1 PreDelete hook") < position("deleting 1 resource"),
+        "{seen:?}"
+    );
+    assert!(
+        position("resources deleted") < position("created 1 PostDelete hook"),
+        "{seen:?}"
+    );
+    assert!(
+        position("PostDelete hooks completed") < position("delete hooks cleaned up"),
+        "{seen:?}"
+    );
+    assert!(
+        get(&cluster, "", "ConfigMap", &dest, "settings")
+            .await
+            .is_none()
+    );
+    assert!(
+        get(&cluster, "batch", "Job", &dest, "farewell")
+            .await
+            .is_none(),
+        "HookSucceeded: deleted"
+    );
+    assert!(
+        get(&cluster, "batch", "Job", &dest, "backup")
+            .await
+            .is_some(),
+        "no policy given: kept"
+    );
 }
 
 /// `plumb app terminate-op`: an operation waiting for a wave's health stops, ends Failed with

@@ -1,8 +1,13 @@
-//! Finalizing a deleted Application ([`crate::deletion`]): one step per reconcile — delete
-//! the highest wave of its live resources, or wait for them, or remove the finalizer.
+//! Finalizing a deleted Application ([`crate::deletion`]): one step per reconcile, stage by
+//! stage — PreDelete hooks (create, wait), the resources (the highest wave, wait, the next),
+//! PostDelete hooks, then the hooks' cleanup — each stage ending by removing its finalizer.
 
 use super::*;
-use crate::deletion::{Candidate, Cascade, DELETION_APPROVED_ANNOTATION, Step, next_step};
+use crate::deletion::{
+    Candidate, Cascade, DELETION_APPROVED_ANNOTATION, DeleteHook, RESOURCES_FINALIZER,
+    RESOURCES_FINALIZER_BACKGROUND, Stage, Step, next_step, with_hook_finalizers,
+};
+use crate::operation::{DeletePolicy, TaskState, hook_state};
 use crate::options::ResourceSyncOptions;
 
 /// What one finalizing step did.
@@ -21,38 +26,61 @@ pub struct DeletionOutcome {
 }
 
 /// When `app` is being deleted (`metadata.deletionTimestamp`), takes the next step of its
-/// cascade; `None` for an Application that is not being deleted. Without the resources
-/// finalizer there is nothing for plumb to do (the resources stay, as in Argo CD).
-pub async fn finalize_deletion(cluster: &Cluster, app: &Value) -> Result<Option<DeletionOutcome>> {
+/// finalization; `None` for an Application that is not being deleted. Without plumb's
+/// finalizers there is nothing to do (the resources stay, as in Argo CD).
+pub async fn finalize_deletion(
+    cluster: &Cluster,
+    app: &Value,
+    opts: &RunOptions,
+) -> Result<Option<DeletionOutcome>> {
     if app
         .pointer("/metadata/deletionTimestamp")
         .is_none_or(Value::is_null)
     {
         return Ok(None);
     }
-    let name = app_name(app);
-    let namespace = app
-        .pointer("/metadata/namespace")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
-    let cascade = Cascade::of(app);
-    if cascade == Cascade::None {
-        return Ok(Some(DeletionOutcome {
+    Ok(Some(match Stage::of(app) {
+        Stage::Nothing => DeletionOutcome::waiting(
+            Vec::new(),
+            "deleting without cascade: resources are left in place".into(),
+        ),
+        Stage::Resources(cascade) => delete_resources(cluster, app, cascade).await?,
+        Stage::Hooks(kind) => run_delete_hooks(cluster, app, opts, kind).await?,
+        Stage::Cleanup => clean_up_hooks(cluster, app, opts).await?,
+    }))
+}
+
+impl DeletionOutcome {
+    fn waiting(waiting: Vec<ResourceKey>, message: String) -> DeletionOutcome {
+        DeletionOutcome {
             deleted: Vec::new(),
-            waiting: Vec::new(),
+            waiting,
             kept: Vec::new(),
             finalized: false,
-            message: "deleting without cascade: resources are left in place".into(),
-        }));
+            message,
+        }
     }
-    let cluster_err = |source| RunError::Cluster {
+}
+
+fn cluster_err(app: &Value) -> impl Fn(ClusterError) -> RunError {
+    let name = app_name(app);
+    move |source| RunError::Cluster {
         app: name.clone(),
         source,
-    };
+    }
+}
+
+/// The resources stage: delete the highest wave left, wait, and at the end remove the
+/// resources finalizer.
+async fn delete_resources(
+    cluster: &Cluster,
+    app: &Value,
+    cascade: Cascade,
+) -> Result<DeletionOutcome> {
+    let cluster_err = cluster_err(app);
     let tracking_name = Application::from_value(app)
         .map(|a| a.name)
-        .unwrap_or_else(|_| name.clone());
+        .unwrap_or_else(|_| app_name(app));
     let app_delete = SyncPolicy::from_application(app)
         .ok()
         .and_then(|p| p.sync_options.delete);
@@ -61,7 +89,7 @@ pub async fn finalize_deletion(cluster: &Cluster, app: &Value) -> Result<Option<
         let Some(obj) = cluster
             .get_object(&key.group, &key.kind, &key.namespace, &key.name)
             .await
-            .map_err(cluster_err)?
+            .map_err(&cluster_err)?
         else {
             continue;
         };
@@ -84,7 +112,7 @@ pub async fn finalize_deletion(cluster: &Cluster, app: &Value) -> Result<Option<
         });
     }
     let approved = plumb_core::value::annotation(app, DELETION_APPROVED_ANNOTATION).is_some();
-    let outcome = match next_step(&candidates, approved) {
+    Ok(match next_step(&candidates, approved) {
         Step::Delete { wave, keys } => {
             let propagation = match cascade {
                 Cascade::Background => Propagation::Background,
@@ -94,72 +122,237 @@ pub async fn finalize_deletion(cluster: &Cluster, app: &Value) -> Result<Option<
                 cluster
                     .delete_object(key, propagation)
                     .await
-                    .map_err(cluster_err)?;
+                    .map_err(&cluster_err)?;
             }
             DeletionOutcome {
                 message: format!("deleting {} resource(s) of wave {wave}", keys.len()),
                 deleted: keys,
-                waiting: Vec::new(),
-                kept: Vec::new(),
-                finalized: false,
+                ..DeletionOutcome::waiting(Vec::new(), String::new())
             }
         }
-        Step::Wait { keys, reason } => DeletionOutcome {
-            deleted: Vec::new(),
-            waiting: keys,
-            kept: Vec::new(),
-            finalized: false,
-            message: reason,
-        },
+        Step::Wait { keys, reason } => DeletionOutcome::waiting(keys, reason),
         Step::Done { kept } => {
-            remove_finalizers(cluster, app, &namespace, &name).await?;
+            let finalized = remove_finalizers(
+                cluster,
+                app,
+                &[RESOURCES_FINALIZER, RESOURCES_FINALIZER_BACKGROUND],
+            )
+            .await?;
             DeletionOutcome {
                 message: match kept.len() {
                     0 => "resources deleted; finalizer removed".to_string(),
                     n => format!("resources deleted ({n} kept: Delete=false); finalizer removed"),
                 },
-                deleted: Vec::new(),
-                waiting: Vec::new(),
                 kept,
-                finalized: true,
+                finalized,
+                ..DeletionOutcome::waiting(Vec::new(), String::new())
             }
         }
-    };
-    Ok(Some(outcome))
+    })
 }
 
-/// Removes the resources finalizers, pinned to the Application's resourceVersion (the next
-/// reconcile retries a conflict).
-async fn remove_finalizers(
+/// git's hooks of type `kind` (rendered now), keyed; `generateName` hooks are left out (a
+/// deletion stage has no operation to name them after).
+async fn delete_hooks(
     cluster: &Cluster,
     app: &Value,
-    namespace: &str,
-    name: &str,
+    opts: &RunOptions,
+    kind: DeleteHook,
+) -> Result<Vec<(ResourceKey, Value)>> {
+    let obs = observe(cluster, app, opts, None).await?;
+    Ok(obs
+        .targets
+        .iter()
+        .filter(|(k, o)| !obs.generated.contains(k) && DeleteHook::of_object(o) == Some(kind))
+        .map(|(k, o)| (k.clone(), o.clone()))
+        .collect())
+}
+
+/// A hooks stage (Argo CD's `executePostDeleteHooks`, and the same for PreDelete): create the
+/// hooks git declares that are not there, wait while any is running, then remove the stage's
+/// finalizer. A failed PreDelete hook blocks the deletion (delete the hook object to run it
+/// again); a failed PostDelete hook does not.
+async fn run_delete_hooks(
+    cluster: &Cluster,
+    app: &Value,
+    opts: &RunOptions,
+    kind: DeleteHook,
+) -> Result<DeletionOutcome> {
+    let cluster_err = cluster_err(app);
+    let mut created = Vec::new();
+    let mut running = Vec::new();
+    let mut failed = Vec::new();
+    for (key, obj) in delete_hooks(cluster, app, opts, kind).await? {
+        let live = cluster
+            .get_object(&key.group, &key.kind, &key.namespace, &key.name)
+            .await
+            .map_err(&cluster_err)?;
+        let Some(live) = live else {
+            let answer = cluster.apply(vec![obj], FIELD_MANAGER, true).await.pop();
+            match answer {
+                Some(Ok(_)) => created.push(key),
+                Some(Err(e)) => return Err(cluster_err(e)),
+                None => {}
+            }
+            continue;
+        };
+        match hook_state(&key, Some(&live)) {
+            TaskState::Running(m) => running.push((key, m)),
+            TaskState::Failed(m) => failed.push(format!("{key}: {m}")),
+            TaskState::Succeeded(_) => {}
+        }
+    }
+    let name = kind.as_str();
+    if !created.is_empty() {
+        let message = format!("created {} {name} hook(s)", created.len());
+        return Ok(DeletionOutcome::waiting(created, message));
+    }
+    if let Some((_, first)) = running.first() {
+        let message = match running.len() {
+            1 => first.clone(),
+            n => format!("{first} and {} more", n - 1),
+        };
+        return Ok(DeletionOutcome::waiting(
+            running.into_iter().map(|(k, _)| k).collect(),
+            message,
+        ));
+    }
+    if kind == DeleteHook::Pre && !failed.is_empty() {
+        return Ok(DeletionOutcome::waiting(
+            Vec::new(),
+            format!(
+                "{name} hook failed, the Application is not deleted (delete the hook to run it again): {}",
+                failed.join("; ")
+            ),
+        ));
+    }
+    let finalized = remove_finalizers(cluster, app, &[kind.finalizers()[0]]).await?;
+    Ok(DeletionOutcome {
+        finalized,
+        ..DeletionOutcome::waiting(Vec::new(), format!("{name} hooks completed"))
+    })
+}
+
+/// The cleanup stage (Argo CD's `cleanupPostDeleteHooks`): each hook type's hooks are deleted
+/// when their delete policy matches the hooks' combined health (`HookSucceeded` when all are
+/// Healthy, `HookFailed` when one is Degraded); once they are gone the cleanup finalizers go.
+async fn clean_up_hooks(
+    cluster: &Cluster,
+    app: &Value,
+    opts: &RunOptions,
+) -> Result<DeletionOutcome> {
+    let cluster_err = cluster_err(app);
+    let mut pending = Vec::new();
+    for kind in [DeleteHook::Pre, DeleteHook::Post] {
+        let mut live_hooks = Vec::new();
+        for (key, _) in delete_hooks(cluster, app, opts, kind).await? {
+            if let Some(live) = cluster
+                .get_object(&key.group, &key.kind, &key.namespace, &key.name)
+                .await
+                .map_err(&cluster_err)?
+            {
+                live_hooks.push((key, live));
+            }
+        }
+        let health = plumb_health::worst(live_hooks.iter().map(|(_, live)| {
+            plumb_health::assess(live).map_or(HealthStatus::Healthy, |h| h.status)
+        }));
+        for (key, live) in &live_hooks {
+            let policy = DeletePolicy::of(&crate::plan::ObjectMeta::from_object(live).annotations);
+            let due = (policy.hook_succeeded && health == HealthStatus::Healthy)
+                || (policy.hook_failed && health == HealthStatus::Degraded);
+            if !due {
+                continue;
+            }
+            pending.push(key.clone());
+            if live
+                .pointer("/metadata/deletionTimestamp")
+                .is_none_or(Value::is_null)
+            {
+                cluster
+                    .delete_object(key, Propagation::Background)
+                    .await
+                    .map_err(&cluster_err)?;
+            }
+        }
+    }
+    if !pending.is_empty() {
+        let message = format!("waiting for {} delete hook(s) to be deleted", pending.len());
+        return Ok(DeletionOutcome::waiting(pending, message));
+    }
+    let finalized = remove_finalizers(
+        cluster,
+        app,
+        &[
+            crate::deletion::PRE_DELETE_CLEANUP_FINALIZER,
+            crate::deletion::POST_DELETE_CLEANUP_FINALIZER,
+        ],
+    )
+    .await?;
+    Ok(DeletionOutcome {
+        finalized,
+        ..DeletionOutcome::waiting(Vec::new(), "delete hooks cleaned up".into())
+    })
+}
+
+/// Adds the finalizers the delete hooks git declares need (an app not being deleted), as Argo
+/// CD's controller does; a conflict waits for the next reconcile.
+pub(super) async fn ensure_hook_finalizers(
+    cluster: &Cluster,
+    app: &Value,
+    obs: &Observation,
 ) -> Result<()> {
+    let kinds: std::collections::BTreeSet<DeleteHook> = obs
+        .targets
+        .values()
+        .filter_map(DeleteHook::of_object)
+        .collect();
+    let kinds: Vec<DeleteHook> = kinds.into_iter().collect();
+    let Some(list) = with_hook_finalizers(app, &kinds) else {
+        return Ok(());
+    };
+    let rv = app
+        .pointer("/metadata/resourceVersion")
+        .cloned()
+        .unwrap_or(Value::Null);
+    let patch = json!({"metadata": {"finalizers": list, "resourceVersion": rv}});
+    match cluster
+        .patch_application(&obs.namespace, &obs.name, &patch)
+        .await
+    {
+        Ok(_) | Err(ClusterError::Api { code: 409, .. }) => Ok(()),
+        Err(e) => Err(cluster_err(app)(e)),
+    }
+}
+
+/// Removes `names` from the Application's finalizers, pinned to its resourceVersion (the next
+/// reconcile retries a conflict); `true` when none of plumb's is left (the API server then
+/// deletes the Application, once other finalizers are gone too).
+async fn remove_finalizers(cluster: &Cluster, app: &Value, names: &[&str]) -> Result<bool> {
     let remaining: Vec<Value> = app
         .pointer("/metadata/finalizers")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
-        .filter(|f| {
-            !matches!(
-                f.as_str(),
-                Some(crate::deletion::RESOURCES_FINALIZER)
-                    | Some(crate::deletion::RESOURCES_FINALIZER_BACKGROUND)
-            )
-        })
+        .filter(|f| !f.as_str().is_some_and(|f| names.contains(&f)))
         .cloned()
         .collect();
     let rv = app
         .pointer("/metadata/resourceVersion")
         .cloned()
         .unwrap_or(Value::Null);
+    let namespace = app
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     let patch = json!({"metadata": {"finalizers": remaining, "resourceVersion": rv}});
-    match cluster.patch_application(namespace, name, &patch).await {
-        Ok(_) | Err(ClusterError::Api { code: 404, .. }) => Ok(()),
-        Err(source) => Err(RunError::Cluster {
-            app: name.to_string(),
-            source,
-        }),
+    match cluster
+        .patch_application(namespace, &app_name(app), &patch)
+        .await
+    {
+        Ok(_) | Err(ClusterError::Api { code: 404, .. }) => {}
+        Err(e) => return Err(cluster_err(app)(e)),
     }
+    let after = json!({"metadata": {"finalizers": remaining}});
+    Ok(Stage::of(&after) == Stage::Nothing)
 }

@@ -968,7 +968,7 @@ pub async fn reconcile_once(
     state: &mut ReconcileState,
 ) -> Result<ReconcileOutcome> {
     let started = Instant::now();
-    if let Some(deletion) = finalize_deletion(cluster, app).await? {
+    if let Some(deletion) = finalize_deletion(cluster, app, &state.options).await? {
         return Ok(ReconcileOutcome {
             decision: None,
             resumed: false,
@@ -988,6 +988,7 @@ pub async fn reconcile_once(
         });
     }
     let obs = observe(cluster, app, &state.options, None).await?;
+    delete::ensure_hook_finalizers(cluster, app, &obs).await?;
     let decision = obs
         .automated()
         .map(|_| automated_decision(&app_state(app, &obs, &state.options), now));
