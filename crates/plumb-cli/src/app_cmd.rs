@@ -268,23 +268,40 @@ fn delete(args: &DeleteArgs) -> Result<u8> {
     let app = one_app(&args.app)?;
     let c = connect(&args.app.cluster)?;
     let (ns, name) = (args.app.app_namespace.as_str(), args.app.name.as_str());
+    // The resources finalizer says what happens to the resources: set for --cascade (the
+    // propagation policy's variant), removed for --cascade=false, as `argocd app delete` does.
+    let current: Vec<Value> = app
+        .pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let mut finalizers: Vec<Value> = current
+        .iter()
+        .filter(|f| {
+            !matches!(
+                f.as_str(),
+                Some(RESOURCES_FINALIZER) | Some(RESOURCES_FINALIZER_BACKGROUND)
+            )
+        })
+        .cloned()
+        .collect();
     if args.cascade {
         let wanted = match args.propagation_policy.as_str() {
             "background" => RESOURCES_FINALIZER_BACKGROUND,
             _ => RESOURCES_FINALIZER,
         };
-        let mut finalizers: Vec<Value> = app
-            .pointer("/metadata/finalizers")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        if !finalizers.iter().any(|f| f.as_str() == Some(wanted)) {
-            finalizers.push(Value::String(wanted.to_string()));
-            let patch = serde_json::json!({"metadata": {"finalizers": finalizers,
-                "resourceVersion": app.pointer("/metadata/resourceVersion")}});
-            c.block_on(c.cluster.patch_application(ns, name, &patch))
-                .map_err(|e| anyhow!("{e}"))?;
-        }
+        finalizers.push(Value::String(wanted.to_string()));
+    }
+    let mut sorted_now = current.clone();
+    let mut sorted_wanted = finalizers.clone();
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    sorted_now.sort_by_key(text);
+    sorted_wanted.sort_by_key(text);
+    if sorted_now != sorted_wanted {
+        let patch = serde_json::json!({"metadata": {"finalizers": finalizers,
+            "resourceVersion": app.pointer("/metadata/resourceVersion")}});
+        c.block_on(c.cluster.patch_application(ns, name, &patch))
+            .map_err(|e| anyhow!("{e}"))?;
     }
     let key = plumb_core::ResourceKey {
         group: APPLICATION.0.into(),
@@ -309,7 +326,8 @@ fn delete(args: &DeleteArgs) -> Result<u8> {
         return Ok(EXIT_IN_SYNC);
     }
     let opts = plumb_sync::run::RunOptions::default();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(args.timeout);
+    let started = std::time::Instant::now();
+    let deadline = std::time::Duration::from_secs(args.timeout);
     loop {
         let current = c
             .block_on(c.cluster.get_application(ns, name))
@@ -326,7 +344,7 @@ fn delete(args: &DeleteArgs) -> Result<u8> {
         {
             eprintln!("{name}: {}", step.message);
         }
-        if std::time::Instant::now() >= deadline {
+        if started.elapsed() >= deadline {
             eprintln!("{name}: still not deleted after {} s", args.timeout);
             return Ok(crate::EXIT_DIFFERENCES);
         }

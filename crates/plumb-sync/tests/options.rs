@@ -830,6 +830,24 @@ async fn deleting_an_application_cascades_in_reverse_wave_order() {
                 json!({"argocd.argoproj.io/sync-options": "Delete=false"}),
             ),
         ),
+        // A hook the sync leaves behind (BeforeHookCreation): the cascade deletes it too.
+        (
+            "app/hook.json",
+            configmap("after-sync", json!({"argocd.argoproj.io/hook": "PostSync"})),
+        ),
+        // A CRD (highest wave): never deleted with the app, as in Argo CD.
+        (
+            "app/crd.json",
+            serde_json::to_string(&json!({"apiVersion": "apiextensions.k8s.io/v1",
+                "kind": "CustomResourceDefinition",
+                "metadata": {"name": "gadgets.delete-test.plumb.dev",
+                    "annotations": {"argocd.argoproj.io/sync-wave": "5"}},
+                "spec": {"group": "delete-test.plumb.dev", "scope": "Namespaced",
+                    "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+                    "versions": [{"name": "v1", "served": true, "storage": true,
+                        "schema": {"openAPIV3Schema": {"type": "object"}}}]}}))
+            .expect("json"),
+        ),
     ];
     let refs: Vec<(&str, &str)> = files.iter().map(|(a, b)| (*a, b.as_str())).collect();
     let (repo, _) = git_repo("plumb-delete", &refs);
@@ -847,6 +865,14 @@ async fn deleting_an_application_cascades_in_reverse_wave_order() {
     .await
     .expect("sync");
     assert!(sync.succeeded(), "{}", sync.message);
+    assert!(
+        cluster
+            .get_object("", "ConfigMap", &dest, "after-sync")
+            .await
+            .unwrap()
+            .is_some(),
+        "the hook stays after the sync"
+    );
     // An object of the same name the app does not track stays whatever happens.
     apply(
         &cluster,
@@ -904,11 +930,27 @@ async fn deleting_an_application_cascades_in_reverse_wave_order() {
             deleted_in_order.push(step.deleted.iter().map(|k| k.name.clone()).collect());
         }
         if step.finalized {
-            assert_eq!(step.kept.len(), 1, "{step:?}");
+            assert_eq!(step.kept.len(), 2, "Delete=false and the CRD: {step:?}");
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    assert_eq!(deleted_in_order, [vec!["second"], vec!["first"]]);
+    assert_eq!(
+        deleted_in_order,
+        [vec!["second"], vec!["after-sync", "first"]]
+    );
+    assert!(
+        cluster
+            .get_object(
+                "apiextensions.k8s.io",
+                "CustomResourceDefinition",
+                "",
+                "gadgets.delete-test.plumb.dev"
+            )
+            .await
+            .unwrap()
+            .is_some(),
+        "a CRD is never deleted with the app"
+    );
     assert!(!exists("first").await);
     assert!(!exists("second").await);
     assert!(exists("kept").await, "Delete=false keeps it");

@@ -84,8 +84,38 @@ async fn delete_resources(
     let app_delete = SyncPolicy::from_application(app)
         .ok()
         .and_then(|p| p.sync_options.delete);
+    // The app's resources as its status lists them, and the hooks its last operation
+    // created (left behind by a BeforeHookCreation policy).
+    let mut keys = previous_resources(app);
+    for r in app
+        .pointer("/status/operationState/syncResult/resources")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|r| r.get("hookType").is_some())
+    {
+        let field = |k: &str| {
+            r.get(k)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        let key = ResourceKey {
+            group: field("group"),
+            kind: field("kind"),
+            namespace: field("namespace"),
+            name: field("name"),
+        };
+        if !key.kind.is_empty() && !key.name.is_empty() && !keys.contains(&key) {
+            keys.push(key);
+        }
+    }
+    let app_namespace = app
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     let mut candidates = Vec::new();
-    for key in previous_resources(app) {
+    for key in keys {
         let Some(obj) = cluster
             .get_object(&key.group, &key.kind, &key.namespace, &key.name)
             .await
@@ -97,11 +127,25 @@ async fn delete_resources(
             continue;
         }
         let meta = crate::plan::ObjectMeta::from_object(&obj);
-        let delete = meta
-            .annotations
-            .get(plumb_core::SYNC_OPTIONS_ANNOTATION)
-            .and_then(|v| ResourceSyncOptions::parse(v).delete)
-            .or(app_delete);
+        // As Argo CD's `shouldBeDeleted`: never a CRD (its deletion takes every custom
+        // resource of the kind with it), never the Application itself, never what Helm keeps.
+        let never = (key.group == "apiextensions.k8s.io" && key.kind == "CustomResourceDefinition")
+            || (key.group == plumb_cluster::APPLICATION_GROUP
+                && key.kind == plumb_cluster::APPLICATION_KIND
+                && key.namespace == app_namespace
+                && key.name == app_name(app))
+            || meta
+                .annotations
+                .get("helm.sh/resource-policy")
+                .is_some_and(|v| crate::options::annotation_csv(v).contains(&"keep"));
+        let delete = if never {
+            Some(crate::options::PruneOption::False)
+        } else {
+            meta.annotations
+                .get(plumb_core::SYNC_OPTIONS_ANNOTATION)
+                .and_then(|v| ResourceSyncOptions::parse(v).delete)
+                .or(app_delete)
+        };
         candidates.push(Candidate {
             key,
             wave: crate::plan::wave_of(&meta.annotations),
@@ -141,7 +185,9 @@ async fn delete_resources(
             DeletionOutcome {
                 message: match kept.len() {
                     0 => "resources deleted; finalizer removed".to_string(),
-                    n => format!("resources deleted ({n} kept: Delete=false); finalizer removed"),
+                    n => format!(
+                        "resources deleted ({n} kept: Delete=false, CRD, the Application itself or helm.sh/resource-policy: keep); finalizer removed"
+                    ),
                 },
                 kept,
                 finalized,
