@@ -29,10 +29,28 @@ pub enum Semantics<'a> {
 /// Computes predicted live. `orig` is the last-applied configuration (or desired itself
 /// in the two-way fallback).
 pub fn three_way(orig: Option<&Value>, config: &Value, live: &Value, sem: Semantics<'_>) -> Value {
+    three_way_with(orig, config, live, sem, true)
+}
+
+/// Applies `patch` (values to set, no deletions) to `target` with the same list semantics but
+/// without `$retainKeys`: the patch names only the values it changes, so no key of `target`
+/// is cleared for want of being in it (`RespectIgnoreDifferences`, where Argo CD's patch
+/// lists live's keys).
+pub fn apply_patch(patch: &Value, target: &Value, sem: Semantics<'_>) -> Value {
+    three_way_with(None, patch, target, sem, false)
+}
+
+fn three_way_with(
+    orig: Option<&Value>,
+    config: &Value,
+    live: &Value,
+    sem: Semantics<'_>,
+    retain: bool,
+) -> Value {
     match (config, live) {
         (Value::Object(c), Value::Object(l)) => {
             let o = orig.and_then(Value::as_object);
-            Value::Object(merge_map(o, c, l, sem))
+            Value::Object(merge_map(o, c, l, sem, retain))
         }
         _ => config.clone(),
     }
@@ -43,6 +61,7 @@ fn merge_map(
     config: &Map<String, Value>,
     live: &Map<String, Value>,
     sem: Semantics<'_>,
+    retain: bool,
 ) -> Map<String, Value> {
     // Built in one pass over live, so each live value is copied exactly once (untouched
     // subtrees whole, merged ones piece by piece), then desired's new keys.
@@ -70,14 +89,14 @@ fn merge_map(
             (Value::Null, _) => continue,
             (Value::Object(cm), Value::Object(lm)) => {
                 let sub = child_semantics(sem, field);
-                let mut m = merge_map(ov.and_then(Value::as_object), cm, lm, sub);
-                if field.is_some_and(FieldDef::retains_keys) {
+                let mut m = merge_map(ov.and_then(Value::as_object), cm, lm, sub, retain);
+                if retain && field.is_some_and(FieldDef::retains_keys) {
                     retain_keys(&mut m, cm);
                 }
                 Value::Object(m)
             }
             (Value::Array(ca), Value::Array(la)) => {
-                Value::Array(merge_list(ov, ca, la, field, sem))
+                Value::Array(merge_list(ov, ca, la, field, sem, retain))
             }
             (cv, lv) if json_eq(cv, lv) => lv.clone(),
             (cv, _) => cv.clone(),
@@ -192,7 +211,7 @@ fn list_changes(
                 }
             }
         }
-        _ => !lists_eq(&merge_list(orig, config, live, field, sem), live),
+        _ => !lists_eq(&merge_list(orig, config, live, field, sem, true), live),
     }
 }
 
@@ -213,6 +232,7 @@ fn merge_list(
     live: &[Value],
     field: Option<&FieldDef>,
     sem: Semantics<'_>,
+    retain: bool,
 ) -> Vec<Value> {
     let orig_list = orig.and_then(Value::as_array).map(Vec::as_slice);
     match (sem, field) {
@@ -226,7 +246,8 @@ fn merge_list(
                     live,
                     key,
                     Semantics::Strategic(schema, Some(ty)),
-                    f.retains_keys(),
+                    retain,
+                    retain && f.retains_keys(),
                 ),
                 _ => merge_primitive(orig_list, config, live),
             }
@@ -283,6 +304,7 @@ fn merge_keyed(
     live: &[Value],
     key: &str,
     sem: Semantics<'_>,
+    retain_below: bool,
     retain: bool,
 ) -> Vec<Value> {
     let mut changed = false;
@@ -305,7 +327,7 @@ fn merge_keyed(
         match c {
             Some((k, c)) if find_by_key(&out, key, k).is_none() => {
                 let o = orig.and_then(|o| find_by_key(o, key, k)).map(|(_, v)| v);
-                let mut merged = three_way(o, c, l, sem);
+                let mut merged = three_way_with(o, c, l, sem, retain_below);
                 if let (true, Value::Object(m), Value::Object(cm)) = (retain, &mut merged, c) {
                     retain_keys(m, cm);
                 }

@@ -57,8 +57,9 @@ pub fn normalize_target_for_sync(
     } else {
         Semantics::Json
     };
-    // Applying the patch = merging it into normalized desired with no deletions.
-    Ok(merge::three_way(None, &patch, &n_target, sem))
+    // Applying the patch = merging it into normalized desired with no deletions (and no
+    // `$retainKeys`: the patch holds only live's ignored values, not all its keys).
+    Ok(merge::apply_patch(&patch, &n_target, sem))
 }
 
 /// The values of `to` that `from` lacks or has differently. Lists with a merge key
@@ -131,4 +132,37 @@ fn keyed_patch(
         }
     }
     (!out.is_empty()).then_some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Ignoring `rollingUpdate` keeps live's value there and desired's `type` beside it:
+    /// `$retainKeys` does not clear what the patch of ignored values does not name.
+    #[test]
+    fn an_ignored_field_beside_a_retain_keys_sibling() {
+        let app = json!({"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+            "metadata": {"name": "web"},
+            "spec": {"ignoreDifferences": [{"group": "apps", "kind": "Deployment",
+                "jsonPointers": ["/spec/strategy/rollingUpdate"]}]}});
+        let app = plumb_core::argo::Application::from_value(&app).expect("app");
+        let cfg = DiffConfig::for_app(
+            &plumb_core::argo::Settings::default(),
+            Some(&app),
+            "app.yaml",
+            std::time::Duration::from_secs(1),
+        )
+        .expect("config");
+        let desired = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+            "spec": {"strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1}}}});
+        let live = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+            "spec": {"strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 3}}}});
+        let applied = normalize_target_for_sync(&desired, Some(&live), &cfg).expect("applied");
+        assert_eq!(
+            applied["spec"]["strategy"],
+            json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 3}})
+        );
+    }
 }

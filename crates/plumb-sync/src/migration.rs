@@ -30,7 +30,18 @@ pub fn migrate_managed_fields(live: &Value, from: &[&str], to: &str) -> Option<V
                 .and_then(Value::as_str)
                 .is_none_or(str::is_empty)
     };
-    let migrated = |e: &Value| from.iter().any(|m| is(e, m, "Update"));
+    // Field sets of one API version only (kubectl's csaupgrade): the Apply entry's, or the
+    // object's when there is none; entries of other versions stay as they are.
+    let version = entries
+        .iter()
+        .find(|e| is(e, to, "Apply"))
+        .and_then(|e| e.get("apiVersion"))
+        .or_else(|| live.get("apiVersion"))
+        .and_then(Value::as_str);
+    let migrated = |e: &Value| {
+        from.iter().any(|m| is(e, m, "Update"))
+            && (version.is_none() || e.get("apiVersion").and_then(Value::as_str) == version)
+    };
     if !entries.iter().any(migrated) {
         return None;
     }
@@ -108,10 +119,17 @@ mod tests {
         let other = entry("kube-controller-manager", "Update", json!({"f:status": {}}));
         let status = json!({"manager": "kubectl-client-side-apply", "operation": "Update",
             "subresource": "status", "fieldsV1": {"f:status": {}}});
-        let live = json!({"metadata": {"managedFields": [csa, ssa, other, status]}});
+        let mut old_version = entry("kubectl-client-side-apply", "Update", json!({"f:x": {}}));
+        old_version["apiVersion"] = json!("v1beta1");
+        let live = json!({"apiVersion": "v1",
+            "metadata": {"managedFields": [csa, ssa, other, status, old_version.clone()]}});
         let out = migrate_managed_fields(&live, &[DEFAULT_MIGRATION_MANAGER, "plumb"], "plumb")
             .expect("something to migrate");
-        assert_eq!(out.len(), 3, "the CSA entry is gone: {out:?}");
+        assert_eq!(out.len(), 4, "the CSA entry is gone: {out:?}");
+        assert_eq!(
+            out[3], old_version,
+            "another API version's entry is not merged"
+        );
         assert_eq!(
             out[0]["fieldsV1"],
             json!({"f:data": {"f:a": {}, "f:b": {}, "f:gone": {}}, "f:metadata": {"f:annotations": {".": {}}}})

@@ -22,17 +22,30 @@ pub(super) async fn dry_run(
         })
         .cloned()
         .collect();
-    let plan = plan(
-        &planned,
-        &obs.policy.sync_options,
-        false,
-        false,
-        request.prune,
-    )
-    .map_err(|e| RunError::App {
-        app: obs.name.clone(),
-        reason: e.to_string(),
-    })?;
+    // CreateNamespace=true and no namespace yet: the sync would create it first; objects in it
+    // cannot be dry-run until it exists.
+    let mut sync_opts = obs.policy.sync_options.clone();
+    let mut missing_namespace = None;
+    if sync_opts.create_namespace
+        && let Some(dest) = sync_opts.destination_namespace.as_mut()
+    {
+        dest.exists = cluster
+            .get_object("", "Namespace", "", &dest.name)
+            .await
+            .map_err(|source| RunError::Cluster {
+                app: obs.name.clone(),
+                source,
+            })?
+            .is_some();
+        if !dest.exists {
+            missing_namespace = Some(dest.name.clone());
+        }
+    }
+    let plan =
+        plan(&planned, &sync_opts, false, false, request.prune).map_err(|e| RunError::App {
+            app: obs.name.clone(),
+            reason: e.to_string(),
+        })?;
     let result = |step: &Step, status: &'static str, message: String| ResourceResult {
         key: step.key.clone(),
         status,
@@ -52,6 +65,18 @@ pub(super) async fn dry_run(
                 "Synced",
                 format!("namespace/{} created (dry run)", step.key.name),
             ),
+            Action::Apply | Action::Replace
+                if missing_namespace.as_deref() == Some(step.key.namespace.as_str()) =>
+            {
+                result(
+                    step,
+                    "Synced",
+                    format!(
+                        "{kind} serverside-applied (dry run; namespace {} is created first)",
+                        step.key.namespace
+                    ),
+                )
+            }
             Action::Apply | Action::Replace => match execute::apply_object(&obs, &step.key) {
                 Ok(obj) => {
                     applies.push((results.len(), obj));

@@ -800,9 +800,13 @@ fn operation_state(
         "prune": op.prune.unwrap_or(false),
         "autoHealAttemptsCount": op.self_heal_count,
     });
-    if !op.selected.is_empty() {
-        op_sync["resources"] = op.selected.iter().map(ResourceSelector::to_json).collect();
-    }
+    // Always written (null for the whole app): a merge patch keeps what it does not name, and
+    // a previous partial sync's list must not make this operation partial when resumed.
+    op_sync["resources"] = if op.selected.is_empty() {
+        Value::Null
+    } else {
+        op.selected.iter().map(ResourceSelector::to_json).collect()
+    };
     if let Some(o) = obs.sync_options_json.as_ref() {
         op_sync["syncOptions"] = o.clone();
     }
