@@ -706,13 +706,18 @@ async fn force_recreates_what_cannot_be_changed() {
         if !options.is_empty() {
             annotations["argocd.argoproj.io/sync-options"] = json!(options);
         }
+        let mut data = json!({"v": v});
+        if name == "forced-invalid" && v == "2" {
+            data["not a valid key!"] = json!("x");
+        }
         serde_json::to_string_pretty(&json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": name, "annotations": annotations},
-            "immutable": true, "data": {"v": v}}))
+            "immutable": true, "data": data}))
         .expect("json")
     };
     let cases = [
         ("plain", ""),
+        ("forced-invalid", "Force=true"),
         ("forced", "Force=true"),
         ("forced-csa", "Force=true,ServerSideApply=false"),
         ("forced-replace", "Force=true,Replace=true"),
@@ -782,7 +787,20 @@ async fn force_recreates_what_cannot_be_changed() {
     let (status, message) = result("plain");
     assert_eq!(status, "SyncFailed");
     assert!(message.contains("immutable"), "{message}");
-    for (n, _) in &cases[1..] {
+    // Re-creating what is invalid fails: the object as it was is created again.
+    let (status, message) = result("forced-invalid");
+    assert_eq!(status, "SyncFailed");
+    assert!(
+        message.contains("the previous object was created again"),
+        "{message}"
+    );
+    let restored = cluster
+        .get_object("", "ConfigMap", &dest, "forced-invalid")
+        .await
+        .unwrap()
+        .expect("restored");
+    assert_eq!(restored["data"], json!({"v": "1"}));
+    for (n, _) in &cases[2..] {
         assert_eq!(
             result(n),
             ("Synced", "configmap replaced".to_string()),

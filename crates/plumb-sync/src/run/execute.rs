@@ -579,15 +579,23 @@ impl Exec<'_> {
         });
     }
 
-    /// Deletes the object and creates it again (`Force=true`): waits for the delete (at most
-    /// the prune wait), then applies server-side or creates.
-    async fn recreate(&self, obj: &Value, server_side: bool) -> Result<(), String> {
+    /// Deletes the object and creates it again (`Force=true`), as kubectl's delete-and-create:
+    /// waits for the delete (at most the prune wait; still there is an error, nothing is
+    /// created), then applies server-side or creates; when that fails the object as it was is
+    /// created again. `cause` (why it is re-created) leads every error.
+    async fn recreate(&self, obj: &Value, server_side: bool, cause: &str) -> Result<(), String> {
         let key =
             ResourceKey::of(obj).ok_or("the object lacks apiVersion, kind or metadata.name")?;
+        let fail = |what: String| format!("{cause}; Force=true: {what}");
+        let original = self
+            .cluster
+            .get_object(&key.group, &key.kind, &key.namespace, &key.name)
+            .await
+            .map_err(|e| fail(e.to_string()))?;
         self.cluster
             .delete_object(&key, Propagation::Background)
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| fail(format!("deleting it: {e}")))?;
         wait_deleted(
             self.cluster,
             &[&key],
@@ -595,6 +603,16 @@ impl Exec<'_> {
             self.opts.poll_interval,
         )
         .await;
+        if let Ok(Some(_)) = self
+            .cluster
+            .get_object(&key.group, &key.kind, &key.namespace, &key.name)
+            .await
+        {
+            return Err(fail(format!(
+                "deleted to re-create, but still being deleted after {}s",
+                self.opts.prune_wait.as_secs()
+            )));
+        }
         let created = if server_side {
             self.cluster
                 .apply(vec![obj.clone()], FIELD_MANAGER, true)
@@ -608,9 +626,36 @@ impl Exec<'_> {
         } else {
             self.cluster.create_object(obj, FIELD_MANAGER).await
         };
-        created
-            .map(drop)
-            .map_err(|e| format!("deleted to re-create (Force=true), then: {e}"))
+        let Err(e) = created else {
+            return Ok(());
+        };
+        let restored = match original {
+            Some(mut old) => {
+                for k in [
+                    "resourceVersion",
+                    "uid",
+                    "creationTimestamp",
+                    "generation",
+                    "managedFields",
+                    "deletionTimestamp",
+                    "deletionGracePeriodSeconds",
+                    "selfLink",
+                ] {
+                    if let Some(m) = old.get_mut("metadata").and_then(Value::as_object_mut) {
+                        m.remove(k);
+                    }
+                }
+                if let Some(m) = old.as_object_mut() {
+                    m.remove("status");
+                }
+                match self.cluster.create_object(&old, FIELD_MANAGER).await {
+                    Ok(_) => "the previous object was created again".to_string(),
+                    Err(e2) => format!("creating the previous object again failed too: {e2}"),
+                }
+            }
+            None => "there was no previous object".to_string(),
+        };
+        Err(fail(format!("deleted to re-create, then: {e}; {restored}")))
     }
 
     /// Runs one batch; returns the failure message, if any step failed.
@@ -642,9 +687,10 @@ impl Exec<'_> {
                 Action::Apply if step.apply_mode == ApplyMode::ClientSide => {
                     let r = match apply_object(self.obs, &key) {
                         Ok(obj) => match client_side_apply(self.cluster, &obj).await {
-                            Err(e) if step.force && forced_recreate(&e, false) => {
-                                self.recreate(&obj, false).await.map(|()| "replaced")
-                            }
+                            Err(e) if step.force && forced_recreate(&e, false) => self
+                                .recreate(&obj, false, &e.to_string())
+                                .await
+                                .map(|()| "replaced"),
                             r => r.map_err(|e| e.to_string()),
                         },
                         Err(e) => Err(e),
@@ -665,7 +711,10 @@ impl Exec<'_> {
                 Action::Replace => {
                     let r = match apply_object(self.obs, &key) {
                         // `Force=true,Replace=true`: `kubectl replace --force`, delete and create.
-                        Ok(obj) if step.force => self.recreate(&obj, false).await,
+                        Ok(obj) if step.force => {
+                            self.recreate(&obj, false, "Replace=true with Force=true")
+                                .await
+                        }
                         Ok(obj) => self
                             .cluster
                             .replace_object(&obj, FIELD_MANAGER)
@@ -740,7 +789,7 @@ impl Exec<'_> {
                 let key = step.key.clone();
                 let answer = match (answer, forced) {
                     (Err(e), Some(obj)) if forced_recreate(&e, true) => {
-                        match self.recreate(obj, true).await {
+                        match self.recreate(obj, true, &e.to_string()).await {
                             Ok(()) => {
                                 self.applied(step, key, "replaced");
                                 continue;
