@@ -408,6 +408,39 @@ async fn a_running_operation_is_terminated() {
     assert_eq!(op_field(&stored, "phase"), "Failed");
     assert_eq!(op_field(&stored, "message"), "Operation terminated");
     assert!(history(&stored).is_empty());
+
+    // An operation left Terminating by a process that died: the next reconcile ends it, and
+    // a manual sync is refused until then.
+    cluster
+        .patch_application_status(
+            &apps_ns,
+            &name,
+            &json!({"status": {"operationState": {"phase": "Terminating", "finishedAt": null}}}),
+        )
+        .await
+        .expect("simulate");
+    let stuck = get_app(&cluster, &apps_ns, &name).await;
+    let refused = sync_app(
+        &cluster,
+        &stuck,
+        &o,
+        InitiatedBy::user("bob"),
+        SystemTime::now(),
+    )
+    .await
+    .expect_err("refused while terminating");
+    assert!(
+        refused.to_string().contains("being terminated"),
+        "{refused}"
+    );
+    let mut state = ReconcileState { options: o.clone() };
+    reconcile_once(&cluster, &stuck, SystemTime::now(), &mut state)
+        .await
+        .expect("reconcile");
+    let ended = get_app(&cluster, &apps_ns, &name).await;
+    assert_eq!(op_field(&ended, "phase"), "Failed");
+    assert_eq!(op_field(&ended, "message"), "Operation terminated");
+    assert!(!op_field(&ended, "finishedAt").is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

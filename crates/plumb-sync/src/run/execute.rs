@@ -384,15 +384,22 @@ impl Exec<'_> {
         .await
     }
 
-    /// Whether someone asked to terminate this operation (`plumb app terminate-op`: the
-    /// Application's `operationState.phase` is `Terminating`). Checked before each wave and
-    /// on every poll while waiting.
+    /// Whether this operation must stop: someone asked to terminate it (`plumb app
+    /// terminate-op` sets `operationState.phase: Terminating`) or another process already
+    /// ended it (any phase but `Running`, which this operation wrote when it started).
+    /// Checked before each wave and on every poll while waiting.
     async fn terminating(&self) -> bool {
         let app = self
             .cluster
             .get_application(&self.obs.namespace, &self.obs.name)
             .await;
-        matches!(app, Ok(Some(a)) if a.pointer("/status/operationState/phase").and_then(Value::as_str) == Some("Terminating"))
+        match app {
+            Ok(Some(a)) => a
+                .pointer("/status/operationState/phase")
+                .and_then(Value::as_str)
+                .is_some_and(|p| p != "Running"),
+            Ok(None) | Err(_) => false,
+        }
     }
 
     /// Waits until every started task is done; `Err(message)` when one failed or the wait
@@ -978,6 +985,20 @@ pub(super) async fn execute(
                 }
                 // SyncFail hooks run to completion; their outcome does not change the phase.
                 let _ = exec.wait_started().await?;
+            }
+        }
+    }
+    // A terminated operation's hooks still running are deleted, as Argo CD terminates them.
+    if failure.as_deref() == Some(TERMINATED) {
+        for (key, index, _) in &exec.hooks {
+            if exec.results[*index].hook_phase == Some("Running")
+                && cluster
+                    .delete_object(key, Propagation::Background)
+                    .await
+                    .is_ok()
+            {
+                exec.results[*index].hook_phase = Some("Failed");
+                exec.results[*index].message = TERMINATED.to_string();
             }
         }
     }

@@ -837,6 +837,16 @@ pub async fn sync_app_with(
     if request.dry_run {
         return dry_run::dry_run(cluster, app, opts, request).await;
     }
+    if app
+        .pointer("/status/operationState/phase")
+        .and_then(Value::as_str)
+        == Some("Terminating")
+    {
+        return Err(RunError::App {
+            app: app_name(app),
+            reason: "an operation is being terminated; sync again once it has ended".into(),
+        });
+    }
     if let Some(op) = execute::Operation::resumed(app) {
         return Err(RunError::App {
             app: app_name(app),
@@ -854,30 +864,87 @@ pub async fn sync_app_with(
 }
 
 /// Asks the operation the Application shows `Running` to stop (`argocd app terminate-op`):
-/// its `operationState.phase` becomes `Terminating`; the controller or CLI running it stops
-/// before the next wave or while waiting, and ends it `Failed` with "Operation terminated"
-/// (no SyncFail hooks). An error when no operation is running.
+/// its `operationState.phase` becomes `Terminating` (a write pinned to the Application's
+/// resourceVersion, re-read on a conflict, so an operation that ends meanwhile is not marked);
+/// the process running it stops before the next wave or while waiting, deletes its running
+/// hooks and ends it `Failed` with "Operation terminated" (no SyncFail hooks). If that process
+/// is gone, the next reconcile ends it so. An error when no operation is running.
 pub async fn terminate_operation(cluster: &Cluster, app: &Value) -> Result<()> {
     let name = app_name(app);
-    if execute::Operation::resumed(app).is_none() {
-        return Err(RunError::App {
-            app: name,
-            reason: "Unable to terminate operation. No operation is in progress".into(),
+    let namespace = app
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let fail = |reason: &str| RunError::App {
+        app: name.clone(),
+        reason: reason.into(),
+    };
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let current = cluster
+            .get_application(&namespace, &name)
+            .await
+            .map_err(|source| RunError::Cluster {
+                app: name.clone(),
+                source,
+            })?
+            .ok_or_else(|| fail("the Application does not exist"))?;
+        if execute::Operation::resumed(&current).is_none() {
+            return Err(fail(
+                "Unable to terminate operation. No operation is in progress",
+            ));
+        }
+        let patch = json!({
+            "metadata": {"resourceVersion": current.pointer("/metadata/resourceVersion")},
+            "status": {"operationState": {"phase": "Terminating"}},
         });
+        match cluster
+            .patch_application_status(&namespace, &name, &patch)
+            .await
+        {
+            Ok(_) => return Ok(()),
+            Err(ClusterError::Api { code: 409, .. }) if attempt < 5 => continue,
+            Err(source) => {
+                return Err(RunError::Cluster {
+                    app: name.clone(),
+                    source,
+                });
+            }
+        }
+    }
+}
+
+/// An operation left `Terminating` by a process that is gone: ended `Failed` with
+/// "Operation terminated" (so automated sync does not retry it). `true` when it was.
+async fn finish_terminated(cluster: &Cluster, app: &Value, now: SystemTime) -> Result<bool> {
+    if app
+        .pointer("/status/operationState/phase")
+        .and_then(Value::as_str)
+        != Some("Terminating")
+    {
+        return Ok(false);
     }
     let namespace = app
         .pointer("/metadata/namespace")
         .and_then(Value::as_str)
         .unwrap_or_default();
-    cluster
-        .patch_application_status(
-            namespace,
-            &name,
-            &json!({"status": {"operationState": {"phase": "Terminating"}}}),
-        )
+    let patch = json!({
+        "metadata": {"resourceVersion": app.pointer("/metadata/resourceVersion")},
+        "status": {"operationState": {"phase": "Failed", "message": execute::TERMINATED,
+            "finishedAt": format_rfc3339(now)}},
+    });
+    match cluster
+        .patch_application_status(namespace, &app_name(app), &patch)
         .await
-        .map(drop)
-        .map_err(|source| RunError::Cluster { app: name, source })
+    {
+        Ok(_) | Err(ClusterError::Api { code: 409, .. }) => Ok(true),
+        Err(source) => Err(RunError::Cluster {
+            app: app_name(app),
+            source,
+        }),
+    }
 }
 
 /// Rolls the Application back to the revision of history entry `id` (default: the deployment
@@ -975,6 +1042,15 @@ pub async fn reconcile_once(
             sync: None,
             status: recorded_status(app),
             deletion: Some(deletion),
+        });
+    }
+    if finish_terminated(cluster, app, now).await? {
+        return Ok(ReconcileOutcome {
+            decision: None,
+            resumed: false,
+            sync: None,
+            status: recorded_status(app),
+            deletion: None,
         });
     }
     if let Some(outcome) = resume_app(cluster, app, &state.options, now).await? {
