@@ -85,7 +85,7 @@ struct SyncCmd {
     base: SyncArgs,
     /// Finish the operation the Application shows Running (one a stopped controller or
     /// CLI left behind) instead of starting a new one.
-    #[arg(long, conflicts_with_all = ["prune", "dry_run", "revision", "resource"])]
+    #[arg(long, conflicts_with_all = ["prune", "dry_run", "revision", "resource", "strategy"])]
     resume: bool,
     /// Delete resources git no longer declares (a manual sync prunes only when asked).
     #[arg(long)]
@@ -100,6 +100,9 @@ struct SyncCmd {
     /// empty GROUP for the core group). A partial sync runs no hooks and records no history.
     #[arg(long, value_name = "GROUP:KIND:NAME", value_parser = plumb_sync::request::ResourceSelector::parse)]
     resource: Vec<plumb_sync::request::ResourceSelector>,
+    /// `hook` runs hooks; `apply` applies without them (Argo CD's sync strategies).
+    #[arg(long, default_value = "hook", value_parser = ["hook", "apply"])]
+    strategy: String,
 }
 
 #[derive(clap::Args)]
@@ -213,6 +216,7 @@ fn sync(cmd: &SyncCmd) -> Result<u8> {
             dry_run: cmd.dry_run,
             revision: cmd.revision.clone(),
             resources: cmd.resource.clone(),
+            skip_hooks: cmd.strategy == "apply",
         };
         c.block_on(plumb_sync::run::sync_app_with(
             &c.cluster,

@@ -18,6 +18,8 @@ pub struct SyncRequest {
     pub revision: Option<String>,
     /// Only these resources: a partial sync (no hooks run, no history entry).
     pub resources: Vec<ResourceSelector>,
+    /// Apply without running hooks (Argo CD's `syncStrategy: apply`, which rollback uses).
+    pub skip_hooks: bool,
 }
 
 /// One `--resource GROUP:KIND:[NAMESPACE/]NAME` (empty group for the core group).

@@ -465,6 +465,15 @@ async fn manual_sync_dry_run_selected_resources_prune_revision_and_rollback() {
             ("app/a.json", &cm("a", "1")),
             ("app/b.json", &cm("b", "1")),
             ("app/c.json", &cm("c", "1")),
+            (
+                "app/hook.json",
+                &serde_json::to_string(&json!({"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": "announce", "annotations": {
+                        "argocd.argoproj.io/hook": "PostSync",
+                        "argocd.argoproj.io/hook-delete-policy": "HookSucceeded"}},
+                    "data": {}}))
+                .expect("json"),
+            ),
         ],
     );
     let name = "manual";
@@ -609,6 +618,13 @@ async fn manual_sync_dry_run_selected_resources_prune_revision_and_rollback() {
     )
     .await;
     assert_eq!(out.status.sync, SyncStatusCode::Synced);
+    assert!(
+        out.results
+            .iter()
+            .any(|r| r.key.name == "announce" && r.hook_phase == Some("Succeeded")),
+        "a full sync runs the hook: {:?}",
+        out.results
+    );
     assert_eq!(value("c").await, None);
     let stored = get_app(&cluster, &apps_ns, name).await;
     assert_eq!(histories(stored.clone()), 3);
@@ -662,13 +678,15 @@ async fn manual_sync_dry_run_selected_resources_prune_revision_and_rollback() {
         refused.to_string().contains("auto-sync is enabled"),
         "{refused}"
     );
+    // The app's path has moved on since (to one this repository lacks): a rollback renders
+    // the source the deployment used.
     apply(
         &cluster,
         vec![application(
             name,
             &apps_ns,
             &repo,
-            "app",
+            "moved",
             &dest,
             json!({"syncOptions": ["Validate=true"]}),
         )],
@@ -676,6 +694,11 @@ async fn manual_sync_dry_run_selected_resources_prune_revision_and_rollback() {
     .await;
     let out = roll(70).await.expect("rollback");
     assert!(out.succeeded(), "{}", out.message);
+    assert!(
+        out.results.iter().all(|r| r.hook_phase.is_none()),
+        "a rollback runs no hooks: {:?}",
+        out.results
+    );
     assert_eq!(json!(out.revision), second);
     assert_eq!(value("a").await, Some("2".into()));
     assert_eq!(

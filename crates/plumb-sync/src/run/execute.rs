@@ -179,6 +179,8 @@ pub(super) struct Operation {
     pub prune: Option<bool>,
     /// A partial sync's resources (empty: the whole app).
     pub selected: Vec<ResourceSelector>,
+    /// `syncStrategy: apply`: hooks do not run.
+    pub skip_hooks: bool,
 }
 
 impl Operation {
@@ -212,6 +214,7 @@ impl Operation {
             revision: None,
             prune: None,
             selected: Vec::new(),
+            skip_hooks: false,
         }
     }
 
@@ -226,6 +229,7 @@ impl Operation {
             revision: request.revision.clone(),
             prune: Some(request.prune),
             selected: request.resources.clone(),
+            skip_hooks: request.skip_hooks,
             ..Operation::new(app_obj, initiated_by, None, now)
         }
     }
@@ -262,6 +266,9 @@ impl Operation {
                 .filter(|r| !r.is_empty())
                 .map(String::from),
             prune: op.pointer("/operation/sync/prune").and_then(Value::as_bool),
+            skip_hooks: op
+                .pointer("/operation/sync/syncStrategy/apply")
+                .is_some_and(|v| !v.is_null()),
             selected: op
                 .pointer("/operation/sync/resources")
                 .and_then(Value::as_array)
@@ -856,6 +863,11 @@ fn operation_state(
         "prune": op.prune.unwrap_or(false),
         "autoHealAttemptsCount": op.self_heal_count,
     });
+    op_sync["syncStrategy"] = if op.skip_hooks {
+        json!({"apply": {}})
+    } else {
+        json!({"hook": {}})
+    };
     // Always written (null for the whole app): a merge patch keeps what it does not name, and
     // a previous partial sync's list must not make this operation partial when resumed.
     op_sync["resources"] = if op.selected.is_empty() {
@@ -936,6 +948,15 @@ pub(super) async fn execute(
         .resources
         .iter()
         .filter(|r| op.selects(&r.key))
+        .filter(|r| {
+            !op.skip_hooks
+                || !r.target.as_ref().is_some_and(|t| {
+                    matches!(
+                        crate::plan::hook_of(&t.annotations),
+                        crate::plan::Hook::Phases(_)
+                    )
+                })
+        })
         .cloned()
         .collect();
     match plan(&planned, &sync_opts, automated, allow_empty, prune_enabled) {

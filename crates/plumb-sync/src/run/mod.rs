@@ -947,9 +947,9 @@ async fn finish_terminated(cluster: &Cluster, app: &Value, now: SystemTime) -> R
     }
 }
 
-/// Rolls the Application back to the revision of history entry `id` (default: the deployment
-/// before the last), as `argocd app rollback`: a manual sync of that revision (pruning only
-/// with `prune`), recorded in the history like any sync. Refused while automated sync is
+/// Rolls the Application back to history entry `id` (default: the deployment before the
+/// last), as `argocd app rollback`: a manual sync of that entry's source at its revision,
+/// without hooks (pruning only with `prune`), recorded in the history like any sync. Refused while automated sync is
 /// enabled — the next automated sync would undo it.
 pub async fn rollback_app(
     cluster: &Cluster,
@@ -998,12 +998,22 @@ pub async fn rollback_app(
     if entry.revision.is_empty() {
         return Err(fail(format!("deployment {} records no revision", entry.id)));
     }
+    // The source the deployment used (path, chart, values may have changed since), at its
+    // revision, applied without hooks — as Argo CD rolls back.
+    let mut rolled = app.clone();
+    let source = source_json::to_value(&entry.source);
+    if source.get("repoURL").is_some_and(|v| !v.is_null())
+        && let Some(spec) = rolled.get_mut("spec").and_then(Value::as_object_mut)
+    {
+        spec.insert("source".into(), source);
+    }
     let request = SyncRequest {
         prune,
         revision: Some(entry.revision.clone()),
+        skip_hooks: true,
         ..SyncRequest::default()
     };
-    sync_app_with(cluster, app, opts, &request, initiated_by, now).await
+    sync_app_with(cluster, &rolled, opts, &request, initiated_by, now).await
 }
 
 /// Finishes the operation an Application's status shows `Running` (one a stopped controller
