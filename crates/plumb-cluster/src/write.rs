@@ -124,14 +124,38 @@ impl Cluster {
         name: &str,
     ) -> Result<Option<Value>> {
         let info = self.resource_for(group, kind).await?;
-        let ns = self.namespace_for(&info, namespace);
-        let request = kube::core::Request::new(info.url_path(&info.version, ns))
+        let version = info.version.clone();
+        self.get_at(&info, &version, namespace, name).await
+    }
+
+    /// The live object `obj` names, read at `obj`'s own API version (as kubectl reads before
+    /// it patches), or `None` when it does not exist.
+    pub async fn get_object_as(&self, obj: &Value) -> Result<Option<Value>> {
+        let key = key_of(obj)?;
+        let info = self.resource_for(&key.group, &key.kind).await?;
+        let version = served_version(obj, &info)?;
+        self.get_at(&info, &version, &key.namespace, &key.name)
+            .await
+    }
+
+    async fn get_at(
+        &self,
+        info: &ResourceInfo,
+        version: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<Value>> {
+        let ns = self.namespace_for(info, namespace);
+        let request = kube::core::Request::new(info.url_path(version, ns))
             .get(name, &kube::api::GetParams::default())
             .map_err(bad_request)?;
-        match send!(self, request, "get", &info, ns) {
+        match send!(self, request, "get", info, ns) {
             Ok(mut obj) => {
                 if let Some(m) = obj.as_object_mut() {
-                    m.insert("apiVersion".into(), Value::String(info.api_version()));
+                    m.insert(
+                        "apiVersion".into(),
+                        Value::String(crate::discovery::api_version(&info.group, version)),
+                    );
                     m.insert("kind".into(), Value::String(info.kind.clone()));
                 }
                 Ok(Some(obj))

@@ -82,15 +82,11 @@ pub(super) fn apply_object(obs: &Observation, key: &ResourceKey) -> Result<Value
 /// to the live object's `resourceVersion`; when another writer got in between, live is read
 /// again and the patch recomputed (three attempts). Returns kubectl's verb for what happened.
 async fn client_side_apply(cluster: &Cluster, obj: &Value) -> Result<&'static str, ClusterError> {
-    let key = ResourceKey::of(obj).ok_or_else(|| ClusterError::InvalidObject {
-        reason: "the object lacks apiVersion, kind or metadata.name".into(),
-    })?;
     let mut attempt = 0;
     loop {
         attempt += 1;
-        let live = cluster
-            .get_object(&key.group, &key.kind, &key.namespace, &key.name)
-            .await?;
+        // Read at the version the patch is sent at (kubectl does the same).
+        let live = cluster.get_object_as(obj).await?;
         let Some(live) = live else {
             return match cluster.create_object(obj, FIELD_MANAGER).await {
                 Ok(_) => Ok("created"),
