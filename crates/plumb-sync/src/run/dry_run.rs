@@ -24,23 +24,12 @@ pub(super) async fn dry_run(
         .collect();
     // CreateNamespace=true and no namespace yet: the sync would create it first; objects in it
     // cannot be dry-run until it exists.
-    let mut sync_opts = obs.policy.sync_options.clone();
-    let mut missing_namespace = None;
-    if sync_opts.create_namespace
-        && let Some(dest) = sync_opts.destination_namespace.as_mut()
-    {
-        dest.exists = cluster
-            .get_object("", "Namespace", "", &dest.name)
-            .await
-            .map_err(|source| RunError::Cluster {
-                app: obs.name.clone(),
-                source,
-            })?
-            .is_some();
-        if !dest.exists {
-            missing_namespace = Some(dest.name.clone());
-        }
-    }
+    let sync_opts = execute::sync_options_now(cluster, &obs).await?;
+    let missing_namespace = sync_opts
+        .destination_namespace
+        .as_ref()
+        .filter(|d| sync_opts.create_namespace && !d.exists)
+        .map(|d| d.name.clone());
     let plan =
         plan(&planned, &sync_opts, false, false, request.prune).map_err(|e| RunError::App {
             app: obs.name.clone(),

@@ -532,17 +532,7 @@ impl Exec<'_> {
             return;
         }
         if policy.before_hook_creation && self.live(&key).await.is_some() {
-            let _ = self
-                .cluster
-                .delete_object(&key, Propagation::Background)
-                .await;
-            wait_deleted(
-                self.cluster,
-                &[&key],
-                self.opts.prune_wait,
-                self.opts.poll_interval,
-            )
-            .await;
+            let _ = self.delete_and_wait(&key).await;
         }
         let answer = self
             .cluster
@@ -589,6 +579,22 @@ impl Exec<'_> {
         });
     }
 
+    /// Deletes an object (background propagation) and waits, at most the prune wait, until it
+    /// is gone; `false` when it is still there.
+    async fn delete_and_wait(&self, key: &ResourceKey) -> std::result::Result<bool, ClusterError> {
+        self.cluster
+            .delete_object(key, Propagation::Background)
+            .await?;
+        wait_deleted(
+            self.cluster,
+            &[key],
+            self.opts.prune_wait,
+            self.opts.poll_interval,
+        )
+        .await;
+        Ok(self.live(key).await.is_none())
+    }
+
     /// Deletes the object and creates it again (`Force=true`), as kubectl's delete-and-create:
     /// waits for the delete (at most the prune wait; still there is an error, nothing is
     /// created), then applies server-side or creates; when that fails the object as it was is
@@ -602,22 +608,11 @@ impl Exec<'_> {
             .get_object(&key.group, &key.kind, &key.namespace, &key.name)
             .await
             .map_err(|e| fail(e.to_string()))?;
-        self.cluster
-            .delete_object(&key, Propagation::Background)
+        let gone = self
+            .delete_and_wait(&key)
             .await
             .map_err(|e| fail(format!("deleting it: {e}")))?;
-        wait_deleted(
-            self.cluster,
-            &[&key],
-            self.opts.prune_wait,
-            self.opts.poll_interval,
-        )
-        .await;
-        if let Ok(Some(_)) = self
-            .cluster
-            .get_object(&key.group, &key.kind, &key.namespace, &key.name)
-            .await
-        {
+        if !gone {
             return Err(fail(format!(
                 "deleted to re-create, but still being deleted after {}s",
                 self.opts.prune_wait.as_secs()
@@ -845,6 +840,27 @@ impl Exec<'_> {
     }
 }
 
+/// The app's sync options, with whether `CreateNamespace=true`'s namespace exists now.
+pub(super) async fn sync_options_now(
+    cluster: &Cluster,
+    obs: &Observation,
+) -> Result<crate::options::SyncOptions> {
+    let mut sync_opts = obs.policy.sync_options.clone();
+    if sync_opts.create_namespace
+        && let Some(dest) = sync_opts.destination_namespace.as_mut()
+    {
+        dest.exists = cluster
+            .get_object("", "Namespace", "", &dest.name)
+            .await
+            .map_err(|source| RunError::Cluster {
+                app: obs.name.clone(),
+                source,
+            })?
+            .is_some();
+    }
+    Ok(sync_opts)
+}
+
 /// `status.operationState` for `op` in `phase`.
 fn operation_state(
     obs: &Observation,
@@ -909,19 +925,7 @@ pub(super) async fn execute(
         .prune
         .get_or_insert_with(|| obs.automated().is_some_and(|a| a.prune));
     let allow_empty = obs.automated().is_some_and(|a| a.allow_empty);
-    let mut sync_opts = obs.policy.sync_options.clone();
-    if sync_opts.create_namespace
-        && let Some(dest) = sync_opts.destination_namespace.as_mut()
-    {
-        dest.exists = cluster
-            .get_object("", "Namespace", "", &dest.name)
-            .await
-            .map_err(|source| RunError::Cluster {
-                app: obs.name.clone(),
-                source,
-            })?
-            .is_some();
-    }
+    let sync_opts = sync_options_now(cluster, &obs).await?;
 
     let mut exec = Exec {
         cluster,
