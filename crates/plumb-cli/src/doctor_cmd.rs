@@ -186,7 +186,10 @@ pub fn run(args: DoctorArgs) -> Result<u8> {
         (crate::source_args::desired_from_files(&args.desired)?, None)
     } else {
         let app_file = PathBuf::from(format!("<Application {}>", app.name));
-        let mut source = render_source(&args.source, Some((&app, app_file.as_path())))?;
+        // Without a named Application (a preflight), the source is what --repo/--path say:
+        // no path is an error, not an empty render that passes.
+        let named = args.app.as_ref().map(|_| (&app, app_file.as_path()));
+        let mut source = render_source(&args.source, named)?;
         let objects = std::mem::take(&mut source.rendered.objects);
         (crate::source_args::desired_of(objects), Some(source))
     };
@@ -305,6 +308,15 @@ fn apply_fixes(report: &Value, repo: &Path) -> Result<Vec<String>> {
                     changes.push(format!("removed the entry for {entry} from {kfile}"));
                 }
             }
+            Some("remove-entry") => {
+                let k = &fix["kustomization"];
+                if let (Some(kfile), Some(field), Some(index)) =
+                    (k["file"].as_str(), k["field"].as_str(), k["index"].as_u64())
+                    && remove_field_entry(&repo.join(kfile), field, index as usize)?
+                {
+                    changes.push(format!("removed {field}[{index}] from {kfile}"));
+                }
+            }
             Some("remove-lines") => {
                 let lines = fix["lines"].as_array().into_iter().flatten();
                 removals
@@ -350,33 +362,194 @@ fn entry_reference(entry: &Value) -> Option<String> {
         .map(String::from)
 }
 
+/// The top-level list entries of a kustomization's text: for each, the line range (0-based,
+/// end exclusive) of the entry with the comment lines right above it, grouped by field.
+fn list_entries(lines: &[&str]) -> Vec<(String, usize, std::ops::Range<usize>)> {
+    type Entry = (String, usize, std::ops::Range<usize>);
+    let mut out: Vec<Entry> = Vec::new();
+    let mut field: Option<(String, usize)> = None; // (name, its line)
+    let mut entry_start: Option<usize> = None;
+    let mut entry_indent: Option<usize> = None; // the list's `- ` column
+    let mut comments_from: Option<usize> = None;
+    let close = |out: &mut Vec<Entry>,
+                 field: &Option<(String, usize)>,
+                 start: Option<usize>,
+                 end: usize| {
+        if let (Some((name, at)), Some(start)) = (field, start) {
+            out.push((name.clone(), *at, start..end));
+        }
+    };
+    for (i, l) in lines.iter().enumerate() {
+        let t = l.trim_end();
+        let indent = t.len() - t.trim_start().len();
+        let top_level = !t.is_empty() && indent == 0 && !t.starts_with('#');
+        if top_level && !t.starts_with('-') {
+            close(
+                &mut out,
+                &field,
+                entry_start.take(),
+                comments_from.unwrap_or(i),
+            );
+            comments_from = None;
+            entry_indent = None;
+            field = t.strip_suffix(':').map(|name| (name.trim().to_string(), i));
+            continue;
+        }
+        if t.trim_start().starts_with('#') {
+            comments_from.get_or_insert(i);
+            continue;
+        }
+        let item = t.trim_start().starts_with('-');
+        if item && field.is_some() && *entry_indent.get_or_insert(indent) == indent {
+            close(
+                &mut out,
+                &field,
+                entry_start.take(),
+                comments_from.unwrap_or(i),
+            );
+            entry_start = Some(comments_from.take().unwrap_or(i));
+            continue;
+        }
+        if !t.is_empty() {
+            comments_from = None;
+        }
+    }
+    close(&mut out, &field, entry_start, lines.len());
+    out
+}
+
+/// Writes `lines` without `range`, and without `field`'s key line when that leaves the list
+/// empty.
+fn write_without(
+    path: &Path,
+    lines: &[&str],
+    field_line: usize,
+    range: std::ops::Range<usize>,
+    emptied: bool,
+) -> Result<()> {
+    let kept: String = lines
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !(range.contains(i) || (emptied && *i == field_line)))
+        .map(|(_, l)| *l)
+        .collect();
+    std::fs::write(path, kept).map_err(|e| anyhow!("{}: cannot write: {e}", path.display()))
+}
+
 /// Removes from a kustomization the list entry naming `file` (`- path: file` or `- file`),
-/// with the comment lines right above it; an emptied list keeps its key (kustomize accepts
-/// `patches:` with nothing under it, and the diff stays one hunk).
+/// with the comment lines right above it, and the list's key when nothing is left under it.
 fn remove_list_entry(kustomization: &Path, file: &str) -> Result<bool> {
     let text = std::fs::read_to_string(kustomization)
         .map_err(|e| anyhow!("{}: cannot read: {e}", kustomization.display()))?;
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
-    let is_entry = |l: &str| {
+    let names = |l: &str| {
         let t = l.trim();
         let t = t.strip_prefix('-').map(str::trim).unwrap_or("");
         let t = t.strip_prefix("path:").map(str::trim).unwrap_or(t);
         t.trim_matches(['"', '\'']) == file
     };
-    let Some(at) = lines.iter().position(|l| is_entry(l)) else {
+    let entries = list_entries(&lines);
+    let Some((field, field_line, range)) = entries
+        .iter()
+        .find(|(_, _, r)| r.clone().any(|i| names(lines[i])))
+        .cloned()
+    else {
         return Ok(false);
     };
-    let mut start = at;
-    while start > 0 && lines[start - 1].trim_start().starts_with('#') {
-        start -= 1;
-    }
-    let kept: String = lines
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| !(start..=at).contains(i))
-        .map(|(_, l)| *l)
-        .collect();
-    std::fs::write(kustomization, kept)
-        .map_err(|e| anyhow!("{}: cannot write: {e}", kustomization.display()))?;
+    let emptied = entries.iter().filter(|(f, _, _)| *f == field).count() == 1;
+    write_without(kustomization, &lines, field_line, range, emptied)?;
     Ok(true)
+}
+
+/// Removes entry `index` of the kustomization's list `field` (with the comment lines right
+/// above it), and the key when nothing is left under it.
+fn remove_field_entry(kustomization: &Path, field: &str, index: usize) -> Result<bool> {
+    let text = std::fs::read_to_string(kustomization)
+        .map_err(|e| anyhow!("{}: cannot read: {e}", kustomization.display()))?;
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let entries: Vec<(String, usize, std::ops::Range<usize>)> = list_entries(&lines)
+        .into_iter()
+        .filter(|(f, _, _)| f == field)
+        .collect();
+    let Some((_, field_line, range)) = entries.get(index).cloned() else {
+        return Ok(false);
+    };
+    write_without(kustomization, &lines, field_line, range, entries.len() == 1)?;
+    Ok(true)
+}
+
+#[cfg(test)]
+mod kustomization_edits {
+    use super::*;
+
+    const TEXT: &str = "\
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+replicas:
+- name: api
+  count: 3
+- name: worker
+  count: 1
+patches:
+# save registry traffic
+- path: pull-policy.yaml
+  target:
+    kind: Deployment
+    labelSelector: a=b
+images:
+  - name: app
+    newTag: \"2\"
+";
+
+    fn edit(f: impl FnOnce(&Path) -> Result<bool>) -> String {
+        let dir = std::env::temp_dir().join(format!("plumb-kedit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join(format!("k-{}.yaml", rand_suffix()));
+        std::fs::write(&file, TEXT).unwrap();
+        assert!(f(&file).unwrap());
+        let out = std::fs::read_to_string(&file).unwrap();
+        let _ = std::fs::remove_file(&file);
+        out
+    }
+
+    fn rand_suffix() -> u128 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    }
+
+    #[test]
+    fn a_whole_entry_goes_and_an_emptied_key_with_it() {
+        let out = edit(|p| remove_field_entry(p, "replicas", 0));
+        assert!(
+            out.contains("replicas:\n- name: worker\n  count: 1\npatches:"),
+            "{out}"
+        );
+        // The patch entry with its comment and nested fields; `patches:` is left empty: gone.
+        let out = edit(|p| remove_list_entry(p, "pull-policy.yaml"));
+        assert!(
+            !out.contains("patches:")
+                && !out.contains("save registry")
+                && !out.contains("labelSelector"),
+            "{out}"
+        );
+        assert!(
+            out.contains("- name: worker\n  count: 1\nimages:\n  - name: app"),
+            "{out}"
+        );
+        // An indented list.
+        let out = edit(|p| remove_field_entry(p, "images", 0));
+        assert!(!out.contains("images:") && !out.contains("newTag"), "{out}");
+        assert!(out.ends_with("    labelSelector: a=b\n"), "{out}");
+        // Nothing to remove.
+        let dir = std::env::temp_dir().join(format!("plumb-kedit-none-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("k.yaml");
+        std::fs::write(&file, TEXT).unwrap();
+        assert!(!remove_field_entry(&file, "replicas", 5).unwrap());
+        assert!(!remove_list_entry(&file, "other.yaml").unwrap());
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), TEXT);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

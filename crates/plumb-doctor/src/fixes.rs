@@ -95,8 +95,32 @@ pub struct FixInput<'a> {
     /// `Some` when the file only sets fields that differ here (plus identity fields) and a
     /// kustomization pulls it in as a patch: deleting it is the whole change.
     pub patch_only: Option<&'a PulledIn>,
-    /// The manifest line is a kustomization's own field (`replicas:`, `images:`).
-    pub from_kustomization: bool,
+    /// The manifest line is a kustomization's own field (`replicas:`, `images:`): `Some`, with
+    /// the list entry to remove when plumb can name it (a `replicas` entry).
+    pub from_kustomization: Option<Option<&'a KustomizationEdit>>,
+}
+
+/// The entry of kustomization `file` (parsed: `value`) that sets `path` of `key`, when it is
+/// one plumb can name: a `replicas` entry for `/spec/replicas`.
+pub fn kustomization_entry(
+    file: &str,
+    value: &Value,
+    key: &ResourceKey,
+    path: &str,
+) -> Option<KustomizationEdit> {
+    if path != "/spec/replicas" {
+        return None;
+    }
+    let entries = value.get("replicas")?.as_array()?;
+    let index = entries
+        .iter()
+        .position(|e| e.get("name").and_then(Value::as_str) == Some(key.name.as_str()))?;
+    Some(KustomizationEdit {
+        file: file.to_string(),
+        field: "replicas".into(),
+        index,
+        entry: entries[index].clone(),
+    })
 }
 
 /// The fixes for one finding, the one to apply first.
@@ -173,21 +197,37 @@ fn stop_declaring(i: &FixInput<'_>) -> Fix {
             ),
         });
     }
-    let description = if i.from_kustomization {
-        format!(
-            "remove the entry at {}:{} that sets {} (a kustomization field)",
-            d.file, d.line, i.path
-        )
-    } else {
-        format!("remove line {} of {} (it sets {})", d.line, d.file, i.path)
-    };
-    Fix::StopDeclaring(StopDeclaring {
-        action: StopAction::RemoveLines,
-        file: Some(d.file.clone()),
-        lines: vec![d.line],
-        kustomization: None,
-        description,
-    })
+    match i.from_kustomization {
+        // A kustomization's own field: remove the whole list entry (one line of it would
+        // leave the kustomization invalid), or say what to edit when plumb cannot name it.
+        Some(Some(edit)) => Fix::StopDeclaring(StopDeclaring {
+            action: StopAction::RemoveEntry,
+            file: Some(d.file.clone()),
+            lines: Vec::new(),
+            kustomization: Some(edit.clone()),
+            description: format!(
+                "remove {}[{}] (it sets {}) from {}, and the `{}:` key if nothing is left under it",
+                edit.field, edit.index, i.path, d.file, edit.field
+            ),
+        }),
+        Some(None) => Fix::StopDeclaring(StopDeclaring {
+            action: StopAction::Edit,
+            file: Some(d.file.clone()),
+            lines: Vec::new(),
+            kustomization: None,
+            description: format!(
+                "edit {} at line {} so the kustomization no longer sets {} (a kustomization field)",
+                d.file, d.line, i.path
+            ),
+        }),
+        None => Fix::StopDeclaring(StopDeclaring {
+            action: StopAction::RemoveLines,
+            file: Some(d.file.clone()),
+            lines: vec![d.line],
+            kustomization: None,
+            description: format!("remove line {} of {} (it sets {})", d.line, d.file, i.path),
+        }),
+    }
 }
 
 fn ignore(i: &FixInput<'_>, by_manager: bool) -> Option<Fix> {

@@ -243,7 +243,7 @@ pub fn diagnose(inputs: &Inputs<'_>) -> Report {
                 drift,
                 declared_at: declared_at.as_ref(),
                 patch_only: patch_only.as_ref(),
-                from_kustomization,
+                from_kustomization: from_kustomization.as_ref().map(Option::as_ref),
             })
         };
         findings.push(Finding {
@@ -366,23 +366,31 @@ fn declared_at(
     inputs: &Inputs<'_>,
     d: &ResourceDiff,
     path: &str,
-) -> (Option<DeclaredAt>, Option<fixes::PulledIn>, bool) {
+) -> (
+    Option<DeclaredAt>,
+    Option<fixes::PulledIn>,
+    Option<Option<report::KustomizationEdit>>,
+) {
     let Some(declared) = &d.declared else {
-        return (None, None, false);
+        return (None, None, None);
     };
     if path.is_empty() {
-        return (None, None, false);
+        return (None, None, None);
     }
     let r = &d.result;
     let origin = declared
         .locate(&r.normalized_live, path)
         .or_else(|| declared.locate(&r.predicted_live, path));
     let Some(origin) = origin else {
-        return (None, None, false);
+        return (None, None, None);
     };
     let file = origin.file.to_string();
     let pulled = fixes::pulled_in(&file, inputs.kustomizations);
-    let from_kustomization = inputs.kustomizations.iter().any(|(k, _)| *k == file);
+    let from_kustomization = inputs
+        .kustomizations
+        .iter()
+        .find(|(k, _)| *k == file)
+        .map(|(k, value)| fixes::kustomization_entry(k, value, &d.key, path));
     let at = DeclaredAt {
         file: file.clone(),
         line: origin.line,

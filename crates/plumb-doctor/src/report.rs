@@ -208,13 +208,17 @@ pub struct StopDeclaring {
 pub enum StopAction {
     DeleteFile,
     RemoveLines,
+    /// Remove one entry of a kustomization list field (`kustomization`).
+    RemoveEntry,
+    /// An edit plumb describes but does not spell out.
+    Edit,
 }
 
 /// Removing one entry of a kustomization list field.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct KustomizationEdit {
     pub file: String,
-    /// `patches`, `patchesStrategicMerge`, `patchesJson6902`.
+    /// `patches`, `patchesStrategicMerge`, `patchesJson6902`, `replicas`.
     pub field: String,
     pub index: usize,
     /// The entry as parsed.
@@ -440,6 +444,13 @@ fn fix_body(fix: &Fix) -> String {
                 }
                 b
             }
+            (StopAction::RemoveEntry, Some(_)) => match &s.kustomization {
+                Some(k) => format!(
+                    "# in {}: remove {}[{}]: {}\n",
+                    k.file, k.field, k.index, k.entry
+                ),
+                None => String::new(),
+            },
             (StopAction::RemoveLines, Some(file)) if !s.lines.is_empty() => {
                 let lines: Vec<String> = s.lines.iter().map(|l| format!("{l}d")).collect();
                 format!("sed -i '{}' {file}\n", lines.join(";"))
