@@ -152,6 +152,23 @@ pub fn fixes(i: &FixInput<'_>) -> Vec<Fix> {
     out
 }
 
+/// The fix for a whole object git has and the cluster lacks (a sync creates it) or the
+/// cluster has and git lacks (a sync with prune deletes it).
+pub fn sync_object(app: &str, extra: bool) -> Fix {
+    if !extra {
+        return Fix::Sync(SyncFix {
+            command: format!("argocd app sync {app}"),
+            note: "one sync creates it (with automated sync on, the controller does it on its own)"
+                .into(),
+        });
+    }
+    Fix::Sync(SyncFix {
+        command: format!("argocd app sync {app} --prune"),
+        note: "one sync with prune deletes it (with automated prune on, the controller does it on its own)"
+            .into(),
+    })
+}
+
 pub fn sync(app: &str) -> Fix {
     Fix::Sync(SyncFix {
         command: format!("argocd app sync {app}"),

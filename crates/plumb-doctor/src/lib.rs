@@ -231,7 +231,7 @@ pub fn diagnose(inputs: &Inputs<'_>) -> Report {
             || (verdict == Verdict::Drift && a.foreign_after_sync)
             || verdict == Verdict::OutOfSync;
         let fixes = if a.p.path.is_empty() {
-            vec![fixes::sync(&app)]
+            vec![fixes::sync_object(&app, a.cause.name == "extra")]
         } else {
             fixes::fixes(&fixes::FixInput {
                 app: &app,

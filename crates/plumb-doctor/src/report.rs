@@ -256,6 +256,27 @@ fn show(v: Option<&Value>) -> String {
     }
 }
 
+impl Finding {
+    /// The field as printed: `(object)` for a whole missing or extra object.
+    fn field(&self) -> &str {
+        if self.path.is_empty() {
+            "(object)"
+        } else {
+            &self.path
+        }
+    }
+
+    /// Git's and the cluster's side as printed; a whole object is present on one side.
+    fn sides(&self) -> (String, String) {
+        if !self.path.is_empty() {
+            return (show(self.desired.as_ref()), show(self.live.as_ref()));
+        }
+        let present = |yes: bool| if yes { "(present)" } else { "(absent)" }.to_string();
+        let extra = self.cause.name == "extra";
+        (present(!extra), present(extra))
+    }
+}
+
 impl Report {
     /// Whether there is anything to report (the CLI's exit 1).
     pub fn has_findings(&self) -> bool {
@@ -306,14 +327,10 @@ impl Report {
                 let _ = write!(out, "\n{}\n", f.resource);
                 last = Some(&f.resource);
             }
-            let path = if f.path.is_empty() {
-                "(object)"
-            } else {
-                &f.path
-            };
-            let _ = writeln!(out, "  {path}");
-            let _ = writeln!(out, "    git:     {}", show(f.desired.as_ref()));
-            let _ = writeln!(out, "    cluster: {}", show(f.live.as_ref()));
+            let (git, cluster) = f.sides();
+            let _ = writeln!(out, "  {}", f.field());
+            let _ = writeln!(out, "    git:     {git}");
+            let _ = writeln!(out, "    cluster: {cluster}");
             let _ = write!(
                 out,
                 "    who:     {} {}",
@@ -357,13 +374,14 @@ impl Report {
         }
         out.push_str("\n| Resource | Field | Git | Cluster | Who | Declared at |\n|---|---|---|---|---|---|\n");
         for f in &self.findings {
+            let (git, cluster) = f.sides();
             let _ = writeln!(
                 out,
                 "| `{}` | `{}` | `{}` | `{}` | {} `{}` | {} |",
                 f.resource,
-                f.path,
-                md_cell(&show(f.desired.as_ref())),
-                md_cell(&show(f.live.as_ref())),
+                f.field(),
+                md_cell(&git),
+                md_cell(&cluster),
                 f.cause.kind.as_str(),
                 md_cell(&f.cause.name),
                 f.declared_at
@@ -372,7 +390,7 @@ impl Report {
             );
         }
         for f in &self.findings {
-            let _ = write!(out, "\n#### `{}` `{}`\n\n", f.resource, f.path);
+            let _ = write!(out, "\n#### `{}` `{}`\n\n", f.resource, f.field());
             for e in &f.cause.evidence {
                 let _ = writeln!(out, "- {}", md_cell(e));
             }
