@@ -46,7 +46,8 @@ enum Command {
     /// managedFields), namespaces, webhooks, admission policies, HPAs, CRDs, Applications.
     /// Secret values are never written. `plumb diff --live DIR` reads it back.
     Snapshot(snapshot_cmd::SnapshotArgs),
-    /// plumb's Applications in a cluster: get, history, list, sync, wait.
+    /// plumb's Applications in a cluster: get, history, list, sync, wait, diff, rollback,
+    /// terminate-op, delete.
     App(app_cmd::AppArgs),
     /// An object's YAML with each value's last writer (manager, operation, time) from its
     /// managedFields, like kubectl-blame.

@@ -2,7 +2,7 @@
 
 use crate::EXIT_IN_SYNC;
 use crate::cluster_args::{ClusterArgs, connect};
-use anyhow::{Result, anyhow, bail};
+use anyhow::{Result, anyhow};
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
@@ -21,10 +21,9 @@ pub struct SnapshotArgs {
     out: PathBuf,
 }
 
-pub fn run(args: SnapshotArgs) -> Result<u8> {
-    if !args.cluster.cluster {
-        bail!("plumb snapshot reads a cluster: pass --cluster");
-    }
+pub fn run(mut args: SnapshotArgs) -> Result<u8> {
+    // A snapshot always reads a cluster: --cluster is implied.
+    args.cluster.cluster = true;
     let app = match &args.app {
         Some(p) => Some(crate::diff_cmd::load_app(p)?),
         None => None,

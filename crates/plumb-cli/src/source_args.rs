@@ -58,8 +58,15 @@ pub fn render_source(
         Some(r) => r.clone(),
         None => match app {
             Some((a, file)) if !app_source.repo_url.is_empty() => {
-                repo_from_url(&app_source.repo_url, file)
-                    .map_err(|e| anyhow!("{}: Application {}: {e}", file.display(), a.name))?
+                repo_from_url(&app_source.repo_url, file).map_err(|e| {
+                    // An Application read from a cluster or snapshot has no file to name.
+                    let shown = file.display().to_string();
+                    if shown.starts_with('<') {
+                        anyhow!("Application {}: {e}", a.name)
+                    } else {
+                        anyhow!("{shown}: Application {}: {e}", a.name)
+                    }
+                })?
             }
             _ => PathBuf::from("."),
         },
