@@ -409,38 +409,47 @@ async fn a_running_operation_is_terminated() {
     assert_eq!(op_field(&stored, "message"), "Operation terminated");
     assert!(history(&stored).is_empty());
 
-    // An operation left Terminating by a process that died: the next reconcile ends it, and
-    // a manual sync is refused until then.
-    cluster
-        .patch_application_status(
-            &apps_ns,
-            &name,
-            &json!({"status": {"operationState": {"phase": "Terminating", "finishedAt": null}}}),
-        )
-        .await
-        .expect("simulate");
-    let stuck = get_app(&cluster, &apps_ns, &name).await;
-    let refused = sync_app(
-        &cluster,
-        &stuck,
-        &o,
-        InitiatedBy::user("bob"),
-        SystemTime::now(),
-    )
-    .await
-    .expect_err("refused while terminating");
-    assert!(
-        refused.to_string().contains("being terminated"),
-        "{refused}"
-    );
+    // An operation left Terminating by a process that died: the next reconcile ends it.
+    let stuck = || {
+        let cluster = &cluster;
+        let (apps_ns, name) = (&apps_ns, &name);
+        async move {
+            cluster
+                .patch_application_status(
+                    apps_ns,
+                    name,
+                    &json!({"status": {"operationState": {"phase": "Terminating", "finishedAt": null}}}),
+                )
+                .await
+                .expect("simulate");
+            get_app(cluster, apps_ns, name).await
+        }
+    };
     let mut state = ReconcileState { options: o.clone() };
-    reconcile_once(&cluster, &stuck, SystemTime::now(), &mut state)
+    let app = stuck().await;
+    reconcile_once(&cluster, &app, SystemTime::now(), &mut state)
         .await
         .expect("reconcile");
     let ended = get_app(&cluster, &apps_ns, &name).await;
     assert_eq!(op_field(&ended, "phase"), "Failed");
     assert_eq!(op_field(&ended, "message"), "Operation terminated");
     assert!(!op_field(&ended, "finishedAt").is_empty());
+    // Without a controller, a manual sync ends it too, then runs.
+    let app = stuck().await;
+    let out = sync_app(
+        &cluster,
+        &app,
+        &o,
+        InitiatedBy::user("bob"),
+        SystemTime::now(),
+    );
+    let play = async {
+        wait_message(&cluster, &apps_ns, &name, |m| m.starts_with("waiting for")).await;
+        assign_lb(&cluster, &dest, "front").await;
+    };
+    let (out, ()) = tokio::join!(out, play);
+    let out = out.expect("sync");
+    assert!(out.succeeded(), "{}", out.message);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

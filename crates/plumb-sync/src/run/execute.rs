@@ -388,20 +388,26 @@ impl Exec<'_> {
     }
 
     /// Whether this operation must stop: someone asked to terminate it (`plumb app
-    /// terminate-op` sets `operationState.phase: Terminating`) or another process already
-    /// ended it (any phase but `Running`, which this operation wrote when it started).
-    /// Checked before each wave and on every poll while waiting.
+    /// terminate-op` sets `operationState.phase: Terminating`), or a reconcile already ended it
+    /// as terminated. Checked before each wave and on every poll while waiting.
     async fn terminating(&self) -> bool {
         let app = self
             .cluster
             .get_application(&self.obs.namespace, &self.obs.name)
             .await;
-        match app {
-            Ok(Some(a)) => a
-                .pointer("/status/operationState/phase")
+        let Ok(Some(a)) = app else {
+            return false;
+        };
+        let state = |k: &str| {
+            a.pointer(&format!("/status/operationState/{k}"))
                 .and_then(Value::as_str)
-                .is_some_and(|p| p != "Running"),
-            Ok(None) | Err(_) => false,
+        };
+        // Terminating, or already ended as terminated by the next reconcile (its runner
+        // presumed gone); never another outcome, which this runner must not overwrite.
+        match state("phase") {
+            Some("Terminating") => true,
+            Some("Failed") => state("message") == Some(TERMINATED),
+            _ => false,
         }
     }
 
@@ -875,10 +881,12 @@ fn operation_state(
         "prune": op.prune.unwrap_or(false),
         "autoHealAttemptsCount": op.self_heal_count,
     });
+    // Status writes are merge patches: every key is written, the one not in use as null, so
+    // nothing of an earlier operation carries over.
     op_sync["syncStrategy"] = if op.skip_hooks {
-        json!({"apply": {}})
+        json!({"apply": {}, "hook": null})
     } else {
-        json!({"hook": {}})
+        json!({"hook": {}, "apply": null})
     };
     // Always written (null for the whole app): a merge patch keeps what it does not name, and
     // a previous partial sync's list must not make this operation partial when resumed.
@@ -893,7 +901,11 @@ fn operation_state(
     json!({
         "operation": {
             "sync": op_sync,
-            "initiatedBy": serde_json::to_value(&op.initiated_by).unwrap_or(Value::Null),
+            "initiatedBy": {
+                "username": (!op.initiated_by.username.is_empty())
+                    .then(|| op.initiated_by.username.clone()),
+                "automated": op.initiated_by.automated,
+            },
             "retry": {},
         },
         "phase": phase,

@@ -837,16 +837,8 @@ pub async fn sync_app_with(
     if request.dry_run {
         return dry_run::dry_run(cluster, app, opts, request).await;
     }
-    if app
-        .pointer("/status/operationState/phase")
-        .and_then(Value::as_str)
-        == Some("Terminating")
-    {
-        return Err(RunError::App {
-            app: app_name(app),
-            reason: "an operation is being terminated; sync again once it has ended".into(),
-        });
-    }
+    // An operation someone terminated ends now (its runner, if alive, stops on seeing it).
+    finish_terminated(cluster, app, now).await?;
     if let Some(op) = execute::Operation::resumed(app) {
         return Err(RunError::App {
             app: app_name(app),
@@ -1026,6 +1018,9 @@ pub async fn resume_app(
     opts: &RunOptions,
     now: SystemTime,
 ) -> Result<Option<SyncOutcome>> {
+    if finish_terminated(cluster, app, now).await? {
+        return Ok(None);
+    }
     let Some(op) = execute::Operation::resumed(app) else {
         return Ok(None);
     };
