@@ -217,6 +217,7 @@ fn sync(cmd: &SyncCmd) -> Result<u8> {
             revision: cmd.revision.clone(),
             resources: cmd.resource.clone(),
             skip_hooks: cmd.strategy == "apply",
+            source: None,
         };
         c.block_on(plumb_sync::run::sync_app_with(
             &c.cluster,

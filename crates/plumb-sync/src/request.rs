@@ -20,6 +20,9 @@ pub struct SyncRequest {
     pub resources: Vec<ResourceSelector>,
     /// Apply without running hooks (Argo CD's `syncStrategy: apply`, which rollback uses).
     pub skip_hooks: bool,
+    /// Render this Application source (`spec.source` JSON) instead of the app's own: a
+    /// rollback's, from its history entry.
+    pub source: Option<serde_json::Value>,
 }
 
 /// One `--resource GROUP:KIND:[NAMESPACE/]NAME` (empty group for the core group).

@@ -708,6 +708,10 @@ async fn manual_sync_dry_run_selected_resources_prune_revision_and_rollback() {
     );
     let stored = get_app(&cluster, &apps_ns, name).await;
     assert_eq!(histories(stored.clone()), 5);
+    // Recorded, so that a resumed rollback renders the same source.
+    let op_sync = &stored["status"]["operationState"]["operation"]["sync"];
+    assert_eq!(op_sync["source"]["path"], "app");
+    assert_eq!(op_sync["syncStrategy"], json!({"apply": {}}));
     assert_eq!(history(&stored).last().expect("entry")["revision"], second);
     let _ = std::fs::remove_dir_all(&repo);
 }

@@ -177,6 +177,8 @@ pub(super) struct Operation {
     pub selected: Vec<ResourceSelector>,
     /// `syncStrategy: apply`: hooks do not run.
     pub skip_hooks: bool,
+    /// The source rendered instead of `spec.source` (a rollback's), as `operation.sync.source`.
+    pub source: Option<Value>,
 }
 
 impl Operation {
@@ -211,6 +213,7 @@ impl Operation {
             prune: None,
             selected: Vec::new(),
             skip_hooks: false,
+            source: None,
         }
     }
 
@@ -226,6 +229,7 @@ impl Operation {
             prune: Some(request.prune),
             selected: request.resources.clone(),
             skip_hooks: request.skip_hooks,
+            source: request.source.clone(),
             ..Operation::new(app_obj, initiated_by, None, now)
         }
     }
@@ -265,6 +269,10 @@ impl Operation {
             skip_hooks: op
                 .pointer("/operation/sync/syncStrategy/apply")
                 .is_some_and(|v| !v.is_null()),
+            source: op
+                .pointer("/operation/sync/source")
+                .filter(|v| !v.is_null())
+                .cloned(),
             selected: op
                 .pointer("/operation/sync/resources")
                 .and_then(Value::as_array)
@@ -888,6 +896,7 @@ fn operation_state(
     } else {
         json!({"hook": {}, "apply": null})
     };
+    op_sync["source"] = op.source.clone().unwrap_or(Value::Null);
     // Always written (null for the whole app): a merge patch keeps what it does not name, and
     // a previous partial sync's list must not make this operation partial when resumed.
     op_sync["resources"] = if op.selected.is_empty() {

@@ -848,6 +848,8 @@ pub async fn sync_app_with(
             ),
         });
     }
+    let app = with_source(app, request.source.as_ref());
+    let app = app.as_ref();
     let obs = observe(cluster, app, opts, request.revision.as_deref()).await?;
     let op = execute::Operation::manual(app, initiated_by, request, now);
     let mut outcome = execute::execute(cluster, app, obs, opts, op, false, now).await?;
@@ -992,20 +994,31 @@ pub async fn rollback_app(
     }
     // The source the deployment used (path, chart, values may have changed since), at its
     // revision, applied without hooks — as Argo CD rolls back.
-    let mut rolled = app.clone();
     let source = source_json::to_value(&entry.source);
-    if source.get("repoURL").is_some_and(|v| !v.is_null())
-        && let Some(spec) = rolled.get_mut("spec").and_then(Value::as_object_mut)
-    {
-        spec.insert("source".into(), source);
-    }
     let request = SyncRequest {
         prune,
         revision: Some(entry.revision.clone()),
         skip_hooks: true,
+        source: source
+            .get("repoURL")
+            .is_some_and(|v| !v.is_null())
+            .then_some(source),
         ..SyncRequest::default()
     };
-    sync_app_with(cluster, &rolled, opts, &request, initiated_by, now).await
+    sync_app_with(cluster, app, opts, &request, initiated_by, now).await
+}
+
+/// The Application with `source` in place of `spec.source` (an operation that renders another
+/// source: a rollback's); the Application itself when `None`.
+fn with_source<'a>(app: &'a Value, source: Option<&Value>) -> std::borrow::Cow<'a, Value> {
+    let Some(source) = source.filter(|s| !s.is_null()) else {
+        return std::borrow::Cow::Borrowed(app);
+    };
+    let mut changed = app.clone();
+    if let Some(spec) = changed.get_mut("spec").and_then(Value::as_object_mut) {
+        spec.insert("source".into(), source.clone());
+    }
+    std::borrow::Cow::Owned(changed)
 }
 
 /// Finishes the operation an Application's status shows `Running` (one a stopped controller
@@ -1025,6 +1038,8 @@ pub async fn resume_app(
         return Ok(None);
     };
     let started = Instant::now();
+    let app = with_source(app, op.source.as_ref());
+    let app = app.as_ref();
     let obs = observe(cluster, app, opts, op.revision.as_deref()).await?;
     let automated = op.initiated_by.automated;
     let mut outcome = execute::execute(cluster, app, obs, opts, op, automated, now).await?;
