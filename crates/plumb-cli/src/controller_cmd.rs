@@ -173,6 +173,9 @@ fn log_event(e: Event<'_>) {
             "error": error.to_string(),
         })),
         Event::Lagged { missed } => log_line(json!({"watch": "lagged", "missed": missed})),
+        Event::Removed { app } => {
+            log_line(json!({"app": format!("{}/{}", app.0, app.1), "removed": true}))
+        }
     }
 }
 

@@ -67,7 +67,8 @@ impl Metrics {
                     *c.syncs.entry(sync.phase).or_default() += 1;
                 }
                 let key = (app.0.clone(), app.1.clone());
-                if outcome.deletion.as_ref().is_some_and(|d| d.finalized) {
+                if outcome.deletion.is_some() {
+                    // Being deleted: its series goes (the watch reports when it is gone).
                     c.apps.remove(&key);
                 } else {
                     let status = (
@@ -79,6 +80,9 @@ impl Metrics {
             }
             Event::Failed { .. } => *c.reconciles.entry("error").or_default() += 1,
             Event::Lagged { missed } => c.watch_lagged += *missed,
+            Event::Removed { app } => {
+                c.apps.remove(&(app.0.clone(), app.1.clone()));
+            }
         }
     }
 
@@ -185,53 +189,123 @@ fn escape(v: &str) -> String {
         .replace('\n', "\\n")
 }
 
-/// Serves `metrics` on `listener` until the task is dropped.
+/// Connections served at once; more are closed at once (a probe or a scrape needs one).
+const MAX_CONNECTIONS: usize = 32;
+/// How long a client may take to send its request or read the answer.
+const IO_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Serves `metrics` on `listener` until the task is dropped. Each connection is bounded in
+/// time and size, and their number is capped, so no client can hold the controller's file
+/// descriptors or CPU.
 pub async fn serve(listener: TcpListener, metrics: std::sync::Arc<Metrics>) {
+    let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     loop {
-        let Ok((mut stream, _)) = listener.accept().await else {
+        let (stream, _) = match listener.accept().await {
+            Ok(c) => c,
+            Err(_) => {
+                // Out of descriptors, say: back off instead of spinning.
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            drop(stream);
             continue;
         };
         let metrics = metrics.clone();
         tokio::spawn(async move {
-            let mut buf = vec![0u8; 8192];
-            let mut len = 0;
-            while len < buf.len() {
-                match stream.read(&mut buf[len..]).await {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => len += n,
-                }
-                if buf[..len].windows(4).any(|w| w == b"\r\n\r\n") {
+            let _ = tokio::time::timeout(IO_TIMEOUT, respond(stream, &metrics)).await;
+            drop(slot);
+        });
+    }
+}
+
+/// Reads one request (up to 8 KiB, until the blank line) and answers it.
+async fn respond(mut stream: tokio::net::TcpStream, metrics: &Metrics) {
+    let mut buf = vec![0u8; 8192];
+    let mut len = 0;
+    while len < buf.len() {
+        match stream.read(&mut buf[len..]).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                // Only the new bytes (and three before them) can complete the blank line.
+                let from = len.saturating_sub(3);
+                len += n;
+                if buf[from..len].windows(4).any(|w| w == b"\r\n\r\n") {
                     break;
                 }
             }
-            let request = String::from_utf8_lossy(&buf[..len]);
-            let mut words = request.split_whitespace();
-            let (method, path) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
-            let (status, content_type, body) = match (method, path) {
-                ("GET", "/healthz") => ("200 OK", "text/plain", "ok\n".to_string()),
-                ("GET", "/readyz") if metrics.ready.load(Ordering::Relaxed) => {
-                    ("200 OK", "text/plain", "ok\n".to_string())
-                }
-                ("GET", "/readyz") => (
-                    "503 Service Unavailable",
-                    "text/plain",
-                    "starting\n".to_string(),
-                ),
-                ("GET", "/metrics") => ("200 OK", "text/plain; version=0.0.4", metrics.render()),
-                ("GET", _) => ("404 Not Found", "text/plain", "not found\n".to_string()),
-                _ => (
-                    "405 Method Not Allowed",
-                    "text/plain",
-                    "GET only\n".to_string(),
-                ),
-            };
-            let head = format!(
-                "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                body.len()
-            );
-            let _ = stream.write_all(head.as_bytes()).await;
-            let _ = stream.write_all(body.as_bytes()).await;
-            let _ = stream.shutdown().await;
-        });
+        }
+    }
+    let request = String::from_utf8_lossy(&buf[..len]);
+    let mut words = request.split_whitespace();
+    let (method, path) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+    let (status, content_type, body) = match (method, path) {
+        ("GET", "/healthz") => ("200 OK", "text/plain", "ok\n".to_string()),
+        ("GET", "/readyz") if metrics.ready.load(Ordering::Relaxed) => {
+            ("200 OK", "text/plain", "ok\n".to_string())
+        }
+        ("GET", "/readyz") => (
+            "503 Service Unavailable",
+            "text/plain",
+            "starting\n".to_string(),
+        ),
+        ("GET", "/metrics") => ("200 OK", "text/plain; version=0.0.4", metrics.render()),
+        ("GET", _) => ("404 Not Found", "text/plain", "not found\n".to_string()),
+        _ => (
+            "405 Method Not Allowed",
+            "text/plain",
+            "GET only\n".to_string(),
+        ),
+    };
+    let head = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    let _ = stream.write_all(head.as_bytes()).await;
+    let _ = stream.write_all(body.as_bytes()).await;
+    let _ = stream.shutdown().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn ask(addr: std::net::SocketAddr, request: &[u8], bytewise: bool) -> String {
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        if bytewise {
+            for b in request {
+                s.write_all(&[*b]).await.unwrap();
+            }
+        } else {
+            s.write_all(request).await.unwrap();
+        }
+        let mut out = String::new();
+        s.read_to_string(&mut out).await.unwrap();
+        out
+    }
+
+    #[tokio::test]
+    async fn routes_formats_and_escaping() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let metrics = std::sync::Arc::new(Metrics::default());
+        tokio::spawn(serve(listener, metrics.clone()));
+        let r = ask(addr, b"GET /readyz HTTP/1.1\r\n\r\n", false).await;
+        assert!(r.starts_with("HTTP/1.1 503"), "{r}");
+        metrics.set_ready(true);
+        metrics.set_cache(3, 42);
+        let r = ask(addr, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", true).await;
+        assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+        for want in [
+            "# TYPE plumb_leader gauge\nplumb_leader 1\n",
+            "plumb_cached_objects 42\n",
+            "# TYPE plumb_app_reconcile_seconds summary\n",
+        ] {
+            assert!(r.contains(want), "{want:?} missing:\n{r}");
+        }
+        let r = ask(addr, b"POST /metrics HTTP/1.1\r\n\r\n", false).await;
+        assert!(r.starts_with("HTTP/1.1 405"), "{r}");
+        assert_eq!(escape("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
     }
 }

@@ -75,6 +75,8 @@ pub enum Event<'a> {
     },
     /// The watch channel overflowed: every app is refreshed.
     Lagged { missed: u64 },
+    /// An Application is gone (deleted, its finalizers done).
+    Removed { app: &'a AppKey },
 }
 
 /// Why an app was reconciled.
@@ -274,7 +276,16 @@ impl Controller {
                 }
                 change = changes.recv() => {
                     match change {
-                        Ok(change) => schedule.on_change(&change, Instant::now()),
+                        Ok(change) => {
+                            schedule.on_change(&change, Instant::now());
+                            if change.kind == ChangeKind::Deleted
+                                && change.key.group == plumb_cluster::APPLICATION_GROUP
+                                && change.key.kind == plumb_cluster::APPLICATION_KIND
+                            {
+                                let key = (change.key.namespace.clone(), change.key.name.clone());
+                                log(Event::Removed { app: &key });
+                            }
+                        }
                         Err(broadcast::error::RecvError::Lagged(missed)) => {
                             log(Event::Lagged { missed });
                             schedule.queue_all(Instant::now());

@@ -197,20 +197,19 @@ async fn delete_resources(
     })
 }
 
-/// git's hooks of type `kind` (rendered now), keyed; `generateName` hooks are left out (a
+/// git's delete hooks (rendered now), with their type; `generateName` hooks are left out (a
 /// deletion stage has no operation to name them after).
 async fn delete_hooks(
     cluster: &Cluster,
     app: &Value,
     opts: &RunOptions,
-    kind: DeleteHook,
-) -> Result<Vec<(ResourceKey, Value)>> {
+) -> Result<Vec<(DeleteHook, ResourceKey, Value)>> {
     let obs = observe(cluster, app, opts, None).await?;
     Ok(obs
         .targets
         .iter()
-        .filter(|(k, o)| !obs.generated.contains(k) && DeleteHook::of_object(o) == Some(kind))
-        .map(|(k, o)| (k.clone(), o.clone()))
+        .filter(|(k, _)| !obs.generated.contains(k))
+        .filter_map(|(k, o)| DeleteHook::of_object(o).map(|h| (h, k.clone(), o.clone())))
         .collect())
 }
 
@@ -228,7 +227,11 @@ async fn run_delete_hooks(
     let mut created = Vec::new();
     let mut running = Vec::new();
     let mut failed = Vec::new();
-    for (key, obj) in delete_hooks(cluster, app, opts, kind).await? {
+    for (_, key, obj) in delete_hooks(cluster, app, opts)
+        .await?
+        .into_iter()
+        .filter(|(h, _, _)| *h == kind)
+    {
         let live = cluster
             .get_object(&key.group, &key.kind, &key.namespace, &key.name)
             .await
@@ -289,15 +292,16 @@ async fn clean_up_hooks(
 ) -> Result<DeletionOutcome> {
     let cluster_err = cluster_err(app);
     let mut pending = Vec::new();
+    let hooks = delete_hooks(cluster, app, opts).await?;
     for kind in [DeleteHook::Pre, DeleteHook::Post] {
         let mut live_hooks = Vec::new();
-        for (key, _) in delete_hooks(cluster, app, opts, kind).await? {
+        for (_, key, _) in hooks.iter().filter(|(h, _, _)| *h == kind) {
             if let Some(live) = cluster
                 .get_object(&key.group, &key.kind, &key.namespace, &key.name)
                 .await
                 .map_err(&cluster_err)?
             {
-                live_hooks.push((key, live));
+                live_hooks.push((key.clone(), live));
             }
         }
         let health = plumb_health::worst(live_hooks.iter().map(|(_, live)| {

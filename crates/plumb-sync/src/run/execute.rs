@@ -667,6 +667,32 @@ impl Exec<'_> {
                 if let Some(m) = old.as_object_mut() {
                     m.remove("status");
                 }
+                // What the API server filled in and refuses to be given back.
+                if key.group == "batch" && key.kind == "Job" {
+                    if let Some(spec) = old.get_mut("spec").and_then(Value::as_object_mut) {
+                        spec.remove("selector");
+                    }
+                    if let Some(labels) = old
+                        .pointer_mut("/spec/template/metadata/labels")
+                        .and_then(Value::as_object_mut)
+                    {
+                        for l in [
+                            "controller-uid",
+                            "batch.kubernetes.io/controller-uid",
+                            "job-name",
+                            "batch.kubernetes.io/job-name",
+                        ] {
+                            labels.remove(l);
+                        }
+                    }
+                }
+                if key.group.is_empty()
+                    && key.kind == "Service"
+                    && let Some(spec) = old.get_mut("spec").and_then(Value::as_object_mut)
+                {
+                    spec.remove("clusterIP");
+                    spec.remove("clusterIPs");
+                }
                 match self.cluster.create_object(&old, FIELD_MANAGER).await {
                     Ok(_) => "the previous object was created again".to_string(),
                     Err(e2) => format!("creating the previous object again failed too: {e2}"),
