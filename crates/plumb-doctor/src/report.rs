@@ -331,12 +331,10 @@ impl Report {
             let _ = writeln!(out, "  {}", f.field());
             let _ = writeln!(out, "    git:     {git}");
             let _ = writeln!(out, "    cluster: {cluster}");
-            let _ = write!(
-                out,
-                "    who:     {} {}",
-                f.cause.kind.as_str(),
-                f.cause.name
-            );
+            let _ = write!(out, "    who:     {}", f.cause.kind.as_str());
+            if !f.cause.name.is_empty() && f.cause.name != f.cause.kind.as_str() {
+                let _ = write!(out, " {}", f.cause.name);
+            }
             if let Some(m) = &f.cause.manager {
                 let _ = write!(out, " (manager {m})");
             }
