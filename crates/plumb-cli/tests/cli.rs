@@ -607,4 +607,30 @@ fn doctor_fix_writes_the_seeds_git_change() {
     ]);
     assert_eq!(r.status.code(), Some(0), "{}", stderr(&r));
     assert!(!stdout(&r).contains("imagePullPolicy"), "{}", stdout(&r));
+    // Asked again before a sync: the field is a removal the next sync makes, not a change to git.
+    let again = plumb(&[
+        "doctor",
+        "payments-prod",
+        "--live",
+        "examples/payments/live",
+        "--repo",
+        repo_dir.to_str().unwrap(),
+        "-o",
+        "json",
+    ]);
+    let report: serde_json::Value = serde_json::from_slice(&again.stdout).expect("json");
+    let finding = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"] == "/spec/template/spec/containers/0/imagePullPolicy")
+        .expect("the imagePullPolicy finding");
+    assert_eq!(finding["fixes"][0]["type"], "sync", "{finding}");
+    assert!(
+        finding["fixes"][0]["note"]
+            .as_str()
+            .unwrap()
+            .contains("git no longer declares this field"),
+        "{finding}"
+    );
 }

@@ -169,6 +169,15 @@ pub fn sync_object(app: &str, extra: bool) -> Fix {
     })
 }
 
+/// git no longer declares the field the last sync applied: the next sync stops applying it.
+pub fn sync_removal(app: &str) -> Fix {
+    Fix::Sync(SyncFix {
+        command: format!("argocd app sync {app}"),
+        note: "git no longer declares this field (the last sync's last-applied still does): the next sync stops applying it"
+            .into(),
+    })
+}
+
 pub fn sync(app: &str) -> Fix {
     Fix::Sync(SyncFix {
         command: format!("argocd app sync {app}"),

@@ -230,8 +230,19 @@ pub fn diagnose(inputs: &Inputs<'_>) -> Report {
         let drift = a.person_after_sync
             || (verdict == Verdict::Drift && a.foreign_after_sync)
             || verdict == Verdict::OutOfSync;
+        // git no longer declares the field, but the last sync applied it (last-applied has
+        // it): the difference is the removal the next sync makes, not a fight to settle in git.
+        let pending_removal = !a.p.path.is_empty()
+            && declared_at.is_none()
+            && d.declared.is_some()
+            && live_by_key
+                .get(&d.key)
+                .and_then(|l| plumb_diff::last_applied(l))
+                .is_some_and(|la| la.pointer(&a.p.path).is_some());
         let fixes = if a.p.path.is_empty() {
             vec![fixes::sync_object(&app, a.cause.name == "extra")]
+        } else if pending_removal {
+            vec![fixes::sync_removal(&app)]
         } else {
             fixes::fixes(&fixes::FixInput {
                 app: &app,
