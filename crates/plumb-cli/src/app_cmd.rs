@@ -17,7 +17,7 @@ pub struct AppArgs {
 #[derive(clap::Subcommand)]
 enum AppCommand {
     /// An Application's source, sync and health status, and its resources.
-    Get(NamedArgs),
+    Get(GetArgs),
     /// The Application's sync history: every sync, manual, automated or self-heal.
     History(NamedArgs),
     /// Every Application, one line each.
@@ -39,6 +39,19 @@ enum AppCommand {
     /// first, highest sync wave first (`Delete=false` keeps one, `Delete=confirm` waits for
     /// approval), by the controller — or by this command with `--wait`.
     Delete(DeleteArgs),
+}
+
+#[derive(clap::Args)]
+struct GetArgs {
+    #[command(flatten)]
+    app: NamedArgs,
+    /// Refresh first: render git, compare with the cluster and write the status now (as
+    /// `argocd app get --refresh`), instead of showing what the controller last wrote.
+    #[arg(long)]
+    refresh: bool,
+    /// A local clone to read instead of the Application's (remote) repoURL, with --refresh.
+    #[arg(long, value_name = "DIR", requires = "refresh")]
+    repo: Option<std::path::PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -183,7 +196,24 @@ pub fn run(args: AppArgs) -> Result<u8> {
                 .map_err(|e| anyhow!("{e}"))?;
             format!("Application '{}' operation terminating\n", a.name)
         }
-        AppCommand::Get(a) => format_get(&one_app(a)?),
+        AppCommand::Get(a) => {
+            if a.refresh {
+                let app = one_app(&a.app)?;
+                let c = connect(&a.app.cluster)?;
+                let opts = plumb_sync::run::RunOptions {
+                    repo_override: a.repo.clone(),
+                    ..Default::default()
+                };
+                c.block_on(plumb_sync::run::refresh_app(
+                    &c.cluster,
+                    &app,
+                    &opts,
+                    std::time::SystemTime::now(),
+                ))
+                .map_err(|e| anyhow!("{e}"))?;
+            }
+            format_get(&one_app(&a.app)?)
+        }
         AppCommand::History(a) => format_history(&one_app(a)?),
         AppCommand::List(a) => {
             if !a.cluster.cluster {

@@ -1420,6 +1420,15 @@ async fn app_commands_sync_and_report() {
         run.stdout.contains("<   k: edited") && run.stdout.contains(">   k: v"),
         "{run}"
     );
+    // `get` shows what was last written; `get --refresh` compares now.
+    let run = plumb(&[&["app", "get", name.as_str()][..], &common[..]].concat()).await;
+    assert!(run.stdout.contains("Sync Status:        Synced"), "{run}");
+    let run = plumb(&[&["app", "get", name.as_str(), "--refresh"][..], &common[..]].concat()).await;
+    assert_eq!(run.code, Some(0), "{run}");
+    assert!(
+        run.stdout.contains("Sync Status:        OutOfSync"),
+        "{run}"
+    );
     let run = plumb(&[&["app", "sync", name.as_str()][..], &common[..]].concat()).await;
     assert_eq!(run.code, Some(0), "{run}");
     // Another replica holds the leader Lease: this one does not reconcile.

@@ -345,8 +345,8 @@ impl Schedule {
         }
     }
 
-    /// An Application seen (listed, added or modified): queued now when it is new or its
-    /// spec changed.
+    /// An Application seen (listed, added or modified): queued now when it is new, its spec
+    /// changed, or it carries `argocd.argoproj.io/refresh` (a refresh asked for by hand).
     pub fn know_app(&mut self, app: &Value, now: Instant) {
         let Some(key) = app_key(app) else { return };
         if self.namespace.as_ref().is_some_and(|ns| *ns != key.0) {
@@ -356,7 +356,9 @@ impl Schedule {
             .pointer("/metadata/generation")
             .and_then(Value::as_i64)
             .unwrap_or(0);
-        if self.generations.insert(key.clone(), generation) != Some(generation) {
+        let refresh_asked =
+            plumb_core::value::annotation(app, crate::run::REFRESH_ANNOTATION).is_some();
+        if self.generations.insert(key.clone(), generation) != Some(generation) || refresh_asked {
             self.queue(key.clone(), now, Trigger::App);
         }
         self.by_name.entry(key.1.clone()).or_default().insert(key);
@@ -584,6 +586,13 @@ mod tests {
         s.on_change(&change(app("apps", "web", 1), ChangeKind::Modified), t0);
         assert_eq!(s.next_due(), Some(t0 + Duration::from_secs(187)));
         s.on_change(&change(app("apps", "web", 2), ChangeKind::Modified), t0);
+        assert_eq!(s.ready(t0), [(key("apps", "web"), Trigger::App)]);
+        s.start(&key("apps", "web"));
+        s.finished(key("apps", "web"), t0, None, Duration::from_secs(7));
+        // A refresh asked for by hand (the annotation, same generation) queues it now.
+        let mut refresh = app("apps", "web", 2);
+        refresh["metadata"]["annotations"] = json!({"argocd.argoproj.io/refresh": "normal"});
+        s.on_change(&change(refresh, ChangeKind::Modified), t0);
         assert_eq!(s.ready(t0), [(key("apps", "web"), Trigger::App)]);
         s.start(&key("apps", "web"));
         // A backoff due sooner than the interval wins.

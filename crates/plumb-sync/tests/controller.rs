@@ -135,6 +135,27 @@ async fn watches_see_drift_within_seconds_and_self_heal_it() {
         "the controller reconciles without cause"
     );
 
+    // A refresh asked for by hand (the annotation; same generation) is done at once, and the
+    // annotation removed.
+    let before_refresh = reconciles.load(Ordering::SeqCst);
+    cluster
+        .patch_application(
+            &apps_ns,
+            &name,
+            &json!({"metadata": {"annotations": {"argocd.argoproj.io/refresh": "hard"}}}),
+        )
+        .await
+        .expect("annotate");
+    until("refresh done", Duration::from_secs(10), || async {
+        let app = get_app(&cluster, &apps_ns, &name).await;
+        (reconciles.load(Ordering::SeqCst) > before_refresh
+            && app
+                .pointer("/metadata/annotations/argocd.argoproj.io~1refresh")
+                .is_none())
+        .then_some(())
+    })
+    .await;
+
     // Someone edits a tracked ConfigMap: the watch sees it, self-heal restores git's value.
     let before = watch_triggered.load(Ordering::SeqCst);
     let mut edited = cluster

@@ -1047,6 +1047,37 @@ pub async fn resume_app(
     Ok(Some(outcome))
 }
 
+/// The Application annotation that asks for a refresh now (`normal` or `hard`, as Argo CD's;
+/// plumb always renders from git, so both mean the same). The controller removes it.
+pub const REFRESH_ANNOTATION: &str = "argocd.argoproj.io/refresh";
+
+/// Removes the refresh annotation once the refresh it asked for is done (pinned to the
+/// resourceVersion: a newer request stays).
+async fn clear_refresh(cluster: &Cluster, app: &Value) -> Result<()> {
+    if plumb_core::value::annotation(app, REFRESH_ANNOTATION).is_none() {
+        return Ok(());
+    }
+    let namespace = app
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let patch = json!({"metadata": {"resourceVersion": app.pointer("/metadata/resourceVersion"),
+        "annotations": {REFRESH_ANNOTATION: null}}});
+    match cluster
+        .patch_application(namespace, &app_name(app), &patch)
+        .await
+    {
+        Ok(_)
+        | Err(ClusterError::Api {
+            code: 409 | 404, ..
+        }) => Ok(()),
+        Err(source) => Err(RunError::Cluster {
+            app: app_name(app),
+            source,
+        }),
+    }
+}
+
 /// One controller pass: refresh, the automated decision, and the sync it calls for.
 pub async fn reconcile_once(
     cluster: &Cluster,
@@ -1085,6 +1116,7 @@ pub async fn reconcile_once(
     }
     let obs = observe(cluster, app, &state.options, None).await?;
     delete::ensure_hook_finalizers(cluster, app, &obs).await?;
+    clear_refresh(cluster, app).await?;
     let decision = obs
         .automated()
         .map(|_| automated_decision(&app_state(app, &obs, &state.options), now));
