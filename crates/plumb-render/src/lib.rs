@@ -11,6 +11,7 @@
 //! ```
 
 pub mod kustomize;
+pub mod remote;
 pub mod render;
 pub mod source;
 pub mod yaml_fast;

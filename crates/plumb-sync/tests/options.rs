@@ -1003,6 +1003,135 @@ async fn deleting_an_application_cascades_in_reverse_wave_order() {
     let _ = std::fs::remove_dir_all(&repo);
 }
 
+/// A remote `repoURL` (here `git://`, served by git-daemon): mirrored into the repository
+/// cache and synced; a push is fetched and the new revision synced by the automated policy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_remote_repository_is_mirrored_and_fetched() {
+    let Some(cluster) = testbed("sync_remote").await else {
+        return;
+    };
+    install_crd(&cluster).await;
+    let apps_ns = namespace(&cluster, "sync-remote-apps", json!({})).await;
+    let dest = namespace(&cluster, "sync-remote-dest", json!({})).await;
+    // The "remote": a bare repository served by git-daemon on a free port.
+    let root = std::env::temp_dir().join(unique("plumb-remote"));
+    let served = root.join("served");
+    let origin = served.join("app.git");
+    std::fs::create_dir_all(&origin).expect("mkdir");
+    git(&origin, &["init", "-q", "--bare", "--initial-branch=main"]);
+    let (work, first) = git_repo(
+        "plumb-remote-work",
+        &[("app/cm.json", &configmap("remote", json!({})))],
+    );
+    git(
+        &work,
+        &["push", "-q", origin.to_str().expect("utf-8"), "HEAD:main"],
+    );
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("port")
+        .local_addr()
+        .expect("addr")
+        .port();
+    let exec_path = git(&work, &["--exec-path"]);
+    let mut daemon =
+        std::process::Command::new(std::path::Path::new(exec_path.trim()).join("git-daemon"))
+            .args([
+                "--reuseaddr",
+                "--export-all",
+                "--listen=127.0.0.1",
+                &format!("--port={port}"),
+                &format!("--base-path={}", served.display()),
+            ])
+            .arg(&served)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("git-daemon");
+    let url = format!("git://127.0.0.1:{port}/app.git");
+    let mut app = application(
+        "remote",
+        &apps_ns,
+        &work,
+        "app",
+        &dest,
+        json!({"automated": {}}),
+    );
+    app["spec"]["source"]["repoURL"] = json!(url);
+    app["spec"]["source"]["targetRevision"] = json!("main");
+    apply(&cluster, vec![app]).await;
+    let opts = RunOptions {
+        repos: std::sync::Arc::new(plumb_render::remote::RepoCache::new(
+            root.join("cache"),
+            Duration::ZERO,
+        )),
+        ..RunOptions::default()
+    };
+    let mut state = ReconcileState { options: opts };
+    let reconcile = |state: &mut ReconcileState, s: u64| {
+        let cluster = &cluster;
+        let apps_ns = &apps_ns;
+        let mut state = state.clone();
+        async move {
+            // The daemon takes a moment to listen: retry a failed fetch for a few seconds.
+            let deadline = Instant::now() + Duration::from_secs(10);
+            loop {
+                let app = get_app(cluster, apps_ns, "remote").await;
+                match reconcile_once(
+                    cluster,
+                    &app,
+                    UNIX_EPOCH + Duration::from_secs(1_900_000_000 + s),
+                    &mut state,
+                )
+                .await
+                {
+                    Ok(out) => return out,
+                    Err(e) if Instant::now() < deadline => {
+                        eprintln!("retrying: {e}");
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                    }
+                    Err(e) => panic!("reconcile: {e}"),
+                }
+            }
+        }
+    };
+    let out = reconcile(&mut state, 0).await;
+    let sync = out.sync.expect("the first revision is synced");
+    assert!(sync.succeeded(), "{}", sync.message);
+    assert_eq!(sync.revision, first);
+    assert!(
+        cluster
+            .get_object("", "ConfigMap", &dest, "remote")
+            .await
+            .unwrap()
+            .is_some()
+    );
+
+    // A push to the remote: fetched, synced.
+    common::write_files(
+        &work,
+        &[("app/second.json", &configmap("second", json!({})))],
+    );
+    let second = commit(&work, "second").expect("commit");
+    git(
+        &work,
+        &["push", "-q", origin.to_str().expect("utf-8"), "HEAD:main"],
+    );
+    let out = reconcile(&mut state, 60).await;
+    let sync = out.sync.expect("the pushed revision is synced");
+    assert_eq!(sync.revision, second);
+    assert!(
+        cluster
+            .get_object("", "ConfigMap", &dest, "second")
+            .await
+            .unwrap()
+            .is_some()
+    );
+    let _ = daemon.kill();
+    let _ = daemon.wait();
+    let _ = std::fs::remove_dir_all(&root);
+    let _ = std::fs::remove_dir_all(&work);
+}
+
 /// Time per sync of N objects (printed; run with --nocapture), and steady state.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sync_timing_of_n_objects() {

@@ -75,8 +75,10 @@ pub type Result<T, E = RunError> = std::result::Result<T, E>;
 /// How refreshes and syncs run.
 #[derive(Debug, Clone)]
 pub struct RunOptions {
-    /// A local clone to read instead of `spec.source.repoURL` (required for remote URLs).
+    /// A local clone to read instead of `spec.source.repoURL`.
     pub repo_override: Option<PathBuf>,
+    /// Where remote `repoURL`s are mirrored and fetched (`git`); shared by every app.
+    pub repos: std::sync::Arc<plumb_render::remote::RepoCache>,
     /// `argocd-cm` settings (ignore rules, tracking method); Argo CD's defaults otherwise.
     pub settings: Settings,
     /// Timeout of each `jqPathExpressions` evaluation.
@@ -111,6 +113,12 @@ impl Default for RunOptions {
     fn default() -> Self {
         RunOptions {
             repo_override: None,
+            // A repository fetched less than 30 s ago is read as it is (1,000 apps of one
+            // repository fetch it once per refresh round, not 1,000 times).
+            repos: std::sync::Arc::new(plumb_render::remote::RepoCache::new(
+                plumb_render::remote::RepoCache::default_dir(),
+                Duration::from_secs(30),
+            )),
             settings: Settings::argocd_defaults(),
             jq_timeout: Duration::from_secs(1),
             self_heal_backoff: SelfHealBackoff::default(),
@@ -365,12 +373,22 @@ async fn observe(
     }
     let repo = match &opts.repo_override {
         Some(r) => r.clone(),
-        None => local_repo(&source.repo_url).ok_or_else(|| {
-            fail(format!(
-                "repoURL {:?} is not a local repository (an absolute path or file:// URL); give a local clone",
-                source.repo_url
-            ))
-        })?,
+        None => match local_repo(&source.repo_url) {
+            Some(path) => path,
+            None if plumb_render::remote::is_remote(&source.repo_url) => {
+                let (repos, url) = (opts.repos.clone(), source.repo_url.clone());
+                tokio::task::spawn_blocking(move || repos.checkout(&url))
+                    .await
+                    .map_err(|e| fail(format!("fetching stopped: {e}")))?
+                    .map_err(fail)?
+            }
+            None => {
+                return Err(fail(format!(
+                    "repoURL {:?} is neither a local repository (an absolute path or file:// URL) nor a remote one (https://, ssh://, git://, user@host:path)",
+                    source.repo_url
+                )));
+            }
+        },
     };
 
     let started = Instant::now();

@@ -1,0 +1,297 @@
+//! Remote repositories (`repoURL` `https://…`, `ssh://…`, `git://…`, `git@host:path`): kept as
+//! bare mirrors in a cache directory and fetched with the `git` command, as Argo CD's repo
+//! server does — so credentials come from git's own configuration (credential helpers, SSH
+//! keys, `GIT_ASKPASS`), and a rendering reads the mirror like any local repository.
+//!
+//! A repository is cloned once (`git clone --mirror`) and fetched again (`git fetch --prune`,
+//! which the mirror configuration turns into "every branch and tag") when its last fetch is
+//! older than the cache's interval. One git command runs per repository at a time. Errors are
+//! one line: git's last message, with any password in the URL hidden.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Whether `url` names a repository to fetch (not a local path or `file://` URL).
+pub fn is_remote(url: &str) -> bool {
+    let url = url.trim();
+    if ["https://", "http://", "ssh://", "git://"]
+        .iter()
+        .any(|p| url.starts_with(p))
+    {
+        return true;
+    }
+    // scp-like `user@host:path` (not a Windows drive, not an absolute path).
+    match url.split_once(':') {
+        Some((host, path)) => {
+            host.contains('@') && !host.contains('/') && !path.is_empty() && !url.starts_with('/')
+        }
+        None => false,
+    }
+}
+
+/// `url` with any password hidden (`https://user:secret@host` → `https://user:***@host`).
+pub fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let Some((auth, host)) = rest.split_once('@') else {
+        return url.to_string();
+    };
+    match auth.split_once(':') {
+        Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
+        None => url.to_string(),
+    }
+}
+
+/// `text` with the password of `url`, if it has one, hidden.
+fn hide_password(url: &str, text: &str) -> String {
+    let password = url
+        .split_once("://")
+        .and_then(|(_, rest)| rest.split_once('@'))
+        .and_then(|(auth, _)| auth.split_once(':'))
+        .map(|(_, p)| p)
+        .filter(|p| !p.is_empty());
+    match password {
+        Some(p) => text.replace(p, "***"),
+        None => text.to_string(),
+    }
+}
+
+/// Bare mirrors of remote repositories under one directory.
+#[derive(Debug)]
+pub struct RepoCache {
+    dir: PathBuf,
+    /// A repository fetched less than this long ago is not fetched again.
+    interval: Duration,
+    /// Per repository: its lock (one git command at a time) and when it was last fetched.
+    repos: Mutex<HashMap<String, Arc<Mutex<Option<Instant>>>>>,
+    git: PathBuf,
+}
+
+impl RepoCache {
+    pub fn new(dir: impl Into<PathBuf>, interval: Duration) -> RepoCache {
+        RepoCache {
+            dir: dir.into(),
+            interval,
+            repos: Mutex::new(HashMap::new()),
+            git: PathBuf::from("git"),
+        }
+    }
+
+    /// The default location: `$PLUMB_REPO_CACHE`, else `$XDG_CACHE_HOME/plumb/repos`, else
+    /// `$HOME/.cache/plumb/repos`, else a directory under the system's temporary directory.
+    pub fn default_dir() -> PathBuf {
+        if let Some(d) = std::env::var_os("PLUMB_REPO_CACHE") {
+            return PathBuf::from(d);
+        }
+        if let Some(d) = std::env::var_os("XDG_CACHE_HOME") {
+            return Path::new(&d).join("plumb/repos");
+        }
+        if let Some(h) = std::env::var_os("HOME") {
+            return Path::new(&h).join(".cache/plumb/repos");
+        }
+        std::env::temp_dir().join("plumb-repos")
+    }
+
+    /// Where the mirror of `url` lives.
+    pub fn path_of(&self, url: &str) -> PathBuf {
+        // FNV-1a: a stable name for the URL, whatever the Rust version.
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in url.trim().as_bytes() {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        let tail: String = url
+            .trim_end_matches('/')
+            .trim_end_matches(".git")
+            .rsplit(['/', ':'])
+            .next()
+            .unwrap_or("repo")
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+            .take(40)
+            .collect();
+        self.dir.join(format!("{tail}-{h:016x}.git"))
+    }
+
+    /// A local mirror of `url`, cloned or fetched as needed. Blocking (it runs git).
+    pub fn checkout(&self, url: &str) -> Result<PathBuf, String> {
+        let lock = {
+            let mut repos = self
+                .repos
+                .lock()
+                .map_err(|_| "repository cache poisoned".to_string())?;
+            repos.entry(url.to_string()).or_default().clone()
+        };
+        let mut last = lock
+            .lock()
+            .map_err(|_| "repository cache poisoned".to_string())?;
+        let path = self.path_of(url);
+        if !crate::source::is_git_repository(&path) {
+            std::fs::create_dir_all(&self.dir)
+                .map_err(|e| format!("{}: cannot create: {e}", self.dir.display()))?;
+            let _ = std::fs::remove_dir_all(&path);
+            let target = path.to_string_lossy().into_owned();
+            self.git(None, &["clone", "--mirror", "--quiet", url, &target])
+                .map_err(|e| format!("git clone {}: {}", redact(url), hide_password(url, &e)))?;
+            *last = Some(Instant::now());
+            return Ok(path);
+        }
+        if last.is_none_or(|t| t.elapsed() >= self.interval) {
+            self.git(Some(&path), &["fetch", "--prune", "--quiet"])
+                .map_err(|e| format!("git fetch {}: {}", redact(url), hide_password(url, &e)))?;
+            *last = Some(Instant::now());
+        }
+        Ok(path)
+    }
+
+    /// Runs git (in `dir` when given), without a terminal to prompt on.
+    fn git(&self, dir: Option<&Path>, args: &[&str]) -> Result<String, String> {
+        let mut cmd = Command::new(&self.git);
+        if let Some(d) = dir {
+            cmd.arg("-C").arg(d);
+        }
+        cmd.args(args)
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .stdin(std::process::Stdio::null());
+        let out = cmd.output().map_err(|e| format!("cannot run git: {e}"))?;
+        if out.status.success() {
+            return Ok(String::from_utf8_lossy(&out.stdout).into_owned());
+        }
+        let err = String::from_utf8_lossy(&out.stderr);
+        let last = err
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("failed")
+            .trim()
+            .to_string();
+        Err(last)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn remote_urls_and_redaction() {
+        for remote in [
+            "https://github.com/org/repo.git",
+            "ssh://git@host/org/repo",
+            "git://127.0.0.1:9418/repo",
+            "git@github.com:org/repo.git",
+        ] {
+            assert!(is_remote(remote), "{remote}");
+        }
+        for local in ["/srv/repo", "file:///srv/repo", "repo", "./a:b"] {
+            assert!(!is_remote(local), "{local}");
+        }
+        assert_eq!(
+            redact("https://bot:s3cret@git.example.com/r.git"),
+            "https://bot:***@git.example.com/r.git"
+        );
+        assert_eq!(
+            redact("https://git.example.com/r.git"),
+            "https://git.example.com/r.git"
+        );
+        assert_eq!(
+            hide_password("https://bot:s3cret@h/r", "fatal: auth failed for s3cret"),
+            "fatal: auth failed for ***"
+        );
+        let cache = RepoCache::new("/c", Duration::from_secs(60));
+        let a = cache.path_of("https://github.com/org/payments.git");
+        assert!(
+            a.starts_with("/c") && a.to_string_lossy().contains("payments-"),
+            "{a:?}"
+        );
+        assert_ne!(a, cache.path_of("https://github.com/other/payments.git"));
+    }
+
+    /// A real clone and fetch, from a repository served by `git daemon` on a free port.
+    #[test]
+    fn clones_then_fetches_what_is_pushed() {
+        let root = std::env::temp_dir().join(format!("plumb-remote-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let origin = root.join("served/app.git");
+        std::fs::create_dir_all(&origin).unwrap();
+        let git = |dir: &Path, args: &[&str]| {
+            let out = Command::new("git")
+                .arg("-C")
+                .arg(dir)
+                .args(args)
+                .output()
+                .expect("git runs");
+            assert!(
+                out.status.success(),
+                "git {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        };
+        git(&origin, &["init", "-q", "--bare"]);
+        let work = root.join("work");
+        std::fs::create_dir_all(&work).unwrap();
+        git(&work, &["init", "-q", "-b", "main"]);
+        git(&work, &["config", "user.email", "t@example.com"]);
+        git(&work, &["config", "user.name", "t"]);
+        std::fs::write(work.join("a.txt"), "1").unwrap();
+        git(&work, &["add", "-A"]);
+        git(&work, &["commit", "-q", "-m", "one"]);
+        git(&work, &["push", "-q", origin.to_str().unwrap(), "main"]);
+        let first = git(&work, &["rev-parse", "HEAD"]);
+
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        // git-daemon itself (not `git daemon`, whose child would outlive a kill).
+        let exec_path = Command::new("git").arg("--exec-path").output().unwrap();
+        let exec_path = String::from_utf8_lossy(&exec_path.stdout)
+            .trim()
+            .to_string();
+        let mut daemon = Command::new(Path::new(&exec_path).join("git-daemon"))
+            .args([
+                "--reuseaddr",
+                "--export-all",
+                "--listen=127.0.0.1",
+                &format!("--port={port}"),
+                &format!("--base-path={}", root.join("served").display()),
+            ])
+            .arg(root.join("served"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("git daemon");
+        let url = format!("git://127.0.0.1:{port}/app.git");
+        let cache = RepoCache::new(root.join("cache"), Duration::ZERO);
+        // The daemon takes a moment to listen.
+        let mut mirror = Err(String::new());
+        for _ in 0..50 {
+            mirror = cache.checkout(&url);
+            if mirror.is_ok() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let mirror = mirror.expect("cloned");
+        assert_eq!(git(&mirror, &["rev-parse", "main"]), first);
+
+        std::fs::write(work.join("a.txt"), "2").unwrap();
+        git(&work, &["commit", "-qam", "two"]);
+        git(&work, &["push", "-q", origin.to_str().unwrap(), "main"]);
+        let second = git(&work, &["rev-parse", "HEAD"]);
+        assert_eq!(cache.checkout(&url).expect("fetched"), mirror);
+        assert_eq!(git(&mirror, &["rev-parse", "main"]), second);
+
+        let missing = cache.checkout(&format!("git://127.0.0.1:{port}/nope.git"));
+        assert!(missing.is_err_and(|e| e.starts_with("git clone git://")));
+        let _ = daemon.kill();
+        let _ = daemon.wait();
+        let _ = std::fs::remove_dir_all(&root);
+    }
+}
