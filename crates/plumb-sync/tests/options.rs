@@ -241,12 +241,9 @@ async fn create_namespace_waves_replace_prune_false_and_allow_empty() {
 /// server-side apply migrates the client-side apply's field ownership.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn client_side_apply_when_server_side_apply_is_off() {
-    let Some(cluster) = testbed("sync_csa").await else {
+    let Some((cluster, apps_ns, dest)) = common::app_testbed("sync_csa", "sync-csa").await else {
         return;
     };
-    install_crd(&cluster).await;
-    let apps_ns = namespace(&cluster, "sync-csa-apps", json!({})).await;
-    let dest = namespace(&cluster, "sync-csa-dest", json!({})).await;
     let cm = |data: Value, labels: Value| {
         serde_json::to_string_pretty(&json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": "settings", "labels": labels}, "data": data}))
@@ -448,12 +445,10 @@ async fn client_side_apply_when_server_side_apply_is_off() {
 /// rollback syncs the deployment before the last, and is refused under automated sync.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn manual_sync_dry_run_selected_resources_prune_revision_and_rollback() {
-    let Some(cluster) = testbed("sync_manual").await else {
+    let Some((cluster, apps_ns, dest)) = common::app_testbed("sync_manual", "sync-manual").await
+    else {
         return;
     };
-    install_crd(&cluster).await;
-    let apps_ns = namespace(&cluster, "sync-manual-apps", json!({})).await;
-    let dest = namespace(&cluster, "sync-manual-dest", json!({})).await;
     let cm = |name: &str, v: &str| {
         serde_json::to_string_pretty(&json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": name}, "data": {"v": v}}))
@@ -722,12 +717,10 @@ async fn manual_sync_dry_run_selected_resources_prune_revision_and_rollback() {
 /// the sync fails naming the refusal.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn force_recreates_what_cannot_be_changed() {
-    let Some(cluster) = testbed("sync_force").await else {
+    let Some((cluster, apps_ns, dest)) = common::app_testbed("sync_force", "sync-force").await
+    else {
         return;
     };
-    install_crd(&cluster).await;
-    let apps_ns = namespace(&cluster, "sync-force-apps", json!({})).await;
-    let dest = namespace(&cluster, "sync-force-dest", json!({})).await;
     let frozen = |name: &str, options: &str, v: &str| {
         let mut annotations = json!({});
         if !options.is_empty() {
@@ -856,12 +849,10 @@ async fn force_recreates_what_cannot_be_changed() {
 /// app does not track is left alone, then the finalizer goes and with it the Application.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn deleting_an_application_cascades_in_reverse_wave_order() {
-    let Some(cluster) = testbed("sync_delete").await else {
+    let Some((cluster, apps_ns, dest)) = common::app_testbed("sync_delete", "sync-del").await
+    else {
         return;
     };
-    install_crd(&cluster).await;
-    let apps_ns = namespace(&cluster, "sync-del-apps", json!({})).await;
-    let dest = namespace(&cluster, "sync-del-dest", json!({})).await;
     let files = [
         ("app/first.json", configmap("first", json!({}))),
         (
@@ -1007,12 +998,10 @@ async fn deleting_an_application_cascades_in_reverse_wave_order() {
 /// cache and synced; a push is fetched and the new revision synced by the automated policy.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_remote_repository_is_mirrored_and_fetched() {
-    let Some(cluster) = testbed("sync_remote").await else {
+    let Some((cluster, apps_ns, dest)) = common::app_testbed("sync_remote", "sync-remote").await
+    else {
         return;
     };
-    install_crd(&cluster).await;
-    let apps_ns = namespace(&cluster, "sync-remote-apps", json!({})).await;
-    let dest = namespace(&cluster, "sync-remote-dest", json!({})).await;
     // The "remote": a bare repository served by git-daemon on a free port.
     let root = std::env::temp_dir().join(unique("plumb-remote"));
     let served = root.join("served");

@@ -160,3 +160,14 @@ pub fn sync_status(app: &Value) -> &str {
         .and_then(Value::as_str)
         .unwrap_or("<none>")
 }
+
+/// A test bed with plumb's CRD installed and two fresh namespaces, `<prefix>-apps` for the
+/// Applications and `<prefix>-dest` for what they deploy; `None` without a test bed.
+pub async fn app_testbed(name: &str, prefix: &str) -> Option<(Cluster, String, String)> {
+    let cluster = support::testbed(name).await?;
+    install_crd(&cluster).await;
+    let apps_ns =
+        support::namespace(&cluster, &format!("{prefix}-apps"), serde_json::json!({})).await;
+    let dest = support::namespace(&cluster, &format!("{prefix}-dest"), serde_json::json!({})).await;
+    Some((cluster, apps_ns, dest))
+}
