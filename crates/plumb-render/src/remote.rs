@@ -17,6 +17,9 @@ use std::time::{Duration, Instant};
 /// Whether `url` names a repository to fetch (not a local path or `file://` URL).
 pub fn is_remote(url: &str) -> bool {
     let url = url.trim();
+    if url.starts_with('-') {
+        return false;
+    }
     if ["https://", "http://", "ssh://", "git://"]
         .iter()
         .any(|p| url.starts_with(p))
@@ -135,7 +138,8 @@ impl RepoCache {
                 .map_err(|e| format!("{}: cannot create: {e}", self.dir.display()))?;
             let _ = std::fs::remove_dir_all(&path);
             let target = path.to_string_lossy().into_owned();
-            self.git(None, &["clone", "--mirror", "--quiet", url, &target])
+            // `--`: a URL is never read as an option.
+            self.git(None, &["clone", "--mirror", "--quiet", "--", url, &target])
                 .map_err(|e| format!("git clone {}: {}", redact(url), hide_password(url, &e)))?;
             *last = Some(Instant::now());
             return Ok(path);
@@ -187,7 +191,13 @@ mod tests {
         ] {
             assert!(is_remote(remote), "{remote}");
         }
-        for local in ["/srv/repo", "file:///srv/repo", "repo", "./a:b"] {
+        for local in [
+            "/srv/repo",
+            "file:///srv/repo",
+            "repo",
+            "./a:b",
+            "-oProxyCommand=x@host:path",
+        ] {
             assert!(!is_remote(local), "{local}");
         }
         assert_eq!(
