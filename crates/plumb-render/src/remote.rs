@@ -14,6 +14,9 @@ use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// How long one git command may run (Argo CD's repo server: 90 s).
+pub const GIT_TIMEOUT: Duration = Duration::from_secs(90);
+
 /// Whether `url` names a repository to fetch (not a local path or `file://` URL).
 pub fn is_remote(url: &str) -> bool {
     let url = url.trim();
@@ -137,10 +140,28 @@ impl RepoCache {
             std::fs::create_dir_all(&self.dir)
                 .map_err(|e| format!("{}: cannot create: {e}", self.dir.display()))?;
             let _ = std::fs::remove_dir_all(&path);
-            let target = path.to_string_lossy().into_owned();
+            // Cloned beside its place and moved in whole: an interrupted clone never looks
+            // like a repository; another process's finished clone wins.
+            let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&tmp);
+            let target = tmp.to_string_lossy().into_owned();
             // `--`: a URL is never read as an option.
-            self.git(None, &["clone", "--mirror", "--quiet", "--", url, &target])
-                .map_err(|e| format!("git clone {}: {}", redact(url), hide_password(url, &e)))?;
+            let cloned = self
+                .git(None, &["clone", "--mirror", "--quiet", "--", url, &target])
+                .map_err(|e| format!("git clone {}: {}", redact(url), hide_password(url, &e)));
+            if let Err(e) = cloned {
+                let _ = std::fs::remove_dir_all(&tmp);
+                return Err(e);
+            }
+            if std::fs::rename(&tmp, &path).is_err() {
+                let _ = std::fs::remove_dir_all(&tmp);
+                if !crate::source::is_git_repository(&path) {
+                    return Err(format!(
+                        "{}: cannot move the clone into place",
+                        path.display()
+                    ));
+                }
+            }
             *last = Some(Instant::now());
             return Ok(path);
         }
@@ -152,20 +173,61 @@ impl RepoCache {
         Ok(path)
     }
 
-    /// Runs git (in `dir` when given), without a terminal to prompt on.
+    /// Runs git (in `dir` when given), without a terminal to prompt on, for at most
+    /// [`GIT_TIMEOUT`] (a stalled server must not hold the repository's lock for ever).
     fn git(&self, dir: Option<&Path>, args: &[&str]) -> Result<String, String> {
+        use std::io::Read;
         let mut cmd = Command::new(&self.git);
         if let Some(d) = dir {
             cmd.arg("-C").arg(d);
         }
         cmd.args(args)
             .env("GIT_TERMINAL_PROMPT", "0")
-            .stdin(std::process::Stdio::null());
-        let out = cmd.output().map_err(|e| format!("cannot run git: {e}"))?;
-        if out.status.success() {
-            return Ok(String::from_utf8_lossy(&out.stdout).into_owned());
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = cmd.spawn().map_err(|e| format!("cannot run git: {e}"))?;
+        let drain = |pipe: Option<Box<dyn Read + Send>>| {
+            std::thread::spawn(move || {
+                let mut text = String::new();
+                if let Some(mut p) = pipe {
+                    let _ = p.read_to_string(&mut text);
+                }
+                text
+            })
+        };
+        let stdout = drain(
+            child
+                .stdout
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        );
+        let stderr = drain(
+            child
+                .stderr
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        );
+        let deadline = Instant::now() + GIT_TIMEOUT;
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Ok(None) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(format!("timed out after {}s", GIT_TIMEOUT.as_secs()));
+                }
+                Err(e) => return Err(format!("waiting for git: {e}")),
+            }
+        };
+        let out = stdout.join().unwrap_or_default();
+        let err = stderr.join().unwrap_or_default();
+        if status.success() {
+            return Ok(out);
         }
-        let err = String::from_utf8_lossy(&out.stderr);
         let last = err
             .lines()
             .rev()
