@@ -281,6 +281,11 @@ pub fn run(args: DoctorArgs) -> Result<u8> {
 fn apply_fixes(report: &Value, repo: &Path) -> Result<Vec<String>> {
     let mut changes = Vec::new();
     let mut removals: std::collections::BTreeMap<String, Vec<usize>> = Default::default();
+    // Kustomization list entries to remove, per (kustomization, field): index, and the patch
+    // file to delete once its entry is gone. Removed highest index first, so none shifts.
+    type EntryKey = (String, String);
+    let mut entries: std::collections::BTreeMap<EntryKey, Vec<(usize, Option<String>)>> =
+        Default::default();
     for f in report["findings"].as_array().into_iter().flatten() {
         let cause = f["cause"]["type"].as_str().unwrap_or("");
         if !matches!(cause, "mutating-webhook" | "mutating-policy" | "controller") {
@@ -292,32 +297,32 @@ fn apply_fixes(report: &Value, repo: &Path) -> Result<Vec<String>> {
         let Some(file) = fix["file"].as_str() else {
             continue;
         };
-        match fix["action"].as_str() {
-            Some("delete-file") => {
+        let k = &fix["kustomization"];
+        let entry = match (k["file"].as_str(), k["field"].as_str(), k["index"].as_u64()) {
+            (Some(kfile), Some(field), Some(index)) => {
+                Some(((kfile.to_string(), field.to_string()), index as usize))
+            }
+            _ => None,
+        };
+        match (fix["action"].as_str(), entry) {
+            (Some("delete-file"), Some((key, index))) => {
+                entries
+                    .entry(key)
+                    .or_default()
+                    .push((index, Some(file.to_string())));
+            }
+            (Some("delete-file"), None) => {
                 let path = repo.join(file);
                 if path.exists() {
                     std::fs::remove_file(&path)
                         .map_err(|e| anyhow!("{}: cannot delete: {e}", path.display()))?;
                     changes.push(format!("deleted {file}"));
                 }
-                if let (Some(kfile), Some(entry)) = (
-                    fix["kustomization"]["file"].as_str(),
-                    entry_reference(&fix["kustomization"]["entry"]),
-                ) && remove_list_entry(&repo.join(kfile), &entry)?
-                {
-                    changes.push(format!("removed the entry for {entry} from {kfile}"));
-                }
             }
-            Some("remove-entry") => {
-                let k = &fix["kustomization"];
-                if let (Some(kfile), Some(field), Some(index)) =
-                    (k["file"].as_str(), k["field"].as_str(), k["index"].as_u64())
-                    && remove_field_entry(&repo.join(kfile), field, index as usize)?
-                {
-                    changes.push(format!("removed {field}[{index}] from {kfile}"));
-                }
+            (Some("remove-entry"), Some((key, index))) => {
+                entries.entry(key).or_default().push((index, None));
             }
-            Some("remove-lines") => {
+            (Some("remove-lines"), _) => {
                 let lines = fix["lines"].as_array().into_iter().flatten();
                 removals
                     .entry(file.to_string())
@@ -325,6 +330,32 @@ fn apply_fixes(report: &Value, repo: &Path) -> Result<Vec<String>> {
                     .extend(lines.filter_map(Value::as_u64).map(|l| l as usize));
             }
             _ => {}
+        }
+    }
+    for ((kfile, field), mut list) in entries {
+        list.sort_by_key(|e| std::cmp::Reverse(e.0));
+        list.dedup_by_key(|e| e.0);
+        for (index, patch) in list {
+            // The kustomization first: a patch file is deleted only once nothing pulls it in.
+            if !remove_field_entry(&repo.join(&kfile), &field, index)? {
+                changes.push(format!(
+                    "left {kfile} as it is: {field}[{index}] is not a block list entry plumb can remove{}",
+                    patch
+                        .as_ref()
+                        .map(|p| format!(" (and kept {p})"))
+                        .unwrap_or_default()
+                ));
+                continue;
+            }
+            changes.push(format!("removed {field}[{index}] from {kfile}"));
+            if let Some(p) = patch {
+                let path = repo.join(&p);
+                if path.exists() {
+                    std::fs::remove_file(&path)
+                        .map_err(|e| anyhow!("{}: cannot delete: {e}", path.display()))?;
+                    changes.push(format!("deleted {p}"));
+                }
+            }
         }
     }
     for (file, mut lines) in removals {
@@ -352,14 +383,6 @@ fn apply_fixes(report: &Value, repo: &Path) -> Result<Vec<String>> {
         ));
     }
     Ok(changes)
-}
-
-/// The file a kustomization list entry names: `{"path": "x.yaml"}` or `"x.yaml"`.
-fn entry_reference(entry: &Value) -> Option<String> {
-    entry
-        .as_str()
-        .or_else(|| entry.get("path").and_then(Value::as_str))
-        .map(String::from)
 }
 
 /// The top-level list entries of a kustomization's text: for each, the line range (0-based,
@@ -414,7 +437,13 @@ fn list_entries(lines: &[&str]) -> Vec<(String, usize, std::ops::Range<usize>)> 
             comments_from = None;
         }
     }
-    close(&mut out, &field, entry_start, lines.len());
+    // Comments after the last entry belong to no entry.
+    close(
+        &mut out,
+        &field,
+        entry_start,
+        comments_from.unwrap_or(lines.len()),
+    );
     out
 }
 
@@ -434,31 +463,6 @@ fn write_without(
         .map(|(_, l)| *l)
         .collect();
     std::fs::write(path, kept).map_err(|e| anyhow!("{}: cannot write: {e}", path.display()))
-}
-
-/// Removes from a kustomization the list entry naming `file` (`- path: file` or `- file`),
-/// with the comment lines right above it, and the list's key when nothing is left under it.
-fn remove_list_entry(kustomization: &Path, file: &str) -> Result<bool> {
-    let text = std::fs::read_to_string(kustomization)
-        .map_err(|e| anyhow!("{}: cannot read: {e}", kustomization.display()))?;
-    let lines: Vec<&str> = text.split_inclusive('\n').collect();
-    let names = |l: &str| {
-        let t = l.trim();
-        let t = t.strip_prefix('-').map(str::trim).unwrap_or("");
-        let t = t.strip_prefix("path:").map(str::trim).unwrap_or(t);
-        t.trim_matches(['"', '\'']) == file
-    };
-    let entries = list_entries(&lines);
-    let Some((field, field_line, range)) = entries
-        .iter()
-        .find(|(_, _, r)| r.clone().any(|i| names(lines[i])))
-        .cloned()
-    else {
-        return Ok(false);
-    };
-    let emptied = entries.iter().filter(|(f, _, _)| *f == field).count() == 1;
-    write_without(kustomization, &lines, field_line, range, emptied)?;
-    Ok(true)
 }
 
 /// Removes entry `index` of the kustomization's list `field` (with the comment lines right
@@ -527,7 +531,7 @@ images:
             "{out}"
         );
         // The patch entry with its comment and nested fields; `patches:` is left empty: gone.
-        let out = edit(|p| remove_list_entry(p, "pull-policy.yaml"));
+        let out = edit(|p| remove_field_entry(p, "patches", 0));
         assert!(
             !out.contains("patches:")
                 && !out.contains("save registry")
@@ -548,7 +552,7 @@ images:
         let file = dir.join("k.yaml");
         std::fs::write(&file, TEXT).unwrap();
         assert!(!remove_field_entry(&file, "replicas", 5).unwrap());
-        assert!(!remove_list_entry(&file, "other.yaml").unwrap());
+        assert!(!remove_field_entry(&file, "resources", 0).unwrap());
         assert_eq!(std::fs::read_to_string(&file).unwrap(), TEXT);
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -234,7 +234,7 @@ pub fn diagnose(inputs: &Inputs<'_>) -> Report {
         // it): the difference is the removal the next sync makes, not a fight to settle in git.
         let pending_removal = !a.p.path.is_empty()
             && declared_at.is_none()
-            && d.declared.is_some()
+            && git_lacks(d, &a.p.path)
             && live_by_key
                 .get(&d.key)
                 .and_then(|l| plumb_diff::last_applied(l))
@@ -373,6 +373,30 @@ fn is_identity(pointer: &str) -> bool {
 
 /// Where git declares the field; the patch-only entry when the file sets nothing else that
 /// does not differ; whether the file is a kustomization.
+/// Whether the rendered object surely lacks the field at `path` (a pointer into live): its
+/// parent maps into the rendered object and has no such key. `false` when it cannot tell
+/// (no origins, or the parent does not map).
+fn git_lacks(d: &ResourceDiff, path: &str) -> bool {
+    let Some(declared) = &d.declared else {
+        return false;
+    };
+    let Some((parent, leaf)) = path.rsplit_once('/') else {
+        return false;
+    };
+    let parent_in_git = if parent.is_empty() {
+        Some(String::new())
+    } else {
+        declared
+            .translate(&d.result.normalized_live, parent)
+            .or_else(|| declared.translate(&d.result.predicted_live, parent))
+    };
+    let leaf = plumb_core::pointer::unescape_token(leaf);
+    parent_in_git
+        .and_then(|p| declared.object.pointer(&p))
+        .and_then(Value::as_object)
+        .is_some_and(|m| !m.contains_key(leaf.as_ref()))
+}
+
 fn declared_at(
     inputs: &Inputs<'_>,
     d: &ResourceDiff,

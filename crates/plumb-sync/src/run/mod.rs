@@ -1113,6 +1113,8 @@ pub async fn reconcile_once(
             deletion: Some(deletion),
         });
     }
+    // A refresh asked for is this reconcile, whatever it ends in.
+    clear_refresh(cluster, app).await?;
     if finish_terminated(cluster, app, now).await? {
         return Ok(ReconcileOutcome {
             decision: None,
@@ -1134,7 +1136,6 @@ pub async fn reconcile_once(
     }
     let obs = observe(cluster, app, &state.options, None).await?;
     delete::ensure_hook_finalizers(cluster, app, &obs).await?;
-    clear_refresh(cluster, app).await?;
     let decision = obs
         .automated()
         .map(|_| automated_decision(&app_state(app, &obs, &state.options), now));
