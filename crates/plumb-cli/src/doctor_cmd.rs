@@ -523,6 +523,43 @@ images:
             .as_nanos()
     }
 
+    /// Two entries of one list: removed highest first, so the second index does not shift
+    /// onto a neighbour; a patch file goes only with its entry.
+    #[test]
+    fn fixes_remove_the_entries_they_name() {
+        let repo = std::env::temp_dir().join(format!("plumb-kfix-{}", rand_suffix()));
+        std::fs::create_dir_all(&repo).unwrap();
+        std::fs::write(
+            repo.join("kustomization.yaml"),
+            "replicas:\n- name: a\n  count: 1\n- name: b\n  count: 2\n- name: c\n  count: 3\npatches: [p.yaml]\n",
+        )
+        .unwrap();
+        std::fs::write(repo.join("p.yaml"), "x: 1\n").unwrap();
+        let finding =
+            |fix: Value| serde_json::json!({"cause": {"type": "controller"}, "fixes": [fix]});
+        let entry = |i: u64| {
+            finding(
+                serde_json::json!({"type": "stop-declaring", "action": "remove-entry",
+                "file": "kustomization.yaml",
+                "kustomization": {"file": "kustomization.yaml", "field": "replicas", "index": i}}),
+            )
+        };
+        let report = serde_json::json!({"findings": [entry(0), entry(1),
+            finding(serde_json::json!({"type": "stop-declaring", "action": "delete-file", "file": "p.yaml",
+                "kustomization": {"file": "kustomization.yaml", "field": "patches", "index": 0}}))]});
+        let changes = apply_fixes(&report, &repo).unwrap();
+        let k = std::fs::read_to_string(repo.join("kustomization.yaml")).unwrap();
+        assert_eq!(
+            k, "replicas:\n- name: c\n  count: 3\npatches: [p.yaml]\n",
+            "{changes:?}"
+        );
+        assert!(
+            repo.join("p.yaml").exists(),
+            "a flow-list entry is not removed, so the file stays"
+        );
+        let _ = std::fs::remove_dir_all(&repo);
+    }
+
     #[test]
     fn a_whole_entry_goes_and_an_emptied_key_with_it() {
         let out = edit(|p| remove_field_entry(p, "replicas", 0));
