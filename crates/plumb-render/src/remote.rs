@@ -38,32 +38,48 @@ pub fn is_remote(url: &str) -> bool {
     }
 }
 
-/// `url` with any password hidden (`https://user:secret@host` → `https://user:***@host`).
+/// `url` with its credentials hidden: the whole user-info part (`https://TOKEN@host`,
+/// `https://user:secret@host` → `https://***@host`).
 pub fn redact(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_string();
     };
-    let Some((auth, host)) = rest.split_once('@') else {
-        return url.to_string();
+    let (authority, path) = match rest.find('/') {
+        Some(i) => rest.split_at(i),
+        None => (rest, ""),
     };
-    match auth.split_once(':') {
-        Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
+    match authority.rsplit_once('@') {
+        Some((_, host)) => format!("{scheme}://***@{host}{path}"),
         None => url.to_string(),
     }
 }
 
-/// `text` with the password of `url`, if it has one, hidden.
+/// `text` with the credentials of `url` (its user-info part, and each piece of it) hidden.
 fn hide_password(url: &str, text: &str) -> String {
-    let password = url
+    let userinfo = url
         .split_once("://")
-        .and_then(|(_, rest)| rest.split_once('@'))
-        .and_then(|(auth, _)| auth.split_once(':'))
-        .map(|(_, p)| p)
-        .filter(|p| !p.is_empty());
-    match password {
-        Some(p) => text.replace(p, "***"),
-        None => text.to_string(),
+        .map(|(_, rest)| rest.split('/').next().unwrap_or(""))
+        .and_then(|authority| authority.rsplit_once('@'))
+        .map(|(info, _)| info)
+        .filter(|i| !i.is_empty());
+    let Some(info) = userinfo else {
+        return text.to_string();
+    };
+    let mut out = text.replace(info, "***");
+    for piece in info.split(':').filter(|p| p.len() >= 4) {
+        out = out.replace(piece, "***");
     }
+    out
+}
+
+/// The last clone or fetch of one repository.
+#[derive(Debug, Default)]
+struct Attempt {
+    at: Option<Instant>,
+    /// Its error: repeated, without running git, until the interval has passed.
+    error: Option<String>,
+    /// The mirror's `remote.origin.url` was checked against the URL.
+    verified: bool,
 }
 
 /// Bare mirrors of remote repositories under one directory.
@@ -72,8 +88,8 @@ pub struct RepoCache {
     dir: PathBuf,
     /// A repository fetched less than this long ago is not fetched again.
     interval: Duration,
-    /// Per repository: its lock (one git command at a time) and when it was last fetched.
-    repos: Mutex<HashMap<String, Arc<Mutex<Option<Instant>>>>>,
+    /// Per repository: its lock (one git command at a time) and what it last did.
+    repos: Mutex<HashMap<String, Arc<Mutex<Attempt>>>>,
     git: PathBuf,
 }
 
@@ -123,8 +139,11 @@ impl RepoCache {
         self.dir.join(format!("{tail}-{h:016x}.git"))
     }
 
-    /// A local mirror of `url`, cloned or fetched as needed. Blocking (it runs git).
+    /// A local mirror of `url`, cloned or fetched as needed. Blocking (it runs git). Within
+    /// the interval after a clone or fetch, its outcome stands (a failing server is asked once
+    /// per interval, not once per app).
     pub fn checkout(&self, url: &str) -> Result<PathBuf, String> {
+        let url = url.trim();
         let lock = {
             let mut repos = self
                 .repos
@@ -132,45 +151,90 @@ impl RepoCache {
                 .map_err(|_| "repository cache poisoned".to_string())?;
             repos.entry(url.to_string()).or_default().clone()
         };
-        let mut last = lock
+        let mut attempt = lock
             .lock()
             .map_err(|_| "repository cache poisoned".to_string())?;
         let path = self.path_of(url);
-        if !crate::source::is_git_repository(&path) {
-            std::fs::create_dir_all(&self.dir)
-                .map_err(|e| format!("{}: cannot create: {e}", self.dir.display()))?;
-            let _ = std::fs::remove_dir_all(&path);
-            // Cloned beside its place and moved in whole: an interrupted clone never looks
-            // like a repository; another process's finished clone wins.
-            let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+        let mirrored = crate::source::is_git_repository(&path);
+        if attempt.at.is_some_and(|t| t.elapsed() < self.interval) {
+            return match &attempt.error {
+                Some(e) => Err(e.clone()),
+                None if mirrored => Ok(path),
+                None => Err(format!("{}: the mirror is gone", path.display())),
+            };
+        }
+        let outcome = if mirrored {
+            self.fetch(url, &path, !attempt.verified)
+        } else {
+            self.clone_mirror(url, &path)
+        };
+        attempt.at = Some(Instant::now());
+        attempt.error = outcome.as_ref().err().cloned();
+        attempt.verified |= outcome.is_ok();
+        outcome.map(|()| path)
+    }
+
+    fn clone_mirror(&self, url: &str, path: &Path) -> Result<(), String> {
+        std::fs::create_dir_all(&self.dir)
+            .map_err(|e| format!("{}: cannot create: {e}", self.dir.display()))?;
+        let _ = std::fs::remove_dir_all(path);
+        // Cloned beside its place and moved in whole: an interrupted clone never looks
+        // like a repository; another process's finished clone wins.
+        let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        let target = tmp.to_string_lossy().into_owned();
+        // `--`: a URL is never read as an option.
+        let cloned = self
+            .git(None, &["clone", "--mirror", "--quiet", "--", url, &target])
+            .map_err(|e| format!("git clone {}: {}", redact(url), hide_password(url, &e)));
+        if let Err(e) = cloned {
             let _ = std::fs::remove_dir_all(&tmp);
-            let target = tmp.to_string_lossy().into_owned();
-            // `--`: a URL is never read as an option.
-            let cloned = self
-                .git(None, &["clone", "--mirror", "--quiet", "--", url, &target])
-                .map_err(|e| format!("git clone {}: {}", redact(url), hide_password(url, &e)));
-            if let Err(e) = cloned {
-                let _ = std::fs::remove_dir_all(&tmp);
-                return Err(e);
-            }
-            if std::fs::rename(&tmp, &path).is_err() {
-                let _ = std::fs::remove_dir_all(&tmp);
-                if !crate::source::is_git_repository(&path) {
-                    return Err(format!(
-                        "{}: cannot move the clone into place",
-                        path.display()
-                    ));
-                }
-            }
-            *last = Some(Instant::now());
-            return Ok(path);
+            return Err(e);
         }
-        if last.is_none_or(|t| t.elapsed() >= self.interval) {
-            self.git(Some(&path), &["fetch", "--prune", "--quiet"])
-                .map_err(|e| format!("git fetch {}: {}", redact(url), hide_password(url, &e)))?;
-            *last = Some(Instant::now());
+        if std::fs::rename(&tmp, path).is_err() {
+            let _ = std::fs::remove_dir_all(&tmp);
+            if !crate::source::is_git_repository(path) {
+                return Err(format!(
+                    "{}: cannot move the clone into place",
+                    path.display()
+                ));
+            }
         }
-        Ok(path)
+        Ok(())
+    }
+
+    /// Fetches every branch and tag (the mirror's refspec) and follows the remote's default
+    /// branch (HEAD); with `verify`, first checks that the mirror is this URL's.
+    fn fetch(&self, url: &str, path: &Path, verify: bool) -> Result<(), String> {
+        let fail = |e: String| format!("git fetch {}: {}", redact(url), hide_password(url, &e));
+        if verify {
+            let origin = self
+                .git(Some(path), &["config", "--get", "remote.origin.url"])
+                .unwrap_or_default();
+            if origin.trim() != url {
+                return Err(format!(
+                    "{}: the mirror there is of another repository",
+                    path.display()
+                ));
+            }
+        }
+        self.git(Some(path), &["fetch", "--prune", "--quiet"])
+            .map_err(fail)?;
+        // The remote's default branch may have moved (or an interrupted clone left HEAD
+        // dangling): point HEAD where the remote's does.
+        let head = self
+            .git(Some(path), &["ls-remote", "--symref", "origin", "HEAD"])
+            .map_err(fail)?;
+        if let Some(target) = head
+            .lines()
+            .find_map(|l| l.strip_prefix("ref: "))
+            .and_then(|l| l.split_whitespace().next())
+            .filter(|r| r.starts_with("refs/heads/"))
+        {
+            self.git(Some(path), &["symbolic-ref", "HEAD", target])
+                .map_err(fail)?;
+        }
+        Ok(())
     }
 
     /// Runs git (in `dir` when given), without a terminal to prompt on, for at most
@@ -183,6 +247,9 @@ impl RepoCache {
         }
         cmd.args(args)
             .env("GIT_TERMINAL_PROMPT", "0")
+            // A transfer slower than 1 KB/s for 30 s is given up (before the deadline).
+            .env("GIT_HTTP_LOW_SPEED_LIMIT", "1000")
+            .env("GIT_HTTP_LOW_SPEED_TIME", "30")
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped());
@@ -264,7 +331,11 @@ mod tests {
         }
         assert_eq!(
             redact("https://bot:s3cret@git.example.com/r.git"),
-            "https://bot:***@git.example.com/r.git"
+            "https://***@git.example.com/r.git"
+        );
+        assert_eq!(
+            redact("https://ghp_TOKEN123@github.com/o/r.git"),
+            "https://***@github.com/o/r.git"
         );
         assert_eq!(
             redact("https://git.example.com/r.git"),
@@ -273,6 +344,13 @@ mod tests {
         assert_eq!(
             hide_password("https://bot:s3cret@h/r", "fatal: auth failed for s3cret"),
             "fatal: auth failed for ***"
+        );
+        assert_eq!(
+            hide_password(
+                "https://ghp_TOKEN123@h/r",
+                "fatal: 'https://ghp_TOKEN123@h/r' denied"
+            ),
+            "fatal: 'https://***@h/r' denied"
         );
         let cache = RepoCache::new("/c", Duration::from_secs(60));
         let a = cache.path_of("https://github.com/org/payments.git");
@@ -359,6 +437,13 @@ mod tests {
         let second = git(&work, &["rev-parse", "HEAD"]);
         assert_eq!(cache.checkout(&url).expect("fetched"), mirror);
         assert_eq!(git(&mirror, &["rev-parse", "main"]), second);
+
+        // The remote's default branch moves: the mirror's HEAD follows.
+        git(&origin, &["branch", "-m", "main", "trunk"]);
+        git(&origin, &["symbolic-ref", "HEAD", "refs/heads/trunk"]);
+        cache.checkout(&url).expect("fetched");
+        assert_eq!(git(&mirror, &["rev-parse", "HEAD"]), second);
+        assert_eq!(git(&mirror, &["symbolic-ref", "HEAD"]), "refs/heads/trunk");
 
         let missing = cache.checkout(&format!("git://127.0.0.1:{port}/nope.git"));
         assert!(missing.is_err_and(|e| e.starts_with("git clone git://")));
