@@ -1370,7 +1370,7 @@ async fn app_commands_sync_and_report() {
             "source": {"repoURL": format!("file://{}", s(&dir.path("repo"))), "path": "app", "targetRevision": "HEAD"},
             "destination": {"server": "https://kubernetes.default.svc", "namespace": ns},
             "syncPolicy": {"automated": {"prune": true}}}});
-    apply(&cluster, vec![app]).await;
+    apply(&cluster, vec![app.clone()]).await;
 
     let common = ["--cluster", "-N", app_ns.as_str()];
     let run = plumb(&[&["app", "sync", name.as_str()][..], &common[..]].concat()).await;
@@ -1550,6 +1550,47 @@ async fn app_commands_sync_and_report() {
             .expect("get")
             .is_none(),
         "its resource is gone"
+    );
+
+    // An Application declared with the resources finalizer, deleted with --cascade=false:
+    // the finalizer is taken off first, so its resources stay.
+    let mut declared = app;
+    declared["metadata"]["finalizers"] = json!(["resources-finalizer.argocd.argoproj.io"]);
+    apply(&cluster, vec![declared]).await;
+    let run = plumb(&[&["app", "sync", name.as_str()][..], &common[..]].concat()).await;
+    assert_eq!(run.code, Some(0), "{run}");
+    let run = plumb(
+        &[
+            &[
+                "app",
+                "delete",
+                name.as_str(),
+                "--cascade=false",
+                "--wait",
+                "--timeout",
+                "30",
+            ][..],
+            &common[..],
+        ]
+        .concat(),
+    )
+    .await;
+    assert_eq!(run.code, Some(0), "{run}");
+    assert!(
+        cluster
+            .get_application(&app_ns, &name)
+            .await
+            .expect("get")
+            .is_none(),
+        "the Application is gone"
+    );
+    assert!(
+        cluster
+            .get_object("", "ConfigMap", &ns, "settings")
+            .await
+            .expect("get")
+            .is_some(),
+        "--cascade=false keeps its resources"
     );
 }
 
