@@ -324,16 +324,21 @@ struct Content {
     by_label: HashMap<String, LabelIndex>,
 }
 
+/// Records that `namespace/name` carries the indexed label with `value`.
+fn add_to_index(index: &mut LabelIndex, value: &str, namespace: &str, name: &str) {
+    index
+        .entry(value.to_string())
+        .or_default()
+        .entry(namespace.to_string())
+        .or_default()
+        .insert(name.to_string());
+}
+
 impl Content {
     fn index(&mut self, namespace: &str, name: &str, labels: Option<&Labels>) {
         for (key, index) in &mut self.by_label {
             if let Some(value) = label(labels, key) {
-                index
-                    .entry(value.to_string())
-                    .or_default()
-                    .entry(namespace.to_string())
-                    .or_default()
-                    .insert(name.to_string());
+                add_to_index(index, value, namespace, name);
             }
         }
     }
@@ -380,12 +385,7 @@ impl Content {
             let labels = stored.body.labels();
             for (key, index) in &mut indexes {
                 if let Some(value) = label(labels.as_ref(), key) {
-                    index
-                        .entry(value.to_string())
-                        .or_default()
-                        .entry(namespace.to_string())
-                        .or_default()
-                        .insert(name.to_string());
+                    add_to_index(index, value, namespace, name);
                 }
             }
         }
