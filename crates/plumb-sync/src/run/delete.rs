@@ -110,10 +110,6 @@ async fn delete_resources(
             keys.push(key);
         }
     }
-    let app_namespace = app
-        .pointer("/metadata/namespace")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
     let mut candidates = Vec::new();
     for key in keys {
         let Some(obj) = cluster
@@ -132,7 +128,7 @@ async fn delete_resources(
         let never = (key.group == "apiextensions.k8s.io" && key.kind == "CustomResourceDefinition")
             || (key.group == plumb_cluster::APPLICATION_GROUP
                 && key.kind == plumb_cluster::APPLICATION_KIND
-                && key.namespace == app_namespace
+                && key.namespace == app_namespace(app)
                 && key.name == app_name(app))
             || meta
                 .annotations
@@ -391,13 +387,9 @@ async fn remove_finalizers(cluster: &Cluster, app: &Value, names: &[&str]) -> Re
         .pointer("/metadata/resourceVersion")
         .cloned()
         .unwrap_or(Value::Null);
-    let namespace = app
-        .pointer("/metadata/namespace")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
     let patch = json!({"metadata": {"finalizers": remaining, "resourceVersion": rv}});
     match cluster
-        .patch_application(namespace, &app_name(app), &patch)
+        .patch_application(app_namespace(app), &app_name(app), &patch)
         .await
     {
         Ok(_) | Err(ClusterError::Api { code: 404, .. }) => {}

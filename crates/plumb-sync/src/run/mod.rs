@@ -259,6 +259,13 @@ struct Rendered {
     revision_label: String,
 }
 
+/// The Application's namespace (empty when it has none).
+fn app_namespace(app: &Value) -> &str {
+    app.pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
 fn app_name(app: &Value) -> String {
     app.pointer("/metadata/name")
         .and_then(Value::as_str)
@@ -354,11 +361,7 @@ async fn observe(
         reason,
     };
     let app = Application::from_value(app_obj).map_err(|e| fail(e.to_string()))?;
-    let namespace = app_obj
-        .pointer("/metadata/namespace")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
+    let namespace = app_namespace(app_obj).to_string();
     let policy = SyncPolicy::from_application(app_obj).map_err(|source| RunError::Policy {
         app: name.clone(),
         source,
@@ -883,11 +886,7 @@ pub async fn sync_app_with(
 /// is gone, the next reconcile ends it so. An error when no operation is running.
 pub async fn terminate_operation(cluster: &Cluster, app: &Value) -> Result<()> {
     let name = app_name(app);
-    let namespace = app
-        .pointer("/metadata/namespace")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
+    let namespace = app_namespace(app).to_string();
     let fail = |reason: &str| RunError::App {
         app: name.clone(),
         reason: reason.into(),
@@ -938,10 +937,7 @@ async fn finish_terminated(cluster: &Cluster, app: &Value, now: SystemTime) -> R
     {
         return Ok(false);
     }
-    let namespace = app
-        .pointer("/metadata/namespace")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+    let namespace = app_namespace(app);
     let patch = json!({
         "metadata": {"resourceVersion": app.pointer("/metadata/resourceVersion")},
         "status": {"operationState": {"phase": "Failed", "message": execute::TERMINATED,
@@ -1075,10 +1071,7 @@ async fn clear_refresh(cluster: &Cluster, app: &Value) -> Result<()> {
     if plumb_core::value::annotation(app, REFRESH_ANNOTATION).is_none() {
         return Ok(());
     }
-    let namespace = app
-        .pointer("/metadata/namespace")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+    let namespace = app_namespace(app);
     let patch = json!({"metadata": {"resourceVersion": app.pointer("/metadata/resourceVersion"),
         "annotations": {REFRESH_ANNOTATION: null}}});
     match cluster
