@@ -35,13 +35,8 @@ pub(super) async fn dry_run(
             app: obs.name.clone(),
             reason: e.to_string(),
         })?;
-    let result = |step: &Step, status: &'static str, message: String| ResourceResult {
-        key: step.key.clone(),
-        status,
-        message,
-        phase: step.phase.as_str(),
-        wave: step.wave,
-        hook_phase: None,
+    let result = |step: &Step, status: &'static str, message: String| {
+        ResourceResult::of_step(step, step.key.clone(), status, message)
     };
     let mut results = Vec::new();
     let mut applies: Vec<(usize, Value)> = Vec::new();

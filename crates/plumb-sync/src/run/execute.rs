@@ -301,6 +301,23 @@ impl Operation {
 const STATUSES: [&str; 5] = ["Synced", "SyncFailed", "Pruned", "PruneSkipped", "Running"];
 
 impl ResourceResult {
+    /// The result of `step` (its phase and wave) for `key`.
+    pub(super) fn of_step(
+        step: &Step,
+        key: ResourceKey,
+        status: &'static str,
+        message: String,
+    ) -> ResourceResult {
+        ResourceResult {
+            key,
+            status,
+            message,
+            phase: step.phase.as_str(),
+            wave: step.wave,
+            hook_phase: None,
+        }
+    }
+
     fn to_json(&self) -> Value {
         let mut m = key_json(&self.key);
         m.insert("status".into(), Value::String(self.status.into()));
@@ -494,14 +511,8 @@ impl Exec<'_> {
         status: &'static str,
         message: String,
     ) -> usize {
-        self.results.push(ResourceResult {
-            key,
-            status,
-            message,
-            phase: step.phase.as_str(),
-            wave: step.wave,
-            hook_phase: None,
-        });
+        self.results
+            .push(ResourceResult::of_step(step, key, status, message));
         self.results.len() - 1
     }
 
