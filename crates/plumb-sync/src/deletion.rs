@@ -42,17 +42,11 @@ pub enum DeleteHook {
 impl DeleteHook {
     /// The hook type an object's annotations give it (the whole value, as Argo CD compares).
     pub fn of(annotations: &std::collections::BTreeMap<String, String>) -> Option<DeleteHook> {
-        let argo = annotations
-            .get(plumb_core::HOOK_ANNOTATION)
-            .map(String::as_str);
-        let helm = annotations
-            .get(plumb_core::HELM_HOOK_ANNOTATION)
-            .map(String::as_str);
-        match (argo, helm) {
-            (Some("PreDelete"), _) | (_, Some("pre-delete")) => Some(DeleteHook::Pre),
-            (Some("PostDelete"), _) | (_, Some("post-delete")) => Some(DeleteHook::Post),
-            _ => None,
-        }
+        let get = |k: &str| annotations.get(k).map(String::as_str);
+        DeleteHook::classify(
+            get(plumb_core::HOOK_ANNOTATION),
+            get(plumb_core::HELM_HOOK_ANNOTATION),
+        )
     }
 
     /// The hook type of an object (its annotations).
@@ -62,21 +56,18 @@ impl DeleteHook {
                 .and_then(|a| a.get(k))
                 .and_then(Value::as_str)
         };
-        match (
+        DeleteHook::classify(
             get(plumb_core::HOOK_ANNOTATION),
             get(plumb_core::HELM_HOOK_ANNOTATION),
-        ) {
-            (None, None) => None,
-            (argo, helm) => {
-                let mut m = std::collections::BTreeMap::new();
-                if let Some(v) = argo {
-                    m.insert(plumb_core::HOOK_ANNOTATION.to_string(), v.to_string());
-                }
-                if let Some(v) = helm {
-                    m.insert(plumb_core::HELM_HOOK_ANNOTATION.to_string(), v.to_string());
-                }
-                DeleteHook::of(&m)
-            }
+        )
+    }
+
+    /// From the Argo CD and Helm hook annotations' values.
+    fn classify(argo: Option<&str>, helm: Option<&str>) -> Option<DeleteHook> {
+        match (argo, helm) {
+            (Some("PreDelete"), _) | (_, Some("pre-delete")) => Some(DeleteHook::Pre),
+            (Some("PostDelete"), _) | (_, Some("post-delete")) => Some(DeleteHook::Post),
+            _ => None,
         }
     }
 
