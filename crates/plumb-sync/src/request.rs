@@ -25,6 +25,11 @@ pub struct SyncRequest {
     pub source: Option<serde_json::Value>,
 }
 
+/// Whether `key` takes part in a sync limited to `selected` (none: every resource does).
+pub fn selects(selected: &[ResourceSelector], key: &ResourceKey) -> bool {
+    selected.is_empty() || selected.iter().any(|s| s.matches(key))
+}
+
 /// One `--resource GROUP:KIND:[NAMESPACE/]NAME` (empty group for the core group).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResourceSelector {

@@ -17,9 +17,7 @@ pub(super) async fn dry_run(
     let planned: Vec<PlanResource> = obs
         .resources
         .iter()
-        .filter(|r| {
-            request.resources.is_empty() || request.resources.iter().any(|s| s.matches(&r.key))
-        })
+        .filter(|r| crate::request::selects(&request.resources, &r.key))
         .cloned()
         .collect();
     // CreateNamespace=true and no namespace yet: the sync would create it first; objects in it

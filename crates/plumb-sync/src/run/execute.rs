@@ -283,7 +283,7 @@ impl Operation {
 
     /// Whether this resource takes part (a partial sync names its resources).
     fn selects(&self, key: &ResourceKey) -> bool {
-        self.selected.is_empty() || self.selected.iter().any(|s| s.matches(key))
+        crate::request::selects(&self.selected, key)
     }
 
     /// Seeds the names of `generateName` hooks.
