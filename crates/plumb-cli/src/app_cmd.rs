@@ -2,7 +2,7 @@
 //! the shapes `argocd app get` and `argocd app history` print.
 
 use crate::EXIT_IN_SYNC;
-use crate::cluster_args::{ClusterArgs, connect};
+use crate::cluster_args::{ClusterArgs, Connected, connect};
 use anyhow::{Result, anyhow, bail};
 use plumb_core::GroupKind;
 use serde_json::Value;
@@ -226,15 +226,27 @@ pub fn run(args: AppArgs) -> Result<u8> {
     Ok(EXIT_IN_SYNC)
 }
 
+impl SyncArgs {
+    /// The Application, a connection, and run options reading `--repo` when given.
+    fn open(&self) -> Result<(Value, Connected, plumb_sync::run::RunOptions)> {
+        let app = one_app(&self.app)?;
+        let c = connect(&self.app.cluster)?;
+        let opts = plumb_sync::run::RunOptions {
+            repo_override: self.repo.clone(),
+            ..Default::default()
+        };
+        Ok((app, c, opts))
+    }
+}
+
+/// Who a sync from this command line is by: `$USER`.
+fn cli_user() -> plumb_sync::history::InitiatedBy {
+    plumb_sync::history::InitiatedBy::user(std::env::var("USER").unwrap_or_else(|_| "plumb".into()))
+}
+
 fn sync(cmd: &SyncCmd) -> Result<u8> {
     let args = &cmd.base;
-    let app = one_app(&args.app)?;
-    let c = connect(&args.app.cluster)?;
-    let opts = plumb_sync::run::RunOptions {
-        repo_override: args.repo.clone(),
-        ..Default::default()
-    };
-    let user = std::env::var("USER").unwrap_or_else(|_| "plumb".into());
+    let (app, c, opts) = args.open()?;
     let now = std::time::SystemTime::now();
     let outcome = if cmd.resume {
         c.block_on(plumb_sync::run::resume_app(&c.cluster, &app, &opts, now))
@@ -254,7 +266,7 @@ fn sync(cmd: &SyncCmd) -> Result<u8> {
             &app,
             &opts,
             &request,
-            plumb_sync::history::InitiatedBy::user(user),
+            cli_user(),
             now,
         ))
         .map_err(|e| anyhow!("{e}"))?
@@ -263,13 +275,7 @@ fn sync(cmd: &SyncCmd) -> Result<u8> {
 }
 
 fn rollback(args: &RollbackArgs) -> Result<u8> {
-    let app = one_app(&args.base.app)?;
-    let c = connect(&args.base.app.cluster)?;
-    let opts = plumb_sync::run::RunOptions {
-        repo_override: args.base.repo.clone(),
-        ..Default::default()
-    };
-    let user = std::env::var("USER").unwrap_or_else(|_| "plumb".into());
+    let (app, c, opts) = args.base.open()?;
     let outcome = c
         .block_on(plumb_sync::run::rollback_app(
             &c.cluster,
@@ -277,7 +283,7 @@ fn rollback(args: &RollbackArgs) -> Result<u8> {
             &opts,
             args.id,
             args.prune,
-            plumb_sync::history::InitiatedBy::user(user),
+            cli_user(),
             std::time::SystemTime::now(),
         ))
         .map_err(|e| anyhow!("{e}"))?;
