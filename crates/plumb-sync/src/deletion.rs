@@ -40,16 +40,8 @@ pub enum DeleteHook {
 }
 
 impl DeleteHook {
-    /// The hook type an object's annotations give it (the whole value, as Argo CD compares).
-    pub fn of(annotations: &std::collections::BTreeMap<String, String>) -> Option<DeleteHook> {
-        let get = |k: &str| annotations.get(k).map(String::as_str);
-        DeleteHook::classify(
-            get(plumb_core::HOOK_ANNOTATION),
-            get(plumb_core::HELM_HOOK_ANNOTATION),
-        )
-    }
-
-    /// The hook type of an object (its annotations).
+    /// The hook type of an object, from its annotations (the whole value, as Argo CD
+    /// compares).
     pub fn of_object(obj: &Value) -> Option<DeleteHook> {
         let get = |k: &str| {
             obj.pointer("/metadata/annotations")
@@ -346,18 +338,17 @@ mod tests {
 
     #[test]
     fn delete_hooks_and_their_finalizers() {
-        let ann =
-            |k: &str, v: &str| std::collections::BTreeMap::from([(k.to_string(), v.to_string())]);
+        let ann = |k: &str, v: &str| json!({"metadata": {"annotations": {k: v}}});
         assert_eq!(
-            DeleteHook::of(&ann(plumb_core::HOOK_ANNOTATION, "PostDelete")),
+            DeleteHook::of_object(&ann(plumb_core::HOOK_ANNOTATION, "PostDelete")),
             Some(DeleteHook::Post)
         );
         assert_eq!(
-            DeleteHook::of(&ann(plumb_core::HELM_HOOK_ANNOTATION, "pre-delete")),
+            DeleteHook::of_object(&ann(plumb_core::HELM_HOOK_ANNOTATION, "pre-delete")),
             Some(DeleteHook::Pre)
         );
         assert_eq!(
-            DeleteHook::of(&ann(plumb_core::HOOK_ANNOTATION, "PreSync,PostDelete")),
+            DeleteHook::of_object(&ann(plumb_core::HOOK_ANNOTATION, "PreSync,PostDelete")),
             None,
             "Argo CD compares the whole value"
         );
