@@ -126,14 +126,15 @@ pub fn kustomization_entry(
 /// The fixes for one finding, the one to apply first.
 pub fn fixes(i: &FixInput<'_>) -> Vec<Fix> {
     let mut out = Vec::new();
-    // A person's edit, or a writer nobody can name: git is right, a sync restores it.
-    // Removing the field from git on no evidence could delete what the app needs.
-    if i.cause == CauseType::ManualEdit || (i.cause == CauseType::Unknown && !i.admission) {
+    // The cause's remedy (`crate::cause`): a person's edit, or a writer nobody can name, is
+    // restored by a sync — removing the field from git on no evidence could delete what the
+    // app needs.
+    if i.cause.restored_by_sync(i.admission) {
         out.push(sync(i.app));
         return out;
     }
     out.push(stop_declaring(i));
-    let by_manager = i.cause == CauseType::Controller
+    let by_manager = i.cause.info().ignore_by_manager
         && i.manager
             .is_some_and(|m| !crate::managed::is_gitops(m) && !m.is_empty());
     if let Some(f) = ignore(i, by_manager) {

@@ -8,7 +8,10 @@
 //! autoscaling objects of the cluster, the kustomizations) and prints a [`Report`].
 //!
 //! Attribution runs [`checks::ALL`], one check per file with a stable code (`PD001`…); each
-//! proposes candidates with a score and the best becomes the finding's cause.
+//! proposes candidates with a score and the best becomes the finding's cause. What follows
+//! from a cause's kind (admission or not, the fixes' order, the preflight, `--fix`) is one
+//! table, [`cause::CauseType::info`]. [`apply::plan`] turns a report into the file edits of
+//! `plumb doctor --fix`, from file contents the caller reads.
 //!
 //! ```
 //! use plumb_doctor::{Inputs, Verdict, diagnose};
@@ -21,6 +24,8 @@
 //! ```
 
 pub mod admission;
+pub mod apply;
+pub mod cause;
 pub mod checks;
 pub mod fixes;
 pub mod managed;

@@ -4,6 +4,7 @@
 //! Secret values never appear: the diff masks them before they reach a finding, and the
 //! renderers print only what the findings carry.
 
+pub use crate::cause::CauseType;
 use serde::Serialize;
 use serde_json::Value;
 use std::fmt::Write as _;
@@ -104,35 +105,6 @@ pub struct Finding {
     pub declared_at: Option<DeclaredAt>,
     /// In the order to try them: the first is the one to apply.
     pub fixes: Vec<Fix>,
-}
-
-/// The kinds of writer the doctor tells apart.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum CauseType {
-    MutatingWebhook,
-    MutatingPolicy,
-    Controller,
-    ManualEdit,
-    ApiServerDefault,
-    Unknown,
-}
-
-impl CauseType {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CauseType::MutatingWebhook => "mutating-webhook",
-            CauseType::MutatingPolicy => "mutating-policy",
-            CauseType::Controller => "controller",
-            CauseType::ManualEdit => "manual-edit",
-            CauseType::ApiServerDefault => "api-server-default",
-            CauseType::Unknown => "unknown",
-        }
-    }
-    /// Admission rewrites a value on every apply: a server-side diff sees it on both sides.
-    pub fn is_admission(self) -> bool {
-        matches!(self, CauseType::MutatingWebhook | CauseType::MutatingPolicy)
-    }
 }
 
 /// Who rewrites the field, and why the doctor thinks so. Each evidence line starts with the

@@ -211,3 +211,104 @@ pub fn any_glob(patterns: Option<&Value>, s: &str, default: bool) -> bool {
         _ => default,
     }
 }
+
+#[cfg(test)]
+mod registry {
+    //! Every check in [`ALL`] is complete: a unique code in order, a name, its own file that
+    //! starts with `//! CODE name`, a row in this module's table, and a fixture of its own
+    //! (`tests/fixtures/<code>_*.yaml`) whose golden output shows its evidence. A check added
+    //! to `ALL` without them fails here.
+    use super::ALL;
+    use std::path::{Path, PathBuf};
+
+    fn root() -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    }
+
+    fn files(dir: &Path, ext: &str) -> Vec<PathBuf> {
+        let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == ext))
+            .collect();
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn every_check_has_a_code_a_file_a_row_and_a_fixture_with_golden_output() {
+        let table = include_str!("mod.rs");
+        let sources: Vec<String> = files(&root().join("src/checks"), "rs")
+            .iter()
+            .map(|p| std::fs::read_to_string(p).unwrap())
+            .collect();
+        let fixtures = files(&root().join("tests/fixtures"), "yaml");
+        let mut last = 0u32;
+        for c in ALL {
+            let number = c
+                .code
+                .strip_prefix("PD")
+                .filter(|n| n.len() == 3)
+                .and_then(|n| n.parse::<u32>().ok())
+                .unwrap_or_else(|| panic!("{}: a code is PD and three digits", c.code));
+            assert!(number > last, "{}: codes are unique, in order", c.code);
+            last = number;
+            assert!(
+                !c.name.is_empty()
+                    && c.name
+                        .chars()
+                        .all(|ch| ch.is_ascii_lowercase() || ch.is_ascii_digit() || ch == '-'),
+                "{}: name {:?}",
+                c.code,
+                c.name
+            );
+            let head = format!("//! {} {}", c.code, c.name);
+            assert_eq!(
+                sources.iter().filter(|s| s.starts_with(&head)).count(),
+                1,
+                "{}: one file under src/checks/ starts with `{head}`",
+                c.code
+            );
+            let row = format!("//! | {} | {}", c.code, c.name);
+            assert!(
+                table.lines().any(|l| l.starts_with(&row)),
+                "{}: checks/mod.rs's table has no row `{row}`",
+                c.code
+            );
+            let prefix = format!("{}_", c.code.to_lowercase());
+            let own: Vec<&PathBuf> = fixtures
+                .iter()
+                .filter(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with(&prefix))
+                })
+                .collect();
+            assert!(
+                !own.is_empty(),
+                "{}: no tests/fixtures/{prefix}*.yaml",
+                c.code
+            );
+            let evidence = format!("[{}]", c.code);
+            let mut shown = false;
+            for f in own {
+                let stem = f.file_stem().unwrap().to_string_lossy();
+                for ext in ["json", "txt", "md"] {
+                    let golden = root().join(format!("tests/snapshots/{stem}.{ext}"));
+                    let text = std::fs::read_to_string(&golden)
+                        .unwrap_or_else(|_| panic!("{}: no golden {}", c.code, golden.display()));
+                    shown |= text.contains(&evidence);
+                }
+            }
+            assert!(
+                shown,
+                "{}: no golden output of its fixtures shows {evidence}",
+                c.code
+            );
+        }
+        // The README names the range of codes.
+        let readme = std::fs::read_to_string(root().join("../../README.md")).unwrap();
+        let range = format!("`PD001`–`{}`", ALL.last().unwrap().code);
+        assert!(readme.contains(&range), "README.md must name {range}");
+    }
+}
