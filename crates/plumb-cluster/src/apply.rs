@@ -26,6 +26,7 @@ impl Cluster {
         field_manager: &str,
         force: bool,
     ) -> Vec<Result<Value>> {
+        let objects = objects.into_iter().map(|o| (o, true)).collect();
         self.apply_all(objects, field_manager, force, true).await
     }
 
@@ -36,19 +37,34 @@ impl Cluster {
         field_manager: &str,
         force: bool,
     ) -> Vec<Result<Value>> {
+        let objects = objects.into_iter().map(|o| (o, true)).collect();
         self.apply_all(objects, field_manager, force, false).await
+    }
+
+    /// Like [`Cluster::apply`] (or [`Cluster::dry_run_apply`] with `dry_run`), each object
+    /// paired with whether the server validates its fields: `false` sends
+    /// `fieldValidation=Ignore` (kubectl's `--validate=false`, the `Validate=false` sync
+    /// option), `true` leaves the server's default.
+    pub async fn apply_validating(
+        &self,
+        objects: Vec<(Value, bool)>,
+        field_manager: &str,
+        force: bool,
+        dry_run: bool,
+    ) -> Vec<Result<Value>> {
+        self.apply_all(objects, field_manager, force, dry_run).await
     }
 
     async fn apply_all(
         &self,
-        objects: Vec<Value>,
+        objects: Vec<(Value, bool)>,
         field_manager: &str,
         force: bool,
         dry_run: bool,
     ) -> Vec<Result<Value>> {
         // Resolve every kind once, before any request.
         let mut resources: BTreeMap<GroupKind, Result<ResourceInfo>> = BTreeMap::new();
-        for key in objects.iter().filter_map(ResourceKey::of) {
+        for key in objects.iter().filter_map(|(o, _)| ResourceKey::of(o)) {
             if let Entry::Vacant(slot) = resources.entry(key.group_kind()) {
                 let gk = slot.key();
                 let info = self.resource_for(&gk.group, &gk.kind).await;
@@ -57,7 +73,7 @@ impl Cluster {
         }
         let resources = &resources;
         stream::iter(objects)
-            .map(|obj| async move {
+            .map(|(obj, validate)| async move {
                 let key = ResourceKey::of(&obj).ok_or_else(|| ClusterError::InvalidObject {
                     reason: "the object lacks apiVersion, kind or metadata.name".to_string(),
                 })?;
@@ -71,8 +87,13 @@ impl Cluster {
                         });
                     }
                 };
-                self.apply_one(obj, &key, info, field_manager, force, dry_run)
-                    .await
+                let params = kube::api::PatchParams {
+                    dry_run,
+                    force,
+                    field_manager: Some(field_manager.to_string()),
+                    field_validation: (!validate).then_some(kube::api::ValidationDirective::Ignore),
+                };
+                self.apply_one(obj, &key, info, &params).await
             })
             .buffered(APPLY_CONCURRENCY)
             .collect()
@@ -84,9 +105,7 @@ impl Cluster {
         obj: Value,
         key: &ResourceKey,
         info: &ResourceInfo,
-        field_manager: &str,
-        force: bool,
-        dry_run: bool,
+        params: &kube::api::PatchParams,
     ) -> Result<Value> {
         let api_version = obj
             .get("apiVersion")
@@ -111,15 +130,9 @@ impl Cluster {
         } else {
             Some(key.namespace.as_str())
         };
-        let params = kube::api::PatchParams {
-            dry_run,
-            force,
-            field_manager: Some(field_manager.to_string()),
-            field_validation: None,
-        };
         let ctx = self.context("patch", info, namespace);
         let request = kube::core::Request::new(info.url_path(version, namespace))
-            .patch(&key.name, &params, &kube::api::Patch::Apply(&obj))
+            .patch(&key.name, params, &kube::api::Patch::Apply(&obj))
             .map_err(|e| ClusterError::InvalidObject {
                 reason: e.to_string(),
             })?;

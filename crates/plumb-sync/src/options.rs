@@ -11,9 +11,214 @@
 //!   the Application's value applies; otherwise the default. Argo CD documents this for
 //!   `Prune`/`Delete` and implements it for `ServerSideApply` (a resource's
 //!   `ServerSideApply=false` disables an app-level `ServerSideApply=true`).
+//!
+//! Every option is one row of [`TABLE`]: its name, values, default, where it may be set
+//! (Application, resource) and what plumb does with it there — acted on, or accepted and
+//! ignored with the reason. The parsers accept exactly what the table lists; the README's
+//! sync-options table is [`markdown_table`] (a test keeps the two equal, and another that
+//! every option Argo CD documents has a row).
 
 use plumb_core::SYNC_OPTIONS_ANNOTATION;
 use std::collections::BTreeMap;
+
+/// Where an option may be set, and what plumb does with it there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Support {
+    /// Not accepted there: the item is unknown (kept in `unknown`).
+    No,
+    /// Accepted and acted on.
+    Acted,
+    /// Accepted and ignored, for this reason.
+    Ignored(&'static str),
+}
+
+/// One sync option.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SyncOptionSpec {
+    /// The key before `=`.
+    pub name: &'static str,
+    /// The values accepted after `=`.
+    pub values: &'static [&'static str],
+    /// Argo CD's default (the value when the option is absent).
+    pub default: &'static str,
+    /// In `spec.syncPolicy.syncOptions`.
+    pub app: Support,
+    /// In a resource's `argocd.argoproj.io/sync-options` annotation.
+    pub resource: Support,
+    /// What plumb does with it.
+    pub effect: &'static str,
+}
+
+impl SyncOptionSpec {
+    /// Whether `key=value` is accepted at the Application (`app`) or resource level.
+    fn accepts(&self, value: &str, app: bool) -> bool {
+        let support = if app { self.app } else { self.resource };
+        support != Support::No && self.values.contains(&value)
+    }
+}
+
+const BOOL: &[&str] = &["true", "false"];
+
+/// Why `SkipDryRunOnMissingResource` changes nothing yet.
+const SKIP_DRY_RUN: &str = "a kind the cluster does not serve yet stops the sync (or dry run) earlier, when plumb reads live objects; the dry run's skip (`Step::skip_dry_run_on_missing_resource`) waits for that read to tolerate it";
+const PRUNE: &[&str] = &["true", "false", "confirm"];
+
+/// Every sync option plumb reads, in the order of Argo CD's documentation.
+pub const TABLE: &[SyncOptionSpec] = &[
+    SyncOptionSpec {
+        name: "Prune",
+        values: PRUNE,
+        default: "true",
+        app: Support::Acted,
+        resource: Support::Acted,
+        effect: "`false`: never pruned (the resource stays OutOfSync); `confirm`: pruned once the Application carries `argocd.argoproj.io/deletion-approved`; the resource's value wins",
+    },
+    SyncOptionSpec {
+        name: "Validate",
+        values: BOOL,
+        default: "true",
+        app: Support::Acted,
+        resource: Support::Acted,
+        effect: "`false`: server-side applies and their dry runs are sent with `fieldValidation=Ignore` (kubectl's `--validate=false`): a custom resource's unknown fields are pruned without a warning. Otherwise the API server's default applies (it warns), not kubectl's strict default; a built-in kind with an unknown field is refused by server-side apply either way. Client-side applies, replaces and hooks keep the default",
+    },
+    SyncOptionSpec {
+        name: "SkipDryRunOnMissingResource",
+        values: BOOL,
+        default: "false",
+        app: Support::Ignored(SKIP_DRY_RUN),
+        resource: Support::Ignored(SKIP_DRY_RUN),
+        effect: "a real sync has no dry-run step (it applies wave by wave); `plumb app sync --dry-run` would report a kind the cluster does not serve yet as skipped",
+    },
+    SyncOptionSpec {
+        name: "Delete",
+        values: PRUNE,
+        default: "true",
+        app: Support::Acted,
+        resource: Support::Acted,
+        effect: "on Application deletion with cascade: `false` keeps the resource, `confirm` waits for `argocd.argoproj.io/deletion-approved`",
+    },
+    SyncOptionSpec {
+        name: "ApplyOutOfSyncOnly",
+        values: BOOL,
+        default: "false",
+        app: Support::Acted,
+        resource: Support::Acted,
+        effect: "`true`: resources already in sync are not applied (hooks still run, history is recorded)",
+    },
+    SyncOptionSpec {
+        name: "PrunePropagationPolicy",
+        values: &["foreground", "background", "orphan"],
+        default: "foreground",
+        app: Support::Acted,
+        resource: Support::No,
+        effect: "the deletion propagation of prunes",
+    },
+    SyncOptionSpec {
+        name: "PruneLast",
+        values: BOOL,
+        default: "false",
+        app: Support::Acted,
+        resource: Support::Acted,
+        effect: "`true`: pruned in a last wave, after every other wave is healthy",
+    },
+    SyncOptionSpec {
+        name: "Replace",
+        values: BOOL,
+        default: "false",
+        app: Support::Acted,
+        resource: Support::Acted,
+        effect: "`true`: replaced (created when missing) instead of applied",
+    },
+    SyncOptionSpec {
+        name: "Force",
+        values: BOOL,
+        default: "false",
+        app: Support::No,
+        resource: Support::Acted,
+        effect: "`true`: what the API server refuses to change (an immutable field) is deleted and created again; with `Replace=true`, always",
+    },
+    SyncOptionSpec {
+        name: "ServerSideApply",
+        values: BOOL,
+        default: "true (plumb; Argo CD: false)",
+        app: Support::Acted,
+        resource: Support::Acted,
+        effect: "`false`: client-side apply with the last-applied annotation and a three-way merge; the resource's value wins",
+    },
+    SyncOptionSpec {
+        name: "ClientSideApplyMigration",
+        values: BOOL,
+        default: "true",
+        app: Support::Acted,
+        resource: Support::No,
+        effect: "`false`: a server-side apply does not take over the fields a client-side apply manager owns",
+    },
+    SyncOptionSpec {
+        name: "FailOnSharedResource",
+        values: BOOL,
+        default: "false",
+        app: Support::Acted,
+        resource: Support::No,
+        effect: "`true`: the sync fails before applying anything when a resource it applies is tracked by another Application",
+    },
+    SyncOptionSpec {
+        name: "RespectIgnoreDifferences",
+        values: BOOL,
+        default: "false",
+        app: Support::Acted,
+        resource: Support::Acted,
+        effect: "`true`: fields `ignoreDifferences` matches keep their live values when applied (live objects only); the resource's value wins",
+    },
+    SyncOptionSpec {
+        name: "CreateNamespace",
+        values: BOOL,
+        default: "false",
+        app: Support::Acted,
+        resource: Support::No,
+        effect: "`true`: the destination namespace is created first when missing",
+    },
+];
+
+/// The row of option `name`.
+pub fn spec(name: &str) -> Option<&'static SyncOptionSpec> {
+    TABLE.iter().find(|s| s.name == name)
+}
+
+/// Whether `item` (`Key=value`, exactly) is an option the table accepts at the Application
+/// (`app`) or resource level.
+pub fn is_known(item: &str, app: bool) -> bool {
+    item.split_once('=')
+        .and_then(|(k, v)| spec(k).map(|s| s.accepts(v, app)))
+        .unwrap_or(false)
+}
+
+/// The README's sync-options table.
+pub fn markdown_table() -> String {
+    let support = |s: Support| match s {
+        Support::No => "—".to_string(),
+        Support::Acted => "acted on".to_string(),
+        Support::Ignored(why) => format!("ignored: {why}"),
+    };
+    let mut out = String::from(
+        "| option | values | default | Application | resource | what plumb does |\n|---|---|---|---|---|---|\n",
+    );
+    for s in TABLE {
+        out.push_str(&format!(
+            "| `{}` | {} | {} | {} | {} | {} |\n",
+            s.name,
+            s.values.join(", "),
+            s.default,
+            support(s.app),
+            if s.resource == s.app && matches!(s.resource, Support::Ignored(_)) {
+                "ignored (as for the Application)".to_string()
+            } else {
+                support(s.resource)
+            },
+            s.effect
+        ));
+    }
+    out
+}
 
 /// `Prune=true|false|confirm` (also used for `Delete=`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -143,6 +348,10 @@ impl SyncOptions {
         let mut propagation: Option<PropagationPolicy> = None;
         for item in options {
             let item = item.as_ref();
+            if !is_known(item, true) {
+                o.unknown.push(item.to_string());
+                continue;
+            }
             match item {
                 "PruneLast=true" => o.prune_last = true,
                 "Replace=true" => o.replace = true,
@@ -165,33 +374,15 @@ impl SyncOptions {
                 "PrunePropagationPolicy=orphan" => {
                     propagation = merge_propagation(propagation, PropagationPolicy::Orphan)
                 }
-                // Accepted values that change nothing.
-                "PruneLast=false"
-                | "Replace=false"
-                | "ApplyOutOfSyncOnly=false"
-                | "CreateNamespace=false"
-                | "RespectIgnoreDifferences=false"
-                | "Validate=true"
-                | "SkipDryRunOnMissingResource=false"
-                | "FailOnSharedResource=false"
-                | "ClientSideApplyMigration=true" => {}
                 _ => {
-                    if let Some(v) = item.strip_prefix("Prune=") {
-                        match PruneOption::parse(v) {
-                            Some(p) => {
-                                o.prune.get_or_insert(p);
-                            }
-                            None => o.unknown.push(item.to_string()),
-                        }
-                    } else if let Some(v) = item.strip_prefix("Delete=") {
-                        match PruneOption::parse(v) {
-                            Some(p) => {
-                                o.delete.get_or_insert(p);
-                            }
-                            None => o.unknown.push(item.to_string()),
-                        }
-                    } else {
-                        o.unknown.push(item.to_string());
+                    // The first `Prune=`/`Delete=` value wins; the other accepted values
+                    // (`Replace=false`, `Validate=true`, ...) are the defaults.
+                    if let Some(p) = item.strip_prefix("Prune=").and_then(PruneOption::parse) {
+                        o.prune.get_or_insert(p);
+                    } else if let Some(p) =
+                        item.strip_prefix("Delete=").and_then(PruneOption::parse)
+                    {
+                        o.delete.get_or_insert(p);
                     }
                 }
             }
@@ -208,6 +399,18 @@ impl SyncOptions {
         o
     }
 
+    /// Whether the apply of `target` (a desired object) keeps live's values of the fields
+    /// `ignoreDifferences` matches: the resource's own `RespectIgnoreDifferences=` wins over
+    /// the Application's, in either direction.
+    pub fn respects_ignore_differences(&self, target: &serde_json::Value) -> bool {
+        target
+            .pointer("/metadata/annotations")
+            .and_then(|a| a.get(SYNC_OPTIONS_ANNOTATION))
+            .and_then(serde_json::Value::as_str)
+            .and_then(|v| ResourceSyncOptions::parse(v).respect_ignore_differences)
+            .unwrap_or(self.respect_ignore_differences)
+    }
+
     /// The options of an Application read by plumb-core.
     pub fn from_application(app: &plumb_core::argo::Application) -> SyncOptions {
         let mut o = SyncOptions::parse(&app.sync_options);
@@ -219,6 +422,55 @@ impl SyncOptions {
         }
         o
     }
+}
+
+/// The Application other than `app` that tracks a live object, by the tracking method in
+/// use: the tracking-id annotation's owner, when the id names this very object (an id copied
+/// onto another object does not count), else the instance label under label tracking.
+/// Objects with an owner are their owner's, as in [`plumb_core::argo::is_tracked_by`].
+pub fn tracked_by_other<'a>(
+    app: &str,
+    tracking: plumb_core::argo::TrackingMethod,
+    live: &'a serde_json::Value,
+) -> Option<&'a str> {
+    use plumb_core::value::{annotation, label};
+    let owned = live
+        .pointer("/metadata/ownerReferences")
+        .and_then(serde_json::Value::as_array)
+        .is_some_and(|o| !o.is_empty());
+    if owned {
+        return None;
+    }
+    if tracking.uses_annotation()
+        && let Some(id) = annotation(live, plumb_core::TRACKING_ID_ANNOTATION)
+    {
+        let (owner, _) = id.split_once(':')?;
+        let key = plumb_core::ResourceKey::of(live)?;
+        let mut cluster_scoped = key.clone();
+        cluster_scoped.namespace.clear();
+        let names_this = id == plumb_core::argo::tracking_id(owner, &key)
+            || id == plumb_core::argo::tracking_id(owner, &cluster_scoped);
+        return (names_this && !owner.is_empty() && owner != app).then_some(owner);
+    }
+    if tracking.uses_label() {
+        return label(live, plumb_core::INSTANCE_LABEL).filter(|owner| *owner != app);
+    }
+    None
+}
+
+/// `FailOnSharedResource=true`: the message that fails the sync of `app` before anything is
+/// applied, when one of the live objects of the resources it applies is tracked by another
+/// Application ([`tracked_by_other`]); `None` when none is.
+pub fn shared_resource<'a>(
+    app: &str,
+    tracking: plumb_core::argo::TrackingMethod,
+    live: impl IntoIterator<Item = (&'a plumb_core::ResourceKey, &'a serde_json::Value)>,
+) -> Option<String> {
+    live.into_iter().find_map(|(key, obj)| {
+        tracked_by_other(app, tracking, obj).map(|other| {
+            format!("FailOnSharedResource=true: {key} is already tracked by Application {other}")
+        })
+    })
 }
 
 /// Argo CD checks `background`, then `foreground`, then `orphan`: the first of those present wins.
@@ -272,6 +524,8 @@ pub struct ResourceSyncOptions {
     pub validate: Option<bool>,
     /// `SkipDryRunOnMissingResource=true`.
     pub skip_dry_run_on_missing_resource: bool,
+    /// `RespectIgnoreDifferences=true|false`; `false` wins a conflict.
+    pub respect_ignore_differences: Option<bool>,
     /// Items Argo CD does not know.
     pub unknown: Vec<String>,
 }
@@ -301,31 +555,6 @@ impl ResourceSyncOptions {
                 .into_iter()
                 .find(|p| vals.contains(p))
         };
-        let known = |i: &str| {
-            matches!(
-                i,
-                "PruneLast=true"
-                    | "PruneLast=false"
-                    | "Replace=true"
-                    | "Replace=false"
-                    | "ServerSideApply=true"
-                    | "ServerSideApply=false"
-                    | "ApplyOutOfSyncOnly=true"
-                    | "ApplyOutOfSyncOnly=false"
-                    | "Force=true"
-                    | "Force=false"
-                    | "Validate=true"
-                    | "Validate=false"
-                    | "SkipDryRunOnMissingResource=true"
-                    | "SkipDryRunOnMissingResource=false"
-                    | "Prune=true"
-                    | "Prune=false"
-                    | "Prune=confirm"
-                    | "Delete=true"
-                    | "Delete=false"
-                    | "Delete=confirm"
-            )
-        };
         ResourceSyncOptions {
             prune: value_of("Prune"),
             delete: value_of("Delete"),
@@ -343,9 +572,13 @@ impl ResourceSyncOptions {
             force: has("Force=true"),
             validate: tri("Validate=true", "Validate=false"),
             skip_dry_run_on_missing_resource: has("SkipDryRunOnMissingResource=true"),
+            respect_ignore_differences: tri(
+                "RespectIgnoreDifferences=true",
+                "RespectIgnoreDifferences=false",
+            ),
             unknown: items
                 .iter()
-                .filter(|i| !known(i))
+                .filter(|i| !is_known(i, false))
                 .map(|i| i.to_string())
                 .collect(),
         }
@@ -420,6 +653,196 @@ impl EffectiveOptions {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The sync options Argo CD documents (docs/user-guide/sync-options.md): each has a row,
+    /// accepted somewhere.
+    const ARGO_DOCUMENTED: &[&str] = &[
+        "Prune",
+        "Validate",
+        "SkipDryRunOnMissingResource",
+        "Delete",
+        "ApplyOutOfSyncOnly",
+        "PrunePropagationPolicy",
+        "PruneLast",
+        "Replace",
+        "Force",
+        "ServerSideApply",
+        "ClientSideApplyMigration",
+        "FailOnSharedResource",
+        "RespectIgnoreDifferences",
+        "CreateNamespace",
+    ];
+
+    #[test]
+    fn every_documented_option_is_acted_on_or_ignored_with_a_reason() {
+        for name in ARGO_DOCUMENTED {
+            let s = spec(name).unwrap_or_else(|| panic!("{name}: no row in TABLE"));
+            assert!(
+                s.app != Support::No || s.resource != Support::No,
+                "{name}: accepted nowhere"
+            );
+        }
+        let mut names: Vec<&str> = TABLE.iter().map(|s| s.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), TABLE.len(), "one row per option");
+        for s in TABLE {
+            assert!(
+                ARGO_DOCUMENTED.contains(&s.name),
+                "{}: not an Argo CD option",
+                s.name
+            );
+            assert!(!s.effect.is_empty() && !s.values.is_empty(), "{}", s.name);
+            for (support, app) in [(s.app, true), (s.resource, false)] {
+                if let Support::Ignored(why) = support {
+                    assert!(!why.is_empty(), "{}: ignored without a reason", s.name);
+                }
+                for v in s.values {
+                    let item = format!("{}={v}", s.name);
+                    assert_eq!(is_known(&item, app), support != Support::No, "{item}");
+                    // An option acted on changes what is parsed (its default value aside).
+                    if support != Support::Acted || s.default == *v {
+                        continue;
+                    }
+                    if app {
+                        let o = SyncOptions::parse([item.as_str()]);
+                        assert!(o.unknown.is_empty(), "{item}");
+                        assert_ne!(o, SyncOptions::default(), "{item} changes nothing");
+                    } else {
+                        let r = ResourceSyncOptions::parse(&item);
+                        assert!(r.unknown.is_empty(), "{item}");
+                        assert_ne!(r, ResourceSyncOptions::default(), "{item} changes nothing");
+                    }
+                }
+            }
+        }
+        // Not accepted where the table says no.
+        assert_eq!(SyncOptions::parse(["Force=true"]).unknown, ["Force=true"]);
+        assert_eq!(
+            ResourceSyncOptions::parse("CreateNamespace=true").unknown,
+            ["CreateNamespace=true"]
+        );
+    }
+
+    #[test]
+    fn the_readme_documents_every_option() {
+        let readme = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"),
+        )
+        .unwrap();
+        let table = markdown_table();
+        assert!(
+            readme.contains(&table),
+            "README.md must hold the sync-options table:\n{table}"
+        );
+    }
+
+    /// Validate and SkipDryRunOnMissingResource reach the plan's steps.
+    #[test]
+    fn validate_and_skip_dry_run_reach_the_steps() {
+        use crate::plan::{PlanResource, Status, plan};
+        let key = plumb_core::ResourceKey {
+            group: "example.com".into(),
+            kind: "Widget".into(),
+            namespace: "shop".into(),
+            name: "w".into(),
+        };
+        let step = |app: &[&str], annotation: &str| {
+            let mut r = PlanResource::new(key.clone(), Status::Missing);
+            if let Some(t) = r.target.as_mut() {
+                t.annotations
+                    .insert(SYNC_OPTIONS_ANNOTATION.into(), annotation.into());
+            }
+            let p = plan(&[r], &SyncOptions::parse(app), false, false, true).unwrap();
+            let s = &p.steps[0];
+            (s.validate, s.skip_dry_run_on_missing_resource)
+        };
+        assert_eq!(step(&[], ""), (true, false));
+        assert_eq!(step(&["Validate=false"], ""), (false, false));
+        assert_eq!(step(&["Validate=false"], "Validate=true"), (true, false));
+        assert_eq!(step(&[], "SkipDryRunOnMissingResource=true"), (true, true));
+        assert_eq!(
+            step(&["SkipDryRunOnMissingResource=true"], ""),
+            (true, true)
+        );
+    }
+
+    #[test]
+    fn respect_ignore_differences_per_resource_wins_either_way() {
+        let obj = |opts: &str| serde_json::json!({"metadata": {"annotations": {SYNC_OPTIONS_ANNOTATION: opts}}});
+        let on = SyncOptions::parse(["RespectIgnoreDifferences=true"]);
+        let off = SyncOptions::default();
+        assert!(on.respects_ignore_differences(&obj("Prune=false")));
+        assert!(!on.respects_ignore_differences(&obj("RespectIgnoreDifferences=false")));
+        assert!(off.respects_ignore_differences(&obj("RespectIgnoreDifferences=true")));
+        assert!(!off.respects_ignore_differences(&serde_json::json!({})));
+        assert!(
+            !on.respects_ignore_differences(&obj(
+                "RespectIgnoreDifferences=true,RespectIgnoreDifferences=false"
+            )),
+            "false wins a conflict"
+        );
+    }
+
+    #[test]
+    fn a_resource_tracked_by_another_app_is_shared() {
+        use plumb_core::argo::TrackingMethod;
+        let obj = |annotations: serde_json::Value, labels: serde_json::Value| {
+            serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "cfg", "namespace": "shop",
+                    "annotations": annotations, "labels": labels}})
+        };
+        let id = |app: &str| serde_json::json!({"argocd.argoproj.io/tracking-id": format!("{app}:/ConfigMap:shop/cfg")});
+        let none = serde_json::json!({});
+        let inst = |app: &str| serde_json::json!({"app.kubernetes.io/instance": app});
+        let a = TrackingMethod::Annotation;
+        assert_eq!(
+            tracked_by_other("web", a, &obj(id("other"), none.clone())),
+            Some("other")
+        );
+        assert_eq!(
+            tracked_by_other("web", a, &obj(id("web"), none.clone())),
+            None
+        );
+        // Annotation tracking: a Helm chart's instance label names no Application.
+        assert_eq!(
+            tracked_by_other("web", a, &obj(none.clone(), inst("release"))),
+            None
+        );
+        // An id copied from another object is not tracking.
+        let copied =
+            serde_json::json!({"argocd.argoproj.io/tracking-id": "other:apps/Deployment:shop/api"});
+        assert_eq!(tracked_by_other("web", a, &obj(copied, none.clone())), None);
+        let l = TrackingMethod::Label;
+        assert_eq!(
+            tracked_by_other("web", l, &obj(none.clone(), inst("other"))),
+            Some("other")
+        );
+        assert_eq!(
+            tracked_by_other("web", l, &obj(none.clone(), inst("web"))),
+            None
+        );
+        assert_eq!(
+            tracked_by_other("web", l, &obj(none.clone(), none.clone())),
+            None
+        );
+        // Owned objects are their owner's.
+        let mut owned = obj(id("other"), none.clone());
+        owned["metadata"]["ownerReferences"] =
+            serde_json::json!([{"kind": "Deployment", "name": "x"}]);
+        assert_eq!(tracked_by_other("web", a, &owned), None);
+
+        let key = plumb_core::ResourceKey::of(&obj(none.clone(), none.clone())).unwrap();
+        let mine = obj(id("web"), none.clone());
+        let theirs = obj(id("other"), none);
+        assert_eq!(shared_resource("web", a, [(&key, &mine)]), None);
+        assert_eq!(
+            shared_resource("web", a, [(&key, &mine), (&key, &theirs)]).as_deref(),
+            Some(
+                "FailOnSharedResource=true: /ConfigMap shop/cfg is already tracked by Application other"
+            )
+        );
+    }
 
     #[test]
     fn app_options_are_matched_exactly() {

@@ -382,6 +382,11 @@ pub struct Step {
     pub apply_mode: ApplyMode,
     /// `Force=true`.
     pub force: bool,
+    /// `Validate=false` makes this `false`: the apply is sent with `fieldValidation=Ignore`.
+    pub validate: bool,
+    /// `SkipDryRunOnMissingResource=true`: a dry run of a kind the cluster does not serve yet
+    /// is skipped, not failed.
+    pub skip_dry_run_on_missing_resource: bool,
     pub source: StepSource,
     /// `Prune=confirm` without confirmation: the sync waits here until pruning is confirmed.
     pub requires_confirmation: bool,
@@ -752,6 +757,8 @@ pub fn plan(
                 phase: t.phase,
                 apply_mode: eff.apply_mode,
                 force: eff.force,
+                validate: eff.validate,
+                skip_dry_run_on_missing_resource: eff.skip_dry_run_on_missing_resource,
                 source: t.source,
                 requires_confirmation,
             }

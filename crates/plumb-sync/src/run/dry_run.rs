@@ -37,7 +37,7 @@ pub(super) async fn dry_run(
         ResourceResult::of_step(step, step.key.clone(), status, message)
     };
     let mut results = Vec::new();
-    let mut applies: Vec<(usize, Value)> = Vec::new();
+    let mut applies: Vec<(usize, Value, &Step)> = Vec::new();
     for step in plan.steps.iter().filter(|s| s.is_task()) {
         let kind = step.key.kind.to_lowercase();
         let r = match step.action {
@@ -61,7 +61,7 @@ pub(super) async fn dry_run(
             }
             Action::Apply | Action::Replace => match execute::apply_object(&obs, &step.key) {
                 Ok(obj) => {
-                    applies.push((results.len(), obj));
+                    applies.push((results.len(), obj, step));
                     result(
                         step,
                         "Synced",
@@ -83,12 +83,24 @@ pub(super) async fn dry_run(
         };
         results.push(r);
     }
-    let (indexes, objects): (Vec<usize>, Vec<Value>) = applies.into_iter().unzip();
-    let answers = cluster.dry_run_apply(objects, FIELD_MANAGER, true).await;
-    for (i, answer) in indexes.into_iter().zip(answers) {
-        if let Err(e) = answer {
-            results[i].status = "SyncFailed";
-            results[i].message = e.to_string();
+    let steps: Vec<(usize, &Step)> = applies.iter().map(|(i, _, s)| (*i, *s)).collect();
+    let objects = applies.into_iter().map(|(_, o, s)| (o, s.validate));
+    let answers = cluster
+        .apply_validating(objects.collect(), FIELD_MANAGER, true, true)
+        .await;
+    for ((i, step), answer) in steps.into_iter().zip(answers) {
+        match answer {
+            Err(ClusterError::UnknownKind { .. }) if step.skip_dry_run_on_missing_resource => {
+                results[i].message = format!(
+                    "{} dry run skipped (SkipDryRunOnMissingResource=true: the cluster does not serve the kind yet)",
+                    step.key.kind.to_lowercase()
+                );
+            }
+            Err(e) => {
+                results[i].status = "SyncFailed";
+                results[i].message = e.to_string();
+            }
+            Ok(_) => {}
         }
     }
     let failed = results.iter().any(|r| r.status == "SyncFailed");

@@ -50,7 +50,7 @@ pub(super) fn apply_object(obs: &Observation, key: &ResourceKey) -> Result<Value
         .targets
         .get(key)
         .ok_or_else(|| format!("{key}: no desired object"))?;
-    let mut obj = if obs.policy.sync_options.respect_ignore_differences {
+    let mut obj = if obs.policy.sync_options.respects_ignore_differences(target) {
         plumb_diff::respect::normalize_target_for_sync(target, obs.live.get(key), &obs.config)
             .map_err(|e| e.to_string())?
     } else {
@@ -840,7 +840,12 @@ impl Exec<'_> {
                 .zip(&objects)
                 .map(|(s, o)| s.force.then(|| o.clone()))
                 .collect();
-            let answers = self.cluster.apply(objects, FIELD_MANAGER, true).await;
+            // `Validate=false`: sent with fieldValidation=Ignore.
+            let validated = objects.into_iter().zip(steps.iter().map(|s| s.validate));
+            let answers = self
+                .cluster
+                .apply_validating(validated.collect(), FIELD_MANAGER, true, false)
+                .await;
             for ((step, answer), forced) in steps.into_iter().zip(answers).zip(&forced) {
                 let key = step.key.clone();
                 let answer = match (answer, forced) {
@@ -1017,8 +1022,18 @@ pub(super) async fn execute(
         })
         .cloned()
         .collect();
+    // FailOnSharedResource=true: nothing is applied when another app tracks a resource.
+    let shared = sync_opts
+        .fail_on_shared_resource
+        .then(|| {
+            let live = planned.iter().filter(|r| r.target.is_some());
+            let live = live.filter_map(|r| Some((&r.key, obs.live.get(&r.key)?)));
+            crate::options::shared_resource(&obs.app.name, obs.tracking, live)
+        })
+        .flatten();
     match plan(&planned, &sync_opts, automated, allow_empty, prune_enabled) {
         Err(e) => failure = Some(e.to_string()),
+        Ok(_) if shared.is_some() => failure = shared,
         Ok(p) => {
             let batches = p.batches();
             let (fail_batches, batches): (Vec<&Batch<'_>>, Vec<&Batch<'_>>) =
