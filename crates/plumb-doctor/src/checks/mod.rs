@@ -16,7 +16,9 @@
 //! | PD010 | kyverno-mutate                  | mutating-policy      |
 //! | PD011 | gatekeeper-mutation             | mutating-policy      |
 //!
-//! Codes are never reused or renumbered.
+//! Codes are never reused or renumbered. A check is complete when it has its file, an entry
+//! in [`ALL`], a row here and a fixture `tests/fixtures/<code>_*.yaml` with golden output
+//! (the `registry` test checks each).
 
 use crate::managed::Owner;
 use crate::report::CauseType;
