@@ -2,12 +2,13 @@
 
 use crate::cluster_args::{ClusterArgs, Connected, FIELD_MANAGER, connect};
 use crate::output::{self, Format};
-use crate::source_args::{SourceArgs, render_source};
+use crate::source_args::{SourceArgs, render_sources};
 use crate::{EXIT_DIFFERENCES, EXIT_IN_SYNC, Hint};
 use anyhow::{Result, anyhow, bail};
 use plumb_core::argo::{Application, Settings};
 use plumb_diff::DiffConfig;
-use plumb_diff::compare::{CompareContext, Desired, ServerSide, Status, compare};
+use plumb_diff::compare::{CompareContext, Desired, ServerSide, Status, compare_prepared};
+use plumb_diff::desired::{BuiltinScopes, DiscoveredScopes, Prepared, kinds_of, prepare};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -96,34 +97,25 @@ fn load_desired(
         (Some(a), Some(p)) => Some((a, p.as_path())),
         _ => None,
     };
-    let source = render_source(&args.source, app_ref)?;
-    let revision = source.rendered.revision.clone();
-    Ok((
-        crate::source_args::desired_of(source.rendered.objects),
-        Some(revision),
-    ))
+    let mut desired = Vec::new();
+    let mut revision = None;
+    for source in render_sources(&args.source, app_ref)? {
+        revision.get_or_insert(source.rendered.revision);
+        desired.extend(crate::source_args::desired_of(source.rendered.objects));
+    }
+    Ok((desired, revision))
 }
 
-/// The live objects desired (and the app's tracking) name: one LIST per kind.
+/// The live objects prepared desired (and the app's tracking) name: one LIST per kind.
 fn live_from_cluster(
     c: &Connected,
-    desired: &[Desired],
+    prepared: &Prepared,
     app: Option<&Application>,
 ) -> Result<Vec<serde_json::Value>> {
-    // Default namespaces as the compare will (the destination), so the LISTs look there.
-    let dest = app.and_then(|a| a.destination_namespace.clone());
-    let objects: Vec<serde_json::Value> = desired
-        .iter()
-        .map(|d| {
-            let mut o = d.object.clone();
-            if let (Some(ns), Some(meta)) =
-                (&dest, o.get_mut("metadata").and_then(|m| m.as_object_mut()))
-                && !meta.contains_key("namespace")
-            {
-                meta.insert("namespace".into(), serde_json::Value::String(ns.clone()));
-            }
-            o
-        })
+    let objects: Vec<serde_json::Value> = prepared
+        .objects
+        .values()
+        .map(|p| p.desired.object.clone())
         .collect();
     c.block_on(c.cluster.live_for(
         &objects,
@@ -131,6 +123,16 @@ fn live_from_cluster(
         plumb_core::INSTANCE_LABEL,
     ))
     .map_err(|e| anyhow!("{e}"))
+}
+
+fn load_settings(args: &DiffArgs) -> Result<Settings> {
+    Ok(match &args.settings {
+        Some(p) => {
+            let v = load_one(p, "argocd-cm ConfigMap")?;
+            Settings::from_configmap(&v).map_err(|e| anyhow!("{}: {e}", p.display()))?
+        }
+        None => Settings::argocd_defaults(),
+    })
 }
 
 pub fn run(args: DiffArgs) -> Result<u8> {
@@ -145,23 +147,38 @@ pub fn run(args: DiffArgs) -> Result<u8> {
     } else {
         None
     };
-    let live: Vec<serde_json::Value> = match &connected {
-        Some(c) => live_from_cluster(c, &desired, app.as_ref())?,
-        None => plumb_render::load_paths(&args.live)
-            .map_err(|e| anyhow!("{e}"))?
-            .into_iter()
-            .map(|m| m.object)
-            .collect(),
+    // Desired is prepared as the controller prepares it: scopes from the cluster's
+    // discovery when there is a cluster, else from the built-in schema and the CRDs at hand.
+    let (prepared, live, settings) = match &connected {
+        Some(c) => {
+            let settings = load_settings(&args)?;
+            let scopes = DiscoveredScopes {
+                served: c
+                    .block_on(c.cluster.scopes(kinds_of(&desired)))
+                    .map_err(|e| anyhow!("{e}"))?,
+                offline: BuiltinScopes::with_crds_of(desired.iter().map(|d| &d.object)),
+            };
+            let prepared = prepare(desired, app.as_ref(), settings.tracking_method, &scopes)?
+                .without_generated();
+            let live = live_from_cluster(c, &prepared, app.as_ref())?;
+            (prepared, live, settings)
+        }
+        None => {
+            let live: Vec<serde_json::Value> = plumb_render::load_paths(&args.live)
+                .map_err(|e| anyhow!("{e}"))?
+                .into_iter()
+                .map(|m| m.object)
+                .collect();
+            let settings = load_settings(&args)?;
+            let scopes =
+                BuiltinScopes::with_crds_of(desired.iter().map(|d| &d.object).chain(live.iter()));
+            let prepared = prepare(desired, app.as_ref(), settings.tracking_method, &scopes)?
+                .without_generated();
+            (prepared, live, settings)
+        }
     };
     let parsed = started.elapsed();
 
-    let settings = match &args.settings {
-        Some(p) => {
-            let v = load_one(p, "argocd-cm ConfigMap")?;
-            Settings::from_configmap(&v).map_err(|e| anyhow!("{}: {e}", p.display()))?
-        }
-        None => Settings::argocd_defaults(),
-    };
     let server_side = args.server_side
         || (connected.is_some()
             && app
@@ -213,7 +230,7 @@ pub fn run(args: DiffArgs) -> Result<u8> {
         }),
         ..ctx
     };
-    let results = compare(desired, live, &ctx)?;
+    let results = compare_prepared(prepared, live, &ctx)?;
     let compared = started.elapsed();
 
     output::print(&results, args.output, revision.as_deref())?;

@@ -2,7 +2,7 @@
 //! (with evidence), where git declares it, whether it is a loop, and the fix.
 
 use crate::cluster_args::{ClusterArgs, connect};
-use crate::source_args::{SourceArgs, render_source};
+use crate::source_args::{SourceArgs, render_sources};
 use crate::{EXIT_DIFFERENCES, EXIT_IN_SYNC};
 use anyhow::{Result, anyhow, bail};
 use plumb_core::argo::{Application, Settings};
@@ -189,9 +189,13 @@ pub fn run(args: DoctorArgs) -> Result<u8> {
         // Without a named Application (a preflight), the source is what --repo/--path say:
         // no path is an error, not an empty render that passes.
         let named = args.app.as_ref().map(|_| (&app, app_file.as_path()));
-        let mut source = render_source(&args.source, named)?;
-        let objects = std::mem::take(&mut source.rendered.objects);
-        (crate::source_args::desired_of(objects), Some(source))
+        let mut sources = render_sources(&args.source, named)?;
+        let mut desired = Vec::new();
+        for source in &mut sources {
+            let objects = std::mem::take(&mut source.rendered.objects);
+            desired.extend(crate::source_args::desired_of(objects));
+        }
+        (desired, Some(sources))
     };
 
     let settings = Settings::argocd_defaults();
@@ -229,10 +233,11 @@ pub fn run(args: DoctorArgs) -> Result<u8> {
     let diffs = compare(desired, live.clone(), &ctx)?;
 
     // The kustomizations of the repository at the rendered revision (none for files).
-    let kustomizations = source
-        .as_ref()
-        .map(|s| kustomizations(s.fs.as_ref()))
-        .unwrap_or_default();
+    let kustomizations: Vec<(String, Value)> = source
+        .iter()
+        .flatten()
+        .flat_map(|s| kustomizations(s.fs.as_ref()))
+        .collect();
     let mut report = plumb_doctor::diagnose(&plumb_doctor::Inputs {
         app: &app_obj,
         diffs: &diffs,
@@ -247,10 +252,15 @@ pub fn run(args: DoctorArgs) -> Result<u8> {
         report.findings.retain(|f| f.cause.kind.preflight());
     }
     if args.fix {
-        let Some(source) = &source else {
+        let Some(source) = source.iter().flatten().next() else {
             bail!("--fix changes a repository: render one with --repo/--path or the Application");
         };
-        for change in apply_fixes(&report, &source.repo)? {
+        let Some(work_tree) = &source.work_tree else {
+            bail!(
+                "--fix edits a work tree, and this source was fetched into the repository cache: pass --repo DIR with a clone of it"
+            );
+        };
+        for change in apply_fixes(&report, work_tree)? {
             eprintln!("fix: {change}");
         }
     }

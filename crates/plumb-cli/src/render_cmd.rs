@@ -2,7 +2,7 @@
 //! origin (`# file:line`) of every scalar.
 
 use crate::EXIT_IN_SYNC;
-use crate::source_args::{SourceArgs, render_source};
+use crate::source_args::{SourceArgs, render_sources};
 use anyhow::{Result, anyhow};
 use plumb_core::argo::Application;
 use std::io::Write;
@@ -26,44 +26,45 @@ pub fn run(args: RenderArgs) -> Result<u8> {
         Some(p) => Some((crate::diff_cmd::load_app(p)?, p.clone())),
         None => None,
     };
-    let source = render_source(
+    let sources = render_sources(
         &args.source,
         app.as_ref()
             .map(|(a, p): &(Application, PathBuf)| (a, p.as_path())),
     )?;
-    let rendered = source.rendered;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    let objects_len = rendered.objects.len();
-    writeln!(
-        out,
-        "# {} source {} at {}: {} objects",
-        rendered.source_type.as_str(),
-        args.source
-            .path
-            .clone()
-            .or_else(|| app
-                .as_ref()
-                .and_then(|(a, _)| a.source.as_ref().map(|s| s.path.clone())))
-            .unwrap_or_default(),
-        rendered.revision,
-        objects_len
-    )?;
-    let mut objects = rendered.objects;
-    // Secret values never leave plumb, rendered or not.
-    for obj in &mut objects {
-        plumb_diff::mask::hide_secret_data(&mut [&mut obj.object], &[]);
-    }
-    for obj in &objects {
-        out.write_all(b"---\n")?;
-        let text = if args.show_origins {
-            plumb_diff::text::to_yaml_with_comments(&obj.object, &|p| {
-                obj.origins.get(p).map(|o| format!("{}:{}", o.file, o.line))
-            })
-        } else {
-            plumb_diff::text::to_yaml(&obj.object)
-        };
-        out.write_all(text.as_bytes())?;
+    for source in sources {
+        let rendered = source.rendered;
+        writeln!(
+            out,
+            "# {} source {} at {}: {} objects",
+            rendered.source_type.as_str(),
+            args.source
+                .path
+                .clone()
+                .or_else(|| app
+                    .as_ref()
+                    .and_then(|(a, _)| a.source.as_ref().map(|s| s.path.clone())))
+                .unwrap_or_default(),
+            rendered.revision,
+            rendered.objects.len()
+        )?;
+        let mut objects = rendered.objects;
+        // Secret values never leave plumb, rendered or not.
+        for obj in &mut objects {
+            plumb_diff::mask::hide_secret_data(&mut [&mut obj.object], &[]);
+        }
+        for obj in &objects {
+            out.write_all(b"---\n")?;
+            let text = if args.show_origins {
+                plumb_diff::text::to_yaml_with_comments(&obj.object, &|p| {
+                    obj.origins.get(p).map(|o| format!("{}:{}", o.file, o.line))
+                })
+            } else {
+                plumb_diff::text::to_yaml(&obj.object)
+            };
+            out.write_all(text.as_bytes())?;
+        }
     }
     out.flush().map_err(|e| anyhow!(e))?;
     Ok(EXIT_IN_SYNC)

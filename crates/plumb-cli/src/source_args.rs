@@ -3,7 +3,9 @@
 
 use anyhow::{Result, anyhow, bail};
 use plumb_core::argo::{AppSource, Application};
-use plumb_render::render::{RenderOptions, Rendered, RenderedObject, Renderer, render};
+use plumb_render::fetch::{FetchError, Overrides, fetch, locate};
+use plumb_render::remote::RepoCache;
+use plumb_render::render::{RenderOptions, Rendered, RenderedObject, Renderer, render_fetched};
 use plumb_render::source::SourceFs;
 use std::path::{Path, PathBuf};
 
@@ -42,94 +44,73 @@ impl SourceArgs {
 /// A rendered source, with the repository it came from, opened at its revision.
 pub struct RenderedSource {
     pub rendered: Rendered,
-    /// The repository directory (its work tree, for fixes).
-    pub repo: PathBuf,
+    /// The repository's work tree (for fixes); `None` when it is the repository cache's
+    /// mirror of a remote `repoURL`.
+    pub work_tree: Option<PathBuf>,
     /// The repository at the rendered revision.
     pub fs: Box<dyn SourceFs>,
 }
 
-/// Renders the source the options and the Application describe.
-pub fn render_source(
+/// Renders the sources the options and the Application describe (the pipeline's
+/// [`locate`](plumb_render::fetch::locate) → [`fetch`](plumb_render::fetch::fetch) →
+/// [`render_fetched`](plumb_render::render::render_fetched), as the controller runs them):
+/// one per source of the Application, or the one the options name.
+pub fn render_sources(
     args: &SourceArgs,
     app: Option<(&Application, &Path)>,
-) -> Result<RenderedSource> {
-    let app_source = app.and_then(|(a, _)| a.source.clone()).unwrap_or_default();
-    let repo = match &args.repo {
-        Some(r) => r.clone(),
-        None => match app {
-            Some((a, file)) if !app_source.repo_url.is_empty() => {
-                repo_from_url(&app_source.repo_url, file).map_err(|e| {
-                    // An Application read from a cluster or snapshot has no file to name.
-                    let shown = file.display().to_string();
-                    if shown.starts_with('<') {
-                        anyhow!("Application {}: {e}", a.name)
-                    } else {
-                        anyhow!("{shown}: Application {}: {e}", a.name)
-                    }
-                })?
-            }
-            _ => PathBuf::from("."),
-        },
+) -> Result<Vec<RenderedSource>> {
+    if args.path.is_none() && app.is_none() {
+        bail!("no source path: pass --path SUBDIR (or --app with spec.source.path)");
+    }
+    let default = [AppSource::default()];
+    let sources = match app.map(|(a, _)| a.source.as_slice()) {
+        Some(s) if !s.is_empty() => s,
+        _ => &default[..],
     };
-    // The Application's targetRevision applies to git repositories; a plain directory
-    // has only its working tree (an explicit --revision there is an error).
-    let revision = args.revision.clone().or_else(|| {
-        let r = app_source.target_revision.trim();
-        (!r.is_empty() && plumb_render::source::is_git_repository(&repo)).then(|| r.to_string())
+    let overrides = Overrides {
+        repo: args.repo.clone(),
+        revision: args.revision.clone(),
+        path: args.path.clone(),
+    };
+    // A relative repoURL is relative to the Application file's directory.
+    let base = app.map_or(Path::new("."), |(_, file)| {
+        file.parent().unwrap_or(Path::new("."))
     });
-    let path = match (&args.path, app) {
-        (Some(p), _) => p.clone(),
-        (None, Some(_)) => app_source.path.clone(),
-        (None, None) => {
-            bail!("no source path: pass --path SUBDIR (or --app with spec.source.path)")
-        }
-    };
-    let fs = plumb_render::source::open_source(&repo, revision.as_deref())
-        .map_err(|e| anyhow!("{e}"))?;
+    // A CLI run fetches a remote once; the cache keeps the mirror for the next run.
+    let cache = RepoCache::new(RepoCache::default_dir(), std::time::Duration::ZERO);
     let renderer = match args.renderer {
         RendererArg::Native => Renderer::Native,
         RendererArg::KustomizeBinary => Renderer::KustomizeBinary,
     };
-    let source = AppSource {
-        path: path.clone(),
-        ..app_source
-    };
-    let opts = RenderOptions {
-        renderer,
-        app_name: app.map(|(a, _)| a.name.clone()),
-        namespace: app.and_then(|(a, _)| a.destination_namespace.clone()),
-    };
-    let rendered = render(fs.as_ref(), &path, &source, &opts).map_err(|e| {
-        let mut e = e;
-        // Paths in errors are repository-relative; say which repository.
-        if e.file.is_relative() && repo != Path::new(".") {
-            e.file = repo.join(&e.file);
+    let opts = RenderOptions::for_app(app.map(|(a, _)| a), renderer);
+    let mut out = Vec::with_capacity(sources.len());
+    for source in sources {
+        let fetched = locate(source, &overrides, Some(base))
+            .and_then(|at| fetch(&at, &cache).map(|f| (at, f)));
+        let (at, fetched) = match (fetched, app) {
+            (Ok(f), _) => f,
+            (Err(FetchError::Open(e)), _) => bail!("{e}"),
+            (Err(e), Some((a, file))) => {
+                // An Application read from a cluster or snapshot has no file to name.
+                let shown = file.display().to_string();
+                if shown.starts_with('<') {
+                    bail!("Application {}: {e}", a.name)
+                }
+                bail!("{shown}: Application {}: {e}", a.name)
+            }
+            (Err(e), None) => bail!("{e}"),
+        };
+        let rendered = render_fetched(&fetched, &at.source, &opts).map_err(|e| anyhow!("{e}"))?;
+        for note in &rendered.notes {
+            eprintln!("note: {note}");
         }
-        anyhow!("{e}")
-    })?;
-    for note in &rendered.notes {
-        eprintln!("note: {note}");
+        out.push(RenderedSource {
+            rendered,
+            work_tree: (!fetched.mirrored).then(|| fetched.dir.clone()),
+            fs: fetched.fs,
+        });
     }
-    Ok(RenderedSource { rendered, repo, fs })
-}
-
-/// `spec.source.repoURL` as a local repository: a path (relative to the Application
-/// file's directory) or a `file://` URL. Remote URLs need a local clone (`--repo`).
-fn repo_from_url(url: &str, app_file: &Path) -> Result<PathBuf, String> {
-    let local = if let Some(rest) = url.strip_prefix("file://") {
-        PathBuf::from(rest)
-    } else if url.contains("://") || url.starts_with("git@") {
-        return Err(format!(
-            "repoURL {url} is remote; plumb reads local repositories: pass --repo DIR with a clone of it"
-        ));
-    } else {
-        PathBuf::from(url)
-    };
-    Ok(if local.is_absolute() {
-        local
-    } else {
-        app_file.parent().unwrap_or(Path::new(".")).join(local)
-    })
+    Ok(out)
 }
 
 /// Rendered objects as the compare's desired objects, with their source locations.

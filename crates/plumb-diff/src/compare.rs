@@ -2,33 +2,17 @@
 //! inject tracking, find extra (prune-needed) objects, diff each pair and mask Secrets.
 //! This is what `plumb diff` prints and what sync and doctor build on.
 
+use crate::desired::{
+    BuiltinScopes, PrepareError, Prepared, PreparedObject, prepare, set_meta_entry,
+};
 use crate::{DiffConfig, DiffError, DiffResult, diff_owned, fields, mask, server_side};
 use plumb_core::argo::{Application, Settings, TrackingMethod};
-use plumb_core::origin::{Declared, Origins};
-use plumb_core::schema::Schema;
+use plumb_core::origin::Declared;
 use plumb_core::{INSTANCE_LABEL, ResourceKey, TRACKING_ID_ANNOTATION};
 use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
-/// A desired object and where it came from (`file:line`), for messages.
-#[derive(Debug, Clone)]
-pub struct Desired {
-    pub object: Value,
-    pub origin: String,
-    /// Where each scalar was set, when the renderer knows (empty otherwise).
-    pub origins: Origins,
-}
-
-impl Desired {
-    /// A desired object known only by its `file:line`.
-    pub fn new(object: Value, origin: String) -> Desired {
-        Desired {
-            object,
-            origin,
-            origins: Origins::new(),
-        }
-    }
-}
+pub use crate::desired::Desired;
 
 /// The state of one resource of the comparison.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -67,12 +51,8 @@ impl ResourceDiff {
 /// Problems with the inputs of a comparison.
 #[derive(Debug, thiserror::Error)]
 pub enum CompareError {
-    #[error("{key} is declared twice in desired: {first} and {second}")]
-    Duplicate {
-        key: Box<ResourceKey>,
-        first: String,
-        second: String,
-    },
+    #[error(transparent)]
+    Prepare(#[from] PrepareError),
     #[error(transparent)]
     Diff(#[from] DiffError),
     #[error("{key}: server-side dry run failed: {message}")]
@@ -118,118 +98,37 @@ impl std::fmt::Debug for ServerSide<'_> {
     }
 }
 
-/// Whether a kind is cluster-scoped: the built-in schema, else a CRD among `objects`.
-fn cluster_scoped(
-    group: &str,
-    kind: &str,
-    crds: &BTreeMap<(String, String), bool>,
-) -> Option<bool> {
-    Schema::builtin()
-        .is_cluster_scoped(group, kind)
-        .or_else(|| crds.get(&(group.to_string(), kind.to_string())).copied())
-}
-
-fn crd_scopes<'a>(objects: impl Iterator<Item = &'a Value>) -> BTreeMap<(String, String), bool> {
-    let mut out = BTreeMap::new();
-    for o in objects {
-        if o.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition")
-            && let (Some(g), Some(k), Some(scope)) = (
-                o.pointer("/spec/group").and_then(Value::as_str),
-                o.pointer("/spec/names/kind").and_then(Value::as_str),
-                o.pointer("/spec/scope").and_then(Value::as_str),
-            )
-        {
-            out.insert((g.to_string(), k.to_string()), scope == "Cluster");
-        }
-    }
-    out
-}
-
 pub use plumb_core::argo::{is_tracked_by, tracking_id};
 
-fn set_map_entry(obj: &mut Value, map: &str, k: &str, v: &str) {
-    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
-        let m = meta
-            .entry(map)
-            .or_insert_with(|| Value::Object(Default::default()));
-        if !m.is_object() {
-            *m = Value::Object(Default::default());
-        }
-        if let Some(m) = m.as_object_mut() {
-            m.insert(k.to_string(), Value::String(v.to_string()));
-        }
-    }
-}
-
-/// A desired object and, when it has origins, its copy as rendered.
-type Wanted = (Desired, Option<Value>);
-
-/// Compares desired with live. Live objects that are neither desired nor tracked by the
-/// app are not part of the comparison.
+/// Compares desired with live, offline: desired is prepared with the built-in schema and the
+/// CRDs among desired and live deciding scopes ([`desired::prepare`](crate::desired::prepare)),
+/// without the hooks each sync names anew; then [`compare_prepared`]. Live objects that are
+/// neither desired nor tracked by the app are not part of the comparison.
 pub fn compare(
     desired: Vec<Desired>,
     live: Vec<Value>,
     ctx: &CompareContext<'_>,
 ) -> Result<Vec<ResourceDiff>, CompareError> {
-    let crds = crd_scopes(desired.iter().map(|d| &d.object).chain(live.iter()));
-    let dest_ns = ctx.app.and_then(|a| a.destination_namespace.clone());
+    let scopes = BuiltinScopes::with_crds_of(desired.iter().map(|d| &d.object).chain(live.iter()));
     let tracking = ctx.settings.map(|s| s.tracking_method).unwrap_or_default();
+    let prepared = prepare(desired, ctx.app, tracking, &scopes)?.without_generated();
+    compare_prepared(prepared, live, ctx)
+}
 
-    // Desired: namespace defaulting, cluster-scoped namespaces dropped, duplicates refused.
-    // Each desired object with, when it has origins, a copy as rendered (before the
-    // namespace and tracking injected below) that the origins' pointers address.
-    // Per object (in parallel): its key, the as-rendered copy, namespace and tracking.
-    let prepared = plumb_core::parallel::map_owned(desired, |mut d| {
-        let mut key = ResourceKey::of(&d.object)?;
-        let rendered = (!d.origins.is_empty()).then(|| d.object.clone());
-        let mut unscoped = false;
-        match cluster_scoped(&key.group, &key.kind, &crds) {
-            Some(true) => key.namespace.clear(),
-            _ => {
-                if key.namespace.is_empty() {
-                    if let Some(ns) = &dest_ns {
-                        key.namespace = ns.clone();
-                        if let Some(meta) =
-                            d.object.get_mut("metadata").and_then(Value::as_object_mut)
-                        {
-                            meta.insert("namespace".into(), Value::String(ns.clone()));
-                        }
-                    } else {
-                        unscoped = true;
-                    }
-                }
-            }
-        }
-        if let Some(app) = ctx.app {
-            if tracking.uses_annotation() {
-                set_map_entry(
-                    &mut d.object,
-                    "annotations",
-                    TRACKING_ID_ANNOTATION,
-                    &tracking_id(&app.name, &key),
-                );
-            }
-            if tracking.uses_label() {
-                set_map_entry(&mut d.object, "labels", INSTANCE_LABEL, &app.name);
-            }
-        }
-        Some((key, d, rendered, unscoped))
-    });
-    let mut want: BTreeMap<ResourceKey, Wanted> = BTreeMap::new();
-    let mut unscoped: BTreeSet<ResourceKey> = BTreeSet::new();
-    for (key, d, rendered, is_unscoped) in prepared.into_iter().flatten() {
-        if let Some((prev, _)) = want.get(&key) {
-            return Err(CompareError::Duplicate {
-                key: Box::new(key),
-                first: prev.origin.clone(),
-                second: d.origin,
-            });
-        }
-        if is_unscoped {
-            unscoped.insert(key.clone());
-        }
-        want.insert(key, (d, rendered));
-    }
+/// Compares prepared desired objects with live: pairs them (an object without a namespace
+/// with the one live object of its group, kind and name), finds the app's extra objects,
+/// diffs each pair and masks Secrets.
+pub fn compare_prepared(
+    prepared: Prepared,
+    live: Vec<Value>,
+    ctx: &CompareContext<'_>,
+) -> Result<Vec<ResourceDiff>, CompareError> {
+    let tracking = ctx.settings.map(|s| s.tracking_method).unwrap_or_default();
+    let Prepared {
+        objects: mut want,
+        unscoped,
+        ..
+    } = prepared;
 
     // Live: index by key.
     let keyed = plumb_core::parallel::map_owned(live, |l| ResourceKey::of(&l).map(|k| (k, l)));
@@ -255,7 +154,7 @@ pub fn compare(
         }
     }
 
-    let pairs: Vec<(ResourceKey, Wanted, Option<Value>)> = want
+    let pairs: Vec<(ResourceKey, PreparedObject, Option<Value>)> = want
         .into_iter()
         .map(|(key, d)| {
             let l = have.remove(&key);
@@ -266,7 +165,10 @@ pub fn compare(
     let mut dry: Vec<Option<Value>> = vec![None; pairs.len()];
     if let Some(ss) = &ctx.server_side {
         let idx: Vec<usize> = (0..pairs.len()).filter(|&i| pairs[i].2.is_some()).collect();
-        let objects = idx.iter().map(|&i| pairs[i].1.0.object.clone()).collect();
+        let objects = idx
+            .iter()
+            .map(|&i| pairs[i].1.desired.object.clone())
+            .collect();
         for (i, r) in idx.into_iter().zip((ss.dry_run)(objects)) {
             match r {
                 Ok(v) => dry[i] = Some(v),
@@ -282,7 +184,18 @@ pub fn compare(
     let pairs: Vec<_> = pairs.into_iter().zip(dry).collect();
     let diffed = plumb_core::parallel::map_owned(
         pairs,
-        |((key, (d, rendered), mut live_obj), dry)| -> Result<ResourceDiff, CompareError> {
+        |(
+            (
+                key,
+                PreparedObject {
+                    desired: d,
+                    rendered,
+                },
+                mut live_obj,
+            ),
+            dry,
+        )|
+         -> Result<ResourceDiff, CompareError> {
             if let (Some(lv), TrackingMethod::Annotation) = (live_obj.as_mut(), tracking) {
                 pre_diff_tracking(lv, &d.object);
             }
@@ -354,7 +267,7 @@ fn pre_diff_tracking(live: &mut Value, desired: &Value) {
     {
         let id = id.to_string();
         if plumb_core::value::label(live, INSTANCE_LABEL).is_some() {
-            set_map_entry(live, "annotations", TRACKING_ID_ANNOTATION, &id);
+            set_meta_entry(live, "annotations", TRACKING_ID_ANNOTATION, &id);
         }
     }
     if plumb_core::value::label(desired, INSTANCE_LABEL).is_none()

@@ -29,6 +29,7 @@
 pub mod apply;
 pub mod compare;
 pub mod defaults;
+pub mod desired;
 pub mod fields;
 pub mod ignore;
 pub mod jq;

@@ -10,6 +10,7 @@
 //! }
 //! ```
 
+pub mod fetch;
 pub mod kustomize;
 pub mod remote;
 pub mod render;

@@ -94,6 +94,33 @@ pub struct RenderOptions {
     pub namespace: Option<String>,
 }
 
+impl RenderOptions {
+    /// The options an Application gives (its name and destination namespace: Helm's
+    /// release name and namespace); none without one.
+    pub fn for_app(app: Option<&plumb_core::argo::Application>, renderer: Renderer) -> Self {
+        RenderOptions {
+            renderer,
+            app_name: app.map(|a| a.name.clone()),
+            namespace: app.and_then(|a| a.destination_namespace.clone()),
+        }
+    }
+}
+
+/// Renders a fetched source: `source.path` of the repository at its revision. Paths in
+/// errors name the repository (`dir/path/file`), not only the repository-relative file.
+pub fn render_fetched(
+    fetched: &crate::fetch::Fetched,
+    source: &AppSource,
+    opts: &RenderOptions,
+) -> Result<Rendered, LoadError> {
+    render(fetched.fs.as_ref(), &source.path, source, opts).map_err(|mut e| {
+        if e.file.is_relative() && fetched.dir != Path::new(".") {
+            e.file = fetched.dir.join(&e.file);
+        }
+        e
+    })
+}
+
 /// Renders `path` (repository-relative) of `fs` as `source` says.
 pub fn render(
     fs: &dyn SourceFs,

@@ -38,11 +38,14 @@ use plumb_cluster::{Cluster, ClusterError, Propagation};
 use plumb_core::argo::{AppSource, Application, Settings};
 use plumb_core::{INSTANCE_LABEL, ResourceKey, TRACKING_ID_ANNOTATION};
 use plumb_diff::DiffConfig;
-use plumb_diff::compare::{CompareContext, Desired, ResourceDiff, compare, tracking_id};
+use plumb_diff::compare::{CompareContext, Desired, ResourceDiff, compare_prepared, tracking_id};
+use plumb_diff::desired::{BuiltinScopes, DiscoveredScopes, Prepared, prepare, set_meta_entry};
 use plumb_health::{AppResource, HealthStatus};
+use plumb_render::fetch::{Overrides, fetch, locate};
+use plumb_render::render::{RenderOptions, Renderer, render_fetched};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
 /// The field manager of every write a sync makes.
@@ -234,10 +237,10 @@ struct Observation {
     config: DiffConfig,
     /// The objects a sync applies: namespace defaulted, tracking injected.
     targets: BTreeMap<ResourceKey, Value>,
-    /// `file:line` of each target.
-    origins: BTreeMap<ResourceKey, String>,
     /// Hooks with `metadata.generateName` (keyed by the prefix): each operation names them.
     generated: std::collections::BTreeSet<ResourceKey>,
+    /// The desired objects as prepared (what `targets` holds, for each compare).
+    prepared: Prepared,
     tracking: plumb_core::argo::TrackingMethod,
     /// `spec.syncPolicy.syncOptions` as written.
     sync_options_json: Option<Value>,
@@ -252,13 +255,6 @@ struct Observation {
     compare_time: Duration,
 }
 
-struct Rendered {
-    objects: Vec<(Value, String)>,
-    source_type: String,
-    revision: String,
-    revision_label: String,
-}
-
 /// The Application's namespace (empty when it has none).
 fn app_namespace(app: &Value) -> &str {
     app.pointer("/metadata/namespace")
@@ -271,72 +267,6 @@ fn app_name(app: &Value) -> String {
         .and_then(Value::as_str)
         .unwrap_or("<unnamed>")
         .to_string()
-}
-
-/// `repoURL` as a local repository: an absolute path or a `file://` URL.
-fn local_repo(url: &str) -> Option<PathBuf> {
-    let path = url.strip_prefix("file://").unwrap_or(url);
-    let path = Path::new(path);
-    path.is_absolute().then(|| path.to_path_buf())
-}
-
-fn render_source(
-    repo: PathBuf,
-    source: AppSource,
-    name: String,
-    namespace: Option<String>,
-) -> Result<Rendered, String> {
-    use plumb_render::render::{RenderOptions, Renderer, render};
-    use plumb_render::source::{GitSource, SourceFs, is_git_repository, open_source};
-    let revision = source.target_revision.trim();
-    let (fs, commit): (Box<dyn SourceFs>, String) = if is_git_repository(&repo) {
-        let rev = (!revision.is_empty()).then_some(revision);
-        let git = GitSource::open(&repo, rev).map_err(|e| e.to_string())?;
-        let commit = git.commit_id();
-        (Box::new(git), commit)
-    } else {
-        (
-            open_source(&repo, None).map_err(|e| e.to_string())?,
-            String::new(),
-        )
-    };
-    let opts = RenderOptions {
-        renderer: Renderer::Native,
-        app_name: Some(name),
-        namespace,
-    };
-    let path = source.path.clone();
-    let rendered = render(fs.as_ref(), &path, &source, &opts).map_err(|mut e| {
-        if e.file.is_relative() {
-            e.file = repo.join(&e.file);
-        }
-        e.to_string()
-    })?;
-    Ok(Rendered {
-        objects: rendered
-            .objects
-            .into_iter()
-            .map(|o| {
-                let at = o.location();
-                (o.object, at)
-            })
-            .collect(),
-        source_type: rendered.source_type.as_str().to_string(),
-        revision: commit,
-        revision_label: rendered.revision,
-    })
-}
-
-fn set_meta_entry(obj: &mut Value, map: &str, k: &str, v: &str) {
-    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
-        let m = meta.entry(map).or_insert_with(|| Value::Object(Map::new()));
-        if !m.is_object() {
-            *m = Value::Object(Map::new());
-        }
-        if let Some(m) = m.as_object_mut() {
-            m.insert(k.to_string(), Value::String(v.to_string()));
-        }
-    }
 }
 
 fn diff_config(
@@ -370,40 +300,67 @@ async fn observe(
         .source
         .clone()
         .ok_or_else(|| fail("spec.source is required".into()))?;
-    let mut render_spec = source.clone();
-    if let Some(rev) = revision {
-        render_spec.target_revision = rev.to_string();
-    }
-    let repo = match &opts.repo_override {
-        Some(r) => r.clone(),
-        None => match local_repo(&source.repo_url) {
-            Some(path) => path,
-            None if plumb_render::remote::is_remote(&source.repo_url) => {
-                let (repos, url) = (opts.repos.clone(), source.repo_url.clone());
-                tokio::task::spawn_blocking(move || repos.checkout(&url))
-                    .await
-                    .map_err(|e| fail(format!("fetching stopped: {e}")))?
-                    .map_err(fail)?
-            }
-            None => {
-                return Err(fail(format!(
-                    "repoURL {:?} is neither a local repository (an absolute path or file:// URL) nor a remote one (https://, ssh://, git://, user@host:path)",
-                    source.repo_url
-                )));
-            }
-        },
+    // The pipeline, as `plumb diff` runs it: each source located (a relative repoURL means
+    // nothing to a controller: refused), fetched (git, for a remote) and rendered — both
+    // blocking, off the async workers —, then prepared with the cluster's discovery.
+    let overrides = Overrides {
+        repo: opts.repo_override.clone(),
+        ..Overrides::default()
     };
-
+    let located = app
+        .source
+        .as_slice()
+        .iter()
+        .map(|s| {
+            let mut s = s.clone();
+            // A resumed operation syncs the commit it started with.
+            if let Some(rev) = revision {
+                s.target_revision = rev.to_string();
+            }
+            locate(&s, &overrides, None)
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| fail(e.to_string()))?;
     let started = Instant::now();
-    let (src, n, ns) = (render_spec, name.clone(), app.destination_namespace.clone());
-    let rendered = tokio::task::spawn_blocking(move || render_source(repo, src, n, ns))
-        .await
-        .map_err(|e| fail(format!("rendering stopped: {e}")))?
-        .map_err(|reason| RunError::Render {
-            app: name.clone(),
-            reason,
-        })?;
+    let (repos, render_opts) = (
+        opts.repos.clone(),
+        RenderOptions::for_app(Some(&app), Renderer::Native),
+    );
+    let rendered = tokio::task::spawn_blocking(move || {
+        let mut out = Vec::with_capacity(located.len());
+        for at in located {
+            let fetched = fetch(&at, &repos).map_err(|e| e.to_string())?;
+            let rendered =
+                render_fetched(&fetched, &at.source, &render_opts).map_err(|e| e.to_string())?;
+            out.push((fetched.commit, rendered));
+        }
+        Ok::<_, String>(out)
+    })
+    .await
+    .map_err(|e| fail(format!("rendering stopped: {e}")))?
+    .map_err(|reason| RunError::Render {
+        app: name.clone(),
+        reason,
+    })?;
     let render_time = started.elapsed();
+    let (revision, source_type, revision_label) = rendered
+        .first()
+        .map(|(commit, r)| {
+            (
+                commit.clone(),
+                r.source_type.as_str().to_string(),
+                r.revision.clone(),
+            )
+        })
+        .unwrap_or_default();
+    let desired: Vec<Desired> = rendered
+        .into_iter()
+        .flat_map(|(_, r)| r.objects)
+        .map(|o| {
+            let at = o.location();
+            Desired::new(o.object, at)
+        })
+        .collect();
 
     let started = Instant::now();
     let config = diff_config(&app, &opts.settings, opts.jq_timeout).map_err(fail)?;
@@ -412,78 +369,31 @@ async fn observe(
         app: name.clone(),
         source,
     };
-    let mut targets = BTreeMap::new();
-    let mut origins = BTreeMap::new();
-    let mut desired = Vec::new();
-    let mut generated = std::collections::BTreeSet::new();
-    for (mut obj, origin) in rendered.objects {
-        // A hook with only `generateName` is keyed by the prefix; each operation names it.
-        let prefix = obj
-            .pointer("/metadata/generateName")
-            .and_then(Value::as_str)
-            .filter(|_| obj.pointer("/metadata/name").is_none())
-            .map(String::from);
-        if let Some(prefix) = &prefix
-            && let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut)
-        {
-            meta.insert("name".into(), Value::String(prefix.clone()));
-        }
-        let Some(mut key) = ResourceKey::of(&obj) else {
+    let scopes = DiscoveredScopes {
+        served: cluster
+            .scopes(plumb_diff::desired::kinds_of(&desired))
+            .await
+            .map_err(cluster_err)?,
+        offline: BuiltinScopes::with_crds_of(desired.iter().map(|d| &d.object)),
+    };
+    let prepared =
+        prepare(desired, Some(&app), tracking, &scopes).map_err(|e| fail(e.to_string()))?;
+    for key in &prepared.generated {
+        let object = &prepared.objects[key].desired;
+        let meta = crate::plan::ObjectMeta::from_object(&object.object);
+        if crate::plan::hook_of(&meta.annotations) == crate::plan::Hook::None {
             return Err(fail(format!(
-                "{origin}: object lacks apiVersion, kind or metadata.name"
-            )));
-        };
-        let namespaced = match cluster.resource_for(&key.group, &key.kind).await {
-            Ok(info) => info.namespaced,
-            // A kind whose CRD this very sync installs: namespaced unless built-in says not.
-            Err(ClusterError::UnknownKind { .. }) => {
-                plumb_core::schema::Schema::builtin().is_cluster_scoped(&key.group, &key.kind)
-                    != Some(true)
-            }
-            Err(e) => return Err(cluster_err(e)),
-        };
-        if !namespaced {
-            key.namespace.clear();
-            if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
-                meta.remove("namespace");
-            }
-        } else if key.namespace.is_empty()
-            && let Some(ns) = &app.destination_namespace
-        {
-            key.namespace = ns.clone();
-            if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
-                meta.insert("namespace".into(), Value::String(ns.clone()));
-            }
-        }
-        if tracking.uses_annotation() {
-            set_meta_entry(
-                &mut obj,
-                "annotations",
-                TRACKING_ID_ANNOTATION,
-                &tracking_id(&app.name, &key),
-            );
-        }
-        if tracking.uses_label() {
-            set_meta_entry(&mut obj, "labels", INSTANCE_LABEL, &app.name);
-        }
-        if let Some(first) = origins.get(&key) {
-            return Err(fail(format!(
-                "{key} is declared twice: {first} and {origin}"
+                "{}: metadata.generateName without metadata.name is only supported for hooks",
+                object.origin
             )));
         }
-        if prefix.is_some() {
-            let meta = crate::plan::ObjectMeta::from_object(&obj);
-            if crate::plan::hook_of(&meta.annotations) == crate::plan::Hook::None {
-                return Err(fail(format!(
-                    "{origin}: metadata.generateName without metadata.name is only supported for hooks"
-                )));
-            }
-            generated.insert(key.clone());
-        }
-        desired.push(Desired::new(obj.clone(), origin.clone()));
-        origins.insert(key.clone(), origin);
-        targets.insert(key, obj);
     }
+    let targets: BTreeMap<ResourceKey, Value> = prepared
+        .objects
+        .iter()
+        .map(|(k, p)| (k.clone(), p.desired.object.clone()))
+        .collect();
+    let generated = prepared.generated.clone();
     let target_list: Vec<Value> = targets.values().cloned().collect();
     let mut live_list = match &opts.cache {
         Some(CacheHandle(cache)) => {
@@ -521,13 +431,13 @@ async fn observe(
         namespace,
         policy,
         source,
-        source_type: rendered.source_type,
-        revision: rendered.revision,
-        revision_label: rendered.revision_label,
+        source_type,
+        revision,
+        revision_label,
         config,
         targets,
-        origins,
         generated,
+        prepared,
         tracking,
         sync_options_json: app_obj
             .pointer("/spec/syncPolicy/syncOptions")
@@ -552,7 +462,7 @@ async fn observe(
         render_time,
         compare_time: Duration::ZERO,
     };
-    compare_live(&mut obs, desired, live_list, &opts.settings)?;
+    compare_live(&mut obs, live_list, &opts.settings)?;
     obs.compare_time = started.elapsed();
     Ok(obs)
 }
@@ -582,12 +492,7 @@ fn previous_resources(app: &Value) -> Vec<ResourceKey> {
 }
 
 /// Compares targets with `live` and fills the verdicts of `obs`.
-fn compare_live(
-    obs: &mut Observation,
-    desired: Vec<Desired>,
-    live: Vec<Value>,
-    settings: &Settings,
-) -> Result<()> {
+fn compare_live(obs: &mut Observation, live: Vec<Value>, settings: &Settings) -> Result<()> {
     let ctx = CompareContext {
         app: Some(&obs.app),
         settings: Some(settings),
@@ -595,9 +500,11 @@ fn compare_live(
         keep_equal: false,
         server_side: None,
     };
-    let diffs = compare(desired, live.clone(), &ctx).map_err(|source| RunError::Compare {
-        app: obs.name.clone(),
-        source,
+    let diffs = compare_prepared(obs.prepared.clone(), live.clone(), &ctx).map_err(|source| {
+        RunError::Compare {
+            app: obs.name.clone(),
+            source,
+        }
     })?;
     obs.live = live
         .into_iter()
@@ -707,12 +614,7 @@ impl Observation {
                 live.push(obj);
             }
         }
-        let desired = self
-            .targets
-            .iter()
-            .map(|(k, v)| Desired::new(v.clone(), self.origins.get(k).cloned().unwrap_or_default()))
-            .collect();
-        compare_live(self, desired, live, settings)
+        compare_live(self, live, settings)
     }
 }
 
