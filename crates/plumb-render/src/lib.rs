@@ -15,6 +15,8 @@ pub mod kustomize;
 pub mod remote;
 pub mod render;
 pub mod source;
+#[cfg(any(test, feature = "test-support"))]
+pub mod testing;
 pub mod yaml_fast;
 
 use serde_json::Value;

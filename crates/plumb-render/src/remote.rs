@@ -394,41 +394,10 @@ mod tests {
         git(&work, &["push", "-q", origin.to_str().unwrap(), "main"]);
         let first = git(&work, &["rev-parse", "HEAD"]);
 
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        // git-daemon itself (not `git daemon`, whose child would outlive a kill).
-        let exec_path = Command::new("git").arg("--exec-path").output().unwrap();
-        let exec_path = String::from_utf8_lossy(&exec_path.stdout)
-            .trim()
-            .to_string();
-        let mut daemon = Command::new(Path::new(&exec_path).join("git-daemon"))
-            .args([
-                "--reuseaddr",
-                "--export-all",
-                "--listen=127.0.0.1",
-                &format!("--port={port}"),
-                &format!("--base-path={}", root.join("served").display()),
-            ])
-            .arg(root.join("served"))
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("git daemon");
-        let url = format!("git://127.0.0.1:{port}/app.git");
+        let daemon = crate::testing::GitDaemon::serve(&root.join("served")).expect("git daemon");
+        let url = daemon.url("app.git");
         let cache = RepoCache::new(root.join("cache"), Duration::ZERO);
-        // The daemon takes a moment to listen.
-        let mut mirror = Err(String::new());
-        for _ in 0..50 {
-            mirror = cache.checkout(&url);
-            if mirror.is_ok() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let mirror = mirror.expect("cloned");
+        let mirror = cache.checkout(&url).expect("cloned");
         assert_eq!(git(&mirror, &["rev-parse", "main"]), first);
 
         std::fs::write(work.join("a.txt"), "2").unwrap();
@@ -445,10 +414,9 @@ mod tests {
         assert_eq!(git(&mirror, &["rev-parse", "HEAD"]), second);
         assert_eq!(git(&mirror, &["symbolic-ref", "HEAD"]), "refs/heads/trunk");
 
-        let missing = cache.checkout(&format!("git://127.0.0.1:{port}/nope.git"));
+        let missing = cache.checkout(&daemon.url("nope.git"));
         assert!(missing.is_err_and(|e| e.starts_with("git clone git://")));
-        let _ = daemon.kill();
-        let _ = daemon.wait();
+        drop(daemon);
         let _ = std::fs::remove_dir_all(&root);
     }
 }

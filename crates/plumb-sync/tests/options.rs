@@ -1016,27 +1016,8 @@ async fn a_remote_repository_is_mirrored_and_fetched() {
         &work,
         &["push", "-q", origin.to_str().expect("utf-8"), "HEAD:main"],
     );
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .expect("port")
-        .local_addr()
-        .expect("addr")
-        .port();
-    let exec_path = git(&work, &["--exec-path"]);
-    let mut daemon =
-        std::process::Command::new(std::path::Path::new(exec_path.trim()).join("git-daemon"))
-            .args([
-                "--reuseaddr",
-                "--export-all",
-                "--listen=127.0.0.1",
-                &format!("--port={port}"),
-                &format!("--base-path={}", served.display()),
-            ])
-            .arg(&served)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("git-daemon");
-    let url = format!("git://127.0.0.1:{port}/app.git");
+    let daemon = plumb_render::testing::GitDaemon::serve(&served).expect("git daemon");
+    let url = daemon.url("app.git");
     let mut app = application(
         "remote",
         &apps_ns,
@@ -1061,26 +1042,15 @@ async fn a_remote_repository_is_mirrored_and_fetched() {
         let apps_ns = &apps_ns;
         let mut state = state.clone();
         async move {
-            // The daemon takes a moment to listen: retry a failed fetch for a few seconds.
-            let deadline = Instant::now() + Duration::from_secs(10);
-            loop {
-                let app = get_app(cluster, apps_ns, "remote").await;
-                match reconcile_once(
-                    cluster,
-                    &app,
-                    UNIX_EPOCH + Duration::from_secs(1_900_000_000 + s),
-                    &mut state,
-                )
-                .await
-                {
-                    Ok(out) => return out,
-                    Err(e) if Instant::now() < deadline => {
-                        eprintln!("retrying: {e}");
-                        tokio::time::sleep(Duration::from_millis(200)).await;
-                    }
-                    Err(e) => panic!("reconcile: {e}"),
-                }
-            }
+            let app = get_app(cluster, apps_ns, "remote").await;
+            reconcile_once(
+                cluster,
+                &app,
+                UNIX_EPOCH + Duration::from_secs(1_900_000_000 + s),
+                &mut state,
+            )
+            .await
+            .unwrap_or_else(|e| panic!("reconcile: {e}"))
         }
     };
     let out = reconcile(&mut state, 0).await;
@@ -1115,8 +1085,7 @@ async fn a_remote_repository_is_mirrored_and_fetched() {
             .unwrap()
             .is_some()
     );
-    let _ = daemon.kill();
-    let _ = daemon.wait();
+    drop(daemon);
     let _ = std::fs::remove_dir_all(&root);
     let _ = std::fs::remove_dir_all(&work);
 }
