@@ -39,13 +39,7 @@ pub fn run(args: RenderArgs) -> Result<u8> {
             out,
             "# {} source {} at {}: {} objects",
             rendered.source_type.as_str(),
-            args.source
-                .path
-                .clone()
-                .or_else(|| app
-                    .as_ref()
-                    .and_then(|(a, _)| a.source.as_ref().map(|s| s.path.clone())))
-                .unwrap_or_default(),
+            source.path,
             rendered.revision,
             rendered.objects.len()
         )?;

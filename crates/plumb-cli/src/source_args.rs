@@ -44,6 +44,8 @@ impl SourceArgs {
 /// A rendered source, with the repository it came from, opened at its revision.
 pub struct RenderedSource {
     pub rendered: Rendered,
+    /// The path rendered, inside the repository.
+    pub path: String,
     /// The repository's work tree (for fixes); `None` when it is the repository cache's
     /// mirror of a remote `repoURL`.
     pub work_tree: Option<PathBuf>,
@@ -106,6 +108,7 @@ pub fn render_sources(
         }
         out.push(RenderedSource {
             rendered,
+            path: at.source.path,
             work_tree: (!fetched.mirrored).then(|| fetched.dir.clone()),
             fs: fetched.fs,
         });
