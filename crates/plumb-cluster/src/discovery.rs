@@ -100,6 +100,13 @@ impl ApiResources {
         self.kinds.is_empty()
     }
 
+    /// A table of the given kinds (a server that is not asked: tests, the in-memory cluster).
+    pub fn from_infos(infos: impl IntoIterator<Item = ResourceInfo>) -> ApiResources {
+        ApiResources {
+            kinds: infos.into_iter().map(|i| (i.group_kind(), i)).collect(),
+        }
+    }
+
     /// Builds the table from kube's discovery groups.
     pub(crate) fn from_groups<'a>(groups: impl Iterator<Item = &'a ApiGroup>) -> ApiResources {
         let mut kinds = BTreeMap::new();

@@ -19,19 +19,27 @@
 //! # Ok(()) }
 //! ```
 //!
+//! [`ClusterApi`] is the trait of the requests a sync makes; [`Cluster`] implements it, and
+//! so does [`memory::MemoryCluster`] (feature `memory`), an API server in memory for unit
+//! tests of plumb-sync's runner.
+//!
 //! Concurrency: requests of one call run concurrently on the calling task
 //! (bounded: [`LIST_CONCURRENCY`] LISTs, [`APPLY_CONCURRENCY`] applies in
 //! flight); results keep the order of the input.
 
+mod api;
 mod apply;
 mod connect;
 mod discovery;
 mod error;
 mod live;
+#[cfg(feature = "memory")]
+pub mod memory;
 mod snapshot;
 mod watch;
 mod write;
 
+pub use api::ClusterApi;
 pub use connect::ConnectOptions;
 pub use discovery::{ApiResources, ResourceInfo};
 pub use error::{ClusterError, Result};
