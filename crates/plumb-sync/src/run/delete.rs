@@ -29,7 +29,7 @@ pub struct DeletionOutcome {
 /// finalization; `None` for an Application that is not being deleted. Without plumb's
 /// finalizers there is nothing to do (the resources stay, as in Argo CD).
 pub async fn finalize_deletion(
-    cluster: &Cluster,
+    cluster: &dyn ClusterApi,
     app: &Value,
     opts: &RunOptions,
 ) -> Result<Option<DeletionOutcome>> {
@@ -73,7 +73,7 @@ fn cluster_err(app: &Value) -> impl Fn(ClusterError) -> RunError {
 /// The resources stage: delete the highest wave left, wait, and at the end remove the
 /// resources finalizer.
 async fn delete_resources(
-    cluster: &Cluster,
+    cluster: &dyn ClusterApi,
     app: &Value,
     cascade: Cascade,
 ) -> Result<DeletionOutcome> {
@@ -196,7 +196,7 @@ async fn delete_resources(
 /// git's delete hooks (rendered now), with their type; `generateName` hooks are left out (a
 /// deletion stage has no operation to name them after).
 async fn delete_hooks(
-    cluster: &Cluster,
+    cluster: &dyn ClusterApi,
     app: &Value,
     opts: &RunOptions,
 ) -> Result<Vec<(DeleteHook, ResourceKey, Value)>> {
@@ -214,7 +214,7 @@ async fn delete_hooks(
 /// finalizer. A failed PreDelete hook blocks the deletion (delete the hook object to run it
 /// again); a failed PostDelete hook does not.
 async fn run_delete_hooks(
-    cluster: &Cluster,
+    cluster: &dyn ClusterApi,
     app: &Value,
     opts: &RunOptions,
     kind: DeleteHook,
@@ -282,7 +282,7 @@ async fn run_delete_hooks(
 /// when their delete policy matches the hooks' combined health (`HookSucceeded` when all are
 /// Healthy, `HookFailed` when one is Degraded); once they are gone the cleanup finalizers go.
 async fn clean_up_hooks(
-    cluster: &Cluster,
+    cluster: &dyn ClusterApi,
     app: &Value,
     opts: &RunOptions,
 ) -> Result<DeletionOutcome> {
@@ -344,7 +344,7 @@ async fn clean_up_hooks(
 /// Adds the finalizers the delete hooks git declares need (an app not being deleted), as Argo
 /// CD's controller does; a conflict waits for the next reconcile.
 pub(super) async fn ensure_hook_finalizers(
-    cluster: &Cluster,
+    cluster: &dyn ClusterApi,
     app: &Value,
     obs: &Observation,
 ) -> Result<()> {
@@ -374,7 +374,7 @@ pub(super) async fn ensure_hook_finalizers(
 /// Removes `names` from the Application's finalizers, pinned to its resourceVersion (the next
 /// reconcile retries a conflict); `true` when none of plumb's is left (the API server then
 /// deletes the Application, once other finalizers are gone too).
-async fn remove_finalizers(cluster: &Cluster, app: &Value, names: &[&str]) -> Result<bool> {
+async fn remove_finalizers(cluster: &dyn ClusterApi, app: &Value, names: &[&str]) -> Result<bool> {
     let remaining: Vec<Value> = app
         .pointer("/metadata/finalizers")
         .and_then(Value::as_array)

@@ -7,7 +7,7 @@ use crate::plan::Step;
 use crate::request::SyncRequest;
 
 pub(super) async fn dry_run(
-    cluster: &Cluster,
+    cluster: &dyn ClusterApi,
     app: &Value,
     opts: &RunOptions,
     request: &SyncRequest,

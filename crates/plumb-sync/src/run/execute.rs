@@ -20,7 +20,12 @@ pub(super) fn propagation(p: PropagationPolicy) -> Propagation {
 }
 
 /// Waits (polling) until none of `keys` exists any more, for at most `timeout`.
-async fn wait_deleted(cluster: &Cluster, keys: &[&ResourceKey], timeout: Duration, poll: Duration) {
+async fn wait_deleted(
+    cluster: &dyn ClusterApi,
+    keys: &[&ResourceKey],
+    timeout: Duration,
+    poll: Duration,
+) {
     let deadline = Instant::now() + timeout;
     let mut pending: Vec<&ResourceKey> = keys.to_vec();
     while !pending.is_empty() {
@@ -81,7 +86,10 @@ pub(super) fn apply_object(obs: &Observation, key: &ResourceKey) -> Result<Value
 /// ([`plumb_diff::apply::client_side_patch`]) as an `Update` by `plumb`. The patch is pinned
 /// to the live object's `resourceVersion`; when another writer got in between, live is read
 /// again and the patch recomputed (three attempts). Returns kubectl's verb for what happened.
-async fn client_side_apply(cluster: &Cluster, obj: &Value) -> Result<&'static str, ClusterError> {
+async fn client_side_apply(
+    cluster: &dyn ClusterApi,
+    obj: &Value,
+) -> Result<&'static str, ClusterError> {
     let mut attempt = 0;
     loop {
         attempt += 1;
@@ -126,7 +134,11 @@ fn forced_recreate(e: &ClusterError, server_side: bool) -> bool {
 /// Client-side apply migration before a server-side apply ([`crate::migration`]): live's
 /// `managedFields` rewritten so plumb's `Apply` entry owns what the managers in `from` owned by
 /// `Update`, pinned to live's `resourceVersion` (a conflict re-reads live; three attempts).
-async fn migrate_client_side(cluster: &Cluster, obj: &Value, from: &[&str]) -> Result<(), String> {
+async fn migrate_client_side(
+    cluster: &dyn ClusterApi,
+    obj: &Value,
+    from: &[&str],
+) -> Result<(), String> {
     let key = ResourceKey::of(obj).ok_or("the object lacks apiVersion, kind or metadata.name")?;
     let failed = |e: String| format!("failed to perform client-side apply migration: {e}");
     let mut attempt = 0;
@@ -361,7 +373,7 @@ struct Started {
 }
 
 struct Exec<'a> {
-    cluster: &'a Cluster,
+    cluster: &'a dyn ClusterApi,
     opts: &'a RunOptions,
     obs: &'a Observation,
     op: &'a Operation,
@@ -898,7 +910,7 @@ impl Exec<'_> {
 
 /// The app's sync options, with whether `CreateNamespace=true`'s namespace exists now.
 pub(super) async fn sync_options_now(
-    cluster: &Cluster,
+    cluster: &dyn ClusterApi,
     obs: &Observation,
 ) -> Result<crate::options::SyncOptions> {
     let mut sync_opts = obs.policy.sync_options.clone();
@@ -975,7 +987,7 @@ fn operation_state(
 
 /// Runs the operation `op` on the observed app and writes the outcome.
 pub(super) async fn execute(
-    cluster: &Cluster,
+    cluster: &dyn ClusterApi,
     app_obj: &Value,
     mut obs: Observation,
     opts: &RunOptions,

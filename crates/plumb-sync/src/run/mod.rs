@@ -21,9 +21,9 @@
 //! so the three-way compare sees a field that git stopped declaring (and the next sync, a
 //! server-side apply without it, removes it).
 //!
-//! Not done here (yet): waiting for a wave's resources to be healthy before the next wave,
-//! hook lifecycles (hooks are applied like resources, never deleted), client-side apply
-//! (`ServerSideApply=false` applies server-side too), server-side diff during a sync.
+//! Every request goes through [`plumb_cluster::ClusterApi`] (`&dyn ClusterApi`: a
+//! [`plumb_cluster::Cluster`], or in unit tests the in-memory cluster of `plumb-cluster`'s
+//! `memory` feature; see `run/tests.rs`). Not done here (yet): server-side diff during a sync.
 
 use crate::auto::{AppState, Decision, LastSync, RetryState, SyncReason, automated_decision};
 use crate::backoff::SelfHealBackoff;
@@ -34,7 +34,7 @@ use crate::policy::{PolicyError, SyncPolicy, revision_history_limit};
 use crate::request::SyncRequest;
 use crate::status::{SyncStatusCode, only_pruning_needed, sync_status};
 use crate::time::{format_rfc3339, parse_rfc3339};
-use plumb_cluster::{Cluster, ClusterError, Propagation};
+use plumb_cluster::{ClusterApi, ClusterError, Propagation};
 use plumb_core::argo::{AppSource, Application, Settings};
 use plumb_core::{INSTANCE_LABEL, ResourceKey, TRACKING_ID_ANNOTATION};
 use plumb_diff::DiffConfig;
@@ -280,7 +280,7 @@ fn diff_config(
 /// Renders the app's source (at `revision` when given: a resumed operation syncs the commit it
 /// started with), reads live state and compares.
 async fn observe(
-    cluster: &Cluster,
+    cluster: &dyn ClusterApi,
     app_obj: &Value,
     opts: &RunOptions,
     revision: Option<&str>,
@@ -590,7 +590,7 @@ impl Observation {
     }
 
     /// Lists live again and recompares (after a sync).
-    async fn recompare(&mut self, cluster: &Cluster, settings: &Settings) -> Result<()> {
+    async fn recompare(&mut self, cluster: &dyn ClusterApi, settings: &Settings) -> Result<()> {
         let target_list: Vec<Value> = self.targets.values().cloned().collect();
         let mut live = cluster
             .live_for(&target_list, Some(&self.app.name), INSTANCE_LABEL)
@@ -693,7 +693,7 @@ fn refresh_status(app_obj: &Value, obs: &Observation, now: SystemTime) -> Map<St
 }
 
 async fn write_status(
-    cluster: &Cluster,
+    cluster: &dyn ClusterApi,
     obs: &Observation,
     status: Map<String, Value>,
 ) -> Result<()> {
@@ -713,7 +713,7 @@ async fn write_status(
 /// Renders, compares and writes the status of a plumb.dev Application (`app` is the
 /// object as read from the cluster).
 pub async fn refresh_app(
-    cluster: &Cluster,
+    cluster: &dyn ClusterApi,
     app: &Value,
     opts: &RunOptions,
     now: SystemTime,
@@ -728,7 +728,7 @@ pub async fn refresh_app(
 /// Syncs a plumb.dev Application now: the whole app at its target revision, without pruning
 /// ([`sync_app_with`] with the default [`SyncRequest`]).
 pub async fn sync_app(
-    cluster: &Cluster,
+    cluster: &dyn ClusterApi,
     app: &Value,
     opts: &RunOptions,
     initiated_by: InitiatedBy,
@@ -749,7 +749,7 @@ pub async fn sync_app(
 /// as `argocd app sync`), `--revision`, `--resource` (a partial sync: only those resources, no
 /// hooks, no history entry), `--dry-run` (server-side dry run; nothing is written).
 pub async fn sync_app_with(
-    cluster: &Cluster,
+    cluster: &dyn ClusterApi,
     app: &Value,
     opts: &RunOptions,
     request: &SyncRequest,
@@ -786,7 +786,7 @@ pub async fn sync_app_with(
 /// the process running it stops before the next wave or while waiting, deletes its running
 /// hooks and ends it `Failed` with "Operation terminated" (no SyncFail hooks). If that process
 /// is gone, the next reconcile ends it so. An error when no operation is running.
-pub async fn terminate_operation(cluster: &Cluster, app: &Value) -> Result<()> {
+pub async fn terminate_operation(cluster: &dyn ClusterApi, app: &Value) -> Result<()> {
     let name = app_name(app);
     let namespace = app_namespace(app).to_string();
     let fail = |reason: &str| RunError::App {
@@ -831,7 +831,7 @@ pub async fn terminate_operation(cluster: &Cluster, app: &Value) -> Result<()> {
 
 /// An operation left `Terminating` by a process that is gone: ended `Failed` with
 /// "Operation terminated" (so automated sync does not retry it). `true` when it was.
-async fn finish_terminated(cluster: &Cluster, app: &Value, now: SystemTime) -> Result<bool> {
+async fn finish_terminated(cluster: &dyn ClusterApi, app: &Value, now: SystemTime) -> Result<bool> {
     if app
         .pointer("/status/operationState/phase")
         .and_then(Value::as_str)
@@ -862,7 +862,7 @@ async fn finish_terminated(cluster: &Cluster, app: &Value, now: SystemTime) -> R
 /// without hooks (pruning only with `prune`), recorded in the history like any sync. Refused while automated sync is
 /// enabled — the next automated sync would undo it.
 pub async fn rollback_app(
-    cluster: &Cluster,
+    cluster: &dyn ClusterApi,
     app: &Value,
     opts: &RunOptions,
     id: Option<i64>,
@@ -942,7 +942,7 @@ fn with_source<'a>(app: &'a Value, source: Option<&Value>) -> std::borrow::Cow<'
 /// are not created again, and one history entry when it succeeds. `None` when no operation
 /// is running.
 pub async fn resume_app(
-    cluster: &Cluster,
+    cluster: &dyn ClusterApi,
     app: &Value,
     opts: &RunOptions,
     now: SystemTime,
@@ -969,7 +969,7 @@ pub const REFRESH_ANNOTATION: &str = "argocd.argoproj.io/refresh";
 
 /// Removes the refresh annotation once the refresh it asked for is done (pinned to the
 /// resourceVersion: a newer request stays).
-async fn clear_refresh(cluster: &Cluster, app: &Value) -> Result<()> {
+async fn clear_refresh(cluster: &dyn ClusterApi, app: &Value) -> Result<()> {
     if plumb_core::value::annotation(app, REFRESH_ANNOTATION).is_none() {
         return Ok(());
     }
@@ -993,7 +993,7 @@ async fn clear_refresh(cluster: &Cluster, app: &Value) -> Result<()> {
 
 /// One controller pass: refresh, the automated decision, and the sync it calls for.
 pub async fn reconcile_once(
-    cluster: &Cluster,
+    cluster: &dyn ClusterApi,
     app: &Value,
     now: SystemTime,
     state: &mut ReconcileState,
@@ -1145,5 +1145,7 @@ fn app_state(app: &Value, obs: &Observation, opts: &RunOptions) -> AppState {
 mod delete;
 mod dry_run;
 mod execute;
+#[cfg(test)]
+mod tests;
 
 pub use delete::{DeletionOutcome, finalize_deletion};

@@ -1,0 +1,666 @@
+//! The runner's logic on the in-memory cluster ([`plumb_cluster::memory::MemoryCluster`]):
+//! waves and phases in order, each after the earlier one is healthy; the `allowEmpty` guard;
+//! a failed apply; an operation resumed after a stop; `Replace=true`, `Prune=false`,
+//! `CreateNamespace=true`, the dry run. Sources are real git repositories in temporary
+//! directories; nothing sleeps (held objects are released after a number of reads, and a
+//! stop is the sync's future dropped once the request log shows where it is).
+
+use super::*;
+use crate::request::SyncRequest;
+use plumb_cluster::memory::{MemoryCluster, Verb};
+use std::path::Path;
+use std::process::Command;
+use std::time::UNIX_EPOCH;
+
+const APPS: &str = "plumb";
+const DEST: &str = "prod";
+const APP: &str = "shop";
+
+fn key(group: &str, kind: &str, namespace: &str, name: &str) -> ResourceKey {
+    ResourceKey {
+        group: group.into(),
+        kind: kind.into(),
+        namespace: namespace.into(),
+        name: name.into(),
+    }
+}
+
+fn cm_key(name: &str) -> ResourceKey {
+    key("", "ConfigMap", DEST, name)
+}
+
+fn app_key() -> ResourceKey {
+    key("plumb.dev", "Application", APPS, APP)
+}
+
+fn configmap(name: &str, annotations: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name, "annotations": annotations}, "data": {"k": name}})
+}
+
+fn deployment(name: &str, annotations: Value) -> Value {
+    json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "annotations": annotations},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "c", "image": "registry.invalid/web:1"}]}}}})
+}
+
+fn job(name: &str, annotations: Value) -> Value {
+    json!({"apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": name, "annotations": annotations},
+        "spec": {"backoffLimit": 0, "template": {"spec": {"restartPolicy": "Never",
+            "containers": [{"name": "c", "image": "registry.invalid/migrate:1"}]}}}})
+}
+
+fn wave(n: i64) -> Value {
+    json!({"argocd.argoproj.io/sync-wave": n.to_string()})
+}
+
+fn hook(phase: &str) -> Value {
+    json!({"argocd.argoproj.io/hook": phase})
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args([
+            "-c",
+            "user.name=plumb test",
+            "-c",
+            "user.email=test@plumb.invalid",
+            "-c",
+            "commit.gpgsign=false",
+            "-c",
+            "init.defaultBranch=main",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A git repository whose `app/` directory holds the manifests (`name.json` each).
+struct Repo {
+    dir: tempfile::TempDir,
+}
+
+impl Repo {
+    fn new(objects: &[Value]) -> Repo {
+        let repo = Repo {
+            dir: tempfile::tempdir().expect("temp dir"),
+        };
+        git(repo.dir.path(), &["init", "-q"]);
+        std::fs::create_dir_all(repo.dir.path().join("app")).expect("app dir");
+        // Keeps `app/` in git when every manifest is gone.
+        std::fs::write(repo.dir.path().join("app/README.md"), "the app\n").expect("write");
+        repo.commit(objects, &[]);
+        repo
+    }
+
+    /// Writes `objects`, removes the manifests `removed`, commits.
+    fn commit(&self, objects: &[Value], removed: &[&str]) {
+        for obj in objects {
+            let name = obj["metadata"]["name"].as_str().expect("name");
+            let text = serde_json::to_string_pretty(obj).expect("json");
+            std::fs::write(self.dir.path().join(format!("app/{name}.json")), text).expect("write");
+        }
+        for name in removed {
+            std::fs::remove_file(self.dir.path().join(format!("app/{name}.json"))).expect("remove");
+        }
+        git(self.dir.path(), &["add", "-A"]);
+        git(self.dir.path(), &["commit", "-q", "-m", "change"]);
+    }
+}
+
+/// A cluster with the Application (`spec.syncPolicy` = `policy`) and its namespaces.
+fn setup(objects: &[Value], policy: Value) -> (MemoryCluster, Repo) {
+    let repo = Repo::new(objects);
+    let cluster = MemoryCluster::new();
+    for ns in [APPS, DEST] {
+        cluster
+            .put(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))
+            .expect("namespace");
+    }
+    cluster
+        .put(json!({
+            "apiVersion": "plumb.dev/v1alpha1",
+            "kind": "Application",
+            "metadata": {"name": APP, "namespace": APPS},
+            "spec": {
+                "project": "default",
+                "source": {
+                    "repoURL": format!("file://{}", repo.dir.path().display()),
+                    "path": "app",
+                    "targetRevision": "HEAD",
+                },
+                "destination": {"server": "https://kubernetes.default.svc", "namespace": DEST},
+                "syncPolicy": policy,
+            },
+        }))
+        .expect("application");
+    (cluster, repo)
+}
+
+fn app(cluster: &MemoryCluster) -> Value {
+    cluster.object(&app_key()).expect("the Application")
+}
+
+fn opts() -> RunOptions {
+    RunOptions {
+        poll_interval: Duration::from_millis(1),
+        wave_timeout: Duration::from_secs(60),
+        prune_wait: Duration::from_secs(5),
+        ..RunOptions::default()
+    }
+}
+
+fn now() -> SystemTime {
+    UNIX_EPOCH + Duration::from_secs(1_800_000_000)
+}
+
+/// The writes to the app's objects (the Application's own status writes left out), as
+/// `verb name`.
+fn object_writes(cluster: &MemoryCluster) -> Vec<String> {
+    cluster
+        .writes()
+        .into_iter()
+        .filter(|r| r.key.kind != "Application")
+        .map(|r| format!("{} {}", r.verb.as_str(), r.key.name))
+        .collect()
+}
+
+/// Where `verb` on `name` is in the log.
+fn position(cluster: &MemoryCluster, verb: Verb, name: &str) -> usize {
+    let log = cluster.log();
+    log.iter()
+        .position(|r| r.verb == verb && r.key.name == name)
+        .unwrap_or_else(|| {
+            let all: Vec<String> = log.iter().map(ToString::to_string).collect();
+            panic!("no {} of {name} in {all:#?}", verb.as_str())
+        })
+}
+
+fn op_field(app: &Value, field: &str) -> String {
+    app.pointer(&format!("/status/operationState/{field}"))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn history(app: &Value) -> Vec<Value> {
+    app.pointer("/status/history")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+}
+
+fn result<'a>(out: &'a SyncOutcome, name: &str) -> &'a ResourceResult {
+    out.results
+        .iter()
+        .find(|r| r.key.name == name)
+        .unwrap_or_else(|| panic!("no result for {name}: {:?}", out.results))
+}
+
+async fn sync(cluster: &MemoryCluster, opts: &RunOptions) -> SyncOutcome {
+    sync_app(
+        cluster,
+        &app(cluster),
+        opts,
+        InitiatedBy::user("alice"),
+        now(),
+    )
+    .await
+    .expect("sync runs")
+}
+
+/// PreSync hook, waves 0 to 2, PostSync hook: each step starts once the one before is done
+/// (the hook complete, the Deployment healthy), in that order.
+#[tokio::test]
+async fn waves_and_phases_run_in_order_each_after_the_earlier_is_healthy() {
+    let (cluster, _repo) = setup(
+        &[
+            job("migrate", hook("PreSync")),
+            configmap("config", wave(0)),
+            deployment("web", wave(1)),
+            configmap("after", wave(2)),
+            configmap("notify", hook("PostSync")),
+        ],
+        json!({}),
+    );
+    // The Deployment rolls out slowly: Progressing for its first three reads.
+    cluster.hold_for_reads(key("apps", "Deployment", DEST, "web"), json!({}), 3);
+    let out = sync(&cluster, &opts()).await;
+    assert!(out.succeeded(), "{}", out.message);
+    assert_eq!(out.message, "successfully synced (all tasks run)");
+    assert_eq!(
+        object_writes(&cluster),
+        [
+            "apply migrate",
+            "apply config",
+            "apply web",
+            "apply after",
+            "apply notify"
+        ]
+    );
+    // The hook was seen complete before wave 0 began.
+    let log = cluster.log();
+    let between = |from: usize, to: usize, name: &str| {
+        log[from..to]
+            .iter()
+            .filter(|r| r.verb == Verb::Get && r.key.name == name)
+            .count()
+    };
+    let (migrate, config) = (
+        position(&cluster, Verb::Apply, "migrate"),
+        position(&cluster, Verb::Apply, "config"),
+    );
+    assert!(between(migrate, config, "migrate") >= 1);
+    // The Deployment was read until healthy (three reads Progressing, the fourth Healthy)
+    // before wave 2 was applied.
+    let (web, after) = (
+        position(&cluster, Verb::Apply, "web"),
+        position(&cluster, Verb::Apply, "after"),
+    );
+    assert_eq!(between(web, after, "web"), 4);
+    let phases: Vec<(&str, &str, i64)> = out
+        .results
+        .iter()
+        .map(|r| (r.key.name.as_str(), r.phase, r.wave))
+        .collect();
+    assert_eq!(
+        phases,
+        [
+            ("migrate", "PreSync", 0),
+            ("config", "Sync", 0),
+            ("web", "Sync", 1),
+            ("after", "Sync", 2),
+            ("notify", "PostSync", 0)
+        ]
+    );
+    let stored = app(&cluster);
+    assert_eq!(op_field(&stored, "phase"), "Succeeded");
+    assert_eq!(history(&stored).len(), 1);
+    assert_eq!(stored["status"]["sync"]["status"], "Synced");
+    assert_eq!(stored["status"]["health"]["status"], "Healthy");
+}
+
+/// A wave that never becomes healthy: the next wave and the PostSync hook are never applied;
+/// the operation fails when the wave timeout is reached.
+#[tokio::test]
+async fn a_later_wave_does_not_start_while_an_earlier_one_is_progressing() {
+    let (cluster, _repo) = setup(
+        &[
+            deployment("web", wave(0)),
+            configmap("after", wave(1)),
+            configmap("notify", hook("PostSync")),
+        ],
+        json!({}),
+    );
+    cluster.hold(key("apps", "Deployment", DEST, "web"), json!({}));
+    let o = RunOptions {
+        wave_timeout: Duration::from_millis(30),
+        ..opts()
+    };
+    let out = sync(&cluster, &o).await;
+    assert!(!out.succeeded());
+    assert!(
+        out.message
+            .contains("waiting for healthy state of apps/Deployment/web"),
+        "{}",
+        out.message
+    );
+    assert_eq!(object_writes(&cluster), ["apply web"]);
+    assert!(cluster.object(&cm_key("after")).is_none());
+    let stored = app(&cluster);
+    assert_eq!(op_field(&stored, "phase"), "Failed");
+    assert!(
+        history(&stored).is_empty(),
+        "a failed sync records no history"
+    );
+}
+
+/// The API server refuses one object: the operation fails naming it, later waves are not
+/// applied, the SyncFail hook runs, no history entry is written.
+#[tokio::test]
+async fn a_failed_apply_fails_the_operation_and_runs_sync_fail_hooks() {
+    let (cluster, _repo) = setup(
+        &[
+            configmap("config", wave(0)),
+            configmap("bad", wave(1)),
+            configmap("after", wave(2)),
+            configmap("on-failure", hook("SyncFail")),
+            configmap("notify", hook("PostSync")),
+        ],
+        json!({}),
+    );
+    cluster.fail(
+        Verb::Apply,
+        cm_key("bad"),
+        ClusterError::Api {
+            code: 422,
+            message: "ConfigMap \"bad\" is invalid: data[k]: Invalid value".into(),
+        },
+    );
+    let out = sync(&cluster, &opts()).await;
+    assert!(!out.succeeded());
+    assert!(
+        out.message.contains("/ConfigMap prod/bad"),
+        "{}",
+        out.message
+    );
+    assert!(out.message.contains("is invalid"), "{}", out.message);
+    assert_eq!(result(&out, "bad").status, "SyncFailed");
+    assert_eq!(result(&out, "on-failure").hook_phase, Some("Succeeded"));
+    assert_eq!(
+        object_writes(&cluster),
+        ["apply config", "apply bad", "apply on-failure"]
+    );
+    assert!(cluster.object(&cm_key("bad")).is_none());
+    assert!(cluster.object(&cm_key("on-failure")).is_some());
+    let stored = app(&cluster);
+    assert_eq!(op_field(&stored, "phase"), "Failed");
+    assert!(op_field(&stored, "message").contains("/ConfigMap prod/bad"));
+    assert!(history(&stored).is_empty());
+    assert_eq!(stored["status"]["sync"]["status"], "OutOfSync");
+}
+
+/// Every object removed from git: an automated sync with prune refuses to delete everything
+/// without `allowEmpty`, and prunes with it.
+#[tokio::test]
+async fn prune_of_everything_needs_allow_empty() {
+    for allow_empty in [false, true] {
+        let policy = json!({"automated": {"prune": true, "allowEmpty": allow_empty}});
+        let (cluster, repo) = setup(
+            &[configmap("a", json!({})), configmap("b", json!({}))],
+            policy,
+        );
+        let mut state = ReconcileState { options: opts() };
+        let first = reconcile_once(&cluster, &app(&cluster), now(), &mut state)
+            .await
+            .expect("reconcile");
+        let sync = first.sync.expect("an automated sync");
+        assert!(sync.succeeded(), "{}", sync.message);
+        assert!(cluster.object(&cm_key("a")).is_some());
+
+        repo.commit(&[], &["a", "b"]);
+        cluster.clear_log();
+        let later = now() + Duration::from_secs(60);
+        let out = reconcile_once(&cluster, &app(&cluster), later, &mut state)
+            .await
+            .expect("reconcile");
+        let sync = out.sync.expect("an automated sync of the new revision");
+        let stored = app(&cluster);
+        if allow_empty {
+            assert!(sync.succeeded(), "{}", sync.message);
+            assert_eq!(object_writes(&cluster), ["delete a", "delete b"]);
+            assert_eq!(result(&sync, "a").status, "Pruned");
+            assert!(cluster.object(&cm_key("a")).is_none());
+            assert!(cluster.object(&cm_key("b")).is_none());
+            assert_eq!(history(&stored).len(), 2);
+            assert_eq!(stored["status"]["sync"]["status"], "Synced");
+        } else {
+            assert!(!sync.succeeded());
+            assert!(sync.message.contains("allowEmpty"), "{}", sync.message);
+            assert_eq!(object_writes(&cluster), Vec::<String>::new());
+            assert!(cluster.object(&cm_key("a")).is_some());
+            assert!(cluster.object(&cm_key("b")).is_some());
+            assert_eq!(op_field(&stored, "phase"), "Failed");
+            assert_eq!(history(&stored).len(), 1);
+        }
+    }
+}
+
+/// Waits (yielding, no clock) until `done` holds.
+async fn until(mut done: impl FnMut() -> bool) {
+    while !done() {
+        tokio::task::yield_now().await;
+    }
+}
+
+/// A controller stops while the PreSync hook runs (its future is dropped): the Application
+/// shows the operation `Running`. The next pass resumes it: the hook is not created again,
+/// the waves run, one history entry records the operation with its original start.
+#[tokio::test]
+async fn an_operation_stopped_midway_resumes_without_redoing_done_hooks() {
+    let (cluster, _repo) = setup(
+        &[
+            job("migrate", hook("PreSync")),
+            configmap("config", wave(0)),
+            configmap("after", wave(1)),
+        ],
+        json!({"automated": {"prune": true}}),
+    );
+    let migrate = key("batch", "Job", DEST, "migrate");
+    cluster.hold(migrate.clone(), json!({}));
+    let mut state = ReconcileState { options: opts() };
+    let started = now();
+    let app_before = app(&cluster);
+    let pass = reconcile_once(&cluster, &app_before, started, &mut state);
+    // Stopped once the runner reads the hook it created (it waits for its completion).
+    let hook_waited = until(|| {
+        let log = cluster.log();
+        log.iter()
+            .position(|r| r.verb == Verb::Apply && r.key == migrate)
+            .is_some_and(|applied| {
+                log[applied..]
+                    .iter()
+                    .any(|r| r.verb == Verb::Get && r.key == migrate)
+            })
+    });
+    tokio::select! {
+        r = pass => panic!("the pass ended before the hook completed: {:?}", r.map(|o| o.sync)),
+        () = hook_waited => {}
+    }
+    let stopped = app(&cluster);
+    assert_eq!(op_field(&stopped, "phase"), "Running");
+    assert_eq!(
+        op_field(&stopped, "message"),
+        "waiting for completion of hook batch/Job/migrate"
+    );
+    assert!(history(&stopped).is_empty());
+    assert_eq!(object_writes(&cluster), ["apply migrate"]);
+
+    // The Job completes while no controller runs; the next pass resumes the operation.
+    cluster.release(&migrate);
+    cluster.clear_log();
+    let later = started + Duration::from_secs(30);
+    let out = reconcile_once(&cluster, &stopped, later, &mut state)
+        .await
+        .expect("reconcile");
+    assert!(out.resumed);
+    let sync = out.sync.expect("the resumed operation");
+    assert!(sync.succeeded(), "{}", sync.message);
+    assert_eq!(object_writes(&cluster), ["apply config", "apply after"]);
+    assert_eq!(result(&sync, "migrate").hook_phase, Some("Succeeded"));
+    let done = app(&cluster);
+    assert_eq!(op_field(&done, "phase"), "Succeeded");
+    assert_eq!(
+        op_field(&done, "startedAt"),
+        op_field(&stopped, "startedAt")
+    );
+    let h = history(&done);
+    assert_eq!(h.len(), 1, "{h:?}");
+    assert_eq!(
+        h[0]["deployStartedAt"],
+        op_field(&stopped, "startedAt").as_str()
+    );
+    assert_eq!(h[0]["initiatedBy"]["automated"], true);
+
+    // Nothing is left to resume, and the synced revision is not synced again.
+    cluster.clear_log();
+    let out = reconcile_once(&cluster, &done, later, &mut state)
+        .await
+        .expect("reconcile");
+    assert!(!out.resumed);
+    assert!(out.sync.is_none(), "{:?}", out.decision);
+    assert_eq!(object_writes(&cluster), Vec::<String>::new());
+}
+
+/// `Replace=true` is a PUT, `Prune=false` keeps an object git dropped, and a manual sync
+/// prunes only when asked.
+#[tokio::test]
+async fn replace_and_prune_false() {
+    let (cluster, repo) = setup(
+        &[
+            configmap(
+                "replaced",
+                json!({"argocd.argoproj.io/sync-options": "Replace=true"}),
+            ),
+            configmap(
+                "kept",
+                json!({"argocd.argoproj.io/sync-options": "Prune=false"}),
+            ),
+            configmap("dropped", json!({})),
+        ],
+        json!({}),
+    );
+    let out = sync(&cluster, &opts()).await;
+    assert!(out.succeeded(), "{}", out.message);
+    assert_eq!(
+        object_writes(&cluster),
+        ["create replaced", "apply dropped", "apply kept"],
+        "Replace=true creates what does not exist (at once; server-side applies go as one batch)"
+    );
+    repo.commit(
+        &[configmap(
+            "replaced",
+            json!({"argocd.argoproj.io/sync-options": "Replace=true", "changed": "yes"}),
+        )],
+        &["kept", "dropped"],
+    );
+    cluster.clear_log();
+    let request = SyncRequest {
+        prune: true,
+        ..SyncRequest::default()
+    };
+    let out = sync_app_with(
+        &cluster,
+        &app(&cluster),
+        &opts(),
+        &request,
+        InitiatedBy::user("alice"),
+        now(),
+    )
+    .await
+    .expect("sync");
+    assert!(out.succeeded(), "{}", out.message);
+    assert_eq!(
+        object_writes(&cluster),
+        ["delete dropped", "replace replaced"]
+    );
+    assert_eq!(result(&out, "kept").status, "PruneSkipped");
+    assert!(cluster.object(&cm_key("kept")).is_some());
+    assert_eq!(
+        cluster.object(&cm_key("replaced")).expect("replaced")["metadata"]["annotations"]["changed"],
+        "yes"
+    );
+}
+
+/// Without `CreateNamespace=true` the apply into a missing namespace fails; with it the
+/// namespace is created first.
+#[tokio::test]
+async fn create_namespace_creates_the_destination_first() {
+    for create in [false, true] {
+        let policy = if create {
+            json!({"syncOptions": ["CreateNamespace=true"]})
+        } else {
+            json!({})
+        };
+        let (cluster, _repo) = setup(&[configmap("config", json!({}))], policy);
+        let mut app_obj = app(&cluster);
+        app_obj["spec"]["destination"]["namespace"] = json!("fresh");
+        let app_obj = cluster.put(app_obj).expect("application");
+        let out = sync_app(
+            &cluster,
+            &app_obj,
+            &opts(),
+            InitiatedBy::user("alice"),
+            now(),
+        )
+        .await
+        .expect("sync");
+        if create {
+            assert!(out.succeeded(), "{}", out.message);
+            assert_eq!(object_writes(&cluster), ["create fresh", "apply config"]);
+        } else {
+            assert!(!out.succeeded());
+            assert!(
+                out.message.contains("namespaces \"fresh\" not found"),
+                "{}",
+                out.message
+            );
+        }
+    }
+}
+
+/// A dry run applies nothing and writes no status.
+#[tokio::test]
+async fn a_dry_run_writes_nothing() {
+    let (cluster, _repo) = setup(&[configmap("config", json!({}))], json!({}));
+    let request = SyncRequest {
+        dry_run: true,
+        ..SyncRequest::default()
+    };
+    let out = sync_app_with(
+        &cluster,
+        &app(&cluster),
+        &opts(),
+        &request,
+        InitiatedBy::user("alice"),
+        now(),
+    )
+    .await
+    .expect("dry run");
+    assert!(out.succeeded(), "{}", out.message);
+    assert!(cluster.writes().is_empty(), "{:?}", cluster.writes());
+    assert!(
+        cluster
+            .log()
+            .iter()
+            .any(|r| r.verb == Verb::DryRunApply && r.key.name == "config")
+    );
+    assert!(cluster.object(&cm_key("config")).is_none());
+}
+
+/// What the in-memory cluster creates is Healthy for plumb-health (the runner's waits rely
+/// on it), and a held object is not.
+#[tokio::test]
+async fn memory_objects_are_healthy_unless_held() {
+    let cluster = MemoryCluster::new();
+    let objects = [
+        deployment("web", json!({})),
+        job("once", json!({})),
+        json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"},
+            "spec": {"replicas": 3}}),
+        json!({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent"},
+            "spec": {}}),
+        json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "rs"},
+            "spec": {"replicas": 1}}),
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "spec": {"restartPolicy": "Always"}}),
+        json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "pvc"},
+            "spec": {}}),
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "lb"},
+            "spec": {"type": "LoadBalancer"}}),
+        json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "in"},
+            "spec": {}}),
+    ];
+    for answer in cluster.apply(objects.to_vec(), FIELD_MANAGER, true).await {
+        let obj = answer.expect("applied");
+        let health = plumb_health::assess(&obj).expect("a health check");
+        assert_eq!(health.status, HealthStatus::Healthy, "{obj}");
+    }
+    let web = key("apps", "Deployment", "default", "web");
+    cluster.hold(web.clone(), json!({}));
+    let held = cluster.object(&web).expect("web");
+    assert_eq!(
+        plumb_health::assess(&held).map(|h| h.status),
+        Some(HealthStatus::Progressing)
+    );
+}
