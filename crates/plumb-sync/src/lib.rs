@@ -1,5 +1,8 @@
-//! plumb's sync engine core: what a sync does and when an automated one happens, decided as
-//! Argo CD (and gitops-engine) decide it. Pure: no I/O, no clock (time is passed in).
+//! plumb's sync engine: what a sync does and when an automated one happens, decided as
+//! Argo CD (and gitops-engine) decide it, and the runner and controller that carry it out.
+//!
+//! **The planner is pure** — no I/O, no async, no clock (time is passed in); a unit test
+//! (`purity.rs`) keeps it so. Every module but [`mod@run`] and [`controller`]:
 //!
 //! - [`mod@plan`]: the ordered steps of a sync (apply / replace / prune / skip) by phase, wave,
 //!   kind and name, with prune-wave reversal, `PruneLast`, `Prune=false`, `ApplyOutOfSyncOnly`,
@@ -8,12 +11,24 @@
 //! - [`options`]: `spec.syncPolicy.syncOptions` and the `argocd.argoproj.io/sync-options`
 //!   annotation, and how a resource's options override the Application's.
 //! - [`backoff`]: the self-heal backoff (0, 2, 6, 18, 54, 162, 300 s …) and the retry backoff
-//!   of `syncPolicy.retry`; [`duration`]: Go durations.
+//!   of `syncPolicy.retry`; [`duration`]: Go durations; [`time`]: RFC 3339.
 //! - [`auto`]: the automated-sync decision (once per revision, self-heal with backoff, retry
 //!   of failed syncs).
 //! - [`history`]: `status.history` entries, their JSON, ids and `revisionHistoryLimit`.
 //! - [`status`]: the Application's sync status from its resources.
 //! - [`policy`]: `spec.syncPolicy` read from an Application object.
+//! - [`operation`]: hook delete policies, when a hook or an applied resource is done (by
+//!   health), generated hook names; [`request`]: a manual sync's flags; [`migration`]:
+//!   client-side apply migration of `managedFields`; [`deletion`]: the cascade of a deleted
+//!   Application (which wave goes next, what waits, what stays).
+//!
+//! **The runner and the controller do the I/O:**
+//!
+//! - [`mod@run`]: refresh, sync, resume, terminate, roll back and finalize an Application. It
+//!   talks to a cluster only through [`plumb_cluster::ClusterApi`] (`&dyn ClusterApi`; pass a
+//!   `&plumb_cluster::Cluster`), so its logic is unit-tested on the in-memory cluster of
+//!   `plumb-cluster`'s `memory` feature.
+//! - [`controller`]: the loop over a connected `Cluster` and its watch cache.
 //!
 //! ```
 //! use plumb_core::ResourceKey;
@@ -34,9 +49,9 @@
 //! assert_eq!(order, [("Secret", Action::Prune), ("ConfigMap", Action::Apply), ("Service", Action::Apply)]);
 //! ```
 
+// The pure planner.
 pub mod auto;
 pub mod backoff;
-pub mod controller;
 pub mod deletion;
 pub mod duration;
 pub mod history;
@@ -46,9 +61,12 @@ pub mod options;
 pub mod plan;
 pub mod policy;
 pub mod request;
-pub mod run;
 pub mod status;
 pub mod time;
+
+// The runner and the controller (I/O).
+pub mod controller;
+pub mod run;
 
 pub use auto::{AppState, Decision, NoSync, SyncReason, automated_decision};
 pub use backoff::{RetryBackoff, RetryPolicy, SelfHealBackoff, should_retry};
@@ -57,5 +75,7 @@ pub use options::{ApplyMode, ResourceSyncOptions, SyncOptions};
 pub use plan::{Action, Phase, Plan, PlanError, PlanResource, Step, plan};
 pub use status::{SyncStatusCode, sync_status};
 
+#[cfg(test)]
+mod purity;
 #[cfg(test)]
 mod tests;
