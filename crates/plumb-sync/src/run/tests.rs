@@ -1,7 +1,7 @@
 //! The runner's logic on the in-memory cluster ([`plumb_cluster::memory::MemoryCluster`]):
 //! waves and phases in order, each after the earlier one is healthy; the `allowEmpty` guard;
-//! a failed apply; an operation resumed after a stop; `Replace=true`, `Prune=false`,
-//! `CreateNamespace=true`, the dry run. Sources are real git repositories in temporary
+//! a failed apply; an operation resumed after a stop, and one terminated; `Replace=true`,
+//! `Prune=false`, `CreateNamespace=true`, the dry run; a deleted Application's cascade. Sources are real git repositories in temporary
 //! directories; nothing sleeps (held objects are released after a number of reads, and a
 //! stop is the sync's future dropped once the request log shows where it is).
 
@@ -663,4 +663,82 @@ async fn memory_objects_are_healthy_unless_held() {
         plumb_health::assess(&held).map(|h| h.status),
         Some(HealthStatus::Progressing)
     );
+}
+
+/// `terminate-op` while a hook runs: the runner stops at its next poll, deletes the running
+/// hook, ends the operation Failed "Operation terminated" and applies nothing more.
+#[tokio::test]
+async fn a_terminated_operation_stops_and_deletes_its_running_hook() {
+    let (cluster, _repo) = setup(
+        &[
+            job("migrate", hook("PreSync")),
+            configmap("config", wave(0)),
+        ],
+        json!({}),
+    );
+    let migrate = key("batch", "Job", DEST, "migrate");
+    cluster.hold(migrate.clone(), json!({}));
+    let o = opts();
+    let run = sync(&cluster, &o);
+    let stop = async {
+        until(|| {
+            cluster.log().iter().any(|r| r.verb == Verb::PatchStatus)
+                && op_field(&app(&cluster), "message").starts_with("waiting for completion")
+        })
+        .await;
+        terminate_operation(&cluster, &app(&cluster))
+            .await
+            .expect("terminate");
+    };
+    let (out, ()) = tokio::join!(run, stop);
+    assert!(!out.succeeded());
+    assert_eq!(out.message, "Operation terminated");
+    assert_eq!(object_writes(&cluster), ["apply migrate", "delete migrate"]);
+    assert!(cluster.object(&migrate).is_none());
+    let stored = app(&cluster);
+    assert_eq!(op_field(&stored, "phase"), "Failed");
+    assert_eq!(op_field(&stored, "message"), "Operation terminated");
+}
+
+/// A deleted Application with the resources finalizer: one step per reconcile, the highest
+/// wave first, the next once it is gone, then the finalizer goes (and the Application).
+#[tokio::test]
+async fn a_deleted_application_cascades_in_reverse_wave_order() {
+    let (cluster, _repo) = setup(
+        &[configmap("first", wave(0)), configmap("second", wave(1))],
+        json!({}),
+    );
+    let out = sync(&cluster, &opts()).await;
+    assert!(out.succeeded(), "{}", out.message);
+    cluster
+        .patch_application(
+            APPS,
+            APP,
+            &json!({"metadata": {"finalizers": ["resources-finalizer.argocd.argoproj.io"]}}),
+        )
+        .await
+        .expect("finalizer");
+    cluster
+        .delete_object(&app_key(), Propagation::Background)
+        .await
+        .expect("delete");
+    cluster.clear_log();
+    let mut steps = Vec::new();
+    while let Some(current) = cluster.object(&app_key()) {
+        assert!(steps.len() < 5, "{steps:?}");
+        let step = finalize_deletion(&cluster, &current, &opts())
+            .await
+            .expect("finalize")
+            .expect("being deleted");
+        steps.push(step.message);
+    }
+    assert_eq!(
+        steps,
+        [
+            "deleting 1 resource(s) of wave 1",
+            "deleting 1 resource(s) of wave 0",
+            "resources deleted; finalizer removed"
+        ]
+    );
+    assert_eq!(object_writes(&cluster), ["delete second", "delete first"]);
 }
