@@ -1,26 +1,37 @@
 //! The parts of Argo CD's `Application` and `argocd-cm` settings that decide how
 //! objects are compared: ignore rules, known types, compare options, tracking.
 
+pub mod model;
+
 use crate::value::annotation;
-use serde::Deserialize;
+use model::{Extra, is_false};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// One `ignoreDifferences` entry (Application `spec.ignoreDifferences[]`, or an
 /// `argocd-cm` override turned into a rule).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct IgnoreRule {
-    /// A glob; empty matches only the core group.
+    /// A glob ([`crate::glob::Wildcard`]); empty matches only the core group.
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub group: String,
-    /// A glob.
+    /// A glob ([`crate::glob::Wildcard`]).
     pub kind: String,
     /// Exact; empty matches every name.
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub name: String,
     /// Exact; empty matches every namespace.
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub namespace: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub json_pointers: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub jq_path_expressions: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub managed_fields_managers: Vec<String>,
+    #[serde(flatten)]
+    pub extra: Extra,
 }
 
 /// The ignore part of a system-level override (`resource.customizations.ignoreDifferences.*`).
@@ -303,6 +314,7 @@ impl Settings {
                 json_pointers: o.ignore.json_pointers.clone(),
                 jq_path_expressions: o.ignore.jq_path_expressions.clone(),
                 managed_fields_managers: o.ignore.managed_fields_managers.clone(),
+                extra: Extra::new(),
             })
             .collect()
     }
@@ -347,53 +359,94 @@ pub struct Application {
     pub sync_options: Vec<String>,
 }
 
-/// An Application's `spec.source`: where desired state comes from and how it renders.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+/// An Application's `spec.source` (or one of `spec.sources`): where desired state comes from
+/// and how it renders. Written as Argo CD writes an `ApplicationSource` (`repoURL` always,
+/// other fields when set); fields not modelled (`plugin`, `ref`, `name`, …) are kept in
+/// `extra`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct AppSource {
     #[serde(rename = "repoURL")]
     pub repo_url: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub path: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub target_revision: String,
     /// A Helm chart name (chart repositories are not read; plumb renders git paths).
+    #[serde(skip_serializing_if = "none_or_empty")]
     pub chart: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub directory: Option<DirectorySource>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub kustomize: Option<KustomizeSource>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub helm: Option<HelmSource>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+fn none_or_empty(s: &Option<String>) -> bool {
+    s.as_deref().is_none_or(str::is_empty)
+}
+
+impl AppSource {
+    /// The JSON Argo CD writes for this source (history entries, `comparedTo`, `syncResult`).
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
 }
 
 /// `spec.source.directory`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct DirectorySource {
+    #[serde(skip_serializing_if = "is_false")]
     pub recurse: bool,
-    /// A glob (with `{a,b}` alternatives) matched against paths relative to the source path.
+    /// A glob ([`crate::glob::path_match`]) matched against paths relative to the source path.
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub include: String,
     /// Like `include`; takes precedence over it.
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub exclude: String,
+    #[serde(flatten)]
+    pub extra: Extra,
 }
 
 /// `spec.source.kustomize`: parameters Argo CD applies to the kustomization before building.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct KustomizeSource {
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub name_prefix: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub name_suffix: String,
     /// `name=newName:tag`, `name:tag`, `name@digest` forms, as `kustomize edit set image`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub images: Vec<String>,
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub common_labels: std::collections::BTreeMap<String, String>,
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub common_annotations: std::collections::BTreeMap<String, String>,
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub namespace: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub replicas: Vec<KustomizeReplica>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub patches: Vec<Value>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub components: Vec<String>,
+    #[serde(skip_serializing_if = "is_false")]
     pub force_common_labels: bool,
+    #[serde(skip_serializing_if = "is_false")]
     pub force_common_annotations: bool,
+    #[serde(skip_serializing_if = "is_false")]
     pub label_without_selector: bool,
+    #[serde(flatten)]
+    pub extra: Extra,
 }
 
 /// One `spec.source.kustomize.replicas` entry; `count` is an int or a string.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct KustomizeReplica {
     pub name: String,
@@ -401,32 +454,51 @@ pub struct KustomizeReplica {
 }
 
 /// `spec.source.helm`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct HelmSource {
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub value_files: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub parameters: Vec<HelmParameter>,
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub release_name: String,
     /// Inline values as a YAML string.
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub values: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub values_object: Option<Value>,
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub namespace: String,
+    #[serde(skip_serializing_if = "is_false")]
     pub skip_crds: bool,
+    #[serde(skip_serializing_if = "is_false")]
     pub ignore_missing_value_files: bool,
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub kube_version: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub api_versions: Vec<String>,
+    #[serde(flatten)]
+    pub extra: Extra,
 }
 
 /// One `--set` (or `--set-string` when `forceString`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct HelmParameter {
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub name: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub value: String,
+    #[serde(skip_serializing_if = "is_false")]
     pub force_string: bool,
+    #[serde(flatten)]
+    pub extra: Extra,
 }
 
 impl Application {
+    /// Reads an Application object (through [`model::Application`]): `kind` must be
+    /// `Application` and `metadata.name` set; a field of the wrong type is an error naming it.
     pub fn from_value(v: &Value) -> Result<Application, SettingsError> {
         let kind = v.get("kind").and_then(Value::as_str).unwrap_or("");
         if kind != "Application" {
@@ -434,56 +506,41 @@ impl Application {
                 "expected kind Application, found '{kind}'"
             )));
         }
-        let name = v
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .ok_or_else(|| SettingsError("Application has no metadata.name".into()))?
-            .to_string();
-        let spec = v.get("spec").cloned().unwrap_or(Value::Null);
-        let ignore_differences = match spec.get("ignoreDifferences") {
-            None | Some(Value::Null) => Vec::new(),
-            Some(list) => serde_json::from_value::<Vec<IgnoreRule>>(list.clone())
-                .map_err(|e| SettingsError(format!("spec.ignoreDifferences: {e}")))?,
-        };
-        for (i, r) in ignore_differences.iter().enumerate() {
+        let model = model::Application::from_value(v).map_err(|e| SettingsError(e.to_string()))?;
+        Application::from_model(&model)
+    }
+
+    /// The comparison view of a typed Application.
+    pub fn from_model(app: &model::Application) -> Result<Application, SettingsError> {
+        if app.metadata.name.is_empty() {
+            return Err(SettingsError("Application has no metadata.name".into()));
+        }
+        let spec = &app.spec;
+        for (i, r) in spec.ignore_differences.iter().enumerate() {
             if r.kind.is_empty() {
                 return Err(SettingsError(format!(
                     "spec.ignoreDifferences[{i}]: kind is required"
                 )));
             }
         }
-        let destination_namespace = spec
-            .pointer("/destination/namespace")
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-            .map(String::from);
-        let sync_options = spec
-            .pointer("/syncPolicy/syncOptions")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(String::from)
-                    .collect()
-            })
+        let compare_options = app
+            .metadata
+            .annotations
+            .get(crate::COMPARE_OPTIONS_ANNOTATION)
+            .map(|a| CompareOptions::parse(a))
             .unwrap_or_default();
-        let compare_options = annotation(v, crate::COMPARE_OPTIONS_ANNOTATION)
-            .map(CompareOptions::parse)
-            .unwrap_or_default();
-        let source = match spec.get("source").or_else(|| spec.pointer("/sources/0")) {
-            None | Some(Value::Null) => None,
-            Some(src) => Some(
-                serde_json::from_value::<AppSource>(src.clone())
-                    .map_err(|e| SettingsError(format!("spec.source: {e}")))?,
-            ),
-        };
         Ok(Application {
-            name,
-            source,
-            destination_namespace,
-            ignore_differences,
+            name: app.metadata.name.clone(),
+            source: app.first_source().cloned(),
+            destination_namespace: Some(spec.destination.namespace.clone())
+                .filter(|n| !n.is_empty()),
+            ignore_differences: spec.ignore_differences.clone(),
             compare_options,
-            sync_options,
+            sync_options: spec
+                .sync_policy
+                .as_ref()
+                .map(|p| p.sync_options.clone())
+                .unwrap_or_default(),
         })
     }
 

@@ -11,8 +11,13 @@
 //! - [`schema::Schema`]: the Kubernetes schema facts (merge keys, list types,
 //!   quantities, pointer-ness) generated from a real API server's OpenAPI document;
 //! - [`quantity`]: Kubernetes resource quantities and their canonical form;
-//! - [`argo`]: the Argo CD `Application` and `argocd-cm` settings plumb reads;
-//! - [`origin`]: source locations (file:line) of rendered values.
+//! - [`argo`]: the Argo CD `Application` and `argocd-cm` settings plumb reads, and
+//!   [`argo::model`]: the typed `Application` / `AppProject` (spec and status) every crate
+//!   reads and writes them through;
+//! - [`origin`]: source locations (file:line) of rendered values, and
+//!   [`origin::ELEMENT_KEYS`], the keys that identify a list element;
+//! - shared utilities, once: [`time`] (RFC 3339 via `jiff`), [`duration`] (Go durations),
+//!   [`glob`] (Argo CD's globs via `globset`).
 //!
 //! No I/O, no async, no Kubernetes client.
 //!
@@ -25,13 +30,16 @@
 //! ```
 
 pub mod argo;
+pub mod duration;
 pub mod fieldpath;
+pub mod glob;
 mod key;
 pub mod origin;
 pub mod parallel;
 pub mod pointer;
 pub mod quantity;
 pub mod schema;
+pub mod time;
 pub mod value;
 
 pub use key::{GroupKind, ResourceKey, group_of_api_version};

@@ -31,8 +31,11 @@ pub struct Declared {
 }
 
 /// Keys that identify a list element across two versions of a list, in the order they
-/// are tried (the merge keys of Kubernetes' common lists).
-const ELEMENT_KEYS: &[&str] = &[
+/// are tried: the merge keys of Kubernetes' common lists (containers, volumes, env: `name`;
+/// ports: `containerPort`; volume mounts and devices: `mountPath`, `devicePath`; host
+/// aliases: `ip`; topology spread constraints: `topologyKey`; tolerations and items:
+/// `key`; conditions: `type`). A patch repeats them to say which element it edits.
+pub const ELEMENT_KEYS: &[&str] = &[
     "name",
     "containerPort",
     "mountPath",

@@ -10,6 +10,7 @@
 use crate::jq::{JqDelete, JqError};
 use plumb_core::argo::IgnoreRule;
 use plumb_core::fieldpath::{self, FieldSet};
+use plumb_core::glob::Wildcard;
 use plumb_core::pointer::JsonPointer;
 use plumb_core::value::json_eq;
 use plumb_core::{GroupKind, ResourceKey};
@@ -33,38 +34,22 @@ pub enum IgnoreError {
     Invalid { origin: String, message: String },
 }
 
-/// Matches `*` and `?` globs; an empty pattern matches only the empty string.
-pub fn glob_match(pattern: &str, text: &str) -> bool {
-    fn rec(p: &[char], t: &[char]) -> bool {
-        match p.split_first() {
-            None => t.is_empty(),
-            Some(('*', rest)) => (0..=t.len()).any(|i| rec(rest, &t[i..])),
-            Some(('?', rest)) => !t.is_empty() && rec(rest, &t[1..]),
-            Some((c, rest)) => t.first() == Some(c) && rec(rest, &t[1..]),
-        }
-    }
-    if pattern == "*" {
-        return true;
-    }
-    let p: Vec<char> = pattern.chars().collect();
-    let t: Vec<char> = text.chars().collect();
-    rec(&p, &t)
-}
-
 /// A compiled rule.
 #[derive(Debug)]
 pub struct CompiledRule {
     /// Where the rule came from, for messages: `spec.ignoreDifferences[2]`.
     pub origin: String,
     pub rule: IgnoreRule,
+    group: Wildcard,
+    kind: Wildcard,
     pointers: Vec<JsonPointer>,
     jq: Vec<JqDelete>,
 }
 
 impl CompiledRule {
     pub fn matches(&self, gk: &GroupKind, namespace: &str, name: &str) -> bool {
-        glob_match(&self.rule.group, &gk.group)
-            && glob_match(&self.rule.kind, &gk.kind)
+        self.group.is_match(&gk.group)
+            && self.kind.is_match(&gk.kind)
             && (self.rule.name.is_empty() || self.rule.name == name)
             && (self.rule.namespace.is_empty() || self.rule.namespace == namespace)
     }
@@ -111,6 +96,8 @@ impl IgnoreNormalizer {
                 })?;
             compiled.push(CompiledRule {
                 origin,
+                group: Wildcard::new(&rule.group),
+                kind: Wildcard::new(&rule.kind),
                 rule,
                 pointers,
                 jq,
@@ -237,16 +224,6 @@ fn set_has_children(set: &FieldSet, path: &[fieldpath::PathElement]) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn globs_and_core_group() {
-        assert!(glob_match("*", "apps"));
-        assert!(glob_match("", ""));
-        assert!(!glob_match("", "apps"));
-        assert!(glob_match("*.k8s.io", "admissionregistration.k8s.io"));
-        assert!(glob_match("Deploy?ent", "Deployment"));
-        assert!(!glob_match("apps", "apps2"));
-    }
 
     #[test]
     fn managers_drop_only_modified_owned_leaves() {

@@ -37,6 +37,7 @@ use jaq_core::native::{Fun, bome, v};
 use jaq_core::path::Part;
 use jaq_core::{Compiler, Ctx, DataT, Error, Exn, Native, RunPtr, Vars, data::HasLut};
 use jaq_json::{Num, Rc, Val};
+use plumb_core::duration::GoDuration;
 use serde_json::Value;
 
 /// Name of the native filter that checks the deadline and the stack depth.
@@ -114,7 +115,7 @@ pub enum JqError {
     #[error(
         "jq expression '{}': JQ patch execution timed out ({})",
         one_line(expr),
-        GoDuration(*timeout)
+        GoDuration::from_std(*timeout)
     )]
     Timeout {
         /// The user's expression.
@@ -1041,52 +1042,6 @@ fn one_line(s: &str) -> String {
         .replace('\r', "\\r")
 }
 
-/// Formats a duration like Go's `time.Duration.String` (`1s`, `1.5s`,
-/// `500ms`, `2m0s`), as Argo CD's timeout message does.
-struct GoDuration(Duration);
-
-impl fmt::Display for GoDuration {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let d = self.0;
-        let nanos = d.as_nanos();
-        if nanos == 0 {
-            return f.write_str("0s");
-        }
-        if nanos < 1_000 {
-            return write!(f, "{nanos}ns");
-        }
-        if nanos < 1_000_000 {
-            return write!(f, "{}µs", trim_fraction(nanos, 1_000));
-        }
-        if nanos < 1_000_000_000 {
-            return write!(f, "{}ms", trim_fraction(nanos, 1_000_000));
-        }
-        let secs = d.as_secs();
-        let (h, m, s) = (secs / 3600, (secs % 3600) / 60, secs % 60);
-        if h > 0 {
-            write!(f, "{h}h")?;
-        }
-        if h > 0 || m > 0 {
-            write!(f, "{m}m")?;
-        }
-        let sub = u128::from(s) * 1_000_000_000 + u128::from(d.subsec_nanos());
-        write!(f, "{}s", trim_fraction(sub, 1_000_000_000))
-    }
-}
-
-/// `value / unit` as a decimal without trailing zeros (`unit` is a power of
-/// ten).
-fn trim_fraction(value: u128, unit: u128) -> String {
-    let whole = value / unit;
-    let frac = value % unit;
-    if frac == 0 {
-        return whole.to_string();
-    }
-    let width = unit.ilog10() as usize;
-    let digits = format!("{frac:0width$}");
-    format!("{whole}.{}", digits.trim_end_matches('0'))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1570,7 +1525,7 @@ mod tests {
 
     #[test]
     fn go_duration_format() {
-        let f = |d: Duration| GoDuration(d).to_string();
+        let f = |d: Duration| GoDuration::from_std(d).to_string();
         assert_eq!(f(Duration::ZERO), "0s");
         assert_eq!(f(Duration::from_secs(1)), "1s");
         assert_eq!(f(Duration::from_millis(1500)), "1.5s");

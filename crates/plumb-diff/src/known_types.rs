@@ -1,9 +1,10 @@
 //! `knownTypeFields`: canonicalise a field of a custom resource as a built-in type
 //! (`core/v1/PodSpec`, `core/v1/ResourceList`, `core/Quantity`, `meta/v1/Duration`).
 
-use crate::ignore::glob_match;
 use plumb_core::ResourceKey;
 use plumb_core::argo::ResourceOverride;
+use plumb_core::duration::canonical_go_duration;
+use plumb_core::glob::wildcard_match;
 use plumb_core::quantity::Quantity;
 use plumb_core::schema::{FieldDef, FieldType, Schema};
 use serde_json::Value;
@@ -43,7 +44,7 @@ impl KnownTypes {
     /// paths are skipped.
     pub fn apply(&self, key: &ResourceKey, obj: &mut Value, schema: &Schema) {
         for e in &self.entries {
-            if glob_match(&e.group, &key.group) && glob_match(&e.kind, &key.kind) {
+            if wildcard_match(&e.group, &key.group) && wildcard_match(&e.kind, &key.kind) {
                 let Some(def) = field_def(&e.type_name) else {
                     tracing::warn!(type_name = %e.type_name, "unknown knownTypeFields type ignored");
                     continue;
@@ -107,7 +108,10 @@ fn walk(v: &mut Value, path: &[String], def: &FieldDef, schema: &Schema) {
 
 fn canonical(v: &Value, def: &FieldDef, schema: &Schema) -> Option<Value> {
     if def.type_ref.as_deref() == Some("duration") {
-        return v.as_str().and_then(go_duration).map(Value::String);
+        return v
+            .as_str()
+            .and_then(canonical_go_duration)
+            .map(Value::String);
     }
     if def.t == FieldType::Quantity {
         return Quantity::from_json(v).map(|q| Value::String(q.canonical()));
@@ -115,101 +119,11 @@ fn canonical(v: &Value, def: &FieldDef, schema: &Schema) -> Option<Value> {
     crate::remarshal::canonicalize_as(v, def, schema).ok()
 }
 
-/// Parses and re-prints a Go duration (`8760h` → `8760h0m0s`).
-pub fn go_duration(s: &str) -> Option<String> {
-    let (neg, mut rest) = match s.strip_prefix('-') {
-        Some(r) => (true, r),
-        None => (false, s.strip_prefix('+').unwrap_or(s)),
-    };
-    if rest == "0" {
-        return Some("0s".into());
-    }
-    let mut nanos: f64 = 0.0;
-    if rest.is_empty() {
-        return None;
-    }
-    while !rest.is_empty() {
-        let n = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        if n == 0 {
-            return None;
-        }
-        let num: f64 = rest[..n].parse().ok()?;
-        rest = &rest[n..];
-        let u = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let unit = match &rest[..u] {
-            "ns" => 1.0,
-            "us" | "µs" | "μs" => 1e3,
-            "ms" => 1e6,
-            "s" => 1e9,
-            "m" => 60e9,
-            "h" => 3600e9,
-            _ => return None,
-        };
-        nanos += num * unit;
-        rest = &rest[u..];
-    }
-    let total = nanos.round() as i128;
-    Some(format_duration(if neg { -total } else { total }))
-}
-
-fn format_duration(ns: i128) -> String {
-    if ns == 0 {
-        return "0s".into();
-    }
-    let sign = if ns < 0 { "-" } else { "" };
-    let ns = ns.abs();
-    if ns < 1_000_000_000 {
-        let (unit, div) = if ns < 1_000 {
-            ("ns", 1)
-        } else if ns < 1_000_000 {
-            ("µs", 1_000)
-        } else {
-            ("ms", 1_000_000)
-        };
-        return format!("{sign}{}{unit}", trim_frac(ns, div));
-    }
-    let h = ns / 3_600_000_000_000;
-    let m = (ns / 60_000_000_000) % 60;
-    let s = ns % 60_000_000_000;
-    let secs = trim_frac(s, 1_000_000_000);
-    if h > 0 {
-        format!("{sign}{h}h{m}m{secs}s")
-    } else if m > 0 {
-        format!("{sign}{m}m{secs}s")
-    } else {
-        format!("{sign}{secs}s")
-    }
-}
-
-fn trim_frac(v: i128, div: i128) -> String {
-    let whole = v / div;
-    let frac = v % div;
-    if frac == 0 {
-        return whole.to_string();
-    }
-    let width = div.to_string().len() - 1;
-    let f = format!("{frac:0width$}");
-    format!("{whole}.{}", f.trim_end_matches('0'))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use plumb_core::argo::Settings;
     use serde_json::json;
-
-    #[test]
-    fn durations_print_as_go() {
-        assert_eq!(go_duration("8760h").unwrap(), "8760h0m0s");
-        assert_eq!(go_duration("90s").unwrap(), "1m30s");
-        assert_eq!(go_duration("1.5s").unwrap(), "1.5s");
-        assert_eq!(go_duration("500ms").unwrap(), "500ms");
-        assert!(go_duration("5x").is_none());
-    }
 
     #[test]
     fn pod_spec_of_a_custom_resource() {

@@ -32,7 +32,6 @@ pub mod managed;
 pub mod report;
 pub mod selector;
 mod status;
-pub mod time;
 
 pub use report::{
     Cause, CauseType, DeclaredAt, Finding, Fix, LoopEvidence, Report, ResourceRef, Verdict,
@@ -355,14 +354,6 @@ fn choose(candidates: &mut Vec<Candidate>, field: &Field<'_>) -> (Cause, bool) {
 /// Identity fields of a rendered object: they name the object or a list element, and a patch
 /// repeats them without declaring anything.
 fn is_identity(pointer: &str) -> bool {
-    const ELEMENT_KEYS: &[&str] = &[
-        "name",
-        "containerPort",
-        "mountPath",
-        "devicePath",
-        "ip",
-        "key",
-    ];
     if matches!(
         pointer,
         "/apiVersion" | "/kind" | "/metadata/name" | "/metadata/namespace"
@@ -371,7 +362,10 @@ fn is_identity(pointer: &str) -> bool {
     }
     let toks = checks::tokens(pointer);
     match toks.as_slice() {
-        [.., idx, last] => idx.parse::<usize>().is_ok() && ELEMENT_KEYS.contains(&last.as_str()),
+        [.., idx, last] => {
+            idx.parse::<usize>().is_ok()
+                && plumb_core::origin::ELEMENT_KEYS.contains(&last.as_str())
+        }
         _ => false,
     }
 }
@@ -459,4 +453,42 @@ fn declared_at(
             })
         });
     (Some(at), pulled.filter(|_| only), from_kustomization)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_identity;
+
+    /// The element keys are plumb-core's (`origin::ELEMENT_KEYS`); the doctor's own list
+    /// lacked `topologyKey` and `type`, which a strategic-merge patch repeats to name a
+    /// topology spread constraint or a condition just as it repeats a container's `name`.
+    #[test]
+    fn identity_fields_are_names_and_element_keys() {
+        for (pointer, identity) in [
+            ("/metadata/name", true),
+            ("/kind", true),
+            ("/spec/template/spec/containers/0/name", true),
+            (
+                "/spec/template/spec/containers/0/ports/1/containerPort",
+                true,
+            ),
+            (
+                "/spec/template/spec/containers/0/volumeMounts/0/mountPath",
+                true,
+            ),
+            ("/spec/template/spec/hostAliases/0/ip", true),
+            ("/spec/template/spec/tolerations/0/key", true),
+            (
+                "/spec/template/spec/topologySpreadConstraints/0/topologyKey",
+                true,
+            ),
+            ("/status/conditions/0/type", true),
+            ("/spec/template/spec/containers/0/image", false),
+            ("/spec/replicas", false),
+            ("/spec/strategy/type", false),
+            ("/spec/template/spec/volumes/0/hostPath/type", false),
+        ] {
+            assert_eq!(is_identity(pointer), identity, "{pointer}");
+        }
+    }
 }

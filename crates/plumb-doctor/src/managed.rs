@@ -64,7 +64,9 @@ pub fn owners(live: &Value, pointer: &str) -> Vec<Owner> {
                 manager: s("manager"),
                 operation: s("operation"),
                 subresource: s("subresource"),
-                at: time.as_deref().and_then(crate::time::parse),
+                at: time
+                    .as_deref()
+                    .and_then(|t| plumb_core::time::parse_rfc3339(t).ok()),
                 time,
                 api_version: s("apiVersion"),
             });

@@ -71,7 +71,7 @@ fn run_fixture(path: &Path) -> (Report, Value) {
         .and_then(Value::as_object)
         .map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
         .unwrap_or_default();
-    let now = plumb_doctor::time::parse(f["now"].as_str().unwrap()).unwrap();
+    let now = plumb_core::time::parse_rfc3339(f["now"].as_str().unwrap()).unwrap();
     let report = diagnose(&Inputs {
         app: &f["app"],
         diffs: &diffs,

@@ -9,6 +9,7 @@ use crate::kustomize::{self, KustomizeError};
 use crate::source::{EntryKind, SourceFs, join};
 use crate::{LoadError, Manifest};
 use plumb_core::argo::{AppSource, DirectorySource, KustomizeSource};
+use plumb_core::glob::PathGlob;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -199,6 +200,8 @@ fn directory_files(
     root: &str,
     opts: &DirectorySource,
 ) -> Result<Vec<String>, LoadError> {
+    let include = (!opts.include.is_empty()).then(|| PathGlob::new(&opts.include));
+    let exclude = (!opts.exclude.is_empty()).then(|| PathGlob::new(&opts.exclude));
     let mut out = Vec::new();
     let mut stack = vec![root.to_string()];
     while let Some(dir) = stack.pop() {
@@ -212,10 +215,10 @@ fn directory_files(
                         .strip_prefix(root)
                         .map(|r| r.trim_start_matches('/'))
                         .unwrap_or(&full);
-                    if !opts.exclude.is_empty() && glob_match(&opts.exclude, rel) {
+                    if exclude.as_ref().is_some_and(|g| g.is_match(rel)) {
                         continue;
                     }
-                    if !opts.include.is_empty() && !glob_match(&opts.include, rel) {
+                    if include.as_ref().is_some_and(|g| !g.is_match(rel)) {
                         continue;
                     }
                     out.push(full);
@@ -250,118 +253,6 @@ fn from_kustomize(r: kustomize::Rendered) -> RenderedObject {
         line: r.line,
         origins: r.origins,
     }
-}
-
-/// Argo CD's include/exclude globs: `*` and `?` (matching `/` too, as Argo CD compiles
-/// them without separators), `[...]` classes and `{a,b}` alternatives.
-pub fn glob_match(pattern: &str, text: &str) -> bool {
-    expand_braces(pattern)
-        .iter()
-        .any(|p| plain_glob(p.as_bytes(), text.as_bytes()))
-}
-
-fn expand_braces(pattern: &str) -> Vec<String> {
-    let Some(open) = pattern.find('{') else {
-        return vec![pattern.to_string()];
-    };
-    // Find the matching close brace, splitting the top-level alternatives.
-    let bytes = pattern.as_bytes();
-    let (mut depth, mut parts, mut start) = (0usize, Vec::new(), open + 1);
-    for i in open..bytes.len() {
-        match bytes[i] {
-            b'{' => depth += 1,
-            b'}' => {
-                depth -= 1;
-                if depth == 0 {
-                    parts.push(&pattern[start..i]);
-                    let (head, tail) = (&pattern[..open], &pattern[i + 1..]);
-                    return parts
-                        .iter()
-                        .flat_map(|alt| expand_braces(&format!("{head}{alt}{tail}")))
-                        .collect();
-                }
-            }
-            b',' if depth == 1 => {
-                parts.push(&pattern[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    vec![pattern.to_string()] // unbalanced: literal
-}
-
-fn plain_glob(p: &[u8], t: &[u8]) -> bool {
-    let (mut pi, mut ti) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while ti < t.len() {
-        if pi < p.len() {
-            match p[pi] {
-                b'*' => {
-                    while pi < p.len() && p[pi] == b'*' {
-                        pi += 1;
-                    }
-                    star = Some((pi, ti));
-                    continue;
-                }
-                b'?' => {
-                    pi += 1;
-                    ti += 1;
-                    continue;
-                }
-                b'[' => {
-                    if let Some((matched, next)) = class_match(&p[pi..], t[ti]) {
-                        if matched {
-                            pi += next;
-                            ti += 1;
-                            continue;
-                        }
-                    } else if t[ti] == b'[' {
-                        pi += 1;
-                        ti += 1;
-                        continue;
-                    }
-                }
-                c if c == t[ti] => {
-                    pi += 1;
-                    ti += 1;
-                    continue;
-                }
-                _ => {}
-            }
-        }
-        match star {
-            Some((sp, st)) => {
-                pi = sp;
-                ti = st + 1;
-                star = Some((sp, st + 1));
-            }
-            None => return false,
-        }
-    }
-    p[pi..].iter().all(|&c| c == b'*')
-}
-
-/// `[abc]`, `[a-z]`, `[!x]`: whether `c` matches and the class's length.
-fn class_match(p: &[u8], c: u8) -> Option<(bool, usize)> {
-    let end = p.iter().skip(1).position(|&b| b == b']')? + 1;
-    let body = &p[1..end];
-    let (negate, body) = match body.first() {
-        Some(b'!' | b'^') => (true, &body[1..]),
-        _ => (false, body),
-    };
-    let mut hit = false;
-    let mut i = 0;
-    while i < body.len() {
-        if i + 2 < body.len() && body[i + 1] == b'-' {
-            hit |= body[i] <= c && c <= body[i + 2];
-            i += 3;
-        } else {
-            hit |= body[i] == c;
-            i += 1;
-        }
-    }
-    Some((hit != negate, end + 1))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -780,19 +671,6 @@ impl Drop for Materialized {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn argo_globs() {
-        assert!(glob_match("*.yaml", "a.yaml"));
-        assert!(glob_match("*.yaml", "sub/a.yaml"), "* crosses /");
-        assert!(glob_match("{config.yaml,env-use2/*}", "env-use2/x.yml"));
-        assert!(glob_match("{config.yaml,env-use2/*}", "config.yaml"));
-        assert!(!glob_match("{config.yaml,env-use2/*}", "other.yaml"));
-        assert!(glob_match("app-?.json", "app-1.json"));
-        assert!(glob_match("[ab]*.yaml", "b1.yaml"));
-        assert!(!glob_match("[!ab]*.yaml", "b1.yaml"));
-        assert!(glob_match("{a,{b,c}}.yaml", "c.yaml"));
-    }
 
     #[test]
     fn directory_sources_accept_generate_name_hooks_and_kustomize_refuses_them() {

@@ -11,7 +11,8 @@
 //! - [`options`]: `spec.syncPolicy.syncOptions` and the `argocd.argoproj.io/sync-options`
 //!   annotation, and how a resource's options override the Application's.
 //! - [`backoff`]: the self-heal backoff (0, 2, 6, 18, 54, 162, 300 s …) and the retry backoff
-//!   of `syncPolicy.retry`; [`duration`]: Go durations; [`time`]: RFC 3339.
+//!   of `syncPolicy.retry`. Go durations and RFC 3339 times are plumb-core's
+//!   ([`duration`], [`time`], re-exported here).
 //! - [`auto`]: the automated-sync decision (once per revision, self-heal with backoff, retry
 //!   of failed syncs).
 //! - [`history`]: `status.history` entries, their JSON, ids and `revisionHistoryLimit`.
@@ -53,7 +54,6 @@
 pub mod auto;
 pub mod backoff;
 pub mod deletion;
-pub mod duration;
 pub mod history;
 pub mod migration;
 pub mod operation;
@@ -62,7 +62,9 @@ pub mod plan;
 pub mod policy;
 pub mod request;
 pub mod status;
-pub mod time;
+
+/// plumb-core's Go durations and RFC 3339 times (one implementation for every crate).
+pub use plumb_core::{duration, time};
 
 // The runner and the controller (I/O).
 pub mod controller;

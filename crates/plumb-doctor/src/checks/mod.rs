@@ -184,27 +184,7 @@ pub fn namespace_of(o: &Value) -> &str {
 }
 
 /// Shell-style wildcard matching (`*`, `?`), as Kyverno and Gatekeeper match names.
-pub fn glob(pattern: &str, s: &str) -> bool {
-    let (p, s): (Vec<char>, Vec<char>) = (pattern.chars().collect(), s.chars().collect());
-    let (mut pi, mut si, mut star, mut mark) = (0, 0, None, 0);
-    while si < s.len() {
-        if pi < p.len() && (p[pi] == '?' || p[pi] == s[si]) {
-            pi += 1;
-            si += 1;
-        } else if pi < p.len() && p[pi] == '*' {
-            star = Some(pi);
-            mark = si;
-            pi += 1;
-        } else if let Some(st) = star {
-            pi = st + 1;
-            mark += 1;
-            si = mark;
-        } else {
-            return false;
-        }
-    }
-    p[pi..].iter().all(|c| *c == '*')
-}
+pub use plumb_core::glob::wildcard_match as glob;
 
 /// Whether any of `patterns` (a JSON string list) matches `s`; `default` when absent or empty.
 pub fn any_glob(patterns: Option<&Value>, s: &str, default: bool) -> bool {

@@ -20,6 +20,11 @@ impl GoDuration {
         self.0
     }
 
+    /// A `std::time::Duration` as a Go duration (saturating at Go's largest, about 292 years).
+    pub fn from_std(d: Duration) -> GoDuration {
+        GoDuration(i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+    }
+
     /// The duration as a `std::time::Duration`; negative durations become zero.
     pub fn to_std(self) -> Duration {
         Duration::from_nanos(u64::try_from(self.0).unwrap_or(0))
@@ -179,6 +184,13 @@ pub fn parse_argo_duration(text: &str) -> Result<GoDuration, DurationError> {
     parse_go_duration(text).map_err(|_| DurationError::NotADuration(text.to_string()))
 }
 
+/// A Go duration in Go's canonical form (`8760h` → `8760h0m0s`, `90s` → `1m30s`), as a
+/// `metav1.Duration` field reads back after Kubernetes parsed it; `None` when `text` is not
+/// a Go duration.
+pub fn canonical_go_duration(text: &str) -> Option<String> {
+    parse_go_duration(text).ok().map(|d| d.to_string())
+}
+
 /// Go's `Duration.String()` form (`5s`, `3m0s`, `1h2m3s`, `500ms`), for messages.
 impl fmt::Display for GoDuration {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -307,5 +319,35 @@ mod tests {
             assert_eq!(GoDuration(nanos).to_string(), text);
         }
         assert_eq!(GoDuration(-5 * S).to_std(), Duration::ZERO);
+        assert_eq!(
+            GoDuration::from_std(Duration::from_millis(1_500)).to_string(),
+            "1.5s"
+        );
+        assert_eq!(
+            GoDuration::from_std(Duration::from_nanos(1_500)).to_string(),
+            "1.5µs"
+        );
+        assert_eq!(GoDuration::from_std(Duration::MAX), GoDuration(i64::MAX));
+    }
+
+    /// What plumb-diff's known-type canonicalisation of `metav1.Duration` fields produced
+    /// before it used this module (it summed floats; Go and this module sum integers).
+    #[test]
+    fn canonical_forms_for_known_type_fields() {
+        for (text, canon) in [
+            ("8760h", Some("8760h0m0s")),
+            ("90s", Some("1m30s")),
+            ("1.5s", Some("1.5s")),
+            ("500ms", Some("500ms")),
+            ("0", Some("0s")),
+            ("-90s", Some("-1m30s")),
+            ("1h0.5m", Some("1h0m30s")),
+            ("2us", Some("2µs")),
+            ("5x", None),
+            ("5", None),
+            ("", None),
+        ] {
+            assert_eq!(canonical_go_duration(text).as_deref(), canon, "{text}");
+        }
     }
 }

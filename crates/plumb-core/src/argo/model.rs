@@ -1,0 +1,828 @@
+//! Argo CD's `Application` and `AppProject` custom resources as Rust types: the one place
+//! plumb reads and writes an Application's spec and status.
+//!
+//! Field names are Argo CD's CRD names (camelCase). Every struct keeps the fields it does not
+//! model in `extra` (a flattened map), so a read-modify-write (`status.history` appended to,
+//! an Application written back) keeps what a newer Argo CD, another controller or a user put
+//! there. On write, fields Argo CD declares `omitempty` are left out when empty, as Argo CD
+//! leaves them out; so an object Argo CD wrote reads and writes back unchanged, while a
+//! hand-written `prune: false` is written back without it (the same meaning).
+//!
+//! Times are RFC 3339 (`crate::time`), written in whole UTC seconds as `metav1.Time` is.
+//!
+//! Read with [`Application::from_value`] / [`AppProject::from_value`]: a field of the wrong
+//! type is an error naming it (`spec.syncPolicy.automated.prune: invalid type: …`).
+//!
+//! ```
+//! use plumb_core::argo::model::Application;
+//! let app = Application::from_value(&serde_json::json!({
+//!     "apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+//!     "metadata": {"name": "web", "namespace": "argocd"},
+//!     "spec": {"destination": {"namespace": "prod"}, "futureField": 1},
+//!     "status": {"sync": {"status": "Synced", "revision": "b5e2be1"}}})).unwrap();
+//! assert_eq!(app.status.sync.status, "Synced");
+//! assert_eq!(app.to_value()["spec"]["futureField"], 1);
+//! ```
+
+use super::{AppSource, IgnoreRule};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::time::SystemTime;
+
+/// Fields a struct does not model, kept for writing back.
+pub type Extra = Map<String, Value>;
+
+pub(crate) fn is_default<T: Default + PartialEq>(t: &T) -> bool {
+    *t == T::default()
+}
+
+pub(crate) fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// A typed read that failed: the field's path (`spec.destination.namespace`; empty for the
+/// object itself) and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}{message}", if path.is_empty() { String::new() } else { format!("{path}: ") })]
+pub struct ModelError {
+    pub path: String,
+    pub message: String,
+}
+
+impl ModelError {
+    /// The error with `prefix` (`spec`, `status`) put before its path.
+    fn under(self, prefix: &str) -> ModelError {
+        ModelError {
+            path: if self.path.is_empty() {
+                prefix.to_string()
+            } else {
+                format!("{prefix}.{}", self.path)
+            },
+            message: self.message,
+        }
+    }
+}
+
+/// Deserializes `v` as `T`, naming the field that failed.
+pub fn read<T: DeserializeOwned>(v: &Value) -> Result<T, ModelError> {
+    serde_path_to_error::deserialize(v).map_err(|e| ModelError {
+        path: match e.path().to_string() {
+            p if p == "." => String::new(),
+            p => p,
+        },
+        message: e.inner().to_string(),
+    })
+}
+
+/// The part of `metadata` plumb reads; everything else is kept in `extra`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ObjectMeta {
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub namespace: String,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+// ---------------------------------------------------------------------------------------
+// Application
+
+/// An Argo CD (or plumb) `Application`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Application {
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub api_version: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub kind: String,
+    pub metadata: ObjectMeta,
+    pub spec: ApplicationSpec,
+    #[serde(skip_serializing_if = "is_default")]
+    pub status: ApplicationStatus,
+    /// The operation requested (`argocd app sync` writes it; the controller clears it when it
+    /// starts the operation).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub operation: Option<Operation>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+impl Application {
+    /// Reads an Application object (any `kind`; callers check it where it matters).
+    pub fn from_value(v: &Value) -> Result<Application, ModelError> {
+        read(v)
+    }
+
+    /// Reads an Application for display: `spec` and each `status` field are read on their
+    /// own, and one of the wrong shape is left at its default and reported instead of failing
+    /// the whole read (see [`ApplicationStatus::read_lenient`]).
+    pub fn read_lenient(v: &Value) -> (Application, Vec<ModelError>) {
+        if let Ok(app) = read(v) {
+            return (app, Vec::new());
+        }
+        let (status, mut errors) = ApplicationStatus::read_lenient(v);
+        let spec = ApplicationSpec::of(v).unwrap_or_else(|e| {
+            errors.push(e);
+            ApplicationSpec::default()
+        });
+        let mut rest = v.as_object().cloned().unwrap_or_default();
+        rest.remove("spec");
+        rest.remove("status");
+        let mut app: Application = read(&Value::Object(rest)).unwrap_or_else(|e| {
+            errors.push(e);
+            Application::default()
+        });
+        app.spec = spec;
+        app.status = status;
+        (app, errors)
+    }
+
+    /// The object as JSON (unknown fields included).
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+
+    /// `spec.source`, or the first of `spec.sources`.
+    pub fn first_source(&self) -> Option<&AppSource> {
+        self.spec.source.as_ref().or(self.spec.sources.first())
+    }
+
+    /// `spec.source` as a one-element list, or `spec.sources`.
+    pub fn sources(&self) -> Vec<&AppSource> {
+        match &self.spec.source {
+            Some(s) => vec![s],
+            None => self.spec.sources.iter().collect(),
+        }
+    }
+
+    /// `spec.syncPolicy.automated`, when present and not `enabled: false`.
+    pub fn automated(&self) -> Option<&AutomatedPolicy> {
+        self.spec
+            .sync_policy
+            .as_ref()
+            .and_then(|p| p.automated.as_ref())
+            .filter(|a| a.is_enabled())
+    }
+}
+
+/// `spec`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ApplicationSpec {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<AppSource>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<AppSource>,
+    pub destination: Destination,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub project: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sync_policy: Option<SyncPolicy>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ignore_differences: Vec<IgnoreRule>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub info: Vec<Info>,
+    /// `revisionHistoryLimit` (Argo CD's default when unset: 10).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revision_history_limit: Option<i64>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+impl ApplicationSpec {
+    /// `spec` of an Application object alone (its status is not read); errors name the
+    /// field from `spec.` on.
+    pub fn of(app: &Value) -> Result<ApplicationSpec, ModelError> {
+        match app.get("spec") {
+            None | Some(Value::Null) => Ok(ApplicationSpec::default()),
+            Some(spec) => read(spec).map_err(|e| e.under("spec")),
+        }
+    }
+}
+
+/// `spec.destination`: a cluster by `server` URL or by `name`, and the default namespace.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Destination {
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub server: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub namespace: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `spec.info[]`: free-form name/value pairs shown by `argocd app get`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Info {
+    pub name: String,
+    pub value: String,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `spec.syncPolicy`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SyncPolicy {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub automated: Option<AutomatedPolicy>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sync_options: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry: Option<RetryStrategy>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub managed_namespace_metadata: Option<ManagedNamespaceMetadata>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `spec.syncPolicy.automated`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct AutomatedPolicy {
+    /// Automated syncs prune.
+    #[serde(skip_serializing_if = "is_false")]
+    pub prune: bool,
+    /// Resync the same revision when the cluster drifts.
+    #[serde(skip_serializing_if = "is_false")]
+    pub self_heal: bool,
+    /// An automated, pruning sync may delete every resource.
+    #[serde(skip_serializing_if = "is_false")]
+    pub allow_empty: bool,
+    /// Argo CD ≥ 3.0; absent means enabled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+impl AutomatedPolicy {
+    pub fn is_enabled(&self) -> bool {
+        self.enabled.unwrap_or(true)
+    }
+}
+
+/// `syncPolicy.retry`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct RetryStrategy {
+    /// Retries allowed; negative: unlimited; absent or 0: none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backoff: Option<Backoff>,
+    /// Retry with the latest revision rather than the one first attempted.
+    #[serde(skip_serializing_if = "is_false")]
+    pub refresh: bool,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `syncPolicy.retry.backoff`. Durations are Go durations or a number of seconds; they are
+/// kept as written (`Value`: a string, or a number some YAML tooling leaves unquoted) and
+/// read by the sync planner.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Backoff {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub factor: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_duration: Option<Value>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `syncPolicy.managedNamespaceMetadata`: labels and annotations for a namespace the sync
+/// creates (`CreateNamespace=true`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ManagedNamespaceMetadata {
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+// ---------------------------------------------------------------------------------------
+// Status
+
+/// `status`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ApplicationStatus {
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub resources: Vec<ResourceStatus>,
+    #[serde(skip_serializing_if = "is_default")]
+    pub sync: SyncStatus,
+    #[serde(skip_serializing_if = "is_default")]
+    pub health: HealthStatus,
+    /// Oldest first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<HistoryEntry>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        with = "crate::time::rfc3339_option"
+    )]
+    pub reconciled_at: Option<SystemTime>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub operation_state: Option<OperationState>,
+    /// `Kustomize`, `Helm`, `Directory`, `Plugin`.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub source_type: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub source_types: Vec<String>,
+    #[serde(skip_serializing_if = "is_default")]
+    pub summary: Summary,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+impl ApplicationStatus {
+    /// `status` of an Application object, read field by field: a field of the wrong shape
+    /// (another tool's, or a hand edit) is left at its default and reported, the rest is
+    /// read. For readers that must not fail (the doctor, `plumb app get`).
+    pub fn read_lenient(app: &Value) -> (ApplicationStatus, Vec<ModelError>) {
+        let Some(Value::Object(status)) = app.get("status") else {
+            return (ApplicationStatus::default(), Vec::new());
+        };
+        if let Ok(s) = read::<ApplicationStatus>(&app["status"]) {
+            return (s, Vec::new());
+        }
+        let mut good = Map::new();
+        let mut errors = Vec::new();
+        for (k, v) in status {
+            let one = Value::Object(Map::from_iter([(k.clone(), v.clone())]));
+            match read::<ApplicationStatus>(&one) {
+                Ok(_) => {
+                    good.insert(k.clone(), v.clone());
+                }
+                Err(e) => errors.push(e.under("status")),
+            }
+        }
+        let status = read(&Value::Object(good)).unwrap_or_default();
+        (status, errors)
+    }
+}
+
+/// `status.sync`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SyncStatus {
+    /// `Synced`, `OutOfSync` or `Unknown`.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub status: String,
+    /// The revision compared (single source).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub revision: String,
+    /// The revisions compared (multiple sources).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub revisions: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compared_to: Option<ComparedTo>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `status.sync.comparedTo`: the spec the comparison used.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ComparedTo {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<AppSource>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<AppSource>,
+    #[serde(skip_serializing_if = "is_default")]
+    pub destination: Destination,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ignore_differences: Vec<IgnoreRule>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `status.health` (and a resource's `health`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct HealthStatus {
+    /// `Healthy`, `Progressing`, `Degraded`, `Suspended`, `Missing`, `Unknown`.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub status: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub message: String,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// One `status.resources[]` entry.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ResourceStatus {
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub group: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub version: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub kind: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub namespace: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    /// `Synced` or `OutOfSync`.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub status: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub health: Option<HealthStatus>,
+    /// The resource is a hook (Argo CD writes a boolean).
+    #[serde(skip_serializing_if = "is_false")]
+    pub hook: bool,
+    #[serde(skip_serializing_if = "is_false")]
+    pub requires_pruning: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sync_wave: Option<i64>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// One `status.conditions[]` entry (`ComparisonError`, `SyncError`, `OrphanedResourceWarning`, …).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Condition {
+    #[serde(rename = "type")]
+    pub type_name: String,
+    pub message: String,
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        with = "crate::time::rfc3339_option"
+    )]
+    pub last_transition_time: Option<SystemTime>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `status.summary`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Summary {
+    #[serde(rename = "externalURLs", skip_serializing_if = "Vec::is_empty")]
+    pub external_urls: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<String>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// Who started a sync (`initiatedBy`): a user, or the automated-sync controller.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct InitiatedBy {
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub username: String,
+    #[serde(skip_serializing_if = "is_false")]
+    pub automated: bool,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+impl InitiatedBy {
+    pub fn user(name: impl Into<String>) -> InitiatedBy {
+        InitiatedBy {
+            username: name.into(),
+            ..InitiatedBy::default()
+        }
+    }
+
+    pub fn automated() -> InitiatedBy {
+        InitiatedBy {
+            automated: true,
+            ..InitiatedBy::default()
+        }
+    }
+}
+
+/// One `status.history[]` entry. Fields are declared (and serialized) in the order of Argo
+/// CD's Go struct: `revision`, `deployedAt`, `id`, `source`, `deployStartedAt`, `sources`,
+/// `revisions`, `initiatedBy`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryEntry {
+    /// The revision synced (a commit SHA); single source.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub revision: String,
+    /// When the sync finished (`null` when unknown: Go writes a zero `metav1.Time` so).
+    #[serde(default, with = "crate::time::rfc3339_option")]
+    pub deployed_at: Option<SystemTime>,
+    /// One more than the largest id so far, 0 for the first.
+    #[serde(default)]
+    pub id: i64,
+    /// The source the sync used (Go writes it even when empty).
+    #[serde(default)]
+    pub source: AppSource,
+    /// When the sync started.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "crate::time::rfc3339_option"
+    )]
+    pub deploy_started_at: Option<SystemTime>,
+    /// The sources the sync used (multiple sources).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<AppSource>,
+    /// The revisions synced (multiple sources).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub revisions: Vec<String>,
+    /// Go writes this struct even when empty (`{}`).
+    #[serde(default)]
+    pub initiated_by: InitiatedBy,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+impl HistoryEntry {
+    /// An entry to append (its `id` is set when it is appended).
+    pub fn new(
+        revision: impl Into<String>,
+        source: AppSource,
+        deploy_started_at: SystemTime,
+        deployed_at: SystemTime,
+        initiated_by: InitiatedBy,
+    ) -> HistoryEntry {
+        HistoryEntry {
+            revision: revision.into(),
+            deployed_at: Some(deployed_at),
+            id: 0,
+            source,
+            deploy_started_at: Some(deploy_started_at),
+            sources: Vec::new(),
+            revisions: Vec::new(),
+            initiated_by,
+            extra: Extra::new(),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Operations
+
+/// An operation: requested in `operation`, echoed in `status.operationState.operation`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Operation {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sync: Option<SyncOperation>,
+    #[serde(skip_serializing_if = "is_default")]
+    pub initiated_by: InitiatedBy,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub info: Vec<Info>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry: Option<RetryStrategy>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `operation.sync`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SyncOperation {
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub revision: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub revisions: Vec<String>,
+    #[serde(skip_serializing_if = "is_false")]
+    pub prune: bool,
+    #[serde(skip_serializing_if = "is_false")]
+    pub dry_run: bool,
+    /// `{apply: {force}}` or `{hook: {force}}`, kept as written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sync_strategy: Option<Value>,
+    /// A partial sync: the resources it takes.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub resources: Vec<SyncOperationResource>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sync_options: Vec<String>,
+    /// The source to sync instead of `spec.source` (a rollback).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<AppSource>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<AppSource>,
+    /// Consecutive self-heal syncs (Argo CD's `SelfHealAttemptsCount`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub auto_heal_attempts_count: Option<i64>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `operation.sync.resources[]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SyncOperationResource {
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub group: String,
+    pub kind: String,
+    pub name: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub namespace: String,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `status.operationState`: the last (or running) operation.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct OperationState {
+    pub operation: Operation,
+    /// `Running`, `Terminating`, `Failed`, `Error`, `Succeeded`.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub phase: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sync_result: Option<SyncOperationResult>,
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        with = "crate::time::rfc3339_option"
+    )]
+    pub started_at: Option<SystemTime>,
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        with = "crate::time::rfc3339_option"
+    )]
+    pub finished_at: Option<SystemTime>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_count: Option<i64>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `status.operationState.syncResult`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SyncOperationResult {
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub resources: Vec<ResourceResult>,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub revision: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub revisions: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<AppSource>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<AppSource>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// One `syncResult.resources[]` entry: what a sync did to a resource.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ResourceResult {
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub group: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub version: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub kind: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub namespace: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    /// `Synced`, `SyncFailed`, `Pruned`, `PruneSkipped`.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub status: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub message: String,
+    /// `PreSync`, `Sync`, `PostSync`, `SyncFail`, or empty for a plain resource.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub hook_type: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub hook_phase: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub sync_phase: String,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+// ---------------------------------------------------------------------------------------
+// AppProject
+
+/// An Argo CD `AppProject`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct AppProject {
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub api_version: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub kind: String,
+    pub metadata: ObjectMeta,
+    pub spec: AppProjectSpec,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<Value>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+impl AppProject {
+    pub fn from_value(v: &Value) -> Result<AppProject, ModelError> {
+        read(v)
+    }
+
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
+/// `AppProject.spec`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct AppProjectSpec {
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub source_repos: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub destinations: Vec<Destination>,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cluster_resource_whitelist: Vec<GroupKindPattern>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cluster_resource_blacklist: Vec<GroupKindPattern>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub namespace_resource_whitelist: Vec<GroupKindPattern>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub namespace_resource_blacklist: Vec<GroupKindPattern>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub source_namespaces: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sync_windows: Vec<SyncWindow>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub orphaned_resources: Option<OrphanedResources>,
+    /// Roles (policies, JWT tokens, groups), kept as written.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub roles: Vec<Value>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// A group/kind pair of a project's resource white- or blacklist (`*` globs).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct GroupKindPattern {
+    pub group: String,
+    pub kind: String,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// One `syncWindows[]` entry.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SyncWindow {
+    /// `allow` or `deny`.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub kind: String,
+    /// A cron schedule.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub schedule: String,
+    /// A Go duration (`1h`).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub duration: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub applications: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub namespaces: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub clusters: Vec<String>,
+    #[serde(skip_serializing_if = "is_false")]
+    pub manual_sync: bool,
+    #[serde(rename = "timeZone", skip_serializing_if = "String::is_empty")]
+    pub time_zone: String,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `orphanedResources`: warn about (or ignore) namespace resources no Application tracks.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct OrphanedResources {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warn: Option<bool>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ignore: Vec<Value>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
