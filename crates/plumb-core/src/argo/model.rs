@@ -826,3 +826,236 @@ pub struct OrphanedResources {
     #[serde(flatten)]
     pub extra: Extra,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::time::parse_rfc3339;
+    use serde_json::json;
+
+    fn yaml(text: &str) -> Value {
+        serde_saphyr::from_str(text).expect("test YAML")
+    }
+
+    /// A full Application as Argo CD writes it (plus fields no version of Argo CD has) reads
+    /// into the typed model and writes back unchanged.
+    #[test]
+    fn application_round_trips_with_unknown_fields() {
+        let raw = yaml(include_str!("testdata/application.yaml"));
+        let app = Application::from_value(&raw).unwrap();
+        assert_eq!(app.to_value(), raw);
+
+        assert_eq!(app.metadata.name, "guestbook");
+        assert_eq!(app.metadata.extra["generation"], 12);
+        let spec = &app.spec;
+        assert_eq!(spec.project, "team-a");
+        let source = app.first_source().unwrap();
+        assert_eq!(source.target_revision, "main");
+        assert_eq!(source.directory.as_ref().unwrap().include, "{*.yaml,*.yml}");
+        assert_eq!(spec.destination.namespace, "guestbook");
+        let policy = spec.sync_policy.as_ref().unwrap();
+        let auto = policy.automated.as_ref().unwrap();
+        assert!(auto.prune && auto.self_heal && auto.allow_empty && !auto.is_enabled());
+        assert!(app.automated().is_none(), "enabled: false");
+        assert_eq!(
+            policy.sync_options,
+            ["CreateNamespace=true", "ServerSideApply=true"]
+        );
+        let retry = policy.retry.as_ref().unwrap();
+        assert_eq!(retry.limit, Some(5));
+        assert_eq!(
+            retry.backoff.as_ref().unwrap().max_duration,
+            Some(json!("3m"))
+        );
+        assert_eq!(
+            policy.managed_namespace_metadata.as_ref().unwrap().labels["tier"],
+            "web"
+        );
+        assert_eq!(
+            spec.ignore_differences[1].managed_fields_managers,
+            ["kube-controller-manager"]
+        );
+        assert_eq!(spec.info[0].name, "docs");
+        assert_eq!(spec.revision_history_limit, Some(3));
+        assert_eq!(spec.extra["futureSpecField"], json!({"enabled": true}));
+        let op = app.operation.as_ref().unwrap();
+        assert_eq!(op.initiated_by.username, "admin");
+        assert_eq!(op.sync.as_ref().unwrap().resources[0].name, "guestbook-ui");
+
+        let st = &app.status;
+        assert_eq!(
+            (st.sync.status.as_str(), st.health.status.as_str()),
+            ("Synced", "Progressing")
+        );
+        assert_eq!(
+            st.sync
+                .compared_to
+                .as_ref()
+                .unwrap()
+                .ignore_differences
+                .len(),
+            1
+        );
+        assert!(st.resources[1].hook && st.resources[1].requires_pruning);
+        assert_eq!(st.resources[1].sync_wave, Some(-1));
+        assert_eq!(st.history[0].id, 3);
+        assert_eq!(
+            st.history[0].deploy_started_at,
+            Some(parse_rfc3339("2026-09-21T07:59:58Z").unwrap())
+        );
+        assert_eq!(st.history[1].revisions, ["1.2.3", "abc1234"]);
+        assert_eq!(st.history[1].sources[1].extra["ref"], "values");
+        assert!(st.history[1].initiated_by.automated);
+        assert_eq!(st.conditions[0].type_name, "SyncError");
+        assert_eq!(
+            st.reconciled_at,
+            Some(parse_rfc3339("2026-09-22T20:00:00Z").unwrap())
+        );
+        let os = st.operation_state.as_ref().unwrap();
+        assert_eq!(os.phase, "Succeeded");
+        assert_eq!(os.retry_count, Some(1));
+        let sync_op = os.operation.sync.as_ref().unwrap();
+        assert!(sync_op.prune && sync_op.dry_run);
+        assert_eq!(sync_op.auto_heal_attempts_count, Some(2));
+        let result = os.sync_result.as_ref().unwrap();
+        assert_eq!(result.resources[1].hook_type, "PreSync");
+        assert_eq!(result.source.as_ref().unwrap().path, "guestbook");
+        assert_eq!(
+            os.finished_at
+                .unwrap()
+                .duration_since(os.started_at.unwrap())
+                .unwrap()
+                .as_secs(),
+            6
+        );
+        assert_eq!(st.source_types, ["Directory"]);
+        assert_eq!(st.summary.external_urls, ["https://guestbook.example"]);
+        assert_eq!(st.extra["controllerNamespace"], "argocd");
+    }
+
+    /// The read-modify-write the sync runner does: a history entry appended, the rest kept.
+    #[test]
+    fn appending_history_keeps_what_plumb_does_not_model() {
+        let raw = yaml(include_str!("testdata/application.yaml"));
+        let mut app = Application::from_value(&raw).unwrap();
+        let at = parse_rfc3339("2026-09-23T10:00:00Z").unwrap();
+        let entry = HistoryEntry {
+            id: 5,
+            ..HistoryEntry::new(
+                "d00d",
+                AppSource::default(),
+                at,
+                at,
+                InitiatedBy::user("alice"),
+            )
+        };
+        app.status.history.push(entry);
+        let out = app.to_value();
+        let history = out["status"]["history"].as_array().unwrap();
+        assert_eq!(history.len(), 3);
+        assert_eq!(
+            history[1], raw["status"]["history"][1],
+            "multi-source entry intact"
+        );
+        assert_eq!(
+            history[2],
+            json!({"revision": "d00d", "deployedAt": "2026-09-23T10:00:00Z", "id": 5,
+                   "source": {"repoURL": ""}, "deployStartedAt": "2026-09-23T10:00:00Z",
+                   "initiatedBy": {"username": "alice"}})
+        );
+        let mut rest = out.clone();
+        rest["status"]["history"] = raw["status"]["history"].clone();
+        assert_eq!(rest, raw);
+    }
+
+    #[test]
+    fn app_project_round_trips_with_unknown_fields() {
+        let raw = yaml(include_str!("testdata/appproject.yaml"));
+        let p = AppProject::from_value(&raw).unwrap();
+        assert_eq!(p.to_value(), raw);
+        let s = &p.spec;
+        assert_eq!(s.source_repos.len(), 2);
+        assert_eq!(s.destinations[1].name, "staging");
+        assert_eq!(s.cluster_resource_whitelist[0].kind, "Namespace");
+        assert_eq!(
+            s.cluster_resource_blacklist[0].group,
+            "rbac.authorization.k8s.io"
+        );
+        assert_eq!(s.namespace_resource_whitelist[0].group, "apps");
+        assert_eq!(s.namespace_resource_blacklist[0].kind, "ResourceQuota");
+        assert_eq!(s.source_namespaces, ["team-a-apps"]);
+        let w = &s.sync_windows[0];
+        assert_eq!((w.kind.as_str(), w.duration.as_str()), ("deny", "8h"));
+        assert!(w.manual_sync);
+        assert_eq!(w.time_zone, "Europe/Berlin");
+        assert_eq!(w.extra["andOperator"], true);
+        assert_eq!(s.orphaned_resources.as_ref().unwrap().warn, Some(true));
+        assert_eq!(s.roles[0]["name"], "ci");
+        assert_eq!(s.extra["permitOnlyProjectScopedClusters"], true);
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let bad = json!({"kind": "Application", "metadata": {"name": "a"},
+            "spec": {"syncPolicy": {"automated": {"prune": "yes"}}}});
+        assert_eq!(
+            Application::from_value(&bad).unwrap_err().to_string(),
+            "spec.syncPolicy.automated.prune: invalid type: string \"yes\", expected a boolean"
+        );
+        assert_eq!(
+            ApplicationSpec::of(&bad).unwrap_err().path,
+            "spec.syncPolicy.automated.prune"
+        );
+        let bad = json!({"status": {"history": [{"id": 0, "deployedAt": "last week"}]}});
+        assert_eq!(
+            Application::from_value(&bad).unwrap_err().to_string(),
+            "status.history[0].deployedAt: invalid RFC 3339 timestamp \"last week\""
+        );
+        assert!(
+            Application::from_value(&json!([]))
+                .unwrap_err()
+                .path
+                .is_empty()
+        );
+    }
+
+    /// Readers that must not fail keep every status field that reads.
+    #[test]
+    fn lenient_reads_drop_only_the_odd_field() {
+        let app = json!({"kind": "Application", "metadata": {"name": "a"},
+            "spec": {"project": 7},
+            "status": {"sync": {"status": "OutOfSync", "revision": "b5e2be1"},
+                "health": "Healthy", "reconciledAt": "yesterday",
+                "history": [{"id": 0, "revision": "b5e2be1", "deployedAt": "2026-09-22T19:57:06Z"}]}});
+        let (status, errors) = ApplicationStatus::read_lenient(&app);
+        assert_eq!(status.sync.revision, "b5e2be1");
+        assert_eq!(status.health, HealthStatus::default());
+        assert_eq!(status.history.len(), 1);
+        let paths: Vec<&str> = errors.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(paths, ["status.health", "status.reconciledAt"]);
+        let (whole, errors) = Application::read_lenient(&app);
+        assert_eq!(whole.metadata.name, "a");
+        assert_eq!(whole.spec, ApplicationSpec::default());
+        assert_eq!(whole.status, status);
+        assert_eq!(errors.len(), 3);
+        assert_eq!(errors[2].path, "spec.project");
+    }
+
+    /// Fields Argo CD declares `omitempty` are left out when empty, as Argo CD leaves them out;
+    /// a source always has `repoURL`; `enabled: false` (a pointer in Go) is kept.
+    #[test]
+    fn writes_leave_out_what_argo_cd_leaves_out() {
+        let app = Application::from_value(&json!({"kind": "Application",
+            "metadata": {"name": "a", "labels": {}},
+            "spec": {"source": {"repoURL": "r", "path": "", "chart": ""},
+                     "syncPolicy": {"automated": {"prune": false, "enabled": false}, "syncOptions": []}},
+            "status": {}}))
+        .unwrap();
+        assert_eq!(
+            app.to_value(),
+            json!({"kind": "Application", "metadata": {"name": "a"},
+                   "spec": {"source": {"repoURL": "r"}, "destination": {},
+                            "syncPolicy": {"automated": {"enabled": false}}}})
+        );
+    }
+}
