@@ -15,6 +15,8 @@
 
 use crate::backoff::{RetryPolicy, SelfHealBackoff};
 use crate::status::SyncStatusCode;
+use plumb_core::argo::AppSource;
+use plumb_core::argo::model::ApplicationStatus;
 use std::time::{Duration, SystemTime};
 
 /// The outcome of the last sync attempt.
@@ -95,6 +97,42 @@ impl AppState {
             self_heal_backoff: SelfHealBackoff::default(),
             retry: RetryState::default(),
         }
+    }
+
+    /// Takes what the Application's typed status records about its last operation: the
+    /// revision and outcome of the last sync attempt and when it finished (a `Failed` one
+    /// whose message is `terminated_message` was stopped by someone), its retry count,
+    /// consecutive self-heal attempts, and whether `source` (the spec's now) differs from the
+    /// source that attempt used.
+    pub fn read_last_operation(
+        &mut self,
+        status: &ApplicationStatus,
+        source: &AppSource,
+        terminated_message: &str,
+    ) {
+        let Some(op) = &status.operation_state else {
+            return;
+        };
+        let count = |n: Option<i64>| n.map_or(0, |n| u32::try_from(n.max(0)).unwrap_or(u32::MAX));
+        self.retry.attempts = count(op.retry_count);
+        let result = op.sync_result.as_ref();
+        self.last_synced_revision = result.map(|r| r.revision.clone()).filter(|r| !r.is_empty());
+        if let (Some(at), false) = (op.finished_at, op.phase.is_empty()) {
+            self.last_sync = Some(LastSync {
+                succeeded: op.phase == "Succeeded",
+                at,
+                terminated: op.phase == "Failed" && op.message == terminated_message,
+            });
+        }
+        self.source_changed = result
+            .and_then(|r| r.source.as_ref())
+            .is_some_and(|s| s.to_value() != source.to_value());
+        self.self_heal_attempts = count(
+            op.operation
+                .sync
+                .as_ref()
+                .and_then(|s| s.auto_heal_attempts_count),
+        );
     }
 
     /// Records a new comparison: the revision the source resolves to and the sync status.
@@ -270,5 +308,58 @@ fn add(t: SystemTime, d: Duration) -> SystemTime {
             return sum;
         }
         d /= 2;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn status(op: serde_json::Value) -> ApplicationStatus {
+        ApplicationStatus::read_lenient(&json!({"status": {"operationState": op}})).0
+    }
+
+    #[test]
+    fn last_operation_is_read_from_the_typed_status() {
+        let source = AppSource {
+            repo_url: "https://git.example/p.git".into(),
+            path: "prod".into(),
+            ..AppSource::default()
+        };
+        let mut s = AppState::new("b5e2be1");
+        s.read_last_operation(
+            &status(json!({"phase": "Failed", "message": "stopped",
+                "finishedAt": "2026-09-22T19:57:06Z", "retryCount": 2,
+                "operation": {"sync": {"autoHealAttemptsCount": 3}},
+                "syncResult": {"revision": "72e773b", "source": {"repoURL": "https://git.example/p.git", "path": "dev"}}})),
+            &source,
+            "stopped",
+        );
+        assert_eq!(s.last_synced_revision.as_deref(), Some("72e773b"));
+        let last = s.last_sync.unwrap();
+        assert!(!last.succeeded && last.terminated);
+        assert_eq!(
+            last.at,
+            crate::time::parse_rfc3339("2026-09-22T19:57:06Z").unwrap()
+        );
+        assert_eq!((s.retry.attempts, s.self_heal_attempts), (2, 3));
+        assert!(s.source_changed, "path dev → prod");
+
+        // The same source (as Argo CD wrote it) is no change; a running operation has no outcome.
+        let mut s = AppState::new("b5e2be1");
+        s.read_last_operation(
+            &status(json!({"phase": "Running", "startedAt": "2026-09-22T19:57:06Z",
+                "syncResult": {"revision": "b5e2be1", "source": {"repoURL": "https://git.example/p.git", "path": "prod"}}})),
+            &source,
+            "stopped",
+        );
+        assert!(s.last_sync.is_none() && !s.source_changed);
+        assert_eq!((s.retry.attempts, s.self_heal_attempts), (0, 0));
+
+        // No operation recorded: nothing changes.
+        let mut s = AppState::new("b5e2be1");
+        s.read_last_operation(&ApplicationStatus::default(), &source, "stopped");
+        assert_eq!(s, AppState::new("b5e2be1"));
     }
 }

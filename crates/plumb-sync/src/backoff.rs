@@ -3,6 +3,7 @@
 //! `--self-heal-backoff-cap-seconds` 300) and the retry backoff of `syncPolicy.retry`.
 
 use crate::duration::{DurationError, GoDuration, parse_argo_duration};
+use plumb_core::argo::model::{self, ModelError, RetryStrategy};
 use serde_json::Value;
 use std::time::Duration;
 
@@ -164,6 +165,8 @@ pub enum RetryPolicyError {
         field: &'static str,
         expected: &'static str,
     },
+    #[error("syncPolicy.retry.{0}")]
+    Model(ModelError),
 }
 
 impl RetryPolicy {
@@ -185,22 +188,29 @@ impl RetryPolicy {
         }
     }
 
-    /// Reads `syncPolicy.retry` (`{limit, backoff: {duration, factor, maxDuration}, refresh}`).
-    /// Durations are strings (`"5s"`, or `"5"` for seconds); a number is taken as seconds too.
+    /// Reads `syncPolicy.retry` (`{limit, backoff: {duration, factor, maxDuration}, refresh}`)
+    /// from JSON; see [`RetryPolicy::from_strategy`].
     pub fn from_value(v: &Value) -> Result<RetryPolicy, RetryPolicyError> {
+        let strategy: RetryStrategy = model::read(v).map_err(RetryPolicyError::Model)?;
+        RetryPolicy::from_strategy(&strategy)
+    }
+
+    /// The policy of a typed `syncPolicy.retry`. Durations are strings (`"5s"`, or `"5"` for
+    /// seconds); a number is taken as seconds too.
+    pub fn from_strategy(r: &RetryStrategy) -> Result<RetryPolicy, RetryPolicyError> {
         let mut policy = RetryPolicy::none();
-        if let Some(limit) = v.get("limit").filter(|l| !l.is_null()) {
-            policy.limit = int_field(limit, "limit")?;
+        if let Some(limit) = r.limit {
+            policy.limit = limit;
         }
-        policy.refresh = v.get("refresh").and_then(Value::as_bool).unwrap_or(false);
-        if let Some(b) = v.get("backoff").filter(|b| !b.is_null()) {
-            if let Some(d) = duration_field(b.get("duration"), "backoff.duration")? {
+        policy.refresh = r.refresh;
+        if let Some(b) = &r.backoff {
+            if let Some(d) = duration_field(b.duration.as_ref(), "backoff.duration")? {
                 policy.backoff.duration = d;
             }
-            if let Some(d) = duration_field(b.get("maxDuration"), "backoff.maxDuration")? {
+            if let Some(d) = duration_field(b.max_duration.as_ref(), "backoff.maxDuration")? {
                 policy.backoff.max_duration = d;
             }
-            if let Some(f) = b.get("factor").filter(|f| !f.is_null()) {
+            if let Some(f) = b.factor.as_ref().filter(|f| !f.is_null()) {
                 policy.backoff.factor = int_field(f, "backoff.factor")?;
             }
         }
@@ -399,6 +409,14 @@ mod tests {
             err.to_string(),
             "syncPolicy.retry.backoff.duration: unable to parse soon as a duration"
         );
+        let err = RetryPolicy::from_value(&json!({"limit": "three"})).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "syncPolicy.retry.limit: invalid type: string \"three\", expected i64"
+        );
+        // A number of seconds where a duration string belongs.
+        let p = RetryPolicy::from_value(&json!({"limit": 1, "backoff": {"duration": 7}})).unwrap();
+        assert_eq!(p.next_delay(0), Some(Duration::from_secs(7)));
     }
 
     #[test]

@@ -1,8 +1,10 @@
-//! `spec.syncPolicy` and `spec.revisionHistoryLimit` of an Application (plumb-core's
-//! `Application` reads only `syncOptions`).
+//! `spec.syncPolicy` and `spec.revisionHistoryLimit` of an Application, read through
+//! plumb-core's typed model ([`plumb_core::argo::model::ApplicationSpec`]) and turned into
+//! the planner's decisions (options parsed, retry durations read, `enabled` defaulted).
 
 use crate::backoff::{RetryPolicy, RetryPolicyError};
 use crate::options::SyncOptions;
+use plumb_core::argo::model::{ApplicationSpec, ModelError};
 use serde_json::Value;
 
 /// `spec.syncPolicy.automated`.
@@ -34,84 +36,38 @@ pub struct SyncPolicy {
 pub enum PolicyError {
     #[error(transparent)]
     Retry(#[from] RetryPolicyError),
-    #[error("{path}: expected {expected}")]
-    Type {
-        path: &'static str,
-        expected: &'static str,
-    },
+    /// A field of the wrong type (named by its path, `spec.syncPolicy.automated.prune`).
+    #[error(transparent)]
+    Model(#[from] ModelError),
 }
 
 impl SyncPolicy {
     /// Reads `spec.syncPolicy` of an Application object (missing → manual sync, no options).
+    /// Only `spec` is read (a status another tool wrote oddly does not stop a sync).
     pub fn from_application(app: &Value) -> Result<SyncPolicy, PolicyError> {
-        let Some(p) = app.pointer("/spec/syncPolicy").filter(|v| !v.is_null()) else {
+        SyncPolicy::from_spec(&ApplicationSpec::of(app)?)
+    }
+
+    /// The policy of a typed Application spec.
+    pub fn from_spec(spec: &ApplicationSpec) -> Result<SyncPolicy, PolicyError> {
+        let Some(p) = &spec.sync_policy else {
             return Ok(SyncPolicy::default());
         };
-        if !p.is_object() {
-            return Err(PolicyError::Type {
-                path: "spec.syncPolicy",
-                expected: "an object",
-            });
-        }
-        let flag =
-            |v: &Value, k: &str, path: &'static str, default: bool| -> Result<bool, PolicyError> {
-                match v.get(k) {
-                    None | Some(Value::Null) => Ok(default),
-                    Some(Value::Bool(b)) => Ok(*b),
-                    Some(_) => Err(PolicyError::Type {
-                        path,
-                        expected: "a boolean",
-                    }),
-                }
-            };
-        let automated = match p.get("automated") {
-            None | Some(Value::Null) => None,
-            Some(a) if a.is_object() => Some(AutomatedPolicy {
-                enabled: flag(a, "enabled", "spec.syncPolicy.automated.enabled", true)?,
-                prune: flag(a, "prune", "spec.syncPolicy.automated.prune", false)?,
-                self_heal: flag(a, "selfHeal", "spec.syncPolicy.automated.selfHeal", false)?,
-                allow_empty: flag(
-                    a,
-                    "allowEmpty",
-                    "spec.syncPolicy.automated.allowEmpty",
-                    false,
-                )?,
-            }),
-            Some(_) => {
-                return Err(PolicyError::Type {
-                    path: "spec.syncPolicy.automated",
-                    expected: "an object",
-                });
-            }
-        };
-        let sync_options = match p.get("syncOptions") {
-            None | Some(Value::Null) => SyncOptions::default(),
-            Some(Value::Array(items)) => {
-                let strs: Option<Vec<&str>> = items.iter().map(Value::as_str).collect();
-                SyncOptions::parse(strs.ok_or(PolicyError::Type {
-                    path: "spec.syncPolicy.syncOptions",
-                    expected: "a list of strings",
-                })?)
-            }
-            Some(_) => {
-                return Err(PolicyError::Type {
-                    path: "spec.syncPolicy.syncOptions",
-                    expected: "a list of strings",
-                });
-            }
-        };
-        let retry = match p.get("retry") {
-            None | Some(Value::Null) => None,
-            Some(r) => Some(RetryPolicy::from_value(r)?),
-        };
-        let mut sync_options = sync_options;
-        if let Some(ns) = app
-            .pointer("/spec/destination/namespace")
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-        {
+        let automated = p.automated.as_ref().map(|a| AutomatedPolicy {
+            enabled: a.is_enabled(),
+            prune: a.prune,
+            self_heal: a.self_heal,
+            allow_empty: a.allow_empty,
+        });
+        let mut sync_options = SyncOptions::parse(p.sync_options.iter().map(String::as_str));
+        let retry = p
+            .retry
+            .as_ref()
+            .map(RetryPolicy::from_strategy)
+            .transpose()?;
+        if !spec.destination.namespace.is_empty() {
             sync_options.destination_namespace = Some(crate::options::DestinationNamespace {
-                name: ns.to_string(),
+                name: spec.destination.namespace.clone(),
                 exists: true,
             });
         }
@@ -139,7 +95,9 @@ impl SyncPolicy {
 }
 
 /// `spec.revisionHistoryLimit`, when set (pass it to [`crate::history::append_history`]).
+/// A spec that cannot be read has none (the default applies).
 pub fn revision_history_limit(app: &Value) -> Option<i64> {
-    app.pointer("/spec/revisionHistoryLimit")
-        .and_then(Value::as_i64)
+    ApplicationSpec::of(app)
+        .ok()
+        .and_then(|s| s.revision_history_limit)
 }

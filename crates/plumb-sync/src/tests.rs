@@ -1395,7 +1395,10 @@ fn seed_loop_self_heals_with_backoff_and_caps_history() {
     );
     let ids: Vec<i64> = history.iter().map(|h| h.id).collect();
     assert_eq!(ids, (6..16).collect::<Vec<i64>>());
-    assert_eq!(history.last().unwrap().deployed_at, syncs.last().unwrap().0);
+    assert_eq!(
+        history.last().unwrap().deployed_at,
+        Some(syncs.last().unwrap().0)
+    );
 
     // The fix lands (a new commit): the backoff starts over with one sync of the new revision,
     // which then stays Synced: no more syncs.
@@ -1525,6 +1528,6 @@ fn sync_policy_is_read_from_the_application() {
     let bad = json!({"spec": {"syncPolicy": {"automated": {"prune": "yes"}}}});
     assert_eq!(
         SyncPolicy::from_application(&bad).unwrap_err().to_string(),
-        "spec.syncPolicy.automated.prune: expected a boolean"
+        "spec.syncPolicy.automated.prune: invalid type: string \"yes\", expected a boolean"
     );
 }

@@ -25,7 +25,7 @@
 //! [`plumb_cluster::Cluster`], or in unit tests the in-memory cluster of `plumb-cluster`'s
 //! `memory` feature; see `run/tests.rs`). Not done here (yet): server-side diff during a sync.
 
-use crate::auto::{AppState, Decision, LastSync, RetryState, SyncReason, automated_decision};
+use crate::auto::{AppState, Decision, RetryState, SyncReason, automated_decision};
 use crate::backoff::SelfHealBackoff;
 use crate::history::{HistoryEntry, InitiatedBy, append_history, source_json};
 use crate::options::PropagationPolicy;
@@ -35,6 +35,7 @@ use crate::request::SyncRequest;
 use crate::status::{SyncStatusCode, only_pruning_needed, sync_status};
 use crate::time::{format_rfc3339, parse_rfc3339};
 use plumb_cluster::{ClusterApi, ClusterError, Propagation};
+use plumb_core::argo::model::ApplicationStatus;
 use plumb_core::argo::{AppSource, Application, Settings};
 use plumb_core::{INSTANCE_LABEL, ResourceKey, TRACKING_ID_ANNOTATION};
 use plumb_diff::DiffConfig;
@@ -1062,17 +1063,19 @@ pub async fn reconcile_once(
 
 /// The status the Application last recorded (for a reconcile that did not compare).
 fn recorded_status(app: &Value) -> AppStatus {
-    let text = |p: &str| app.pointer(p).and_then(Value::as_str).unwrap_or_default();
+    let (status, _) = ApplicationStatus::read_lenient(app);
     AppStatus {
-        sync: if text("/status/sync/status") == "Synced" {
+        sync: if status.sync.status == "Synced" {
             SyncStatusCode::Synced
         } else {
             SyncStatusCode::OutOfSync
         },
-        health: text("/status/health/status")
+        health: status
+            .health
+            .status
             .parse()
             .unwrap_or(HealthStatus::Unknown),
-        revision: text("/status/sync/revision").to_string(),
+        revision: status.sync.revision,
         revision_label: String::new(),
         resources: Vec::new(),
     }
@@ -1080,9 +1083,11 @@ fn recorded_status(app: &Value) -> AppStatus {
 
 /// plumb resets the self-heal attempt count when the app is seen Synced (see NOTES.md).
 fn reset_self_heal_if_synced(app: &Value, obs: &Observation, status: &mut Map<String, Value>) {
-    let count = app
-        .pointer("/status/operationState/operation/sync/autoHealAttemptsCount")
-        .and_then(Value::as_i64)
+    let (recorded, _) = ApplicationStatus::read_lenient(app);
+    let count = recorded
+        .operation_state
+        .and_then(|o| o.operation.sync)
+        .and_then(|s| s.auto_heal_attempts_count)
         .unwrap_or(0);
     if obs.status.sync == SyncStatusCode::Synced && count > 0 {
         status.insert(
@@ -1094,8 +1099,6 @@ fn reset_self_heal_if_synced(app: &Value, obs: &Observation, status: &mut Map<St
 
 /// The automated decision's inputs, from the Application's status and what was observed.
 fn app_state(app: &Value, obs: &Observation, opts: &RunOptions) -> AppState {
-    let op = app.pointer("/status/operationState");
-    let get = |p: &str| op.and_then(|o| o.pointer(p));
     let mut state = AppState::new(obs.revision.clone());
     let automated = obs
         .policy
@@ -1111,32 +1114,10 @@ fn app_state(app: &Value, obs: &Observation, opts: &RunOptions) -> AppState {
     state.self_heal_backoff = opts.self_heal_backoff;
     state.retry = RetryState {
         policy: obs.policy.retry_for(true),
-        attempts: get("/retryCount")
-            .and_then(Value::as_u64)
-            .map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX)),
+        attempts: 0,
     };
-    state.last_synced_revision = get("/syncResult/revision")
-        .and_then(Value::as_str)
-        .map(String::from);
-    let finished = get("/finishedAt")
-        .and_then(Value::as_str)
-        .and_then(|t| parse_rfc3339(t).ok());
-    let phase = get("/phase").and_then(Value::as_str);
-    if let (Some(at), Some(phase)) = (finished, phase) {
-        state.last_sync = Some(LastSync {
-            succeeded: phase == "Succeeded",
-            at,
-            terminated: phase == "Failed"
-                && get("/message").and_then(Value::as_str) == Some(execute::TERMINATED),
-        });
-    }
-    state.source_changed = match get("/syncResult/source") {
-        Some(s) => *s != source_json::to_value(&obs.source),
-        None => false,
-    };
-    state.self_heal_attempts = get("/operation/sync/autoHealAttemptsCount")
-        .and_then(Value::as_u64)
-        .map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX));
+    let (status, _) = ApplicationStatus::read_lenient(app);
+    state.read_last_operation(&status, &obs.source, execute::TERMINATED);
     state.prune_only = only_pruning_needed(&obs.resources);
     state.observe(obs.revision.clone(), obs.status.sync);
     state
