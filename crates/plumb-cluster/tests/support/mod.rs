@@ -98,6 +98,11 @@ pub fn configmap(namespace: &str, name: &str, labels: Value) -> Value {
         "data": {"key": name}})
 }
 
+/// How long a test waits for anything the cluster, a controller or a process does
+/// asynchronously. Generous on purpose: CI runs on a busy 2-core machine, and a deadline
+/// only bounds how long a broken test takes to fail; a passing test never waits for it.
+pub const DEADLINE: Duration = Duration::from_secs(90);
+
 /// Polls `check` every 100 ms until it returns `Some`, for at most `timeout`.
 pub async fn eventually<T, F, Fut>(timeout: Duration, mut check: F) -> Option<T>
 where
@@ -114,6 +119,78 @@ where
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// Polls `check` until it returns `Some`, for at most [`DEADLINE`]; panics naming `what`
+/// (what was awaited) when it never does.
+pub async fn wait_until<T, F, Fut>(what: &str, check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    eventually(DEADLINE, check)
+        .await
+        .unwrap_or_else(|| panic!("{what}: not within {DEADLINE:?}"))
+}
+
+/// [`wait_until`] for blocking tests (and conditions that are not async): polls `check`
+/// every 100 ms, panicking after [`DEADLINE`] with `what` and `context()` (a log, say).
+pub fn wait_until_blocking<T>(
+    what: &str,
+    mut check: impl FnMut() -> Option<T>,
+    context: impl Fn() -> String,
+) -> T {
+    let started = std::time::Instant::now();
+    loop {
+        if let Some(v) = check() {
+            return v;
+        }
+        assert!(
+            started.elapsed() < DEADLINE,
+            "{what}: not within {DEADLINE:?}\n{}",
+            context()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Waits until kube-controller-manager is done with a new Deployment: it has observed its
+/// generation, given it a revision, created its ReplicaSet's Pods and reported them. Until
+/// then the controller writes the Deployment (annotations, status) at moments of its own
+/// choosing; after it, nothing does (no kubelet runs Pods on the test bed, so they stay
+/// unavailable and the status stays as it is). The Deployment as it is then.
+pub async fn deployment_observed(cluster: &Cluster, namespace: &str, name: &str) -> Value {
+    let what = format!(
+        "kube-controller-manager observing Deployment {namespace}/{name} (is KCM running?)"
+    );
+    wait_until(&what, || async {
+        let d = cluster
+            .get_object("apps", "Deployment", namespace, name)
+            .await
+            .ok()??;
+        let generation = d.pointer("/metadata/generation")?.as_i64()?;
+        let replicas = d
+            .pointer("/spec/replicas")
+            .and_then(Value::as_i64)
+            .unwrap_or(1);
+        let status = |field: &str| {
+            d.pointer(&format!("/status/{field}"))
+                .and_then(Value::as_i64)
+                .unwrap_or(0)
+        };
+        let available_reported = d
+            .pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .is_some_and(|c| c.iter().any(|c| c["type"] == "Available"));
+        (status("observedGeneration") >= generation
+            && d.pointer("/metadata/annotations/deployment.kubernetes.io~1revision")
+                .is_some()
+            && status("replicas") == replicas
+            && status("updatedReplicas") == replicas
+            && available_reported)
+            .then_some(d)
+    })
+    .await
 }
 
 /// The names of objects, sorted.

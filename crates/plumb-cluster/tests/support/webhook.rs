@@ -8,10 +8,21 @@
 //!
 //! ```ignore
 //! let hook = webhook::Webhook::start().await;
-//! apply(&cluster, vec![hook.configuration("force-always", "policy.lab/image-pull", "always")]).await;
-//! // ... Deployments in namespaces labelled policy.lab/image-pull=always now get Always
+//! let value = webhook::selector_value();
+//! let ns = namespace(&cluster, "wh", json!({"policy.lab/image-pull": value})).await;
+//! apply(&cluster, vec![hook.configuration("force-always", "policy.lab/image-pull", &value)]).await;
+//! webhook::wait_effective(&cluster, &ns).await;
+//! // ... Deployments in `ns` now get Always
 //! hook.stop().await;
 //! ```
+//!
+//! Two rules keep tests that use it deterministic:
+//! - each test selects its namespaces by a label value of its own ([`selector_value`]):
+//!   tests run in parallel, and the API server keeps calling a deleted configuration's
+//!   (stopped) server for a moment after its deletion, so a shared selector lets one
+//!   test's webhook mutate, or fail, another test's objects;
+//! - the API server picks a new configuration up asynchronously: [`wait_effective`]
+//!   before relying on it.
 
 use axum::{Json, Router, extract::State, routing::post};
 use kube::core::DynamicObject;
@@ -25,6 +36,9 @@ use serde_json::{Value, json};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// The container field the webhook sets.
+const PULL_POLICY: &str = "/spec/template/spec/containers/0/imagePullPolicy";
 
 /// How many reviews the webhook answered (and how many of them were dry runs).
 #[derive(Debug, Default)]
@@ -212,4 +226,29 @@ impl Drop for Webhook {
     fn drop(&mut self) {
         self.handle.shutdown();
     }
+}
+
+/// A namespace label value unique to the calling test, for [`Webhook::configuration`]'s
+/// namespace selector (see the module's rules).
+pub fn selector_value() -> String {
+    super::unique("always")
+}
+
+/// Waits until the API server calls the webhook for Deployments in `namespace`: a
+/// server-side dry run of a new Deployment (nothing is stored) comes back with
+/// `imagePullPolicy: Always`. The mutated dry-run object.
+pub async fn wait_effective(cluster: &plumb_cluster::Cluster, namespace: &str) -> Value {
+    let probe = super::deployment(namespace, "probe", "IfNotPresent");
+    let what = format!("the mutating webhook taking effect in namespace {namespace}");
+    super::wait_until(&what, || async {
+        match cluster
+            .dry_run_apply(vec![probe.clone()], "plumb", false)
+            .await
+            .remove(0)
+        {
+            Ok(obj) if obj.pointer(PULL_POLICY) == Some(&json!("Always")) => Some(obj),
+            _ => None,
+        }
+    })
+    .await
 }
