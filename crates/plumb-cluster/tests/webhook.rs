@@ -7,9 +7,8 @@ use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
 use plumb_core::GroupKind;
 use serde_json::{Value, json};
 use std::sync::atomic::Ordering;
-use std::time::Duration;
-use support::webhook::Webhook;
-use support::{apply, deployment, eventually, namespace, testbed, unique};
+use support::webhook::{self, Webhook};
+use support::{apply, deployment, namespace, testbed, unique};
 
 const LABEL: &str = "policy.lab/image-pull";
 
@@ -25,30 +24,19 @@ async fn mutating_webhook_shows_in_live_objects_and_dry_runs() {
         return;
     };
     let hook = Webhook::start().await;
-    let labelled = namespace(&cluster, "wh-on", json!({LABEL: "always"})).await;
+    let selected = webhook::selector_value();
+    let labelled = namespace(&cluster, "wh-on", json!({LABEL: selected})).await;
     let plain = namespace(&cluster, "wh-off", json!({})).await;
     let config_name = unique("plumb-test-force-always");
     apply(
         &cluster,
-        vec![hook.configuration(&config_name, LABEL, "always")],
+        vec![hook.configuration(&config_name, LABEL, &selected)],
     )
     .await;
 
     // The API server picks up new webhook configurations asynchronously: wait
     // until a dry run of a new Deployment comes back mutated.
-    let probe = deployment(&labelled, "probe", "IfNotPresent");
-    let mutated = eventually(Duration::from_secs(30), || async {
-        match cluster
-            .dry_run_apply(vec![probe.clone()], "plumb", false)
-            .await
-            .remove(0)
-        {
-            Ok(obj) if pull_policy(&obj) == "Always" => Some(obj),
-            _ => None,
-        }
-    })
-    .await
-    .expect("the webhook never mutated a dry run");
+    let mutated = webhook::wait_effective(&cluster, &labelled).await;
     assert!(mutated["metadata"]["managedFields"].is_array());
     assert!(hook.calls.dry_run.load(Ordering::SeqCst) >= 1);
 

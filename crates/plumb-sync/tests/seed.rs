@@ -16,7 +16,8 @@
 
 mod common;
 
-use common::support::{apply, eventually, namespace, testbed, unique, webhook::Webhook};
+use common::support::webhook::{self, Webhook};
+use common::support::{DEADLINE, apply, eventually, namespace, testbed, unique};
 use common::{application, commit, get_app, git, git_repo, history, install_crd, sync_status};
 use plumb_cluster::Cluster;
 use plumb_sync::auto::{Decision, SyncReason};
@@ -231,7 +232,7 @@ async fn basic_sync_prune_and_removed_field() {
         sync.results
     );
     assert_eq!(out.status.sync, SyncStatusCode::Synced, "{:?}", out.status);
-    let gone = eventually(Duration::from_secs(20), || async {
+    let gone = eventually(DEADLINE, || async {
         get(&cluster, "", "ConfigMap", &ns, "prod-legacy")
             .await
             .is_none()
@@ -248,7 +249,7 @@ async fn basic_sync_prune_and_removed_field() {
     assert_eq!(sync_status(&app), "Synced");
     // Health (plumb-health): the Deployment (0 replicas) is Healthy once
     // kube-controller-manager has observed it; ConfigMaps have no health check.
-    let healthy = eventually(Duration::from_secs(30), || async {
+    let healthy = eventually(DEADLINE, || async {
         let app = get_app(&cluster, &ns, name).await;
         let status = plumb_sync::run::refresh_app(&cluster, &app, &RunOptions::default(), now)
             .await
@@ -304,32 +305,22 @@ async fn seed_incident_webhook_loop_then_fix() {
     };
     install_crd(&cluster).await;
     let hook = Webhook::start().await;
+    // A selector of this test's own (see support::webhook).
+    let selected = webhook::selector_value();
     let ns = namespace(
         &cluster,
         "pay-prod",
-        json!({LABEL: "always", "sysop/lab": "ch25"}),
+        json!({LABEL: selected, "sysop/lab": "ch25"}),
     )
     .await;
     let config_name = unique("platform-policy-mutate");
     apply(
         &cluster,
-        vec![hook.configuration(&config_name, LABEL, "always")],
+        vec![hook.configuration(&config_name, LABEL, &selected)],
     )
     .await;
     // The API server picks up the webhook asynchronously: wait for a mutated dry run.
-    let probe = common::support::deployment(&ns, "probe", "IfNotPresent");
-    let ready = eventually(Duration::from_secs(30), || async {
-        match cluster
-            .dry_run_apply(vec![probe.clone()], "plumb", false)
-            .await
-            .remove(0)
-        {
-            Ok(obj) if pull_policy(&obj) == "Always" => Some(()),
-            _ => None,
-        }
-    })
-    .await;
-    assert!(ready.is_some(), "the webhook never mutated a dry run");
+    webhook::wait_effective(&cluster, &ns).await;
 
     let (repo, sha1) = payments_repo();
     let name = "payments-prod";
