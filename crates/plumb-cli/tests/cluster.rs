@@ -23,8 +23,8 @@ use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use support::webhook::Webhook;
-use support::{apply, deployment, eventually, namespace, testbed, unique};
+use support::webhook::{self, Webhook};
+use support::{DEADLINE, apply, deployment, eventually, namespace, testbed, unique, wait_until};
 
 // ---------------------------------------------------------------------------
 // Running plumb
@@ -426,7 +426,10 @@ async fn mutating_webhook_client_side_against_server_side_diff() {
         return;
     };
     let hook = Webhook::start().await;
-    let ns = namespace(&cluster, "whdiff", json!({PULL_LABEL: "always"})).await;
+    // A selector of this test's own: the webhook of `doctor_diagnoses_the_seed_incident_live`,
+    // running alongside, must not mutate `pre` before this test's webhook exists.
+    let selected = webhook::selector_value();
+    let ns = namespace(&cluster, "whdiff", json!({PULL_LABEL: selected})).await;
     let app = unique("wh-app");
     let dir = Scratch::new("webhook");
 
@@ -434,11 +437,14 @@ async fn mutating_webhook_client_side_against_server_side_diff() {
     // the server defaulted it to IfNotPresent.
     let pre = deployment_without_policy(&ns, "pre");
     apply(&cluster, vec![synced(&app, pre.clone())]).await;
+    // kube-controller-manager writes new Deployments for a while (revision, status): the
+    // diffs below compare live objects read at different moments, so let it finish first.
+    support::deployment_observed(&cluster, &ns, "pre").await;
 
     let config_name = unique("plumb-cli-test-force-always");
     apply(
         &cluster,
-        vec![hook.configuration(&config_name, PULL_LABEL, "always")],
+        vec![hook.configuration(&config_name, PULL_LABEL, &selected)],
     )
     .await;
     let result = std::panic::AssertUnwindSafe(webhook_cases(&cluster, &ns, &app, &dir, pre));
@@ -454,25 +460,14 @@ async fn mutating_webhook_client_side_against_server_side_diff() {
 
 async fn webhook_cases(cluster: &Cluster, ns: &str, app: &str, dir: &Scratch, pre: Value) {
     // The API server picks new webhook configurations up asynchronously.
-    let probe = deployment(ns, "probe", "IfNotPresent");
-    eventually(Duration::from_secs(30), || async {
-        match cluster
-            .dry_run_apply(vec![probe.clone()], "plumb", false)
-            .await
-            .remove(0)
-        {
-            Ok(obj) if obj.pointer(POLICY) == Some(&json!("Always")) => Some(()),
-            _ => None,
-        }
-    })
-    .await
-    .expect("the webhook never mutated a dry run");
+    webhook::wait_effective(cluster, ns).await;
 
     // `web` is created with the webhook in place: git says IfNotPresent, live
     // has Always.
     let web = deployment(ns, "web", "IfNotPresent");
     let stored = apply(cluster, vec![synced(app, web.clone())]).await;
     assert_eq!(stored[0].pointer(POLICY), Some(&json!("Always")));
+    support::deployment_observed(cluster, ns, "web").await;
 
     let desired = dir.write("desired/deployments.yaml", &[web, pre]);
 
@@ -777,9 +772,9 @@ async fn snapshot_round_trip_gives_the_same_diff() {
         ],
     )
     .await;
-    // kube-controller-manager annotates and updates the new Deployment: let it settle, so the
-    // snapshot and the live diff below see the same object.
-    settle(&cluster, "apps", "Deployment", &ns, "web").await;
+    // kube-controller-manager annotates and updates the new Deployment: wait until it is done,
+    // so the snapshot and the live diff below see the same object.
+    support::deployment_observed(&cluster, &ns, "web").await;
 
     let snap = dir.path("snapshot");
     let run = plumb(&[
@@ -1022,15 +1017,14 @@ async fn custom_resource_cases(cluster: &Cluster, ns: &str, group: &str, dir: &S
     };
     // Served once the CRD is Established: the apply succeeds.
     let live = widget(1, json!(["a", "b"]));
-    eventually(Duration::from_secs(30), || async {
+    wait_until("the Widget CRD being served", || async {
         let r = cluster
             .apply(vec![live.clone()], "plumb-test", true)
             .await
             .remove(0);
         r.ok()
     })
-    .await
-    .expect("the CRD was never served");
+    .await;
 
     let desired = dir.write("desired/widget.yaml", &[widget(3, json!(["a", "c"]))]);
     let run = plumb(&["diff", "--cluster", "--desired", &desired, "-o", "json"]).await;
@@ -1121,6 +1115,11 @@ fn assert_one_error(run: &Run) -> String {
     errors[0].to_string()
 }
 
+/// How long a failure that needs no answer from a cluster may take: it must not retry for
+/// minutes, but a busy machine takes its time to start a process (and the probe of a
+/// silent server alone takes 9 s).
+const FAILS_FAST: Duration = Duration::from_secs(30);
+
 /// These need no cluster: they run with or without the test bed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connection_and_kubeconfig_errors() {
@@ -1130,7 +1129,7 @@ async fn connection_and_kubeconfig_errors() {
         &[configmap("default", "cm", json!({"k": "v"}))],
     );
 
-    // Nothing listens on port 1: exit 2 within 10 s, one line naming the server.
+    // Nothing listens on port 1: exit 2 at once, one line naming the server.
     let unreachable = dir.write(
         "unreachable.kubeconfig",
         &[kubeconfig("https://127.0.0.1:1")],
@@ -1145,7 +1144,7 @@ async fn connection_and_kubeconfig_errors() {
     ])
     .await;
     let line = assert_one_error(&run);
-    assert!(run.took < Duration::from_secs(10), "{run}");
+    assert!(run.took < FAILS_FAST, "{run}");
     assert!(line.contains("https://127.0.0.1:1"), "{run}");
     // The same through KUBECONFIG, for snapshot too.
     let run = tokio::task::spawn_blocking({
@@ -1170,7 +1169,7 @@ async fn connection_and_kubeconfig_errors() {
     .expect("runner");
     let line = assert_one_error(&run);
     assert!(!run.stderr.contains("panicked"), "{run}");
-    assert!(run.took < Duration::from_secs(10), "{run}");
+    assert!(run.took < FAILS_FAST, "{run}");
     assert!(line.contains("127.0.0.1:1"), "{run}");
 
     // A kubeconfig that does not exist: named.
@@ -1201,7 +1200,7 @@ async fn connection_and_kubeconfig_errors() {
     let line = assert_one_error(&run);
     assert!(line.contains("no-such-context"), "{run}");
     assert!(line.contains("unreachable.kubeconfig"), "{run}");
-    assert!(run.took < Duration::from_secs(5), "{run}");
+    assert!(run.took < FAILS_FAST, "{run}");
 }
 
 /// The test bed's admin credentials, impersonating `user` (kubectl's `--as`: no
@@ -1298,12 +1297,11 @@ async fn forbidden_names_verb_resource_and_namespace() {
         &desired,
     ];
     // RBAC reaches the authorizer's cache quickly, but not instantly.
-    let run = eventually(Duration::from_secs(10), || async {
+    let run = wait_until("the Role allowing the LIST", || async {
         let run = plumb(&args).await;
         (!run.stderr.contains("cannot list")).then_some(run)
     })
-    .await
-    .expect("the Role never allowed the LIST");
+    .await;
     let line = assert_one_error(&run);
     assert!(
         line.contains("patch")
@@ -1339,12 +1337,11 @@ async fn install_application_crd(cluster: &Cluster) {
         vec![serde_saphyr::from_str(&crd_text).expect("CRD YAML")],
     )
     .await;
-    eventually(Duration::from_secs(30), || async {
+    wait_until("applications.plumb.dev being served", || async {
         cluster.discover().await.ok()?;
         cluster.resource_for("plumb.dev", "Application").await.ok()
     })
-    .await
-    .expect("the CRD is served");
+    .await;
 }
 
 /// `plumb app sync|get|history|list|wait` and `plumb controller --once` on a plumb
@@ -1391,7 +1388,7 @@ async fn app_commands_sync_and_report() {
     assert_eq!(run.stdout.lines().count(), 2, "one sync recorded: {run}");
     let run = plumb(
         &[
-            &["app", "wait", name.as_str(), "--sync", "--timeout", "20"][..],
+            &["app", "wait", name.as_str(), "--sync", "--timeout", "90"][..],
             &common[..],
         ]
         .concat(),
@@ -1519,7 +1516,7 @@ async fn app_commands_sync_and_report() {
     // Application.
     let run = plumb(
         &[
-            &["app", "delete", name.as_str(), "--wait", "--timeout", "60"][..],
+            &["app", "delete", name.as_str(), "--wait", "--timeout", "90"][..],
             &common[..],
         ]
         .concat(),
@@ -1568,7 +1565,7 @@ async fn app_commands_sync_and_report() {
                 "--cascade=false",
                 "--wait",
                 "--timeout",
-                "30",
+                "90",
             ][..],
             &common[..],
         ]
@@ -1605,27 +1602,16 @@ async fn doctor_diagnoses_the_seed_incident_live() {
     install_application_crd(&cluster).await;
 
     let hook = Webhook::start().await;
-    let ns = namespace(&cluster, "seedlive", json!({PULL_LABEL: "always"})).await;
+    let selected = webhook::selector_value();
+    let ns = namespace(&cluster, "seedlive", json!({PULL_LABEL: selected})).await;
     let app_ns = namespace(&cluster, "seedlive-apps", json!({})).await;
     let config_name = unique("plumb-seed-force-always");
     apply(
         &cluster,
-        vec![hook.configuration(&config_name, PULL_LABEL, "always")],
+        vec![hook.configuration(&config_name, PULL_LABEL, &selected)],
     )
     .await;
-    let probe = deployment(&ns, "probe", "IfNotPresent");
-    eventually(Duration::from_secs(30), || async {
-        match cluster
-            .dry_run_apply(vec![probe.clone()], "plumb", false)
-            .await
-            .remove(0)
-        {
-            Ok(obj) if obj.pointer(POLICY) == Some(&json!("Always")) => Some(()),
-            _ => None,
-        }
-    })
-    .await
-    .expect("the webhook never mutated a dry run");
+    webhook::wait_effective(&cluster, &ns).await;
 
     let dir = Scratch::new("seedlive");
     let repo = dir.path("repo");
@@ -1687,30 +1673,6 @@ async fn doctor_diagnoses_the_seed_incident_live() {
     assert_eq!(finding["fixes"][0]["type"], "stop-declaring");
 }
 
-/// Waits until an object's resourceVersion has stayed the same for a second (controllers done
-/// with it), for at most 15 s.
-async fn settle(cluster: &Cluster, group: &str, kind: &str, ns: &str, name: &str) {
-    let version = || async {
-        cluster
-            .get_object(group, kind, ns, name)
-            .await
-            .ok()
-            .flatten()
-            .and_then(|o| o.pointer("/metadata/resourceVersion").cloned())
-    };
-    let started = Instant::now();
-    let mut last = version().await;
-    let mut since = Instant::now();
-    while started.elapsed() < Duration::from_secs(15) && since.elapsed() < Duration::from_secs(1) {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        let now = version().await;
-        if now != last {
-            last = now;
-            since = Instant::now();
-        }
-    }
-}
-
 /// `plumb controller` as a long-running process: it reconciles a new Application it sees
 /// through its watch, heals a hand edit within seconds (the refresh interval is an hour),
 /// logs JSON lines, releases its Lease on SIGTERM, and a leader whose Lease is taken exits
@@ -1754,20 +1716,14 @@ async fn controller_process_watches_heals_and_hands_over() {
     };
     let mut child = spawn(&log);
     let read_log = || std::fs::read_to_string(&log).unwrap_or_default();
-    let wait_for = |what: &str, timeout: Duration, cond: &dyn Fn() -> bool| {
-        let started = Instant::now();
-        while !cond() {
-            assert!(
-                started.elapsed() < timeout,
-                "{what}: not within {timeout:?}; log:\n{}",
-                read_log()
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
+    let wait_for = |what: &str, cond: &dyn Fn() -> bool| {
+        support::wait_until_blocking(
+            what,
+            || cond().then_some(()),
+            || format!("log:\n{}", read_log()),
+        )
     };
-    wait_for("leading", Duration::from_secs(30), &|| {
-        read_log().contains("\"reconciling\":true")
-    });
+    wait_for("leading", &|| read_log().contains("\"reconciling\":true"));
 
     let name = unique("web");
     let app = json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "Application",
@@ -1783,7 +1739,7 @@ async fn controller_process_watches_heals_and_hands_over() {
             .and_then(Value::as_str)
             .map(String::from)
     };
-    let synced = eventually(Duration::from_secs(30), || async {
+    let synced = eventually(DEADLINE, || async {
         let cm = cluster
             .get_object("", "ConfigMap", &ns, "settings")
             .await
@@ -1796,9 +1752,14 @@ async fn controller_process_watches_heals_and_hands_over() {
         "the new app was synced; log:\n{}",
         read_log()
     );
+    // Its first reconcile is over (logged), so the edit below is drift, not a race with it.
+    wait_for("the first sync logged", &|| {
+        read_log()
+            .lines()
+            .any(|l| l.contains(&name) && l.contains("\"synced\":true"))
+    });
 
     // A hand edit is healed through the watch.
-    tokio::time::sleep(Duration::from_secs(1)).await;
     apply(
         &cluster,
         vec![json!({"apiVersion": "v1", "kind": "ConfigMap",
@@ -1806,7 +1767,7 @@ async fn controller_process_watches_heals_and_hands_over() {
     )
     .await;
     let edited_at = Instant::now();
-    let healed = eventually(Duration::from_secs(15), || async {
+    let healed = eventually(DEADLINE, || async {
         let cm = cluster
             .get_object("", "ConfigMap", &ns, "settings")
             .await
@@ -1816,17 +1777,13 @@ async fn controller_process_watches_heals_and_hands_over() {
     .await;
     assert!(healed.is_some(), "self-heal; log:\n{}", read_log());
     eprintln!("healed {:?} after the edit", edited_at.elapsed());
-    wait_for(
-        "a watch-triggered reconcile logged",
-        Duration::from_secs(10),
-        &|| {
-            read_log().lines().any(|l| {
-                l.contains(&name)
-                    && l.contains("\"trigger\":\"watch\"")
-                    && l.contains("\"synced\":true")
-            })
-        },
-    );
+    wait_for("a watch-triggered reconcile logged", &|| {
+        read_log().lines().any(|l| {
+            l.contains(&name)
+                && l.contains("\"trigger\":\"watch\"")
+                && l.contains("\"synced\":true")
+        })
+    });
     for line in read_log().lines() {
         serde_json::from_str::<Value>(line)
             .unwrap_or_else(|e| panic!("not a JSON log line ({e}): {line}"));
@@ -1883,41 +1840,47 @@ async fn controller_process_watches_heals_and_hands_over() {
     let log2 = dir.path("controller2.log");
     let mut child = spawn(&log2);
     let read_log2 = || std::fs::read_to_string(&log2).unwrap_or_default();
-    let started = Instant::now();
-    while !read_log2().contains("\"reconciling\":true") {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "{}",
-            read_log2()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let mut lease = cluster
-        .get_object("coordination.k8s.io", "Lease", &app_ns, "plumb-controller")
-        .await
-        .expect("get lease")
-        .expect("lease");
-    let now =
-        plumb_sync::time::format_rfc3339(std::time::SystemTime::now()).replace('Z', ".000000Z");
-    lease["spec"]["holderIdentity"] = json!("other-replica");
-    lease["spec"]["renewTime"] = json!(now);
-    lease["spec"]["leaseDurationSeconds"] = json!(60);
-    if let Some(meta) = lease["metadata"].as_object_mut() {
-        meta.remove("managedFields");
-    }
-    cluster
-        .replace_object(&lease, "other-replica")
-        .await
-        .expect("take the lease");
+    support::wait_until_blocking(
+        "the second controller leading",
+        || read_log2().contains("\"reconciling\":true").then_some(()),
+        read_log2,
+    );
+    // Taken as another replica would: read, then replace at that version; the leader renews
+    // every few seconds, so a renewal in between is a conflict, and the take is tried again.
+    wait_until("another replica taking the Lease", || async {
+        let mut lease = cluster
+            .get_object("coordination.k8s.io", "Lease", &app_ns, "plumb-controller")
+            .await
+            .expect("get lease")
+            .expect("lease");
+        let now =
+            plumb_sync::time::format_rfc3339(std::time::SystemTime::now()).replace('Z', ".000000Z");
+        lease["spec"]["holderIdentity"] = json!("other-replica");
+        lease["spec"]["renewTime"] = json!(now);
+        lease["spec"]["leaseDurationSeconds"] = json!(60);
+        if let Some(meta) = lease["metadata"].as_object_mut() {
+            meta.remove("managedFields");
+        }
+        match cluster.replace_object(&lease, "other-replica").await {
+            Ok(_) => Some(()),
+            Err(e) => {
+                eprintln!("taking the Lease: {e}; again");
+                None
+            }
+        }
+    })
+    .await;
     let started = Instant::now();
     let exit = loop {
         if let Some(exit) = child.try_wait().expect("wait") {
             break exit;
         }
-        if started.elapsed() > Duration::from_secs(20) {
+        if started.elapsed() > DEADLINE {
+            // Our own child, by its handle.
             let _ = child.kill();
+            let _ = child.wait();
             panic!(
-                "the leader kept running after losing its Lease:\n{}",
+                "the leader kept running for {DEADLINE:?} after losing its Lease:\n{}",
                 read_log2()
             );
         }
