@@ -255,7 +255,7 @@ async fn live_for_works_with_rbac_limited_to_the_apps_namespace() {
     // latter is skipped, the result is still complete for the namespace.
     // (RBAC changes reach the authorizer's cache quickly, but not instantly.)
     let desired = vec![support::configmap(&ns, "desired", json!({}))];
-    let live = support::eventually(Duration::from_secs(10), || async {
+    let live = support::eventually(support::DEADLINE, || async {
         cluster
             .live_for(&desired, Some(&app), plumb_core::INSTANCE_LABEL)
             .await

@@ -4,7 +4,7 @@
 mod support;
 
 use plumb_core::argo::Application;
-use plumb_core::{GroupKind, INSTANCE_LABEL, LAST_APPLIED_ANNOTATION, TRACKING_ID_ANNOTATION};
+use plumb_core::{INSTANCE_LABEL, LAST_APPLIED_ANNOTATION, TRACKING_ID_ANNOTATION};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use support::{apply, configmap, deployment, namespace, testbed, unique};
@@ -12,6 +12,29 @@ use support::{apply, configmap, deployment, namespace, testbed, unique};
 fn read_yaml(path: &Path) -> Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The Deployments of `ns` exactly as they were at `resource_version` (served from etcd's
+/// history, whatever was written since).
+async fn deployments_at(
+    cluster: &plumb_cluster::Cluster,
+    ns: &str,
+    resource_version: &str,
+) -> Vec<Value> {
+    let params = kube::api::ListParams {
+        resource_version: Some(resource_version.to_string()),
+        version_match: Some(kube::api::VersionMatch::Exact),
+        ..Default::default()
+    };
+    let request = kube::core::Request::new(format!("/apis/apps/v1/namespaces/{ns}/deployments"))
+        .list(&params)
+        .expect("list request");
+    let list: Value = cluster
+        .client()
+        .request(request)
+        .await
+        .unwrap_or_else(|e| panic!("list Deployments of {ns} at {resource_version}: {e}"));
+    list["items"].as_array().cloned().unwrap_or_default()
 }
 
 #[tokio::test]
@@ -127,21 +150,28 @@ async fn snapshot_writes_app_objects_and_context_without_secret_values() {
     assert_eq!(last["data"], json!({"token": ""}));
     assert_eq!(last["stringData"], json!({"password": ""}));
 
-    // Other objects are written exactly as listed, managedFields included.
+    // Other objects are written exactly as listed, managedFields included. Compared with
+    // the Deployment as it was at the version the snapshot wrote (an exact-version LIST),
+    // not as it is now: kube-controller-manager writes its status and annotations at
+    // moments of its own choosing.
     let written = read_yaml(&out.join(format!("apps/Deployment/{ns}/web.yaml")));
-    let live = cluster
-        .list_live(
-            &[GroupKind::new("apps", "Deployment")],
-            Some(std::slice::from_ref(&ns)),
-            None,
-        )
-        .await
-        .unwrap();
+    let version = written["metadata"]["resourceVersion"]
+        .as_str()
+        .expect("the snapshot keeps resourceVersion")
+        .to_string();
+    let live = deployments_at(&cluster, &ns, &version).await;
+    let live = live
+        .iter()
+        .find(|d| d["metadata"]["name"] == "web")
+        .unwrap_or_else(|| panic!("no web in {ns} at {version}"));
+    assert_eq!(live["metadata"]["resourceVersion"], version.as_str());
     assert_eq!(
         written["metadata"]["managedFields"],
-        live[0]["metadata"]["managedFields"]
+        live["metadata"]["managedFields"]
     );
-    assert_eq!(written["spec"], live[0]["spec"]);
+    assert_eq!(written["metadata"], live["metadata"]);
+    assert_eq!(written["spec"], live["spec"]);
+    assert_eq!(written["status"], live["status"]);
     assert_eq!(written["apiVersion"], "apps/v1");
     let namespace_obj = read_yaml(&out.join(format!("core/Namespace/{ns}.yaml")));
     assert_eq!(namespace_obj["metadata"]["labels"]["team"], "shop");

@@ -11,7 +11,8 @@ use std::time::Duration;
 use support::{apply, configmap, deployment, eventually, names, namespace, testbed, unique};
 use tokio::sync::broadcast::{Receiver, error::RecvError};
 
-const WAIT: Duration = Duration::from_secs(15);
+/// How long a change may take to reach the cache (generous: the machine may be busy).
+const WAIT: Duration = support::DEADLINE;
 
 fn cm_kind() -> GroupKind {
     GroupKind::new("", "ConfigMap")
@@ -144,7 +145,9 @@ async fn initial_lists_equal_list_live() {
     assert!(cache.get(&key("ConfigMap", &b, "cm-1")).is_none());
 
     // Every ConfigMap and Namespace the server lists (other tests run alongside:
-    // compare what both views have at once, by identity).
+    // compare what both views have, by identity). A namespace another test created after
+    // the cache's LIST reaches the cache through its watch, a moment later: wait for it
+    // (unless it is being deleted, when it may be gone before the cache saw it).
     let all = cluster
         .list_live(&[cm_kind(), namespace_kind.clone()], None, None)
         .await
@@ -152,7 +155,18 @@ async fn initial_lists_equal_list_live() {
     for obj in &all {
         let k = ResourceKey::of(obj).unwrap();
         if [a.as_str(), b.as_str()].contains(&k.namespace.as_str()) || k.kind == "Namespace" {
-            assert!(cache.get(&k).is_some(), "{k} missing from the cache");
+            support::wait_until(&format!("{k} reaching the cache"), || async {
+                if cache.get(&k).is_some() {
+                    return Some(());
+                }
+                let now = cluster
+                    .get_object(&k.group, &k.kind, &k.namespace, &k.name)
+                    .await
+                    .unwrap();
+                now.is_none_or(|o| o.pointer("/metadata/deletionTimestamp").is_some())
+                    .then_some(())
+            })
+            .await;
         }
     }
     // Cluster-scoped: namespaces ignored.
