@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::support::{apply, namespace, testbed};
+use common::support::{apply, namespace, testbed, wait_until};
 use common::{deploy_objects, install_crd};
 use serde_json::{Value, json};
 
@@ -71,10 +71,16 @@ async fn deploy_manifests_install_and_accept_applications() {
         ("create", "coordination.k8s.io", "leases", ""),
         ("update", "coordination.k8s.io", "leases", ""),
     ] {
-        assert!(
-            allowed(&cluster, verb, group, resource, sub).await,
-            "the controller should be allowed to {verb} {resource}/{sub} in {group:?}"
-        );
+        // New RBAC objects reach the authorizer's cache quickly, but not at once.
+        wait_until(
+            &format!("the controller being allowed to {verb} {resource}/{sub} in {group:?}"),
+            || async {
+                allowed(&cluster, verb, group, resource, sub)
+                    .await
+                    .then_some(())
+            },
+        )
+        .await;
     }
     for (verb, group, resource) in [
         ("impersonate", "", "users"),

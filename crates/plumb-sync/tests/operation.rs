@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::support::{apply, namespace, testbed, unique};
+use common::support::{DEADLINE, apply, namespace, testbed, unique};
 use common::{application, get_app, git_repo, history, install_crd};
 use plumb_cluster::Cluster;
 use plumb_sync::history::InitiatedBy;
@@ -24,8 +24,9 @@ use std::time::{Duration, Instant, SystemTime};
 fn opts() -> RunOptions {
     RunOptions {
         poll_interval: Duration::from_millis(100),
-        wave_timeout: Duration::from_secs(60),
-        prune_wait: Duration::from_secs(20),
+        // Generous (the machine may be busy): nothing here waits for them to run out.
+        wave_timeout: DEADLINE,
+        prune_wait: DEADLINE,
         ..RunOptions::default()
     }
 }
@@ -127,7 +128,7 @@ async fn wait_message(
     app: &str,
     want: impl Fn(&str) -> bool,
 ) -> String {
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + DEADLINE;
     loop {
         let a = get_app(cluster, ns, app).await;
         let m = op_field(&a, "message").to_string();
@@ -282,7 +283,7 @@ async fn delete_hooks_run_around_the_cascade() {
         .expect("delete the Application");
 
     let mut seen = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let deadline = Instant::now() + DEADLINE;
     while let Some(current) = cluster.get_application(&apps_ns, &name).await.expect("get") {
         assert!(Instant::now() < deadline, "still there; seen {seen:?}");
         let out = reconcile_once(&cluster, &current, SystemTime::now(), &mut state)
@@ -707,7 +708,7 @@ async fn an_interrupted_operation_resumes_without_losing_or_duplicating_history(
     // The controller starts the automated sync and "crashes" (the future is dropped) while
     // the PreSync Job runs.
     let interrupted = tokio::time::timeout(
-        Duration::from_secs(30),
+        DEADLINE,
         async {
             let pass = reconcile_once(&cluster, &app, t0, &mut state);
             let watch = wait_message(&cluster, &apps_ns, &name, |m| m.starts_with("waiting for completion of hook"));
@@ -747,7 +748,7 @@ async fn an_interrupted_operation_resumes_without_losing_or_duplicating_history(
     finish_job(&cluster, &dest, &jobs[0], true).await;
     let mut state = ReconcileState { options: opts() };
     let again = get_app(&cluster, &apps_ns, &name).await;
-    tokio::time::timeout(Duration::from_secs(30), async {
+    tokio::time::timeout(DEADLINE, async {
         let pass = reconcile_once(&cluster, &again, SystemTime::now(), &mut state);
         let watch = wait_message(&cluster, &apps_ns, &name, |m| m == "waiting for healthy state of /Service/front");
         tokio::select! {

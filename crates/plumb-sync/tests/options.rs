@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::support::{apply, namespace, testbed, unique};
+use common::support::{DEADLINE, apply, namespace, testbed, unique};
 use common::{application, commit, get_app, git, git_repo, history, install_crd};
 use plumb_sync::auto::{Decision, SyncReason};
 use plumb_sync::history::InitiatedBy;
@@ -940,7 +940,7 @@ async fn deleting_an_application_cascades_in_reverse_wave_order() {
     };
     let mut state = ReconcileState::default();
     let mut deleted_in_order: Vec<Vec<String>> = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let deadline = Instant::now() + DEADLINE;
     loop {
         let Some(current) = cluster
             .get_application(&apps_ns, name)

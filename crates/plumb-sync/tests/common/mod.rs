@@ -6,7 +6,6 @@ use plumb_cluster::Cluster;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
 
 #[path = "../../../plumb-cluster/tests/support/mod.rs"]
 pub mod support;
@@ -29,7 +28,7 @@ pub fn deploy_objects(file: &str) -> Vec<Value> {
 /// Installs the Application CRD and waits until it is Established and served.
 pub async fn install_crd(cluster: &Cluster) {
     support::apply(cluster, deploy_objects("crd.yaml")).await;
-    let established = support::eventually(Duration::from_secs(30), || async {
+    let established = support::eventually(support::DEADLINE, || async {
         let crd = cluster
             .get_object(
                 "apiextensions.k8s.io",
@@ -52,7 +51,7 @@ pub async fn install_crd(cluster: &Cluster) {
         "applications.plumb.dev never became Established"
     );
     // Served (discovery refreshed, the list answers).
-    let served = support::eventually(Duration::from_secs(30), || async {
+    let served = support::eventually(support::DEADLINE, || async {
         cluster.discover().await.ok()?;
         cluster.list_applications(None).await.ok().map(|_| ())
     })
