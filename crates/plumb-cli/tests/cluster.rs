@@ -1437,10 +1437,12 @@ async fn app_commands_sync_and_report() {
         let t = std::time::UNIX_EPOCH + Duration::from_secs(secs);
         plumb_sync::time::format_rfc3339(t).replace('Z', ".000000Z")
     };
+    // Held for 10 minutes: still held when the controller below reads it, however busy the
+    // machine is.
     let lease = |renew: u64| {
         json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
             "metadata": {"name": "plumb-controller", "namespace": app_ns},
-            "spec": {"holderIdentity": "other-replica", "leaseDurationSeconds": 30,
+            "spec": {"holderIdentity": "other-replica", "leaseDurationSeconds": 600,
                 "renewTime": stamp(renew), "acquireTime": stamp(renew)}})
     };
     apply(&cluster, vec![lease(now)]).await;
@@ -1464,7 +1466,7 @@ async fn app_commands_sync_and_report() {
         "a follower does not reconcile: {run}"
     );
     // Its Lease expired: this replica takes over and reconciles, finding nothing to sync.
-    apply(&cluster, vec![lease(now - 120)]).await;
+    apply(&cluster, vec![lease(now - 1200)]).await;
     let run = plumb(&controller).await;
     assert_eq!(run.code, Some(0), "{run}");
     assert!(run.stderr.contains(&name), "{run}");
