@@ -87,7 +87,8 @@ TOTAL_START=$(date +%s)
 for i in $(seq "$RUNS"); do
   start=$(date +%s)
   run_log="$LOG_DIR/run-$i.log"
-  if cargo test "${ARGS[@]}" --locked >"$run_log" 2>&1; then
+  # --no-fail-fast: every run covers the whole suite, not just up to its first failure.
+  if cargo test "${ARGS[@]}" --locked --no-fail-fast >"$run_log" 2>&1; then
     result=pass
     PASSED=$((PASSED + 1))
   else
@@ -97,7 +98,8 @@ for i in $(seq "$RUNS"); do
   took=$(($(date +%s) - start))
   echo "run $i/$RUNS: $result in ${took}s (load average $(cut -d' ' -f1-3 /proc/loadavg); log $run_log)"
   if [ "$result" = FAIL ]; then
-    grep -E '^test .* FAILED$|^error: test failed|panicked at' "$run_log" | head -n 20 | sed 's/^/  /' || true
+    grep -E '^test .* FAILED$|^error: test failed|overflowed its stack|fatal runtime error' "$run_log" \
+      | head -n 20 | sed 's/^/  /' || true
   fi
 done
 TOTAL=$(($(date +%s) - TOTAL_START))
