@@ -60,18 +60,33 @@ use serde_json::Value;
 
 pub mod apiservice;
 pub mod application;
+pub mod certmanager;
+mod checker;
+mod conditions;
+pub mod crd;
+pub mod crossplane;
 pub mod daemonset;
 pub mod deployment;
+pub mod externalsecrets;
+pub mod flux;
+pub mod generic;
 pub mod hpa;
 pub mod ingress;
 pub mod job;
+pub mod keda;
+pub mod lua;
 mod object;
 pub mod pod;
+pub mod prometheus;
 pub mod pvc;
 pub mod replicaset;
+pub mod rollouts;
 pub mod service;
 pub mod statefulset;
 pub mod workflow;
+
+pub use checker::{Assessment, Checker, Source, builtin, check, install, installed};
+pub use lua::{Customizations, LoadError, LuaCheck, LuaLimits};
 
 use object::Gvk;
 
@@ -244,7 +259,8 @@ pub struct AppResource<'a> {
 /// - resources whose target is a `Skip` hook, and live hooks (Argo or Helm) are left out;
 /// - a live object annotated `argocd.argoproj.io/ignore-healthcheck: "true"` is left out;
 /// - a resource absent from the cluster is Missing but does **not** make the app worse;
-/// - live objects without a check ([`assess`] = `None`) are left out;
+/// - live objects without a check ([`check`] gives [`Source::None`]) are left out; every
+///   other object is judged by [`check`] (user Lua, built-in, generic);
 /// - a child `Application` (`argoproj.io`, and plumb's `plumb.dev`) that is Missing or
 ///   Unknown is left out;
 /// - the app is the [`worst`] of the rest, starting from Healthy;
@@ -276,7 +292,7 @@ pub fn app_health<'a>(resources: impl IntoIterator<Item = AppResource<'a>>) -> H
         if object::annotation(live, ANNOTATION_IGNORE_HEALTHCHECK) == Some("true") {
             continue;
         }
-        let Some(health) = assess(live) else {
+        let Some(health) = check(live).checked() else {
             continue;
         };
         let gvk = Gvk::of(live);
@@ -312,6 +328,23 @@ pub(crate) mod testutil {
                 "case {name}: got {got:?}"
             );
         }
+    }
+
+    /// Asserts each row through [`crate::builtin`] (Argo CD's kinds and the operator checks).
+    pub(crate) fn check_builtin_table(rows: &[(&str, Value, HealthStatus, &str)]) {
+        for (name, obj, status, message) in rows {
+            let got = crate::builtin(obj);
+            assert_eq!(
+                got,
+                Some(Health::new(*status, *message)),
+                "case {name}: got {got:?}"
+            );
+        }
+    }
+
+    /// Whether [`crate::builtin`] has a check for `obj`.
+    pub(crate) fn has_builtin(obj: &Value) -> bool {
+        crate::builtin(obj).is_some()
     }
 }
 

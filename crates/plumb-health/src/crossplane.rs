@@ -1,0 +1,228 @@
+//! Crossplane: managed resources, composite resources and claims (any group under
+//! `crossplane.io` or `upbound.io` except the package and API-extension groups), and packages
+//! (`pkg.crossplane.io` Provider, Configuration, Function).
+//!
+//! - **Managed, composite, claim**: `Synced` False (the last reconcile hit an error: bad
+//!   credentials, an invalid field) ⇒ Degraded with its message. `Ready` True (with `Synced`
+//!   True or absent) ⇒ Healthy. `Ready` False or Unknown (reason `Creating`, `Unavailable`,
+//!   `Deleting`, ...) ⇒ Progressing. No conditions yet ⇒ Progressing.
+//! - **Packages**: `Installed` False ⇒ Progressing (still unpacking) unless its reason ends in
+//!   `Failed`/`Error` (Degraded); `Healthy` False ⇒ Degraded; both True ⇒ Healthy.
+//! - `apiextensions.crossplane.io` (XRD, Composition) is left to the generic check
+//!   (`Established`/`Offered`).
+
+use serde_json::Value;
+
+use crate::conditions::{cond, no_status};
+use crate::generic::is_terminal_reason;
+use crate::{Health, HealthStatus};
+
+/// Whether `group` holds Crossplane managed/composite/claim resources.
+pub(crate) fn is_resource_group(group: &str) -> bool {
+    let crossplane = group == "crossplane.io"
+        || group.ends_with(".crossplane.io")
+        || group == "upbound.io"
+        || group.ends_with(".upbound.io");
+    crossplane && !matches!(group, "pkg.crossplane.io" | "apiextensions.crossplane.io")
+}
+
+pub(crate) fn health(obj: &Value, group: &str) -> Option<Health> {
+    if group == "pkg.crossplane.io" {
+        return Some(package(obj));
+    }
+    if !is_resource_group(group) {
+        return None;
+    }
+    if let Some(s) = cond(obj, "Synced").filter(|s| s.is_false()) {
+        return Some(Health::new(HealthStatus::Degraded, s.text()));
+    }
+    Some(match cond(obj, "Ready") {
+        Some(r) if r.is_true() => Health::new(HealthStatus::Healthy, r.text()),
+        Some(r) => Health::new(HealthStatus::Progressing, r.text()),
+        None if no_status(obj) || cond(obj, "Synced").is_none() => Health::new(
+            HealthStatus::Progressing,
+            "Waiting for the resource to be reconciled",
+        ),
+        None => Health::new(
+            HealthStatus::Progressing,
+            "Waiting for the resource to be ready",
+        ),
+    })
+}
+
+fn package(obj: &Value) -> Health {
+    if let Some(h) = cond(obj, "Healthy").filter(|h| h.is_false()) {
+        return Health::new(HealthStatus::Degraded, h.text());
+    }
+    match (cond(obj, "Installed"), cond(obj, "Healthy")) {
+        (Some(i), _) if i.is_false() && is_terminal_reason(i.reason) => {
+            Health::new(HealthStatus::Degraded, i.text())
+        }
+        (Some(i), Some(h)) if i.is_true() && h.is_true() => {
+            Health::new(HealthStatus::Healthy, h.text())
+        }
+        (Some(i), _) if !i.is_true() => Health::new(HealthStatus::Progressing, i.text()),
+        (_, Some(h)) => Health::new(HealthStatus::Progressing, h.text()),
+        _ => Health::new(
+            HealthStatus::Progressing,
+            "Waiting for the package to be installed",
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::HealthStatus::*;
+    use crate::testutil::{check_builtin_table, has_builtin};
+    use serde_json::{Value, json};
+
+    fn bucket(conditions: Value) -> Value {
+        json!({
+            "apiVersion": "s3.aws.upbound.io/v1beta1", "kind": "Bucket",
+            "metadata": {"name": "logs", "generation": 1},
+            "spec": {"forProvider": {"region": "eu-west-1"}},
+            "status": {"conditions": conditions}
+        })
+    }
+
+    fn claim(conditions: Value) -> Value {
+        json!({
+            "apiVersion": "database.example.crossplane.io/v1alpha1", "kind": "PostgreSQLInstance",
+            "metadata": {"name": "db", "namespace": "app"},
+            "spec": {"parameters": {"storageGB": 20}},
+            "status": {"conditions": conditions}
+        })
+    }
+
+    fn c(t: &str, s: &str, reason: &str, message: &str) -> Value {
+        json!({"type": t, "status": s, "reason": reason, "message": message})
+    }
+
+    #[test]
+    fn managed_and_claim_table() {
+        check_builtin_table(&[
+            (
+                "ready",
+                bucket(json!([
+                    c("Synced", "True", "ReconcileSuccess", ""),
+                    c("Ready", "True", "Available", "")
+                ])),
+                Healthy,
+                "Available",
+            ),
+            (
+                "creating",
+                bucket(json!([
+                    c("Synced", "True", "ReconcileSuccess", ""),
+                    c("Ready", "False", "Creating", "")
+                ])),
+                Progressing,
+                "Creating",
+            ),
+            (
+                "sync error",
+                bucket(json!([
+                    c(
+                        "Synced",
+                        "False",
+                        "ReconcileError",
+                        "cannot get credentials: secret not found"
+                    ),
+                    c("Ready", "False", "Creating", "")
+                ])),
+                Degraded,
+                "cannot get credentials: secret not found",
+            ),
+            (
+                "new",
+                bucket(json!([])),
+                Progressing,
+                "Waiting for the resource to be reconciled",
+            ),
+            (
+                "synced not ready",
+                bucket(json!([c("Synced", "True", "ReconcileSuccess", "")])),
+                Progressing,
+                "Waiting for the resource to be ready",
+            ),
+            (
+                "claim ready",
+                claim(json!([
+                    c("Synced", "True", "", ""),
+                    c("Ready", "True", "Available", "")
+                ])),
+                Healthy,
+                "Available",
+            ),
+            (
+                "claim waiting",
+                claim(json!([
+                    c("Synced", "True", "", ""),
+                    c(
+                        "Ready",
+                        "False",
+                        "Waiting",
+                        "Claim is waiting for composite resource to become Ready"
+                    )
+                ])),
+                Progressing,
+                "Claim is waiting for composite resource to become Ready",
+            ),
+        ]);
+    }
+
+    #[test]
+    fn package_table() {
+        let provider = |conds: Value| {
+            json!({
+                "apiVersion": "pkg.crossplane.io/v1", "kind": "Provider",
+                "metadata": {"name": "provider-aws-s3"},
+                "spec": {"package": "xpkg.upbound.io/upbound/provider-aws-s3:v1"},
+                "status": {"conditions": conds}
+            })
+        };
+        check_builtin_table(&[
+            (
+                "healthy",
+                provider(json!([
+                    c("Installed", "True", "ActivePackageRevision", ""),
+                    c("Healthy", "True", "HealthyPackageRevision", "")
+                ])),
+                Healthy,
+                "HealthyPackageRevision",
+            ),
+            (
+                "unpacking",
+                provider(json!([c("Installed", "False", "UnpackingPackage", "")])),
+                Progressing,
+                "UnpackingPackage",
+            ),
+            (
+                "unhealthy",
+                provider(json!([
+                    c("Installed", "True", "ActivePackageRevision", ""),
+                    c(
+                        "Healthy",
+                        "False",
+                        "UnhealthyPackageRevision",
+                        "cannot start provider"
+                    )
+                ])),
+                Degraded,
+                "cannot start provider",
+            ),
+            (
+                "new",
+                provider(json!([])),
+                Progressing,
+                "Waiting for the package to be installed",
+            ),
+        ]);
+    }
+
+    #[test]
+    fn api_extensions_are_generic() {
+        let xrd = json!({"apiVersion": "apiextensions.crossplane.io/v1", "kind": "Composition", "metadata": {"name": "x"}});
+        assert!(!has_builtin(&xrd));
+    }
+}
