@@ -7,6 +7,7 @@ mod cluster_args;
 mod controller_cmd;
 mod diff_cmd;
 mod doctor_cmd;
+mod health_cmd;
 mod output;
 mod render_cmd;
 mod serve;
@@ -59,6 +60,9 @@ enum Command {
     Doctor(doctor_cmd::DoctorArgs),
     /// Reconcile every plumb Application: refresh, automated sync, self-heal, retries.
     Controller(controller_cmd::ControllerArgs),
+    /// The health of objects in files (user Lua scripts, built-in checks, generic
+    /// conditions): `GROUP/KIND NAMESPACE/NAME STATUS MESSAGE`. Exit code 0.
+    Health(health_cmd::HealthArgs),
 }
 
 /// Exit codes shared by every command.
@@ -86,6 +90,7 @@ fn main() -> ExitCode {
         Command::Blame(args) => blame_cmd::run(args),
         Command::Doctor(args) => doctor_cmd::run(args),
         Command::Controller(args) => controller_cmd::run(args),
+        Command::Health(args) => health_cmd::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

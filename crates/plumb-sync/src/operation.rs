@@ -90,10 +90,11 @@ pub fn task_name(key: &ResourceKey) -> String {
     format!("{}/{}/{}", key.group, key.kind, key.name)
 }
 
-/// A started task's state from its live object's health: Healthy or no health check ⇒ done,
-/// Degraded ⇒ failed, otherwise (or not there yet) still running with `waiting`.
+/// A started task's state from its live object's health ([`plumb_health::check`]: user Lua,
+/// built-in, generic): Healthy or no health check ⇒ done, Degraded ⇒ failed, otherwise (or not
+/// there yet) still running with `waiting`.
 fn by_health(live: Option<&Value>, waiting: impl FnOnce() -> String) -> TaskState {
-    match live.map(plumb_health::assess) {
+    match live.map(|l| plumb_health::check(l).checked()) {
         Some(None) => TaskState::Succeeded(String::new()),
         Some(Some(h)) if h.status == HealthStatus::Healthy => TaskState::Succeeded(h.message),
         Some(Some(h)) if h.status == HealthStatus::Degraded => TaskState::Failed(h.message),

@@ -300,9 +300,11 @@ async fn clean_up_hooks(
                 live_hooks.push((key.clone(), live));
             }
         }
-        let health = plumb_health::worst(live_hooks.iter().map(|(_, live)| {
-            plumb_health::assess(live).map_or(HealthStatus::Healthy, |h| h.status)
-        }));
+        let health = plumb_health::worst(
+            live_hooks
+                .iter()
+                .map(|(_, live)| plumb_health::check(live).health.status),
+        );
         for (key, live) in &live_hooks {
             let policy = DeletePolicy::of(&crate::plan::ObjectMeta::from_object(live).annotations);
             let due = (policy.hook_succeeded && health == HealthStatus::Healthy)

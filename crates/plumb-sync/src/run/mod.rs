@@ -553,7 +553,7 @@ fn compare_live(obs: &mut Observation, live: Vec<Value>, settings: &Settings) ->
                 version,
                 status: crate::status::resource_sync_status(r).unwrap_or(SyncStatusCode::Synced),
                 health: match live {
-                    Some(l) => plumb_health::assess(l).map(|h| h.status),
+                    Some(l) => plumb_health::check(l).checked().map(|h| h.status),
                     None if d.status == Status::Missing => Some(HealthStatus::Missing),
                     None => None,
                 },
