@@ -218,11 +218,23 @@ impl Cluster {
         tracking_label: &str,
     ) -> Result<Vec<Value>> {
         let mut plan = LivePlan::new(app, tracking_label, &self.default_namespace);
+        // Kinds whose CRD is itself desired and not served yet: nothing of them is live.
+        let mut not_served: HashSet<GroupKind> = HashSet::new();
         for obj in desired {
             let key = LivePlan::desired_key(obj)?;
             let gk = key.group_kind();
+            if not_served.contains(&gk) {
+                continue;
+            }
             if !plan.has_kind(&gk) {
-                let info = self.resource_for(&gk.group, &gk.kind).await?;
+                let info = match self.resource_for(&gk.group, &gk.kind).await {
+                    Ok(info) => info,
+                    Err(ClusterError::UnknownKind { .. }) if crd_desired(desired, &gk) => {
+                        not_served.insert(gk);
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                };
                 plan.add_kind(gk, info);
             }
             plan.add_desired(key);
@@ -467,6 +479,15 @@ impl<'a> LivePlan<'a> {
         }
         Ok(found.into_values().collect())
     }
+}
+
+/// Whether `desired` holds the CustomResourceDefinition of `gk` (a kind a sync installs).
+fn crd_desired(desired: &[Value], gk: &GroupKind) -> bool {
+    desired.iter().any(|o| {
+        o.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition")
+            && o.pointer("/spec/group").and_then(Value::as_str) == Some(gk.group.as_str())
+            && o.pointer("/spec/names/kind").and_then(Value::as_str) == Some(gk.kind.as_str())
+    })
 }
 
 #[cfg(test)]
