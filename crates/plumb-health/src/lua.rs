@@ -16,7 +16,8 @@
 //! first (ConfigMap before directory, then in key order) wins. The ConfigMap wins over the
 //! directory for the same key.
 //!
-//! Interface, as in Argo CD: the live object is the global `obj` (JSON `null` reads as `nil`);
+//! Interface, as in Argo CD: the live object is the global `obj` (JSON `null` reads as `nil`;
+//! `metadata.managedFields` is left out);
 //! the script returns a table `{status = "<Healthy|Progressing|Degraded|Suspended|Missing|Unknown>",
 //! message = "..."}`. Standard libraries: `base`, `table` and a safe `os` (`time`, `date`,
 //! `clock`) always (Lua 5.1's base includes `coroutine`); `string` and `math` only with
@@ -511,9 +512,34 @@ fn lua_type(v: &mlua::Value) -> &'static str {
     }
 }
 
+/// The object as scripts see it: `metadata.managedFields` left out (often the larger half of a
+/// live object, and no health rule reads it), everything else as is.
+fn object_to_lua(lua: &Lua, obj: &Value) -> mlua::Result<mlua::Value> {
+    let Some(map) = obj.as_object() else {
+        return to_lua(lua, obj);
+    };
+    let t = lua.create_table_with_capacity(0, map.len())?;
+    for (k, item) in map {
+        match (k.as_str(), item) {
+            ("metadata", Value::Object(meta)) => {
+                let m = lua.create_table_with_capacity(0, meta.len())?;
+                for (mk, mv) in meta {
+                    if mk != "managedFields" && !mv.is_null() {
+                        m.raw_set(mk.as_str(), to_lua(lua, mv)?)?;
+                    }
+                }
+                t.raw_set("metadata", m)?;
+            }
+            (_, Value::Null) => {}
+            _ => t.raw_set(k.as_str(), to_lua(lua, item)?)?,
+        }
+    }
+    Ok(mlua::Value::Table(t))
+}
+
 fn call(vm: &Vm, obj: &Value, limits: LuaLimits) -> Result<Health, String> {
     vm.deadline.set(Instant::now() + limits.time);
-    let lua_obj = to_lua(&vm.lua, obj).map_err(|e| short(&e))?;
+    let lua_obj = object_to_lua(&vm.lua, obj).map_err(|e| short(&e))?;
     vm.lua
         .globals()
         .set("obj", lua_obj)
@@ -661,7 +687,7 @@ return hs
             ),
             (
                 "memory",
-                "local t = {} local i = 0 while true do i = i + 1 t[i] = {i, i, i, i} end",
+                "local t = {} local i = 0 while true do i = i + 1 t[i] = string.rep('x', 1048576) .. i end",
                 "memory limit exceeded",
             ),
             (
@@ -694,6 +720,14 @@ return hs
         );
         // The runner still works afterwards.
         assert_eq!(run(PHASE, false, &widget(Some("Ready"))).status, Healthy);
+    }
+
+    #[test]
+    fn managed_fields_are_not_passed() {
+        let mut obj = widget(Some("Ready"));
+        obj["metadata"]["managedFields"] = json!([{"manager": "kubectl"}]);
+        let script = r#"return {status = "Healthy", message = tostring(obj.metadata.managedFields) .. " " .. obj.metadata.name}"#;
+        assert_eq!(run(script, false, &obj), Health::new(Healthy, "nil w"));
     }
 
     #[test]
