@@ -55,6 +55,8 @@ pub struct ControllerArgs {
     /// (port 0 picks a free port; the address is logged).
     #[arg(long, value_name = "ADDR")]
     listen: Option<String>,
+    #[command(flatten)]
+    health: crate::health_cmd::ControllerHealthArgs,
 }
 
 const LEASE: &str = "plumb-controller";
@@ -193,6 +195,7 @@ async fn run_async(args: ControllerArgs, cluster: Arc<plumb_cluster::Cluster>) -
         std::env::var("HOSTNAME").unwrap_or_else(|_| "plumb".into()),
         std::process::id()
     );
+    crate::health_cmd::install_for_controller(&cluster, &args.health).await?;
     let renew_every = Duration::from_secs((args.lease_duration / 3).max(1));
     let metrics = Arc::new(crate::serve::Metrics::default());
     if let Some(addr) = &args.listen {

@@ -46,6 +46,48 @@ pub fn checker(settings: Option<&PathBuf>, dir: Option<&PathBuf>) -> Result<Chec
     Ok(Checker::new(custom, LuaLimits::default()))
 }
 
+/// Health customizations for the controller: read once at start, used by every sync wave and
+/// app health it computes.
+#[derive(clap::Args)]
+pub struct ControllerHealthArgs {
+    /// The `argocd-cm` ConfigMap (`NAMESPACE/NAME`) whose health scripts apply.
+    #[arg(long = "settings-configmap", value_name = "NS/NAME")]
+    settings_configmap: Option<String>,
+    /// A directory in Argo CD's `resource_customizations/<group>/<kind>/health.lua` layout.
+    #[arg(long = "resource-customizations", value_name = "DIR")]
+    resource_customizations: Option<PathBuf>,
+}
+
+/// Reads the controller's health customizations and installs them for the process.
+pub async fn install_for_controller(
+    cluster: &plumb_cluster::Cluster,
+    args: &ControllerHealthArgs,
+) -> Result<()> {
+    let mut custom = Customizations::new();
+    if let Some(key) = &args.settings_configmap {
+        let (ns, name) = key
+            .split_once('/')
+            .ok_or_else(|| anyhow!("--settings-configmap {key}: expected NAMESPACE/NAME"))?;
+        let cm = cluster
+            .get_object("", "ConfigMap", ns, name)
+            .await
+            .map_err(|e| anyhow!("--settings-configmap {key}: {e}"))?
+            .ok_or_else(|| anyhow!("--settings-configmap {key}: not found"))?;
+        custom.extend(
+            Customizations::from_configmap(&cm, &format!("ConfigMap {key}"))
+                .map_err(|e| anyhow!("{e}"))?,
+        );
+    }
+    if let Some(d) = &args.resource_customizations {
+        custom.extend(Customizations::from_dir(d).map_err(|e| anyhow!("{e}"))?);
+    }
+    if !custom.is_empty() {
+        plumb_health::install(Checker::new(custom, LuaLimits::default()))
+            .map_err(|_| anyhow!("health checks were already set up"))?;
+    }
+    Ok(())
+}
+
 fn str_at<'a>(obj: &'a Value, path: &[&str]) -> &'a str {
     let mut cur = obj;
     for k in path {

@@ -194,6 +194,16 @@ impl Customizations {
             message,
         };
         let cm: Value = serde_saphyr::from_str(text).map_err(|e| invalid(e.to_string()))?;
+        Self::from_configmap(&cm, path)
+    }
+
+    /// The scripts of an `argocd-cm` ConfigMap object (as read from a cluster; `path` names it
+    /// in errors).
+    pub fn from_configmap(cm: &Value, path: &str) -> Result<Self, LoadError> {
+        let invalid = |message: String| LoadError::Invalid {
+            path: path.to_owned(),
+            message,
+        };
         let empty = serde_json::Map::new();
         let data = match cm.get("data") {
             None | Some(Value::Null) => &empty,
