@@ -482,7 +482,7 @@ impl<'a> LivePlan<'a> {
 }
 
 /// Whether `desired` holds the CustomResourceDefinition of `gk` (a kind a sync installs).
-fn crd_desired(desired: &[Value], gk: &GroupKind) -> bool {
+pub(crate) fn crd_desired(desired: &[Value], gk: &GroupKind) -> bool {
     desired.iter().any(|o| {
         o.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition")
             && o.pointer("/spec/group").and_then(Value::as_str) == Some(gk.group.as_str())
