@@ -154,7 +154,10 @@ pub fn run(args: DiffArgs) -> Result<u8> {
             let settings = load_settings(&args)?;
             let scopes = DiscoveredScopes {
                 served: c
-                    .block_on(c.cluster.scopes(kinds_of(&desired)))
+                    .block_on(plumb_cluster::ClusterApi::scopes(
+                        &c.cluster,
+                        kinds_of(&desired),
+                    ))
                     .map_err(|e| anyhow!("{e}"))?,
                 offline: BuiltinScopes::with_crds_of(desired.iter().map(|d| &d.object)),
             };

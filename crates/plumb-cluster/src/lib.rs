@@ -224,25 +224,6 @@ impl Cluster {
         }
     }
 
-    /// The cluster's discovery of `kinds`: per kind it serves, whether it is cluster-scoped.
-    /// Kinds it does not serve (a CRD not installed yet) are left out.
-    pub async fn scopes(
-        &self,
-        kinds: impl IntoIterator<Item = plumb_core::GroupKind>,
-    ) -> Result<std::collections::BTreeMap<plumb_core::GroupKind, bool>> {
-        let mut out = std::collections::BTreeMap::new();
-        for gk in kinds {
-            match self.resource_for(&gk.group, &gk.kind).await {
-                Ok(info) => {
-                    out.insert(gk, !info.namespaced);
-                }
-                Err(ClusterError::UnknownKind { .. }) => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(out)
-    }
-
     /// The error context of a request on `info` in `namespace` (`None`: all
     /// namespaces or cluster scope).
     fn context(

@@ -669,27 +669,6 @@ fn scoped_namespace(info: &ResourceInfo, namespace: &str, default_namespace: &st
     }
 }
 
-/// The version of `obj`'s `apiVersion` if served (a 404 otherwise, as the server's).
-fn served(obj: &Value, info: &ResourceInfo) -> Result<String> {
-    let api_version = obj
-        .get("apiVersion")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let version = api_version.rsplit('/').next().unwrap_or(api_version);
-    if info.versions.iter().any(|v| v == version) {
-        Ok(version.to_string())
-    } else {
-        Err(ClusterError::Api {
-            code: 404,
-            message: format!(
-                "{api_version} {} is not served (served versions: {})",
-                info.kind,
-                info.versions.join(", ")
-            ),
-        })
-    }
-}
-
 /// `obj` as read at `version`.
 fn at_version(mut obj: Value, info: &ResourceInfo, version: &str) -> Value {
     if let Some(o) = obj.as_object_mut() {
@@ -881,7 +860,7 @@ impl MemoryCluster {
     fn get_as_sync(&self, obj: &Value) -> Result<Option<Value>> {
         let mut st = self.lock();
         let (key, info) = st.key_of(obj, &self.default_namespace)?;
-        let version = served(obj, &info)?;
+        let version = crate::write::served_version(obj, &info)?;
         st.request(Verb::Get, &key)?;
         Ok(st.read(&key).map(|o| at_version(o, &info, &version)))
     }
@@ -895,7 +874,7 @@ impl MemoryCluster {
             Verb::Apply
         };
         st.request(verb, &key)?;
-        let version = served(&obj, &info)?;
+        let version = crate::write::served_version(&obj, &info)?;
         st.check_namespace(&info, &key)?;
         let old = st.objects.get(&key).cloned();
         if let Some(live) = &old {
@@ -960,7 +939,7 @@ impl MemoryCluster {
             name,
         };
         st.request(Verb::Create, &key)?;
-        let version = served(obj, &info)?;
+        let version = crate::write::served_version(obj, &info)?;
         st.check_namespace(&info, &key)?;
         if st.objects.contains_key(&key) {
             return Err(ClusterError::Api {
@@ -980,7 +959,7 @@ impl MemoryCluster {
     fn replace_sync(&self, obj: &Value) -> Result<Value> {
         let mut st = self.lock();
         let (key, info) = st.key_of(obj, &self.default_namespace)?;
-        let version = served(obj, &info)?;
+        let version = crate::write::served_version(obj, &info)?;
         let old = st.objects.get(&key).cloned();
         // As `Cluster::replace_object`: a GET, then a create or a PUT.
         st.request(Verb::Get, &key)?;
@@ -999,7 +978,7 @@ impl MemoryCluster {
     fn patch_sync(&self, obj: &Value, patch: &Value, verb: Verb) -> Result<Value> {
         let mut st = self.lock();
         let (key, info) = st.key_of(obj, &self.default_namespace)?;
-        let version = served(obj, &info)?;
+        let version = crate::write::served_version(obj, &info)?;
         st.request(verb, &key)?;
         let old = st
             .objects

@@ -383,7 +383,7 @@ impl Cluster {
 }
 
 /// The version of `obj`'s `apiVersion`, if the server serves it for this kind.
-fn served_version(obj: &Value, info: &ResourceInfo) -> Result<String> {
+pub(crate) fn served_version(obj: &Value, info: &ResourceInfo) -> Result<String> {
     let api_version = obj
         .get("apiVersion")
         .and_then(Value::as_str)
