@@ -496,6 +496,11 @@ pub struct HelmParameter {
     pub extra: Extra,
 }
 
+/// Whether a model error's path lies in `status`.
+fn is_status_path(path: &str) -> bool {
+    path == "status" || path.starts_with("status.") || path.starts_with("status[")
+}
+
 impl Application {
     /// Reads an Application object (through [`model::Application`]): `kind` must be
     /// `Application` and `metadata.name` set; a field of the wrong type is an error naming it.
@@ -506,7 +511,13 @@ impl Application {
                 "expected kind Application, found '{kind}'"
             )));
         }
-        let model = model::Application::from_value(v).map_err(|e| SettingsError(e.to_string()))?;
+        // Only what the comparison reads must be well formed: a status field of the wrong
+        // shape (written by another tool, or by hand) must not make the app unreadable,
+        // or no sync could ever repair it.
+        let (model, errors) = model::Application::read_lenient(v);
+        if let Some(e) = errors.into_iter().find(|e| !is_status_path(&e.path)) {
+            return Err(SettingsError(e.to_string()));
+        }
         Application::from_model(&model)
     }
 
@@ -585,6 +596,27 @@ pub fn is_tracked_by(obj: &Value, app: &str) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_malformed_status_field_does_not_make_the_application_unreadable() {
+        let app = |status: Value, spec_extra: Value| {
+            let mut spec = json!({"source": {"repoURL": "https://h/r", "path": "p"},
+                                  "destination": {"namespace": "web"}});
+            if let (Some(s), Some(x)) = (spec.as_object_mut(), spec_extra.as_object()) {
+                s.extend(x.clone());
+            }
+            json!({"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+                   "metadata": {"name": "web"}, "spec": spec, "status": status})
+        };
+        let read =
+            Application::from_value(&app(json!({"history": [{"id": "x"}]}), json!({}))).unwrap();
+        assert_eq!(read.name, "web");
+        assert_eq!(read.destination_namespace.as_deref(), Some("web"));
+        // The spec is still read strictly, naming the field.
+        let e = Application::from_value(&app(json!({}), json!({"revisionHistoryLimit": "ten"})))
+            .unwrap_err();
+        assert!(e.0.starts_with("spec.revisionHistoryLimit: "), "{e}");
+    }
 
     #[test]
     fn reads_every_override_form() {
