@@ -1051,11 +1051,25 @@ impl MemoryCluster {
     ) -> Result<Vec<Value>> {
         let mut st = self.lock();
         let mut plan = LivePlan::new(app, tracking_label, &self.default_namespace);
+        // As the real cluster's: a kind whose CRD is desired and not served yet has nothing live.
+        let mut not_served = std::collections::HashSet::new();
         for obj in desired {
             let key = LivePlan::desired_key(obj)?;
             let gk = key.group_kind();
+            if not_served.contains(&gk) {
+                continue;
+            }
             if !plan.has_kind(&gk) {
-                let info = st.info(&gk.group, &gk.kind)?;
+                let info = match st.info(&gk.group, &gk.kind) {
+                    Ok(info) => info,
+                    Err(ClusterError::UnknownKind { .. })
+                        if crate::live::crd_desired(desired, &gk) =>
+                    {
+                        not_served.insert(gk);
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                };
                 plan.add_kind(gk, info);
             }
             plan.add_desired(key);
