@@ -6,6 +6,7 @@ use plumb_core::argo::{AppSource, Application};
 use plumb_render::fetch::{FetchError, Overrides, fetch, locate};
 use plumb_render::remote::RepoCache;
 use plumb_render::render::{RenderOptions, Rendered, RenderedObject, Renderer, render_fetched};
+use plumb_render::repocreds::CredStore;
 use plumb_render::source::SourceFs;
 use std::path::{Path, PathBuf};
 
@@ -25,6 +26,10 @@ pub struct SourceArgs {
     /// Kustomize renderer: plumb's own (with source locations) or the kustomize binary.
     #[arg(long, value_enum, default_value_t = RendererArg::Native)]
     pub renderer: RendererArg,
+    /// Credentials for chart repositories: a file or directory of Argo CD repository
+    /// Secrets (labelled argocd.argoproj.io/secret-type: repository or repo-creds).
+    #[arg(long, value_name = "PATH")]
+    pub repo_creds: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -79,7 +84,11 @@ pub fn render_sources(
         file.parent().unwrap_or(Path::new("."))
     });
     // A CLI run fetches a remote once; the cache keeps the mirror for the next run.
-    let cache = RepoCache::new(RepoCache::default_dir(), std::time::Duration::ZERO);
+    let mut cache = RepoCache::new(RepoCache::default_dir(), std::time::Duration::ZERO);
+    if let Some(path) = &args.repo_creds {
+        let creds = CredStore::load(path).map_err(|e| anyhow!("--repo-creds: {e}"))?;
+        cache = cache.with_creds(creds);
+    }
     let renderer = match args.renderer {
         RendererArg::Native => Renderer::Native,
         RendererArg::KustomizeBinary => Renderer::KustomizeBinary,

@@ -372,7 +372,7 @@ pub struct AppSource {
     pub path: String,
     #[serde(skip_serializing_if = "String::is_empty")]
     pub target_revision: String,
-    /// A Helm chart name (chart repositories are not read; plumb renders git paths).
+    /// A Helm chart name: the source is that chart of the Helm chart repository `repoURL`.
     #[serde(skip_serializing_if = "none_or_empty")]
     pub chart: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -478,6 +478,27 @@ pub struct HelmSource {
     pub kube_version: String,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub api_versions: Vec<String>,
+    /// `--set-file NAME=PATH` (PATH inside the source path).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub file_parameters: Vec<HelmFileParameter>,
+    /// Send the repository's credentials to a chart URL on another host.
+    #[serde(skip_serializing_if = "is_false")]
+    pub pass_credentials: bool,
+    /// `--skip-schema-validation`.
+    #[serde(skip_serializing_if = "is_false")]
+    pub skip_schema_validation: bool,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// One `spec.source.helm.fileParameters` entry.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct HelmFileParameter {
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub path: String,
     #[serde(flatten)]
     pub extra: Extra,
 }

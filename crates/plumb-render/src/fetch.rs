@@ -54,6 +54,9 @@ pub enum RepoRef {
     Local(PathBuf),
     /// A remote URL, read from its mirror in the repository cache.
     Remote(String),
+    /// A chart of a Helm chart repository (`spec.source.chart`), downloaded into the
+    /// repository cache's `helm/`.
+    Chart { repo: String, chart: String },
 }
 
 /// Which revision of the repository to read.
@@ -82,8 +85,11 @@ pub struct Fetched {
     pub mirrored: bool,
     /// The repository at the revision.
     pub fs: Box<dyn SourceFs>,
-    /// The full commit id; empty for a plain directory.
+    /// The full commit id; empty for a plain directory; a chart's version.
     pub commit: String,
+    /// The revision shown, when the repository's own label is not it (a chart: its
+    /// version).
+    pub revision_label: Option<String>,
 }
 
 impl std::fmt::Debug for Fetched {
@@ -104,9 +110,17 @@ pub enum FetchError {
         "repoURL {url:?} is neither a local repository (an absolute path or file:// URL) nor a remote one (https://, ssh://, git://, user@host:path)"
     )]
     NotARepository { url: String },
+    /// A chart source's `repoURL` that is not an HTTP(S) chart repository.
+    #[error(
+        "repoURL {url:?} of a chart source is not an HTTP(S) chart repository (OCI registries are not supported yet)"
+    )]
+    NotAChartRepository { url: String },
     /// A clone or fetch of a remote failed (git's message, credentials hidden).
     #[error("{0}")]
     Remote(String),
+    /// A chart could not be had from its repository.
+    #[error(transparent)]
+    Chart(#[from] crate::chart::ChartError),
     /// The repository or the revision cannot be opened.
     #[error(transparent)]
     Open(#[from] LoadError),
@@ -119,8 +133,10 @@ pub fn locate(
     overrides: &Overrides,
     base: Option<&Path>,
 ) -> Result<SourceRef, FetchError> {
+    let chart = source.chart.as_deref().map(str::trim).unwrap_or("");
     let repo = match &overrides.repo {
         Some(r) => RepoRef::Local(r.clone()),
+        None if !chart.is_empty() => chart_repo_of(&source.repo_url, chart)?,
         None => repo_of(&source.repo_url, base)?,
     };
     let revision = match &overrides.revision {
@@ -128,6 +144,10 @@ pub fn locate(
         None => Revision::Target(source.target_revision.trim().to_string()),
     };
     let mut source = source.clone();
+    if let RepoRef::Chart { chart, .. } = &repo {
+        // The chart's directory inside its archive.
+        source.path = chart.clone();
+    }
     if let Some(p) = &overrides.path {
         source.path = p.clone();
     }
@@ -135,6 +155,20 @@ pub fn locate(
         source,
         repo,
         revision,
+    })
+}
+
+/// `repoURL` of a chart source: an HTTP(S) chart repository.
+fn chart_repo_of(url: &str, chart: &str) -> Result<RepoRef, FetchError> {
+    let url = url.trim();
+    if url.starts_with("https://") || url.starts_with("http://") {
+        return Ok(RepoRef::Chart {
+            repo: url.to_string(),
+            chart: chart.to_string(),
+        });
+    }
+    Err(FetchError::NotAChartRepository {
+        url: crate::remote::redact(url),
     })
 }
 
@@ -169,6 +203,21 @@ pub fn fetch(at: &SourceRef, cache: &RepoCache) -> Result<Fetched, FetchError> {
     let (dir, mirrored) = match &at.repo {
         RepoRef::Local(dir) => (dir.clone(), false),
         RepoRef::Remote(url) => (cache.checkout(url).map_err(FetchError::Remote)?, true),
+        RepoRef::Chart { repo, chart } => {
+            let target = match &at.revision {
+                Revision::Explicit(r) | Revision::Target(r) => r,
+            };
+            let pass = at.source.helm.as_ref().is_some_and(|h| h.pass_credentials);
+            let got = cache.charts().get(repo, chart, target, pass)?;
+            let fs = open_source(&got.root, None)?;
+            return Ok(Fetched {
+                dir: got.root,
+                mirrored: true,
+                fs,
+                commit: got.version.clone(),
+                revision_label: Some(got.version),
+            });
+        }
     };
     let (fs, commit): (Box<dyn SourceFs>, String) = if is_git_repository(&dir) {
         let rev = match &at.revision {
@@ -190,6 +239,7 @@ pub fn fetch(at: &SourceRef, cache: &RepoCache) -> Result<Fetched, FetchError> {
         mirrored,
         fs,
         commit,
+        revision_label: None,
     })
 }
 

@@ -10,10 +10,12 @@
 //! }
 //! ```
 
+pub mod chart;
 pub mod fetch;
 pub mod kustomize;
 pub mod remote;
 pub mod render;
+pub mod repocreds;
 pub mod source;
 #[cfg(any(test, feature = "test-support"))]
 pub mod testing;

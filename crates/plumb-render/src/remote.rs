@@ -91,16 +91,32 @@ pub struct RepoCache {
     /// Per repository: its lock (one git command at a time) and what it last did.
     repos: Mutex<HashMap<String, Arc<Mutex<Attempt>>>>,
     git: PathBuf,
+    /// Charts from Helm chart repositories, under `dir/helm`.
+    charts: crate::chart::ChartCache,
 }
 
 impl RepoCache {
     pub fn new(dir: impl Into<PathBuf>, interval: Duration) -> RepoCache {
+        let dir = dir.into();
         RepoCache {
-            dir: dir.into(),
+            charts: crate::chart::ChartCache::new(dir.join("helm")),
+            dir,
             interval,
             repos: Mutex::new(HashMap::new()),
             git: PathBuf::from("git"),
         }
+    }
+
+    /// The same cache, with credentials for chart repositories (Argo CD's repository
+    /// Secrets).
+    pub fn with_creds(mut self, creds: crate::repocreds::CredStore) -> RepoCache {
+        self.charts.set_creds(creds);
+        self
+    }
+
+    /// The chart part of the cache: Helm chart repositories.
+    pub fn charts(&self) -> &crate::chart::ChartCache {
+        &self.charts
     }
 
     /// The default location: `$PLUMB_REPO_CACHE`, else `$XDG_CACHE_HOME/plumb/repos`, else

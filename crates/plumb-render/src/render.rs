@@ -114,12 +114,17 @@ pub fn render_fetched(
     source: &AppSource,
     opts: &RenderOptions,
 ) -> Result<Rendered, LoadError> {
-    render(fetched.fs.as_ref(), &source.path, source, opts).map_err(|mut e| {
-        if e.file.is_relative() && fetched.dir != Path::new(".") {
-            e.file = fetched.dir.join(&e.file);
-        }
-        e
-    })
+    let mut rendered =
+        render(fetched.fs.as_ref(), &source.path, source, opts).map_err(|mut e| {
+            if e.file.is_relative() && fetched.dir != Path::new(".") {
+                e.file = fetched.dir.join(&e.file);
+            }
+            e
+        })?;
+    if let Some(label) = &fetched.revision_label {
+        rendered.revision = label.clone();
+    }
+    Ok(rendered)
 }
 
 /// Renders `path` (repository-relative) of `fs` as `source` says.
@@ -600,8 +605,19 @@ fn render_helm(
         cmd.arg(flag)
             .arg(format!("{}={}", p.name, escape_set_value(&p.value)));
     }
+    for p in &params.file_parameters {
+        let joined = join(path, &p.path, path)?;
+        if fs.kind(&joined)? != Some(EntryKind::File) {
+            return Err(fail(&joined, "helm fileParameters file does not exist"));
+        }
+        cmd.arg("--set-file")
+            .arg(format!("{}={}", p.name, tree.root.join(&joined).display()));
+    }
     if !params.skip_crds {
         cmd.arg("--include-crds");
+    }
+    if params.skip_schema_validation {
+        cmd.arg("--skip-schema-validation");
     }
     if !params.kube_version.is_empty() {
         cmd.arg("--kube-version").arg(&params.kube_version);
