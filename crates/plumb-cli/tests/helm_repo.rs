@@ -392,6 +392,7 @@ fn one_error_line(o: &Output) -> String {
     assert_eq!(e.lines().count(), 1, "one line: {e}");
     assert!(e.starts_with("error: "), "{e}");
     assert!(!e.contains("panicked"), "{e}");
+    println!("{e}");
     e
 }
 
@@ -565,7 +566,10 @@ fn credentials_from_repository_secrets_and_a_wrong_password_is_one_line() {
     );
     let e = one_error_line(&o);
     assert!(e.contains(&url), "names the repository: {e}");
-    assert!(e.contains("credentials were refused"), "{e}");
+    assert!(
+        e.contains("the credentials of Secret argocd/host were refused"),
+        "{e}"
+    );
     assert!(!e.contains("wrong-Pa55") && !e.contains(PASSWORD), "{e}");
     assert!(!out(&o).contains("wrong-Pa55"));
 

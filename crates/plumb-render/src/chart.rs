@@ -208,23 +208,39 @@ pub struct CachedChart {
     pub root: PathBuf,
     /// The version, as the index spells it: the revision shown.
     pub version: String,
-    /// Whether a network call was made to get it.
+    /// Whether the index was consulted (read, or remembered within the interval); false
+    /// when an exact version came straight from the cache directory.
     pub network: bool,
 }
 
 /// Charts downloaded from chart repositories, unpacked under `dir`.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct ChartCache {
     dir: PathBuf,
     /// The deadline of each request.
     pub timeout: Duration,
-    creds: CredStore,
+    /// Replaced whole when the Secrets change ([`ChartCache::set_creds`]).
+    creds: std::sync::RwLock<std::sync::Arc<CredStore>>,
+    /// An index read less than this long ago is used as it is, and a failure stands as long
+    /// (1,000 apps of one repository read its index once per interval); zero: every time.
+    interval: Duration,
+    /// Per repository URL: when its index was read and what came of it.
+    indexes: std::sync::Mutex<IndexMemo>,
 }
+
+type IndexMemo = std::collections::HashMap<
+    String,
+    (
+        std::time::Instant,
+        Result<std::sync::Arc<Index>, ChartError>,
+    ),
+>;
 
 impl ChartCache {
     /// A cache under `dir` (the repository cache's `helm/`), with the deadline from
-    /// `PLUMB_HTTP_TIMEOUT` (seconds) or [`DEFAULT_TIMEOUT`].
-    pub fn new(dir: impl Into<PathBuf>) -> ChartCache {
+    /// `PLUMB_HTTP_TIMEOUT` (seconds) or [`DEFAULT_TIMEOUT`]; an index read stands for
+    /// `interval`.
+    pub fn new(dir: impl Into<PathBuf>, interval: Duration) -> ChartCache {
         let timeout = std::env::var("PLUMB_HTTP_TIMEOUT")
             .ok()
             .and_then(|s| s.trim().parse::<f64>().ok())
@@ -233,13 +249,22 @@ impl ChartCache {
         ChartCache {
             dir: dir.into(),
             timeout,
-            creds: CredStore::default(),
+            creds: Default::default(),
+            interval,
+            indexes: Default::default(),
         }
     }
 
-    /// The credentials to use.
-    pub fn set_creds(&mut self, creds: CredStore) {
-        self.creds = creds;
+    /// The credentials to use from now on (a controller calls it when the repository
+    /// Secrets change; the cache may be shared).
+    pub fn set_creds(&self, creds: CredStore) {
+        if let Ok(mut c) = self.creds.write() {
+            *c = std::sync::Arc::new(creds);
+        }
+    }
+
+    fn creds(&self) -> std::sync::Arc<CredStore> {
+        self.creds.read().map(|c| c.clone()).unwrap_or_default()
     }
 
     /// Where `chart` `version` of `repo` is (or would be) unpacked.
@@ -283,18 +308,10 @@ impl ChartCache {
                 });
             }
         }
-        let creds = self.creds.lookup(repo);
+        let creds = self.creds().lookup(repo);
         let client = Client::new(self.timeout, creds.as_ref(), &shown)?;
         let base = format!("{}/", repo.trim().trim_end_matches('/'));
-        let index_url = format!("{base}index.yaml");
-        let bytes = client.get(&index_url, MAX_INDEX_BYTES, "index.yaml", true)?;
-        let text = String::from_utf8(bytes).map_err(|_| fail("index.yaml is not UTF-8".into()))?;
-        let index: Index = serde_saphyr::from_str(&text).map_err(|e| {
-            fail(format!(
-                "index.yaml is not a chart index: {}",
-                e.to_string().lines().next().unwrap_or("invalid YAML")
-            ))
-        })?;
+        let index = self.index(&client, &base, &fail)?;
         let versions = index
             .entries
             .get(chart)
@@ -352,6 +369,48 @@ impl ChartCache {
             version: entry.version.clone(),
             network: true,
         })
+    }
+}
+
+impl ChartCache {
+    /// The index of the repository at `base`, read or (within the interval) remembered.
+    fn index(
+        &self,
+        client: &Client<'_>,
+        base: &str,
+        fail: &dyn Fn(String) -> ChartError,
+    ) -> Result<std::sync::Arc<Index>, ChartError> {
+        if !self.interval.is_zero()
+            && let Ok(memo) = self.indexes.lock()
+            && let Some((at, got)) = memo.get(base)
+            && at.elapsed() < self.interval
+        {
+            return got.clone();
+        }
+        let read = || -> Result<std::sync::Arc<Index>, ChartError> {
+            let bytes = client.get(
+                &format!("{base}index.yaml"),
+                MAX_INDEX_BYTES,
+                "index.yaml",
+                true,
+            )?;
+            let text =
+                String::from_utf8(bytes).map_err(|_| fail("index.yaml is not UTF-8".into()))?;
+            let index: Index = serde_saphyr::from_str(&text).map_err(|e| {
+                fail(format!(
+                    "index.yaml is not a chart index: {}",
+                    e.to_string().lines().next().unwrap_or("invalid YAML")
+                ))
+            })?;
+            Ok(std::sync::Arc::new(index))
+        };
+        let got = read();
+        if !self.interval.is_zero()
+            && let Ok(mut memo) = self.indexes.lock()
+        {
+            memo.insert(base.to_string(), (std::time::Instant::now(), got.clone()));
+        }
+        got
     }
 }
 
@@ -465,6 +524,8 @@ struct Client<'a> {
     repo: &'a str,
     timeout: Duration,
     has_creds: bool,
+    /// The Secret the credentials came from.
+    secret: String,
 }
 
 impl<'a> Client<'a> {
@@ -531,6 +592,7 @@ impl<'a> Client<'a> {
         Ok(Client {
             agent,
             has_creds: creds.is_some_and(RepoCreds::has_credentials),
+            secret: creds.map(|c| c.secret.clone()).unwrap_or_default(),
             auth,
             repo,
             timeout,
@@ -556,7 +618,8 @@ impl<'a> Client<'a> {
             200..=299 => {}
             401 | 403 if self.has_creds => {
                 return Err(fail(format!(
-                    "{what}: the credentials were refused (HTTP {status})"
+                    "{what}: the credentials of {} were refused (HTTP {status})",
+                    self.secret
                 )));
             }
             401 | 403 => {
@@ -653,6 +716,64 @@ mod tests {
         assert_eq!(at("9.9.9"), None);
         let e = entries(&vs);
         assert!(matches!(resolve(&e, ">>1"), Err(ResolveError::Syntax(_))));
+    }
+
+    /// A plain HTTP server on 127.0.0.1 answering every request with `body`; counts them.
+    fn tiny_server(body: &'static str) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+        use std::io::Write as _;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("address").port();
+        let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let c = count.clone();
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(mut conn) = conn else { continue };
+                let mut buf = Vec::new();
+                let mut byte = [0u8; 1];
+                while !buf.ends_with(b"\r\n\r\n") && conn.read(&mut byte).is_ok_and(|n| n == 1) {
+                    buf.push(byte[0]);
+                }
+                c.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let _ = write!(
+                    conn,
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        (format!("http://127.0.0.1:{port}/charts"), count)
+    }
+
+    #[test]
+    fn an_index_read_stands_for_the_interval() {
+        let (repo, requests) = tiny_server(
+            "apiVersion: v1\nentries:\n  shop:\n  - version: 1.0.0\n    urls: [shop-1.0.0.tgz]\n",
+        );
+        let dir = std::env::temp_dir().join(format!("plumb-chart-memo-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let cached = |cache: &ChartCache| {
+            let at = cache.path_of(&repo, "shop", "1.0.0").join("shop");
+            std::fs::create_dir_all(&at).expect("mkdir");
+            std::fs::write(at.join("Chart.yaml"), "name: shop\n").expect("write");
+        };
+        let n = || requests.load(std::sync::atomic::Ordering::SeqCst);
+        let cache = ChartCache::new(&dir, Duration::from_secs(600));
+        cached(&cache);
+        for _ in 0..3 {
+            let got = cache.get(&repo, "shop", "~1.0", false).expect("resolved");
+            assert_eq!((got.version.as_str(), got.network), ("1.0.0", true));
+        }
+        assert_eq!(n(), 1, "one index read for the interval");
+        // An exact version in the cache: no request at all.
+        let got = cache.get(&repo, "shop", "1.0.0", false).expect("cached");
+        assert!(!got.network);
+        assert_eq!(n(), 1);
+        // Interval zero (the CLI): the index every time.
+        let cache = ChartCache::new(&dir, Duration::ZERO);
+        cache.get(&repo, "shop", "~1.0", false).expect("resolved");
+        cache.get(&repo, "shop", "~1.0", false).expect("resolved");
+        assert_eq!(n(), 3);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

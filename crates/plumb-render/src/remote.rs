@@ -99,7 +99,7 @@ impl RepoCache {
     pub fn new(dir: impl Into<PathBuf>, interval: Duration) -> RepoCache {
         let dir = dir.into();
         RepoCache {
-            charts: crate::chart::ChartCache::new(dir.join("helm")),
+            charts: crate::chart::ChartCache::new(dir.join("helm"), interval),
             dir,
             interval,
             repos: Mutex::new(HashMap::new()),
@@ -109,7 +109,7 @@ impl RepoCache {
 
     /// The same cache, with credentials for chart repositories (Argo CD's repository
     /// Secrets).
-    pub fn with_creds(mut self, creds: crate::repocreds::CredStore) -> RepoCache {
+    pub fn with_creds(self, creds: crate::repocreds::CredStore) -> RepoCache {
         self.charts.set_creds(creds);
         self
     }
