@@ -93,6 +93,12 @@ pub struct RenderOptions {
     pub app_name: Option<String>,
     /// The Application's destination namespace: Helm's default release namespace.
     pub namespace: Option<String>,
+    /// The destination cluster's version (`v1.31.0`), for `helm template --kube-version`
+    /// when the source's `helm.kubeVersion` is empty (as Argo CD passes it); `None` offline.
+    pub kube_version: Option<String>,
+    /// The destination cluster's API versions (`apps/v1`, `apps/v1/Deployment`), for
+    /// `--api-versions` when the source's `helm.apiVersions` is empty.
+    pub api_versions: Vec<String>,
 }
 
 impl RenderOptions {
@@ -103,6 +109,7 @@ impl RenderOptions {
             renderer,
             app_name: app.map(|a| a.name.clone()),
             namespace: app.and_then(|a| a.destination_namespace.clone()),
+            ..RenderOptions::default()
         }
     }
 }
@@ -619,10 +626,18 @@ fn render_helm(
     if params.skip_schema_validation {
         cmd.arg("--skip-schema-validation");
     }
-    if !params.kube_version.is_empty() {
-        cmd.arg("--kube-version").arg(&params.kube_version);
+    let kube_version = Some(&params.kube_version)
+        .filter(|v| !v.is_empty())
+        .or(opts.kube_version.as_ref());
+    if let Some(v) = kube_version {
+        cmd.arg("--kube-version").arg(v);
     }
-    for v in &params.api_versions {
+    let api_versions = if params.api_versions.is_empty() {
+        &opts.api_versions
+    } else {
+        &params.api_versions
+    };
+    for v in api_versions {
         cmd.arg("--api-versions").arg(v);
     }
     notes.push("rendered with `helm template`: source locations are unavailable".into());
