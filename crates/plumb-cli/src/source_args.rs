@@ -1,5 +1,5 @@
 //! Where desired state comes from: `--repo/--revision/--path`, an Application's
-//! `spec.source`, shared by `plumb render` and `plumb diff`.
+//! `spec.source`, shared by `plumb render`, `plumb diff`, `plumb doctor` and `plumb app diff`.
 
 use anyhow::{Result, anyhow, bail};
 use plumb_core::argo::{AppSource, Application};

@@ -451,6 +451,10 @@ fn compile(check: &LuaCheck, limits: LuaLimits) -> Result<Vm, String> {
             safe.set(f, os.get::<mlua::Value>(f)?)?;
         }
         globals.set("os", safe)?;
+        // No script reads files: the controller may read what no Application should see.
+        for f in ["dofile", "loadfile"] {
+            globals.set(f, mlua::Value::Nil)?;
+        }
         Ok(())
     };
     safe_os().map_err(|e| short(&e))?;
@@ -656,7 +660,7 @@ return hs
         assert_eq!(h.status, Unknown);
         assert!(h.message.contains("string"), "{}", h.message);
         // table and the safe os are always there; io never.
-        let script = r#"local t = {}; table.insert(t, "x"); assert(os.time() > 0); assert(os.execute == nil); assert(io == nil); return {status = "Healthy", message = t[1]}"#;
+        let script = r#"local t = {}; table.insert(t, "x"); assert(os.time() > 0); assert(os.execute == nil); assert(io == nil); assert(dofile == nil and loadfile == nil); return {status = "Healthy", message = t[1]}"#;
         assert_eq!(run(script, false, &widget(None)), Health::new(Healthy, "x"));
     }
 

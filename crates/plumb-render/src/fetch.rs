@@ -174,8 +174,9 @@ fn chart_repo_of(url: &str, chart: &str) -> Result<RepoRef, FetchError> {
 
 /// `repoURL` as a repository: remote, `file://`, or a path (relative to `base`).
 fn repo_of(url: &str, base: Option<&Path>) -> Result<RepoRef, FetchError> {
+    // A URL plumb does not recognise may still carry credentials (`HTTPS://u:tok@…`).
     let not_a_repository = || FetchError::NotARepository {
-        url: url.to_string(),
+        url: crate::remote::redact(url),
     };
     if url.is_empty() {
         // No repoURL: the current directory, for a command run in a repository.
