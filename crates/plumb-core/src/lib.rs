@@ -30,6 +30,7 @@
 //! ```
 
 pub mod argo;
+pub mod clusters;
 pub mod duration;
 pub mod fieldpath;
 pub mod glob;
@@ -37,6 +38,7 @@ mod key;
 pub mod origin;
 pub mod parallel;
 pub mod pointer;
+pub mod project;
 pub mod quantity;
 pub mod schema;
 pub mod time;
