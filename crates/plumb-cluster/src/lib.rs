@@ -105,7 +105,18 @@ impl Cluster {
     /// checks the server answers (`GET /version`). An unreachable or silent
     /// server fails within 10 s with [`ClusterError::Unreachable`].
     pub async fn connect(opts: &ConnectOptions) -> Result<Cluster> {
-        let connect::Resolved { config, source } = connect::resolve(opts).await?;
+        Cluster::from_resolved(connect::resolve(opts).await?).await
+    }
+
+    /// Connects to a destination cluster declared by an Argo CD cluster Secret (see
+    /// [`plumb_core::clusters`]), with the same 10 s bound as [`Cluster::connect`]. The
+    /// in-cluster destination is not handled here: it is the connection plumb itself uses.
+    pub async fn connect_destination(cluster: &plumb_core::clusters::Cluster) -> Result<Cluster> {
+        Cluster::from_resolved(connect::resolve_destination(cluster).await?).await
+    }
+
+    async fn from_resolved(resolved: connect::Resolved) -> Result<Cluster> {
+        let connect::Resolved { config, source } = resolved;
         let server = config
             .cluster_url
             .to_string()
