@@ -71,6 +71,16 @@ pub trait ClusterApi: Send + Sync {
         name: &'a str,
     ) -> BoxFuture<'a, Result<Option<Value>>>;
 
+    /// The objects of one kind in `namespace` carrying the label `key=value`
+    /// (one LIST; cluster Secrets, for instance) ([`Cluster::list_live`]).
+    fn list_labelled<'a>(
+        &'a self,
+        group: &'a str,
+        kind: &'a str,
+        namespace: &'a str,
+        label: (&'a str, &'a str),
+    ) -> BoxFuture<'a, Result<Vec<Value>>>;
+
     /// The live object `obj` names, at `obj`'s API version ([`Cluster::get_object_as`]).
     fn get_object_as<'a>(&'a self, obj: &'a Value) -> BoxFuture<'a, Result<Option<Value>>>;
 
@@ -198,6 +208,28 @@ impl ClusterApi for Cluster {
         name: &'a str,
     ) -> BoxFuture<'a, Result<Option<Value>>> {
         Box::pin(Cluster::get_object(self, group, kind, namespace, name))
+    }
+
+    fn list_labelled<'a>(
+        &'a self,
+        group: &'a str,
+        kind: &'a str,
+        namespace: &'a str,
+        label: (&'a str, &'a str),
+    ) -> BoxFuture<'a, Result<Vec<Value>>> {
+        Box::pin(async move {
+            let selector = format!("{}={}", label.0, label.1);
+            Cluster::list_live(
+                self,
+                &[GroupKind {
+                    group: group.into(),
+                    kind: kind.into(),
+                }],
+                Some(&[namespace.to_string()]),
+                Some(&selector),
+            )
+            .await
+        })
     }
 
     fn get_object_as<'a>(&'a self, obj: &'a Value) -> BoxFuture<'a, Result<Option<Value>>> {

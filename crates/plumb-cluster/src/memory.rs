@@ -1151,6 +1151,38 @@ impl ClusterApi for MemoryCluster {
         Box::pin(async move { self.get_sync(group, kind, namespace, name) })
     }
 
+    fn list_labelled<'a>(
+        &'a self,
+        group: &'a str,
+        kind: &'a str,
+        namespace: &'a str,
+        label: (&'a str, &'a str),
+    ) -> BoxFuture<'a, Result<Vec<Value>>> {
+        Box::pin(async move {
+            let mut st = self.lock();
+            let info = st.info(group, kind)?;
+            let key = ResourceKey {
+                group: group.into(),
+                kind: kind.into(),
+                namespace: namespace.into(),
+                name: String::new(),
+            };
+            st.request(Verb::List, &key)?;
+            Ok(st
+                .objects
+                .iter()
+                .filter(|(k, _)| k.group == group && k.kind == kind && k.namespace == namespace)
+                .filter(|(_, o)| {
+                    o.pointer("/metadata/labels")
+                        .and_then(|ls| ls.get(label.0))
+                        .and_then(Value::as_str)
+                        == Some(label.1)
+                })
+                .map(|(_, o)| at_version(o.clone(), &info, &info.version))
+                .collect())
+        })
+    }
+
     fn get_object_as<'a>(&'a self, obj: &'a Value) -> BoxFuture<'a, Result<Option<Value>>> {
         Box::pin(async move { self.get_as_sync(obj) })
     }

@@ -224,7 +224,9 @@ pub enum NoSync {
     RetriesExhausted { attempts: u32 },
     /// This revision's sync was terminated by hand: it is not retried (a new revision, a
     /// changed source or a manual sync starts over).
-    Terminated,
+    Terminated,    /// An open sync window of the app's project blocks automated syncs (the reconcile
+    /// outcome names the window).
+    SyncWindow,
 }
 
 /// An automated-sync decision.

@@ -11,9 +11,11 @@ pub(super) async fn dry_run(
     app: &Value,
     opts: &RunOptions,
     request: &SyncRequest,
+    admission: &super::tenancy::Admission,
 ) -> Result<SyncOutcome> {
     let started = Instant::now();
     let obs = observe(cluster, app, opts, request.revision.as_deref()).await?;
+    super::refuse_resources(admission, &obs)?;
     let planned: Vec<PlanResource> = obs
         .resources
         .iter()

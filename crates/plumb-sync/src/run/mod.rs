@@ -72,6 +72,13 @@ pub enum RunError {
     },
     #[error("Application {app}: {source}")]
     Cluster { app: String, source: ClusterError },
+    /// The spec is refused (project, destination): written as the `InvalidSpecError`
+    /// condition; nothing was rendered or applied.
+    #[error("Application {app}: {reason}")]
+    InvalidSpec { app: String, reason: String },
+    /// The project refuses a resource or a sync window blocks: nothing was applied.
+    #[error("Application {app}: {reason}")]
+    Refused { app: String, reason: String },
 }
 
 pub type Result<T, E = RunError> = std::result::Result<T, E>;
@@ -101,6 +108,10 @@ pub struct RunOptions {
     /// A watch-fed cache to read live objects from instead of LISTing them (the controller's).
     /// A sync's own compare after applying still LISTs, so it sees its writes.
     pub cache: Option<CacheHandle>,
+    /// The namespace AppProjects and cluster Secrets are read from (Argo CD's control
+    /// namespace: the controller's). `None`: each Application's own namespace (see
+    /// [`tenancy`]).
+    pub control_namespace: Option<String>,
 }
 
 /// A [`plumb_cluster::LiveCache`] in [`RunOptions`].
@@ -130,6 +141,7 @@ impl Default for RunOptions {
             poll_interval: Duration::from_secs(1),
             wave_timeout: Duration::from_secs(600),
             cache: None,
+            control_namespace: None,
         }
     }
 }
@@ -214,6 +226,8 @@ pub struct ReconcileOutcome {
     pub status: AppStatus,
     /// For an Application being deleted, the cascade step taken (nothing else is done).
     pub deletion: Option<DeletionOutcome>,
+    /// The sync window that held back an automated sync (`blocked by sync window ...`).
+    pub blocked_by: Option<String>,
 }
 
 /// The controller's state across passes. Everything a decision needs lives in the
@@ -719,6 +733,7 @@ pub async fn refresh_app(
     opts: &RunOptions,
     now: SystemTime,
 ) -> Result<AppStatus> {
+    tenancy::admit(cluster, app, opts, now).await?;
     let obs = observe(cluster, app, opts, None).await?;
     let mut status = refresh_status(app, &obs, now);
     reset_self_heal_if_synced(app, &obs, &mut status);
@@ -758,8 +773,19 @@ pub async fn sync_app_with(
     now: SystemTime,
 ) -> Result<SyncOutcome> {
     let started = Instant::now();
+    let admission = tenancy::admit(cluster, app, opts, now).await?;
     if request.dry_run {
-        return dry_run::dry_run(cluster, app, opts, request).await;
+        return dry_run::dry_run(cluster, app, opts, request, &admission).await;
+    }
+    let verdict = admission.windows(&app_name(app), true, now);
+    if !verdict.allowed() {
+        return Err(RunError::Refused {
+            app: app_name(app),
+            reason: format!(
+                "Cannot sync: {}",
+                verdict.message().unwrap_or_default()
+            ),
+        });
     }
     // An operation someone terminated ends now (its runner, if alive, stops on seeing it).
     finish_terminated(cluster, app, now).await?;
@@ -775,6 +801,7 @@ pub async fn sync_app_with(
     let app = with_source(app, request.source.as_ref());
     let app = app.as_ref();
     let obs = observe(cluster, app, opts, request.revision.as_deref()).await?;
+    refuse_resources(&admission, &obs)?;
     let op = execute::Operation::manual(app, initiated_by, request, now);
     let mut outcome = execute::execute(cluster, app, obs, opts, op, false, now).await?;
     outcome.timings.total = started.elapsed();
@@ -955,9 +982,11 @@ pub async fn resume_app(
         return Ok(None);
     };
     let started = Instant::now();
+    let admission = tenancy::admit(cluster, app, opts, now).await?;
     let app = with_source(app, op.source.as_ref());
     let app = app.as_ref();
     let obs = observe(cluster, app, opts, op.revision.as_deref()).await?;
+    refuse_resources(&admission, &obs)?;
     let automated = op.initiated_by.automated;
     let mut outcome = execute::execute(cluster, app, obs, opts, op, automated, now).await?;
     outcome.timings.total = started.elapsed();
@@ -1007,6 +1036,7 @@ pub async fn reconcile_once(
             sync: None,
             status: recorded_status(app),
             deletion: Some(deletion),
+            blocked_by: None,
         });
     }
     // A refresh asked for is this reconcile, whatever it ends in.
@@ -1018,6 +1048,7 @@ pub async fn reconcile_once(
             sync: None,
             status: recorded_status(app),
             deletion: None,
+            blocked_by: None,
         });
     }
     if let Some(outcome) = resume_app(cluster, app, &state.options, now).await? {
@@ -1028,13 +1059,27 @@ pub async fn reconcile_once(
             sync: Some(outcome),
             status,
             deletion: None,
+            blocked_by: None,
         });
     }
+    let admission = tenancy::admit(cluster, app, &state.options, now).await?;
     let obs = observe(cluster, app, &state.options, None).await?;
     delete::ensure_hook_finalizers(cluster, app, &obs).await?;
-    let decision = obs
+    let mut decision = obs
         .automated()
         .map(|_| automated_decision(&app_state(app, &obs, &state.options), now));
+    let mut blocked_by = None;
+    if let Some(Decision::SyncNow { .. }) = decision {
+        let verdict = admission.windows(&obs.name, false, now);
+        if !verdict.allowed() {
+            blocked_by = verdict.message();
+            decision = Some(Decision::Nothing {
+                why: crate::auto::NoSync::SyncWindow,
+            });
+        } else {
+            refuse_resources(&admission, &obs)?;
+        }
+    }
     if let Some(Decision::SyncNow { reason }) = decision {
         let op = execute::Operation::new(app, InitiatedBy::automated(), Some(reason), now);
         let mut outcome =
@@ -1047,6 +1092,7 @@ pub async fn reconcile_once(
             sync: Some(outcome),
             status,
             deletion: None,
+            blocked_by: None,
         });
     }
     let mut status = refresh_status(app, &obs, now);
@@ -1058,7 +1104,18 @@ pub async fn reconcile_once(
         sync: None,
         status: obs.status,
         deletion: None,
+        blocked_by,
     })
+}
+
+/// The project's refusal of a target resource, before any request of the operation.
+fn refuse_resources(admission: &tenancy::Admission, obs: &Observation) -> Result<()> {
+    admission
+        .check_resources(obs.targets.keys())
+        .map_err(|reason| RunError::Refused {
+            app: obs.name.clone(),
+            reason: format!("sync refused, nothing applied: {reason}"),
+        })
 }
 
 /// The status the Application last recorded (for a reconcile that did not compare).
@@ -1126,6 +1183,7 @@ fn app_state(app: &Value, obs: &Observation, opts: &RunOptions) -> AppState {
 mod delete;
 mod dry_run;
 mod execute;
+pub mod tenancy;
 #[cfg(test)]
 mod tests;
 

@@ -742,3 +742,275 @@ async fn a_deleted_application_cascades_in_reverse_wave_order() {
     );
     assert_eq!(object_writes(&cluster), ["delete second", "delete first"]);
 }
+
+// ---------------------------------------------------------------------------------------
+// Projects and destinations (run/tenancy.rs)
+
+fn serve_projects(cluster: &MemoryCluster) {
+    cluster.add_kind(plumb_cluster::ResourceInfo {
+        group: "plumb.dev".into(),
+        kind: "AppProject".into(),
+        version: "v1alpha1".into(),
+        versions: vec!["v1alpha1".into()],
+        plural: "appprojects".into(),
+        namespaced: true,
+        verbs: ["get", "list", "watch", "create", "patch", "update", "delete"]
+            .map(String::from)
+            .to_vec(),
+        subresources: Vec::new(),
+    });
+}
+
+fn project(cluster: &MemoryCluster, name: &str, spec: Value) {
+    serve_projects(cluster);
+    cluster
+        .put(json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "AppProject",
+            "metadata": {"name": name, "namespace": APPS}, "spec": spec}))
+        .expect("project");
+}
+
+fn set_spec(cluster: &MemoryCluster, field: &str, value: Value) {
+    let mut a = app(cluster);
+    a["spec"][field] = value;
+    cluster.put(a).expect("application");
+}
+
+fn condition(app: &Value) -> (String, String) {
+    let c = &app["status"]["conditions"][0];
+    (
+        c["type"].as_str().unwrap_or_default().to_string(),
+        c["message"].as_str().unwrap_or_default().to_string(),
+    )
+}
+
+/// Every request that is not a read of the tenancy checks (AppProject, Secret) or a write
+/// of the Application: what the operation itself asked of the cluster.
+fn object_requests(cluster: &MemoryCluster) -> Vec<String> {
+    cluster
+        .log()
+        .into_iter()
+        .filter(|r| !matches!(r.key.kind.as_str(), "Application" | "AppProject" | "Secret"))
+        .map(|r| r.to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_missing_project_is_an_invalid_spec_and_nothing_is_read_or_applied() {
+    let (cluster, _repo) = setup(&[configmap("a", json!({}))], Value::Null);
+    serve_projects(&cluster);
+    set_spec(&cluster, "project", json!("team-a"));
+    cluster.clear_log();
+    let err = sync_app(&cluster, &app(&cluster), &opts(), InitiatedBy::user("t"), now())
+        .await
+        .expect_err("refused");
+    assert!(
+        err.to_string()
+            .contains("Application referencing project team-a which does not exist"),
+        "{err}"
+    );
+    assert_eq!(object_requests(&cluster), Vec::<String>::new());
+    let a = app(&cluster);
+    assert_eq!(
+        condition(&a),
+        (
+            "InvalidSpecError".into(),
+            "Application referencing project team-a which does not exist".into()
+        )
+    );
+    assert_eq!(a["status"]["sync"]["status"], "Unknown");
+    // The project created: the next refresh passes and drops the condition.
+    project(&cluster, "team-a", json!({"sourceRepos": ["*"],
+        "destinations": [{"server": "*", "namespace": "*"}]}));
+    refresh_app(&cluster, &app(&cluster), &opts(), now())
+        .await
+        .expect("refresh");
+    assert!(app(&cluster)["status"].get("conditions").is_none());
+}
+
+#[tokio::test]
+async fn an_unknown_destination_is_applied_nowhere() {
+    let (cluster, _repo) = setup(&[configmap("a", json!({}))], Value::Null);
+    for (dest, message) in [
+        (
+            json!({"server": "https://prod-eu.example:6443", "namespace": DEST}),
+            "application destination spec is invalid: cluster 'https://prod-eu.example:6443' has not been configured",
+        ),
+        (
+            json!({"name": "prod-eu", "namespace": DEST}),
+            "application destination spec is invalid: unable to find destination server: there are no clusters with this name: prod-eu",
+        ),
+    ] {
+        set_spec(&cluster, "destination", dest);
+        cluster.clear_log();
+        for dry_run in [true, false] {
+            let request = SyncRequest {
+                dry_run,
+                ..SyncRequest::default()
+            };
+            let err = sync_app_with(
+                &cluster,
+                &app(&cluster),
+                &opts(),
+                &request,
+                InitiatedBy::user("t"),
+                now(),
+            )
+            .await
+            .expect_err("refused");
+            assert!(err.to_string().contains(message), "{err}");
+        }
+        assert_eq!(object_requests(&cluster), Vec::<String>::new());
+        assert_eq!(condition(&app(&cluster)), ("InvalidSpecError".into(), message.into()));
+        assert_eq!(app(&cluster)["status"]["sync"]["status"], "Unknown");
+    }
+    // A cluster Secret naming it resolves the name; another cluster is not synced to (yet),
+    // and still nothing is applied here.
+    cluster
+        .put(json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "eu", "namespace": APPS,
+                "labels": {"argocd.argoproj.io/secret-type": "cluster"}},
+            "stringData": {"name": "prod-eu", "server": "https://prod-eu.example:6443",
+                "config": "{\"bearerToken\": \"t\"}"}}))
+        .expect("secret");
+    cluster.clear_log();
+    let err = sync_app(&cluster, &app(&cluster), &opts(), InitiatedBy::user("t"), now())
+        .await
+        .expect_err("refused");
+    assert!(err.to_string().contains("plumb does not sync to other clusters yet"), "{err}");
+    assert_eq!(object_requests(&cluster), Vec::<String>::new());
+    // The in-cluster name resolves to this cluster.
+    set_spec(&cluster, "destination", json!({"name": "in-cluster", "namespace": DEST}));
+    let out = sync_app(&cluster, &app(&cluster), &opts(), InitiatedBy::user("t"), now())
+        .await
+        .expect("sync");
+    assert!(out.succeeded(), "{}", out.message);
+    assert!(cluster.object(&cm_key("a")).is_some());
+    assert!(app(&cluster)["status"].get("conditions").is_none());
+}
+
+#[tokio::test]
+async fn a_resource_the_project_refuses_fails_the_sync_before_any_request() {
+    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "extra"}});
+    let (cluster, _repo) = setup(&[configmap("a", json!({})), ns], Value::Null);
+    project(&cluster, "default", json!({"sourceRepos": ["*"],
+        "destinations": [{"server": "*", "namespace": DEST}]}));
+    for dry_run in [true, false] {
+        cluster.clear_log();
+        let request = SyncRequest {
+            dry_run,
+            ..SyncRequest::default()
+        };
+        let err = sync_app_with(
+            &cluster,
+            &app(&cluster),
+            &opts(),
+            &request,
+            InitiatedBy::user("t"),
+            now(),
+        )
+        .await
+        .expect_err("refused");
+        assert!(
+            err.to_string().contains(
+                "resource Namespace extra is not permitted in project default: not in clusterResourceWhitelist"
+            ),
+            "{err}"
+        );
+        let writes: Vec<String> = object_requests(&cluster)
+            .into_iter()
+            .filter(|r| !r.starts_with("get ") && !r.starts_with("list "))
+            .collect();
+        assert_eq!(writes, Vec::<String>::new(), "dry run {dry_run}");
+    }
+    assert!(cluster.object(&cm_key("a")).is_none());
+}
+
+#[tokio::test]
+async fn project_destinations_and_source_repos_refuse_the_app() {
+    let (cluster, _repo) = setup(&[configmap("a", json!({}))], Value::Null);
+    project(&cluster, "default", json!({"sourceRepos": ["https://git.example.com/*"],
+        "destinations": [{"server": "*", "namespace": "!kube-system"}]}));
+    let err = refresh_app(&cluster, &app(&cluster), &opts(), now())
+        .await
+        .expect_err("refused");
+    assert!(err.to_string().contains("is not permitted in project 'default'"), "{err}");
+    project(&cluster, "default", json!({"sourceRepos": ["*"],
+        "destinations": [{"server": "*", "namespace": "!kube-system"}]}));
+    set_spec(&cluster, "destination",
+        json!({"server": "https://kubernetes.default.svc", "namespace": "kube-system"}));
+    cluster.clear_log();
+    let err = sync_app(&cluster, &app(&cluster), &opts(), InitiatedBy::user("t"), now())
+        .await
+        .expect_err("refused");
+    assert!(
+        err.to_string().contains("namespace 'kube-system' do not match any of the allowed destinations in project 'default'"),
+        "{err}"
+    );
+    assert_eq!(object_requests(&cluster), Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn an_application_outside_the_control_namespace_needs_source_namespaces() {
+    let (cluster, _repo) = setup(&[configmap("a", json!({}))], Value::Null);
+    let control = RunOptions {
+        control_namespace: Some("plumb-system".into()),
+        ..opts()
+    };
+    let err = sync_app(&cluster, &app(&cluster), &control, InitiatedBy::user("t"), now())
+        .await
+        .expect_err("refused");
+    assert!(
+        err.to_string().contains(
+            "application 'shop' in namespace 'plumb' is not allowed to use project default"
+        ),
+        "{err}"
+    );
+    assert!(cluster.object(&cm_key("a")).is_none());
+    serve_projects(&cluster);
+    cluster
+        .put(json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "AppProject",
+            "metadata": {"name": "default", "namespace": "plumb-system"},
+            "spec": {"sourceRepos": ["*"], "sourceNamespaces": [APPS],
+                "destinations": [{"server": "*", "namespace": "*"}]}}))
+        .expect("project");
+    let out = sync_app(&cluster, &app(&cluster), &control, InitiatedBy::user("t"), now())
+        .await
+        .expect("sync");
+    assert!(out.succeeded(), "{}", out.message);
+}
+
+#[tokio::test]
+async fn a_deny_window_holds_automated_syncs_and_manual_sync_needs_manual_sync() {
+    let automated = json!({"automated": {}});
+    let (cluster, _repo) = setup(&[configmap("a", json!({}))], automated);
+    let window = |manual: bool| {
+        json!({"sourceRepos": ["*"], "destinations": [{"server": "*", "namespace": "*"}],
+            "syncWindows": [{"kind": "deny", "schedule": "* * * * *", "duration": "1h",
+                "applications": ["*"], "manualSync": manual}]})
+    };
+    project(&cluster, "default", window(false));
+    let mut state = ReconcileState { options: opts() };
+    let out = reconcile_once(&cluster, &app(&cluster), now(), &mut state)
+        .await
+        .expect("reconcile");
+    assert_eq!(
+        out.decision,
+        Some(Decision::Nothing {
+            why: crate::auto::NoSync::SyncWindow
+        })
+    );
+    assert!(out.sync.is_none());
+    assert!(out.blocked_by.as_deref().is_some_and(|m| m.contains("blocked by sync window deny")), "{:?}", out.blocked_by);
+    assert!(cluster.object(&cm_key("a")).is_none());
+    let err = sync_app(&cluster, &app(&cluster), &opts(), InitiatedBy::user("t"), now())
+        .await
+        .expect_err("blocked");
+    assert!(err.to_string().contains("Cannot sync: blocked by sync window"), "{err}");
+    assert!(cluster.object(&cm_key("a")).is_none());
+    project(&cluster, "default", window(true));
+    let out = sync_app(&cluster, &app(&cluster), &opts(), InitiatedBy::user("t"), now())
+        .await
+        .expect("manual sync");
+    assert!(out.succeeded(), "{}", out.message);
+    assert!(cluster.object(&cm_key("a")).is_some());
+}

@@ -1,0 +1,242 @@
+//! What an Application may do, decided before any request of a refresh or an operation:
+//! its project (`spec.project`, `default` when empty) read from the control namespace,
+//! the Application's namespace against the project's `sourceNamespaces`, its sources against
+//! `sourceRepos`, its destination resolved through the cluster Secrets of the control
+//! namespace and checked against `destinations`, and (for an operation) every target
+//! resource against the kind lists and destinations, and the sync windows.
+//!
+//! A refusal of the spec (unknown project, unresolvable destination, a source or destination
+//! the project does not permit) is written to the Application as an `InvalidSpecError`
+//! condition with sync status `Unknown`, and nothing is rendered or applied.
+//!
+//! The control namespace is [`RunOptions::control_namespace`]; without one, the
+//! Application's own namespace (the single-namespace use of `plumb app` with the user's own
+//! credentials). A missing `default` project is Argo CD's `default` as it is created
+//! (everything permitted, no `sourceNamespaces`: only Applications of the control namespace
+//! may use it); any other missing project is an error.
+
+use super::{RunError, RunOptions, app_name, app_namespace};
+use crate::time::format_rfc3339;
+use plumb_cluster::{ClusterApi, ClusterError};
+use plumb_core::ResourceKey;
+use plumb_core::clusters::{Cluster, Clusters, SECRET_TYPE_CLUSTER, SECRET_TYPE_LABEL};
+use plumb_core::project::{AppProject, DEFAULT_PROJECT, Destination, WindowVerdict};
+use serde_json::{Value, json};
+use std::time::SystemTime;
+
+/// The condition type of a refused spec (Argo CD's).
+pub const INVALID_SPEC_ERROR: &str = "InvalidSpecError";
+
+/// What the checks found: the project and the resolved destination.
+#[derive(Debug, Clone)]
+pub struct Admission {
+    pub project: AppProject,
+    /// `spec.destination`, with the resolved cluster's server and name filled in.
+    pub destination: Destination,
+    pub cluster: Cluster,
+}
+
+/// The namespace projects and cluster Secrets are read from for `app`.
+pub fn control_namespace(app: &Value, opts: &RunOptions) -> String {
+    opts.control_namespace
+        .clone()
+        .unwrap_or_else(|| app_namespace(app).to_string())
+}
+
+/// `spec.project`, `default` when empty.
+pub fn project_name(app: &Value) -> &str {
+    app.pointer("/spec/project")
+        .and_then(Value::as_str)
+        .filter(|p| !p.is_empty())
+        .unwrap_or(DEFAULT_PROJECT)
+}
+
+/// Reads the app's project (`Err(message)` for a spec error).
+async fn read_project(
+    home: &dyn ClusterApi,
+    control: &str,
+    name: &str,
+) -> Result<Result<AppProject, String>, ClusterError> {
+    match home.get_object("plumb.dev", "AppProject", control, name).await {
+        Ok(Some(obj)) => Ok(AppProject::from_value(&obj).map_err(|e| e.to_string())),
+        Ok(None) | Err(ClusterError::UnknownKind { .. }) if name == DEFAULT_PROJECT => {
+            Ok(Ok(AppProject::permissive_default()))
+        }
+        Ok(None) | Err(ClusterError::UnknownKind { .. }) => Ok(Err(format!(
+            "Application referencing project {name} which does not exist"
+        ))),
+        Err(e) => Err(e),
+    }
+}
+
+/// The destination clusters declared in `control` (plus in-cluster), and the Secrets that
+/// could not be read.
+async fn read_clusters(
+    home: &dyn ClusterApi,
+    control: &str,
+) -> Result<(Clusters, Vec<String>), ClusterError> {
+    let secrets = match home
+        .list_labelled("", "Secret", control, (SECRET_TYPE_LABEL, SECRET_TYPE_CLUSTER))
+        .await
+    {
+        Ok(s) => s,
+        Err(ClusterError::UnknownKind { .. }) => Vec::new(),
+        Err(e) => return Err(e),
+    };
+    let (clusters, errors) = Clusters::from_secrets(secrets.iter());
+    Ok((clusters, errors.iter().map(ToString::to_string).collect()))
+}
+
+fn repo_urls(app: &Value) -> Vec<String> {
+    let one = app.pointer("/spec/source/repoURL").and_then(Value::as_str);
+    let many = app
+        .pointer("/spec/sources")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s.get("repoURL").and_then(Value::as_str));
+    one.into_iter().chain(many).map(String::from).collect()
+}
+
+/// The spec checks of the app (see the module doc); a refusal is written as the
+/// `InvalidSpecError` condition and returned as [`RunError::InvalidSpec`].
+pub async fn admit(
+    home: &dyn ClusterApi,
+    app: &Value,
+    opts: &RunOptions,
+    now: SystemTime,
+) -> Result<Admission, RunError> {
+    let name = app_name(app);
+    let cluster_err = |source| RunError::Cluster {
+        app: name.clone(),
+        source,
+    };
+    match check(home, app, opts).await.map_err(cluster_err)? {
+        Ok(admission) => {
+            clear_condition(home, app).await.map_err(cluster_err)?;
+            Ok(admission)
+        }
+        Err(reason) => {
+            write_condition(home, app, &reason, now)
+                .await
+                .map_err(cluster_err)?;
+            Err(RunError::InvalidSpec { app: name, reason })
+        }
+    }
+}
+
+async fn check(
+    home: &dyn ClusterApi,
+    app: &Value,
+    opts: &RunOptions,
+) -> Result<Result<Admission, String>, ClusterError> {
+    let control = control_namespace(app, opts);
+    let name = app_name(app);
+    let project = match read_project(home, &control, project_name(app)).await? {
+        Ok(p) => p,
+        Err(reason) => return Ok(Err(reason)),
+    };
+    if let Err(d) = project.app_namespace_permitted(&name, app_namespace(app), &control) {
+        return Ok(Err(d.message));
+    }
+    for url in repo_urls(app) {
+        if let Err(d) = project.source_permitted(&url) {
+            return Ok(Err(d.message));
+        }
+    }
+    let dest: Destination = app
+        .pointer("/spec/destination")
+        .cloned()
+        .and_then(|d| serde_json::from_value(d).ok())
+        .unwrap_or_default();
+    let (clusters, unreadable) = read_clusters(home, &control).await?;
+    let cluster = match clusters.resolve(&dest) {
+        Ok(c) => c.clone(),
+        Err(e) => {
+            let mut reason = e.to_string();
+            for u in unreadable {
+                reason.push_str("; ");
+                reason.push_str(&u);
+            }
+            return Ok(Err(reason));
+        }
+    };
+    let resolved = Destination::new(&cluster.server, &cluster.name, &dest.namespace);
+    if let Err(d) = project.destination_permitted(&resolved) {
+        return Ok(Err(d.message));
+    }
+    if !cluster.is_in_cluster() {
+        return Ok(Err(format!(
+            "application destination cluster '{}' ({}, Secret {}): plumb does not sync to other clusters yet; nothing is applied",
+            cluster.name, cluster.server, cluster.secret
+        )));
+    }
+    Ok(Ok(Admission {
+        project,
+        destination: resolved,
+        cluster,
+    }))
+}
+
+impl Admission {
+    /// Every target resource against the project's kind lists and destinations and the
+    /// cluster Secret's `namespaces`: the first refusal, naming the resource and the rule.
+    pub fn check_resources<'a>(
+        &self,
+        keys: impl IntoIterator<Item = &'a ResourceKey>,
+    ) -> Result<(), String> {
+        for k in keys {
+            self.project
+                .resource_permitted(&k.group, &k.kind, &k.namespace, &k.name, &self.destination)
+                .map_err(|d| d.message)?;
+            if !self.cluster.manages(&k.namespace) {
+                return Err(format!(
+                    "resource {}/{} {}: namespace '{}' is not managed on cluster {} (its Secret's namespaces)",
+                    k.group, k.kind, k.name, k.namespace, self.cluster.name
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The sync windows' verdict for a sync of `app` now (`manual`: asked for by a person).
+    pub fn windows(&self, app: &str, manual: bool, now: SystemTime) -> WindowVerdict {
+        let now = jiff::Timestamp::try_from(now).unwrap_or(jiff::Timestamp::UNIX_EPOCH);
+        self.project
+            .sync_allowed(app, &self.destination, manual, now)
+    }
+}
+
+async fn write_condition(
+    home: &dyn ClusterApi,
+    app: &Value,
+    message: &str,
+    now: SystemTime,
+) -> Result<(), ClusterError> {
+    let patch = json!({"status": {
+        "conditions": [{"type": INVALID_SPEC_ERROR, "message": message,
+                        "lastTransitionTime": format_rfc3339(now)}],
+        "sync": {"status": "Unknown"},
+    }});
+    home.patch_application_status(app_namespace(app), &app_name(app), &patch)
+        .await
+        .map(|_| ())
+}
+
+/// Removes an `InvalidSpecError` condition an earlier check wrote (the spec is fine now).
+async fn clear_condition(home: &dyn ClusterApi, app: &Value) -> Result<(), ClusterError> {
+    let had = app
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|cs| cs.iter().any(|c| c["type"] == INVALID_SPEC_ERROR));
+    if !had {
+        return Ok(());
+    }
+    home.patch_application_status(
+        app_namespace(app),
+        &app_name(app),
+        &json!({"status": {"conditions": null}}),
+    )
+    .await
+    .map(|_| ())
+}
