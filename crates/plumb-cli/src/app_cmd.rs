@@ -143,6 +143,10 @@ struct NamedArgs {
     /// The namespace the Application lives in.
     #[arg(long = "app-namespace", short = 'N', default_value = "plumb")]
     app_namespace: String,
+    /// Where AppProjects and cluster Secrets are read from (the controller's namespace);
+    /// default: the Application's namespace.
+    #[arg(long, value_name = "NAMESPACE")]
+    control_namespace: Option<String>,
     #[command(flatten)]
     cluster: ClusterArgs,
 }
@@ -205,6 +209,7 @@ pub fn run(args: AppArgs) -> Result<u8> {
                 let c = connect(&a.app.cluster)?;
                 let opts = plumb_sync::run::RunOptions {
                     repo_override: a.repo.clone(),
+                    control_namespace: a.app.control_namespace.clone(),
                     ..Default::default()
                 };
                 c.block_on(plumb_sync::run::refresh_app(
@@ -236,6 +241,7 @@ impl SyncArgs {
         let c = connect(&self.app.cluster)?;
         let opts = plumb_sync::run::RunOptions {
             repo_override: self.repo.clone(),
+            control_namespace: self.app.control_namespace.clone(),
             ..Default::default()
         };
         Ok((app, c, opts))
@@ -551,6 +557,9 @@ pub fn format_get(app: &Value) -> String {
         },
     );
     line("Server", &app.spec.destination.server);
+    if !app.spec.destination.name.is_empty() {
+        line("Cluster", &app.spec.destination.name);
+    }
     line("Namespace", &app.spec.destination.namespace);
     line("Repo", &source.repo_url);
     line("Target", target);
@@ -570,6 +579,14 @@ pub fn format_get(app: &Value) -> String {
             h => h,
         },
     );
+    // Conditions (a refused spec: unknown project or destination), as Argo CD lists them.
+    if !status.conditions.is_empty() {
+        out.push('\n');
+        let _ = writeln!(out, "{:<20}MESSAGE", "CONDITION");
+        for c in &status.conditions {
+            let _ = writeln!(out, "{:<20}{}", c.type_name, c.message);
+        }
+    }
     // The last (or running) operation, as `argocd app get` shows it.
     if let Some(op) = status
         .operation_state

@@ -45,6 +45,11 @@ pub struct ControllerArgs {
     /// Only Applications in this namespace.
     #[arg(long = "app-namespace", short = 'N')]
     app_namespace: Option<String>,
+    /// Where AppProjects and cluster Secrets are read from (Argo CD's control namespace);
+    /// default: `--app-namespace` when given, else `--lease-namespace`. Applications in
+    /// other namespaces need their project's `sourceNamespaces`.
+    #[arg(long, value_name = "NAMESPACE")]
+    control_namespace: Option<String>,
     /// The namespace of the leader-election Lease `plumb-controller`.
     #[arg(long, default_value = "plumb-system")]
     lease_namespace: String,
@@ -153,18 +158,25 @@ fn log_event(e: Event<'_>) {
             outcome,
             took,
             trigger,
-        } => log_line(json!({
-            "app": format!("{}/{}", app.0, app.1),
-            "trigger": trigger.as_str(),
-            "sync": format!("{:?}", outcome.status.sync),
-            "health": outcome.status.health.to_string(),
-            "revision": outcome.status.revision_label,
-            "synced": outcome.sync.is_some(),
-            "resumed": outcome.resumed,
-            "operation": outcome.sync.as_ref().map(|s| s.phase),
-            "deletion": outcome.deletion.as_ref().map(|d| d.message.as_str()),
-            "ms": ms(took),
-        })),
+        } => {
+            let mut line = json!({
+                "app": format!("{}/{}", app.0, app.1),
+                "trigger": trigger.as_str(),
+                "sync": format!("{:?}", outcome.status.sync),
+                "health": outcome.status.health.to_string(),
+                "revision": outcome.status.revision_label,
+                "synced": outcome.sync.is_some(),
+                "resumed": outcome.resumed,
+                "operation": outcome.sync.as_ref().map(|s| s.phase),
+                "deletion": outcome.deletion.as_ref().map(|d| d.message.as_str()),
+                "ms": ms(took),
+            });
+            // An automated sync a sync window holds back: which window.
+            if let (Some(blocked), Some(m)) = (&outcome.blocked_by, line.as_object_mut()) {
+                m.insert("blocked".into(), json!(blocked));
+            }
+            log_line(line)
+        }
         Event::Failed {
             app,
             error,
@@ -245,6 +257,12 @@ async fn run_async(args: ControllerArgs, cluster: Arc<plumb_cluster::Cluster>) -
             cap: Duration::from_secs(args.self_heal_backoff_cap_seconds),
         },
         wave_timeout: Duration::from_secs(args.wave_timeout_seconds.max(1)),
+        control_namespace: Some(
+            args.control_namespace
+                .clone()
+                .or_else(|| args.app_namespace.clone())
+                .unwrap_or_else(|| args.lease_namespace.clone()),
+        ),
         ..plumb_sync::run::RunOptions::default()
     };
     let opts = ControllerOptions {

@@ -224,7 +224,8 @@ pub enum NoSync {
     RetriesExhausted { attempts: u32 },
     /// This revision's sync was terminated by hand: it is not retried (a new revision, a
     /// changed source or a manual sync starts over).
-    Terminated,    /// An open sync window of the app's project blocks automated syncs (the reconcile
+    Terminated,
+    /// An open sync window of the app's project blocks automated syncs (the reconcile
     /// outcome names the window).
     SyncWindow,
 }

@@ -781,10 +781,7 @@ pub async fn sync_app_with(
     if !verdict.allowed() {
         return Err(RunError::Refused {
             app: app_name(app),
-            reason: format!(
-                "Cannot sync: {}",
-                verdict.message().unwrap_or_default()
-            ),
+            reason: format!("Cannot sync: {}", verdict.message().unwrap_or_default()),
         });
     }
     // An operation someone terminated ends now (its runner, if alive, stops on seeing it).

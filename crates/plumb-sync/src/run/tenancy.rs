@@ -57,7 +57,10 @@ async fn read_project(
     control: &str,
     name: &str,
 ) -> Result<Result<AppProject, String>, ClusterError> {
-    match home.get_object("plumb.dev", "AppProject", control, name).await {
+    match home
+        .get_object("plumb.dev", "AppProject", control, name)
+        .await
+    {
         Ok(Some(obj)) => Ok(AppProject::from_value(&obj).map_err(|e| e.to_string())),
         Ok(None) | Err(ClusterError::UnknownKind { .. }) if name == DEFAULT_PROJECT => {
             Ok(Ok(AppProject::permissive_default()))
@@ -76,7 +79,12 @@ async fn read_clusters(
     control: &str,
 ) -> Result<(Clusters, Vec<String>), ClusterError> {
     let secrets = match home
-        .list_labelled("", "Secret", control, (SECRET_TYPE_LABEL, SECRET_TYPE_CLUSTER))
+        .list_labelled(
+            "",
+            "Secret",
+            control,
+            (SECRET_TYPE_LABEL, SECRET_TYPE_CLUSTER),
+        )
         .await
     {
         Ok(s) => s,

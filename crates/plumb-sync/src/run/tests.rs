@@ -754,9 +754,11 @@ fn serve_projects(cluster: &MemoryCluster) {
         versions: vec!["v1alpha1".into()],
         plural: "appprojects".into(),
         namespaced: true,
-        verbs: ["get", "list", "watch", "create", "patch", "update", "delete"]
-            .map(String::from)
-            .to_vec(),
+        verbs: [
+            "get", "list", "watch", "create", "patch", "update", "delete",
+        ]
+        .map(String::from)
+        .to_vec(),
         subresources: Vec::new(),
     });
 }
@@ -764,8 +766,10 @@ fn serve_projects(cluster: &MemoryCluster) {
 fn project(cluster: &MemoryCluster, name: &str, spec: Value) {
     serve_projects(cluster);
     cluster
-        .put(json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "AppProject",
-            "metadata": {"name": name, "namespace": APPS}, "spec": spec}))
+        .put(
+            json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "AppProject",
+            "metadata": {"name": name, "namespace": APPS}, "spec": spec}),
+        )
         .expect("project");
 }
 
@@ -800,9 +804,15 @@ async fn a_missing_project_is_an_invalid_spec_and_nothing_is_read_or_applied() {
     serve_projects(&cluster);
     set_spec(&cluster, "project", json!("team-a"));
     cluster.clear_log();
-    let err = sync_app(&cluster, &app(&cluster), &opts(), InitiatedBy::user("t"), now())
-        .await
-        .expect_err("refused");
+    let err = sync_app(
+        &cluster,
+        &app(&cluster),
+        &opts(),
+        InitiatedBy::user("t"),
+        now(),
+    )
+    .await
+    .expect_err("refused");
     assert!(
         err.to_string()
             .contains("Application referencing project team-a which does not exist"),
@@ -819,8 +829,12 @@ async fn a_missing_project_is_an_invalid_spec_and_nothing_is_read_or_applied() {
     );
     assert_eq!(a["status"]["sync"]["status"], "Unknown");
     // The project created: the next refresh passes and drops the condition.
-    project(&cluster, "team-a", json!({"sourceRepos": ["*"],
-        "destinations": [{"server": "*", "namespace": "*"}]}));
+    project(
+        &cluster,
+        "team-a",
+        json!({"sourceRepos": ["*"],
+        "destinations": [{"server": "*", "namespace": "*"}]}),
+    );
     refresh_app(&cluster, &app(&cluster), &opts(), now())
         .await
         .expect("refresh");
@@ -860,7 +874,10 @@ async fn an_unknown_destination_is_applied_nowhere() {
             assert!(err.to_string().contains(message), "{err}");
         }
         assert_eq!(object_requests(&cluster), Vec::<String>::new());
-        assert_eq!(condition(&app(&cluster)), ("InvalidSpecError".into(), message.into()));
+        assert_eq!(
+            condition(&app(&cluster)),
+            ("InvalidSpecError".into(), message.into())
+        );
         assert_eq!(app(&cluster)["status"]["sync"]["status"], "Unknown");
     }
     // A cluster Secret naming it resolves the name; another cluster is not synced to (yet),
@@ -873,16 +890,36 @@ async fn an_unknown_destination_is_applied_nowhere() {
                 "config": "{\"bearerToken\": \"t\"}"}}))
         .expect("secret");
     cluster.clear_log();
-    let err = sync_app(&cluster, &app(&cluster), &opts(), InitiatedBy::user("t"), now())
-        .await
-        .expect_err("refused");
-    assert!(err.to_string().contains("plumb does not sync to other clusters yet"), "{err}");
+    let err = sync_app(
+        &cluster,
+        &app(&cluster),
+        &opts(),
+        InitiatedBy::user("t"),
+        now(),
+    )
+    .await
+    .expect_err("refused");
+    assert!(
+        err.to_string()
+            .contains("plumb does not sync to other clusters yet"),
+        "{err}"
+    );
     assert_eq!(object_requests(&cluster), Vec::<String>::new());
     // The in-cluster name resolves to this cluster.
-    set_spec(&cluster, "destination", json!({"name": "in-cluster", "namespace": DEST}));
-    let out = sync_app(&cluster, &app(&cluster), &opts(), InitiatedBy::user("t"), now())
-        .await
-        .expect("sync");
+    set_spec(
+        &cluster,
+        "destination",
+        json!({"name": "in-cluster", "namespace": DEST}),
+    );
+    let out = sync_app(
+        &cluster,
+        &app(&cluster),
+        &opts(),
+        InitiatedBy::user("t"),
+        now(),
+    )
+    .await
+    .expect("sync");
     assert!(out.succeeded(), "{}", out.message);
     assert!(cluster.object(&cm_key("a")).is_some());
     assert!(app(&cluster)["status"].get("conditions").is_none());
@@ -892,8 +929,12 @@ async fn an_unknown_destination_is_applied_nowhere() {
 async fn a_resource_the_project_refuses_fails_the_sync_before_any_request() {
     let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "extra"}});
     let (cluster, _repo) = setup(&[configmap("a", json!({})), ns], Value::Null);
-    project(&cluster, "default", json!({"sourceRepos": ["*"],
-        "destinations": [{"server": "*", "namespace": DEST}]}));
+    project(
+        &cluster,
+        "default",
+        json!({"sourceRepos": ["*"],
+        "destinations": [{"server": "*", "namespace": DEST}]}),
+    );
     for dry_run in [true, false] {
         cluster.clear_log();
         let request = SyncRequest {
@@ -928,20 +969,41 @@ async fn a_resource_the_project_refuses_fails_the_sync_before_any_request() {
 #[tokio::test]
 async fn project_destinations_and_source_repos_refuse_the_app() {
     let (cluster, _repo) = setup(&[configmap("a", json!({}))], Value::Null);
-    project(&cluster, "default", json!({"sourceRepos": ["https://git.example.com/*"],
-        "destinations": [{"server": "*", "namespace": "!kube-system"}]}));
+    project(
+        &cluster,
+        "default",
+        json!({"sourceRepos": ["https://git.example.com/*"],
+        "destinations": [{"server": "*", "namespace": "!kube-system"}]}),
+    );
     let err = refresh_app(&cluster, &app(&cluster), &opts(), now())
         .await
         .expect_err("refused");
-    assert!(err.to_string().contains("is not permitted in project 'default'"), "{err}");
-    project(&cluster, "default", json!({"sourceRepos": ["*"],
-        "destinations": [{"server": "*", "namespace": "!kube-system"}]}));
-    set_spec(&cluster, "destination",
-        json!({"server": "https://kubernetes.default.svc", "namespace": "kube-system"}));
+    assert!(
+        err.to_string()
+            .contains("is not permitted in project 'default'"),
+        "{err}"
+    );
+    project(
+        &cluster,
+        "default",
+        json!({"sourceRepos": ["*"],
+        "destinations": [{"server": "*", "namespace": "!kube-system"}]}),
+    );
+    set_spec(
+        &cluster,
+        "destination",
+        json!({"server": "https://kubernetes.default.svc", "namespace": "kube-system"}),
+    );
     cluster.clear_log();
-    let err = sync_app(&cluster, &app(&cluster), &opts(), InitiatedBy::user("t"), now())
-        .await
-        .expect_err("refused");
+    let err = sync_app(
+        &cluster,
+        &app(&cluster),
+        &opts(),
+        InitiatedBy::user("t"),
+        now(),
+    )
+    .await
+    .expect_err("refused");
     assert!(
         err.to_string().contains("namespace 'kube-system' do not match any of the allowed destinations in project 'default'"),
         "{err}"
@@ -956,9 +1018,15 @@ async fn an_application_outside_the_control_namespace_needs_source_namespaces() 
         control_namespace: Some("plumb-system".into()),
         ..opts()
     };
-    let err = sync_app(&cluster, &app(&cluster), &control, InitiatedBy::user("t"), now())
-        .await
-        .expect_err("refused");
+    let err = sync_app(
+        &cluster,
+        &app(&cluster),
+        &control,
+        InitiatedBy::user("t"),
+        now(),
+    )
+    .await
+    .expect_err("refused");
     assert!(
         err.to_string().contains(
             "application 'shop' in namespace 'plumb' is not allowed to use project default"
@@ -968,14 +1036,22 @@ async fn an_application_outside_the_control_namespace_needs_source_namespaces() 
     assert!(cluster.object(&cm_key("a")).is_none());
     serve_projects(&cluster);
     cluster
-        .put(json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "AppProject",
+        .put(
+            json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "AppProject",
             "metadata": {"name": "default", "namespace": "plumb-system"},
             "spec": {"sourceRepos": ["*"], "sourceNamespaces": [APPS],
-                "destinations": [{"server": "*", "namespace": "*"}]}}))
+                "destinations": [{"server": "*", "namespace": "*"}]}}),
+        )
         .expect("project");
-    let out = sync_app(&cluster, &app(&cluster), &control, InitiatedBy::user("t"), now())
-        .await
-        .expect("sync");
+    let out = sync_app(
+        &cluster,
+        &app(&cluster),
+        &control,
+        InitiatedBy::user("t"),
+        now(),
+    )
+    .await
+    .expect("sync");
     assert!(out.succeeded(), "{}", out.message);
 }
 
@@ -1000,17 +1076,39 @@ async fn a_deny_window_holds_automated_syncs_and_manual_sync_needs_manual_sync()
         })
     );
     assert!(out.sync.is_none());
-    assert!(out.blocked_by.as_deref().is_some_and(|m| m.contains("blocked by sync window deny")), "{:?}", out.blocked_by);
+    assert!(
+        out.blocked_by
+            .as_deref()
+            .is_some_and(|m| m.contains("blocked by sync window deny")),
+        "{:?}",
+        out.blocked_by
+    );
     assert!(cluster.object(&cm_key("a")).is_none());
-    let err = sync_app(&cluster, &app(&cluster), &opts(), InitiatedBy::user("t"), now())
-        .await
-        .expect_err("blocked");
-    assert!(err.to_string().contains("Cannot sync: blocked by sync window"), "{err}");
+    let err = sync_app(
+        &cluster,
+        &app(&cluster),
+        &opts(),
+        InitiatedBy::user("t"),
+        now(),
+    )
+    .await
+    .expect_err("blocked");
+    assert!(
+        err.to_string()
+            .contains("Cannot sync: blocked by sync window"),
+        "{err}"
+    );
     assert!(cluster.object(&cm_key("a")).is_none());
     project(&cluster, "default", window(true));
-    let out = sync_app(&cluster, &app(&cluster), &opts(), InitiatedBy::user("t"), now())
-        .await
-        .expect("manual sync");
+    let out = sync_app(
+        &cluster,
+        &app(&cluster),
+        &opts(),
+        InitiatedBy::user("t"),
+        now(),
+    )
+    .await
+    .expect("manual sync");
     assert!(out.succeeded(), "{}", out.message);
     assert!(cluster.object(&cm_key("a")).is_some());
 }

@@ -1,0 +1,445 @@
+//! Projects and destinations on the test bed: an Application whose destination no cluster
+//! Secret declares is applied nowhere and carries an `InvalidSpecError` condition; a project
+//! refuses a ClusterRoleBinding it does not whitelist before anything of the app is written
+//! (dry run too), a destination namespace it excludes, a repository it does not list; a
+//! deny sync window holds automated syncs and lets a manual one through with `manualSync`;
+//! a malformed cluster Secret is named in the condition; an Application outside the control
+//! namespace needs its project's `sourceNamespaces`.
+
+mod common;
+
+use common::support::{apply, eventually, namespace};
+use common::{app_testbed, application, get_app, git_repo};
+use plumb_cluster::Cluster;
+use plumb_sync::history::InitiatedBy;
+use plumb_sync::request::SyncRequest;
+use plumb_sync::run::{
+    ReconcileState, RunOptions, reconcile_once, refresh_app, sync_app, sync_app_with,
+};
+use serde_json::{Value, json};
+use std::time::{Duration, SystemTime};
+
+fn opts() -> RunOptions {
+    RunOptions {
+        poll_interval: Duration::from_millis(100),
+        wave_timeout: Duration::from_secs(60),
+        ..RunOptions::default()
+    }
+}
+
+fn to_json(v: &Value) -> String {
+    serde_json::to_string_pretty(v).expect("json")
+}
+
+/// Waits until `appprojects.plumb.dev` is served.
+async fn projects_served(cluster: &Cluster, ns: &str) {
+    let served = eventually(Duration::from_secs(30), || async {
+        cluster.discover().await.ok()?;
+        cluster
+            .get_object("plumb.dev", "AppProject", ns, "none")
+            .await
+            .ok()
+            .map(|_| ())
+    })
+    .await;
+    assert!(served.is_some(), "appprojects.plumb.dev is not served");
+}
+
+async fn project(cluster: &Cluster, ns: &str, name: &str, spec: Value) {
+    apply(
+        cluster,
+        vec![
+            json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "AppProject",
+            "metadata": {"name": name, "namespace": ns}, "spec": spec}),
+        ],
+    )
+    .await;
+}
+
+async fn exists(cluster: &Cluster, group: &str, kind: &str, ns: &str, name: &str) -> bool {
+    cluster
+        .get_object(group, kind, ns, name)
+        .await
+        .expect("get")
+        .is_some()
+}
+
+fn condition(app: &Value) -> String {
+    let c = &app["status"]["conditions"][0];
+    format!(
+        "{}: {}",
+        c["type"].as_str().unwrap_or_default(),
+        c["message"].as_str().unwrap_or_default()
+    )
+}
+
+async fn put_app(cluster: &Cluster, mut app: Value) -> Value {
+    if let Some(m) = app.as_object_mut() {
+        m.remove("status");
+    }
+    if let Some(meta) = app.get_mut("metadata").and_then(Value::as_object_mut) {
+        for f in [
+            "managedFields",
+            "resourceVersion",
+            "uid",
+            "creationTimestamp",
+            "generation",
+        ] {
+            meta.remove(f);
+        }
+    }
+    apply(cluster, vec![app.clone()]).await;
+    let ns = app["metadata"]["namespace"].as_str().expect("ns");
+    let name = app["metadata"]["name"].as_str().expect("name");
+    get_app(cluster, ns, name).await
+}
+
+#[tokio::test]
+async fn an_unknown_destination_is_applied_nowhere_and_says_why() {
+    let Some((cluster, apps, dest)) = app_testbed("tenancy-dest", "tdest").await else {
+        return;
+    };
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "web"},
+        "data": {"k": "v"}});
+    let (repo, _) = git_repo("tenancy-dest", &[("app/cm.json", &to_json(&cm))]);
+    let mut app = application("far", &apps, &repo, "app", &dest, json!({}));
+    app["spec"]["destination"] =
+        json!({"server": "https://prod-eu.example:6443", "namespace": dest});
+    let app = put_app(&cluster, app).await;
+    for dry_run in [true, false] {
+        let request = SyncRequest {
+            dry_run,
+            ..SyncRequest::default()
+        };
+        let err = sync_app_with(
+            &cluster,
+            &app,
+            &opts(),
+            &request,
+            InitiatedBy::user("t"),
+            SystemTime::now(),
+        )
+        .await
+        .expect_err("refused");
+        assert!(
+            err.to_string()
+                .contains("cluster 'https://prod-eu.example:6443' has not been configured"),
+            "{err}"
+        );
+    }
+    assert!(!exists(&cluster, "", "ConfigMap", &dest, "web").await);
+    let stored = get_app(&cluster, &apps, "far").await;
+    assert_eq!(
+        condition(&stored),
+        "InvalidSpecError: application destination spec is invalid: cluster 'https://prod-eu.example:6443' has not been configured"
+    );
+    assert_eq!(stored["status"]["sync"]["status"], "Unknown");
+    // `plumb app get` shows the condition (format_get is the CLI's; here the status).
+
+    // A cluster Secret with malformed config: the condition names the Secret and the field.
+    apply(
+        &cluster,
+        vec![json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "eu", "namespace": apps,
+                "labels": {"argocd.argoproj.io/secret-type": "cluster"}},
+            "stringData": {"name": "prod-eu", "server": "https://prod-eu.example:6443",
+                "config": "{not json"}})],
+    )
+    .await;
+    let mut by_name = stored.clone();
+    by_name["spec"]["destination"] = json!({"name": "prod-eu", "namespace": dest});
+    let by_name = put_app(&cluster, by_name).await;
+    let err = sync_app(
+        &cluster,
+        &by_name,
+        &opts(),
+        InitiatedBy::user("t"),
+        SystemTime::now(),
+    )
+    .await
+    .expect_err("refused");
+    let text = err.to_string();
+    assert!(
+        text.contains("there are no clusters with this name: prod-eu"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "cluster Secret {apps}/eu: data.config: invalid JSON"
+        )),
+        "{text}"
+    );
+    assert!(!exists(&cluster, "", "ConfigMap", &dest, "web").await);
+
+    // The in-cluster destination by name syncs here and drops the condition.
+    let mut here = get_app(&cluster, &apps, "far").await;
+    here["spec"]["destination"] = json!({"name": "in-cluster", "namespace": dest});
+    let here = put_app(&cluster, here).await;
+    let out = sync_app(
+        &cluster,
+        &here,
+        &opts(),
+        InitiatedBy::user("t"),
+        SystemTime::now(),
+    )
+    .await
+    .expect("sync");
+    assert!(out.succeeded(), "{}", out.message);
+    assert!(exists(&cluster, "", "ConfigMap", &dest, "web").await);
+    assert!(
+        get_app(&cluster, &apps, "far").await["status"]
+            .get("conditions")
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn a_project_refuses_before_any_write() {
+    let Some((cluster, apps, dest)) = app_testbed("tenancy-project", "tproj").await else {
+        return;
+    };
+    projects_served(&cluster, &apps).await;
+    let crb_name = format!("{dest}-admin");
+    let crb = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": crb_name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+        "subjects": [{"kind": "ServiceAccount", "name": "default", "namespace": dest}]});
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "web"},
+        "data": {"k": "v"}});
+    let (repo, _) = git_repo(
+        "tenancy-project",
+        &[
+            ("app/crb.json", &to_json(&crb)),
+            ("app/cm.json", &to_json(&cm)),
+        ],
+    );
+    project(&cluster, &apps, "team", json!({"sourceRepos": ["*"],
+        "destinations": [{"server": "https://kubernetes.default.svc", "namespace": "!kube-system"}]}))
+    .await;
+    let mut app = application("grab", &apps, &repo, "app", &dest, json!({}));
+    app["spec"]["project"] = json!("team");
+    let app = put_app(&cluster, app).await;
+    for dry_run in [true, false] {
+        let request = SyncRequest {
+            dry_run,
+            ..SyncRequest::default()
+        };
+        let err = sync_app_with(
+            &cluster,
+            &app,
+            &opts(),
+            &request,
+            InitiatedBy::user("t"),
+            SystemTime::now(),
+        )
+        .await
+        .expect_err("refused");
+        assert!(
+            err.to_string().contains(&format!(
+                "resource rbac.authorization.k8s.io:ClusterRoleBinding {crb_name} is not permitted in project team: not in clusterResourceWhitelist"
+            )),
+            "{err}"
+        );
+    }
+    assert!(
+        !exists(
+            &cluster,
+            "rbac.authorization.k8s.io",
+            "ClusterRoleBinding",
+            "",
+            &crb_name
+        )
+        .await
+    );
+    assert!(!exists(&cluster, "", "ConfigMap", &dest, "web").await);
+
+    // kube-system excluded by the project's destinations.
+    let mut system = application("sys", &apps, &repo, "app", "kube-system", json!({}));
+    system["spec"]["project"] = json!("team");
+    let system = put_app(&cluster, system).await;
+    let err = sync_app(
+        &cluster,
+        &system,
+        &opts(),
+        InitiatedBy::user("t"),
+        SystemTime::now(),
+    )
+    .await
+    .expect_err("refused");
+    assert!(
+        err.to_string().contains(
+            "namespace 'kube-system' do not match any of the allowed destinations in project 'team'"
+        ),
+        "{err}"
+    );
+    assert!(condition(&get_app(&cluster, &apps, "sys").await).starts_with("InvalidSpecError: "));
+
+    // sourceRepos not matching.
+    project(
+        &cluster,
+        &apps,
+        "team",
+        json!({"sourceRepos": ["https://git.example.com/*"],
+        "destinations": [{"server": "*", "namespace": "*"}]}),
+    )
+    .await;
+    let err = refresh_app(&cluster, &app, &opts(), SystemTime::now())
+        .await
+        .expect_err("refused");
+    assert!(
+        err.to_string()
+            .contains("is not permitted in project 'team'"),
+        "{err}"
+    );
+
+    // A project that does not exist; an invalid one (named object and field).
+    let mut missing = get_app(&cluster, &apps, "grab").await;
+    missing["spec"]["project"] = json!("nobody");
+    let missing = put_app(&cluster, missing).await;
+    let err = refresh_app(&cluster, &missing, &opts(), SystemTime::now())
+        .await
+        .expect_err("refused");
+    assert!(
+        err.to_string()
+            .contains("Application referencing project nobody which does not exist"),
+        "{err}"
+    );
+    project(
+        &cluster,
+        &apps,
+        "team",
+        json!({"sourceRepos": ["*"],
+        "destinations": [{"server": "*", "namespace": "*"}],
+        "syncWindows": [{"kind": "deny", "schedule": "not a cron", "duration": "1h"}]}),
+    )
+    .await;
+    let err = refresh_app(&cluster, &app, &opts(), SystemTime::now())
+        .await
+        .expect_err("refused");
+    assert!(
+        err.to_string()
+            .contains("AppProject team: spec.syncWindows[0].schedule"),
+        "{err}"
+    );
+    assert!(!exists(&cluster, "", "ConfigMap", &dest, "web").await);
+}
+
+#[tokio::test]
+async fn a_deny_window_holds_automated_syncs_and_manual_sync_lets_a_manual_one_through() {
+    let Some((cluster, apps, dest)) = app_testbed("tenancy-window", "twin").await else {
+        return;
+    };
+    projects_served(&cluster, &apps).await;
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "web"},
+        "data": {"k": "v"}});
+    let (repo, _) = git_repo("tenancy-window", &[("app/cm.json", &to_json(&cm))]);
+    let window = |manual: bool| {
+        json!({"sourceRepos": ["*"], "destinations": [{"server": "*", "namespace": "*"}],
+            "syncWindows": [{"kind": "deny", "schedule": "* * * * *", "duration": "1h",
+                "applications": ["*"], "manualSync": manual}]})
+    };
+    project(&cluster, &apps, "default", window(false)).await;
+    let app = put_app(
+        &cluster,
+        application("held", &apps, &repo, "app", &dest, json!({"automated": {}})),
+    )
+    .await;
+    let mut state = ReconcileState { options: opts() };
+    let out = reconcile_once(&cluster, &app, SystemTime::now(), &mut state)
+        .await
+        .expect("reconcile");
+    assert!(out.sync.is_none());
+    assert!(
+        out.blocked_by
+            .as_deref()
+            .is_some_and(|b| b.starts_with("blocked by sync window deny '* * * * *' for 1h")),
+        "{:?}",
+        out.blocked_by
+    );
+    let err = sync_app(
+        &cluster,
+        &get_app(&cluster, &apps, "held").await,
+        &opts(),
+        InitiatedBy::user("t"),
+        SystemTime::now(),
+    )
+    .await
+    .expect_err("blocked");
+    assert!(
+        err.to_string()
+            .contains("Cannot sync: blocked by sync window"),
+        "{err}"
+    );
+    assert!(!exists(&cluster, "", "ConfigMap", &dest, "web").await);
+    project(&cluster, &apps, "default", window(true)).await;
+    let out = sync_app(
+        &cluster,
+        &get_app(&cluster, &apps, "held").await,
+        &opts(),
+        InitiatedBy::user("t"),
+        SystemTime::now(),
+    )
+    .await
+    .expect("manual sync");
+    assert!(out.succeeded(), "{}", out.message);
+    assert!(exists(&cluster, "", "ConfigMap", &dest, "web").await);
+}
+
+#[tokio::test]
+async fn an_application_outside_the_control_namespace_is_not_synced() {
+    let Some((cluster, apps, dest)) = app_testbed("tenancy-ns", "tns").await else {
+        return;
+    };
+    projects_served(&cluster, &apps).await;
+    let control = namespace(&cluster, "tns-control", json!({})).await;
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "web"},
+        "data": {"k": "v"}});
+    let (repo, _) = git_repo("tenancy-ns", &[("app/cm.json", &to_json(&cm))]);
+    let app = put_app(
+        &cluster,
+        application(
+            "stray",
+            &apps,
+            &repo,
+            "app",
+            &dest,
+            json!({"automated": {}}),
+        ),
+    )
+    .await;
+    let mut state = ReconcileState {
+        options: RunOptions {
+            control_namespace: Some(control.clone()),
+            ..opts()
+        },
+    };
+    let err = reconcile_once(&cluster, &app, SystemTime::now(), &mut state)
+        .await
+        .expect_err("refused");
+    assert!(
+        err.to_string().contains(&format!(
+            "application 'stray' in namespace '{apps}' is not allowed to use project default"
+        )),
+        "{err}"
+    );
+    assert!(!exists(&cluster, "", "ConfigMap", &dest, "web").await);
+    // The project of the control namespace lists the namespace: served.
+    project(
+        &cluster,
+        &control,
+        "default",
+        json!({"sourceRepos": ["*"], "sourceNamespaces": [apps],
+        "destinations": [{"server": "*", "namespace": "*"}]}),
+    )
+    .await;
+    let out = reconcile_once(
+        &cluster,
+        &get_app(&cluster, &apps, "stray").await,
+        SystemTime::now(),
+        &mut state,
+    )
+    .await
+    .expect("reconcile");
+    assert!(out.sync.is_some_and(|s| s.succeeded()));
+    assert!(exists(&cluster, "", "ConfigMap", &dest, "web").await);
+}
