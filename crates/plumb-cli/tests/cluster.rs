@@ -1334,7 +1334,7 @@ async fn install_application_crd(cluster: &Cluster) {
     .expect("deploy/crd.yaml");
     apply(
         cluster,
-        vec![serde_saphyr::from_str(&crd_text).expect("CRD YAML")],
+        serde_saphyr::from_str_multiple::<serde_json::Value>(&crd_text).expect("CRD YAML"),
     )
     .await;
     wait_until("applications.plumb.dev being served", || async {
