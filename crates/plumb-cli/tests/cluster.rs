@@ -1332,10 +1332,11 @@ async fn install_application_crd(cluster: &Cluster) {
         "/../../deploy/crd.yaml"
     ))
     .expect("deploy/crd.yaml");
-    apply(
-        cluster,
-        serde_saphyr::from_str_multiple::<serde_json::Value>(&crd_text).expect("CRD YAML"),
-    )
+    apply(cluster, {
+        let docs: Vec<serde_json::Value> =
+            serde_saphyr::from_str_multiple(&crd_text).expect("CRD YAML");
+        docs
+    })
     .await;
     wait_until("applications.plumb.dev being served", || async {
         cluster.discover().await.ok()?;

@@ -43,12 +43,13 @@ pub fn control_namespace(app: &Value, opts: &RunOptions) -> String {
         .unwrap_or_else(|| app_namespace(app).to_string())
 }
 
-/// `spec.project`, `default` when empty.
-pub fn project_name(app: &Value) -> &str {
-    app.pointer("/spec/project")
-        .and_then(Value::as_str)
-        .filter(|p| !p.is_empty())
-        .unwrap_or(DEFAULT_PROJECT)
+/// `spec.project`, `default` when empty (read through the typed model).
+pub fn project_name(app: &Value) -> String {
+    let (model, _) = plumb_core::argo::model::Application::read_lenient(app);
+    match model.spec.project.as_str() {
+        "" => DEFAULT_PROJECT.to_string(),
+        p => p.to_string(),
+    }
 }
 
 /// Reads the app's project (`Err(message)` for a spec error).
@@ -95,15 +96,13 @@ async fn read_clusters(
     Ok((clusters, errors.iter().map(ToString::to_string).collect()))
 }
 
-fn repo_urls(app: &Value) -> Vec<String> {
-    let one = app.pointer("/spec/source/repoURL").and_then(Value::as_str);
-    let many = app
-        .pointer("/spec/sources")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|s| s.get("repoURL").and_then(Value::as_str));
-    one.into_iter().chain(many).map(String::from).collect()
+/// The `repoURL` of every source (`spec.source`, `spec.sources`).
+fn repo_urls(spec: &plumb_core::argo::model::ApplicationSpec) -> Vec<String> {
+    spec.source
+        .iter()
+        .chain(&spec.sources)
+        .map(|s| s.repo_url.clone())
+        .collect()
 }
 
 /// The spec checks of the app (see the module doc); a refusal is written as the
@@ -140,23 +139,21 @@ async fn check(
 ) -> Result<Result<Admission, String>, ClusterError> {
     let control = control_namespace(app, opts);
     let name = app_name(app);
-    let project = match read_project(home, &control, project_name(app)).await? {
+    let (model, _) = plumb_core::argo::model::Application::read_lenient(app);
+    let project = match read_project(home, &control, &project_name(app)).await? {
         Ok(p) => p,
         Err(reason) => return Ok(Err(reason)),
     };
     if let Err(d) = project.app_namespace_permitted(&name, app_namespace(app), &control) {
         return Ok(Err(d.message));
     }
-    for url in repo_urls(app) {
+    for url in repo_urls(&model.spec) {
         if let Err(d) = project.source_permitted(&url) {
             return Ok(Err(d.message));
         }
     }
-    let dest: Destination = app
-        .pointer("/spec/destination")
-        .cloned()
-        .and_then(|d| serde_json::from_value(d).ok())
-        .unwrap_or_default();
+    let d = &model.spec.destination;
+    let dest = Destination::new(&d.server, &d.name, &d.namespace);
     let (clusters, unreadable) = read_clusters(home, &control).await?;
     let cluster = match clusters.resolve(&dest) {
         Ok(c) => c.clone(),
