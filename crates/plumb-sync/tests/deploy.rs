@@ -42,7 +42,11 @@ async fn deploy_manifests_install_and_accept_applications() {
     };
     install_crd(&cluster).await;
     let rbac = apply(&cluster, deploy_objects("rbac.yaml")).await;
-    assert_eq!(rbac.len(), 4, "namespace, service account, role, binding");
+    assert_eq!(
+        rbac.len(),
+        6,
+        "namespace, service account, cluster role and binding, cluster-Secret role and binding"
+    );
     let controller = apply(&cluster, deploy_objects("controller.yaml")).await;
     assert_eq!(controller[0]["spec"]["replicas"], 2);
     assert_eq!(
