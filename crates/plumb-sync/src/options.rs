@@ -60,7 +60,6 @@ impl SyncOptionSpec {
 const BOOL: &[&str] = &["true", "false"];
 
 /// Why `SkipDryRunOnMissingResource` changes nothing yet.
-const SKIP_DRY_RUN: &str = "a kind the cluster does not serve yet stops the sync (or dry run) earlier, when plumb reads live objects; the dry run's skip (`Step::skip_dry_run_on_missing_resource`) waits for that read to tolerate it";
 const PRUNE: &[&str] = &["true", "false", "confirm"];
 
 /// Every sync option plumb reads, in the order of Argo CD's documentation.
@@ -85,9 +84,9 @@ pub const TABLE: &[SyncOptionSpec] = &[
         name: "SkipDryRunOnMissingResource",
         values: BOOL,
         default: "false",
-        app: Support::Ignored(SKIP_DRY_RUN),
-        resource: Support::Ignored(SKIP_DRY_RUN),
-        effect: "a real sync has no dry-run step (it applies wave by wave); `plumb app sync --dry-run` would report a kind the cluster does not serve yet as skipped",
+        app: Support::Acted,
+        resource: Support::Acted,
+        effect: "`true`: `plumb app sync --dry-run` reports a resource whose kind the cluster does not serve yet (its CRD comes with the same sync) as skipped instead of failed. A real sync has no dry-run step: it applies wave by wave, a CRD's wave before its resources'",
     },
     SyncOptionSpec {
         name: "Delete",

@@ -1112,3 +1112,54 @@ async fn a_deny_window_holds_automated_syncs_and_manual_sync_needs_manual_sync()
     assert!(out.succeeded(), "{}", out.message);
     assert!(cluster.object(&cm_key("a")).is_some());
 }
+
+/// `SkipDryRunOnMissingResource=true`: in a dry run, a custom resource whose CRD the same
+/// sync installs (so the cluster does not serve its kind yet) is reported as skipped, not
+/// failed; without the option the dry run fails on it.
+#[tokio::test]
+async fn a_dry_run_skips_a_kind_its_crd_brings_only_with_the_option() {
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+                 "names": {"kind": "Widget", "plural": "widgets", "singular": "widget"},
+                 "versions": [{"name": "v1", "served": true, "storage": true,
+                               "schema": {"openAPIV3Schema": {"type": "object",
+                                   "x-kubernetes-preserve-unknown-fields": true}}}]},
+    });
+    let widget = |annotations: Value| {
+        json!({"apiVersion": "example.com/v1", "kind": "Widget",
+               "metadata": {"name": "w", "annotations": annotations}, "spec": {"size": 1}})
+    };
+    let request = SyncRequest {
+        dry_run: true,
+        ..SyncRequest::default()
+    };
+    for skip in [true, false] {
+        let annotations = if skip {
+            json!({"argocd.argoproj.io/sync-options": "SkipDryRunOnMissingResource=true"})
+        } else {
+            json!({})
+        };
+        let (cluster, _repo) = setup(&[crd.clone(), widget(annotations)], json!({}));
+        let out = sync_app_with(
+            &cluster,
+            &app(&cluster),
+            &opts(),
+            &request,
+            InitiatedBy::user("alice"),
+            now(),
+        )
+        .await
+        .expect("dry run");
+        let w = result(&out, "w");
+        if skip {
+            assert!(out.succeeded(), "{}", out.message);
+            assert!(w.message.contains("dry run skipped"), "{}", w.message);
+        } else {
+            assert!(!out.succeeded(), "without the option the dry run fails");
+            assert_eq!(w.status, "SyncFailed", "{}", w.message);
+        }
+        assert!(cluster.writes().is_empty(), "{:?}", cluster.writes());
+    }
+}
