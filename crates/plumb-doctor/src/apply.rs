@@ -165,6 +165,10 @@ pub fn plan<F: RepoFiles>(report: &Report, files: &F) -> Result<Fixed, F::Error>
         }
     }
     for (file, mut lines) in removals {
+        // A file another fix deletes needs no lines removed (and must not come back).
+        if tree.changed.get(&file).is_some_and(Option::is_none) {
+            continue;
+        }
         let text = tree.read(&file)?;
         lines.sort_unstable();
         lines.dedup();
@@ -418,6 +422,32 @@ images:
                 "removed replicas[0] from kustomization.yaml",
             ]
         );
+    }
+
+    /// A file one fix deletes is not brought back by another fix's line removals in it.
+    #[test]
+    fn a_deleted_file_gets_no_line_removals() {
+        let files = Mem(BTreeMap::from([(
+            "p.yaml".to_string(),
+            "a\nb\n".to_string(),
+        )]));
+        let mut lines = stop(StopAction::RemoveLines, "p.yaml", None);
+        lines.lines = vec![1];
+        let r = report(vec![
+            finding(
+                CauseType::Controller,
+                stop(StopAction::DeleteFile, "p.yaml", None),
+            ),
+            finding(CauseType::Controller, lines),
+        ]);
+        let fixed = plan(&r, &files).unwrap();
+        assert_eq!(
+            fixed.edits,
+            [Edit::Delete {
+                file: "p.yaml".into()
+            }]
+        );
+        assert_eq!(fixed.changes, ["deleted p.yaml"]);
     }
 
     /// Only causes git can settle are fixed; the patch goes with its entry; line removals
