@@ -484,26 +484,18 @@ async fn observe(
 
 /// The resources `status.resources` lists.
 fn previous_resources(app: &Value) -> Vec<ResourceKey> {
-    let field = |r: &Value, k: &str| {
-        r.get(k)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string()
-    };
-    app.pointer("/status/resources")
-        .and_then(Value::as_array)
-        .map(|rs| {
-            rs.iter()
-                .map(|r| ResourceKey {
-                    group: field(r, "group"),
-                    kind: field(r, "kind"),
-                    namespace: field(r, "namespace"),
-                    name: field(r, "name"),
-                })
-                .filter(|k| !k.kind.is_empty() && !k.name.is_empty())
-                .collect()
+    let (status, _) = plumb_core::argo::model::ApplicationStatus::read_lenient(app);
+    status
+        .resources
+        .into_iter()
+        .map(|r| ResourceKey {
+            group: r.group,
+            kind: r.kind,
+            namespace: r.namespace,
+            name: r.name,
         })
-        .unwrap_or_default()
+        .filter(|k| !k.kind.is_empty() && !k.name.is_empty())
+        .collect()
 }
 
 /// Compares targets with `live` and fills the verdicts of `obs`.
