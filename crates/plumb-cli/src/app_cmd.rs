@@ -210,6 +210,7 @@ pub fn run(args: AppArgs) -> Result<u8> {
                 let opts = plumb_sync::run::RunOptions {
                     repo_override: a.repo.clone(),
                     control_namespace: a.app.control_namespace.clone(),
+                    destinations: Some(destinations()),
                     ..Default::default()
                 };
                 c.block_on(plumb_sync::run::refresh_app(
@@ -242,10 +243,19 @@ impl SyncArgs {
         let opts = plumb_sync::run::RunOptions {
             repo_override: self.repo.clone(),
             control_namespace: self.app.control_namespace.clone(),
+            destinations: Some(destinations()),
             ..Default::default()
         };
         Ok((app, c, opts))
     }
+}
+
+/// Connections to an app's destination cluster through its cluster Secret (read with the
+/// user's own credentials from the control namespace).
+fn destinations() -> plumb_sync::run::DestinationsHandle {
+    plumb_sync::run::DestinationsHandle(std::sync::Arc::new(
+        plumb_sync::run::destinations::Connections::new(),
+    ))
 }
 
 /// Who a sync from this command line is by: `$USER`.

@@ -154,6 +154,27 @@ impl Cluster {
         })
     }
 
+    /// Asks the server for its version (`GET /version`), failing with
+    /// [`ClusterError::Unreachable`] when no answer comes within `timeout`: whether a
+    /// connection made earlier still reaches its server.
+    pub async fn probe(&self, timeout: std::time::Duration) -> Result<()> {
+        let ctx = RequestContext {
+            server: &self.server,
+            verb: "get",
+            resource: "/version".to_string(),
+            namespace: String::new(),
+        };
+        match tokio::time::timeout(timeout, self.client.apiserver_version()).await {
+            Err(_) => Err(ClusterError::Unreachable {
+                server: self.server.clone(),
+                reason: format!("no answer within {} s", timeout.as_secs()),
+            }),
+            Ok(result) => result
+                .map(|_| ())
+                .map_err(|e| ClusterError::from_kube(e, &ctx)),
+        }
+    }
+
     /// The underlying client, for requests this crate does not wrap.
     pub fn client(&self) -> &kube::Client {
         &self.client

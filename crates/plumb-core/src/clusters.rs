@@ -118,6 +118,9 @@ pub struct ClusterConfig {
 pub struct Cluster {
     /// The Secret that declares it (`namespace/name`); empty for the implicit in-cluster.
     pub secret: String,
+    /// The Secret's `metadata.resourceVersion` (a connection made from it is rebuilt when it
+    /// changes); empty for the implicit in-cluster.
+    pub resource_version: String,
     pub name: String,
     pub server: String,
     /// Namespaces the controller may manage there (empty: all).
@@ -134,6 +137,7 @@ impl Cluster {
     pub fn in_cluster() -> Cluster {
         Cluster {
             secret: String::new(),
+            resource_version: String::new(),
             name: IN_CLUSTER_NAME.into(),
             server: IN_CLUSTER_SERVER.into(),
             namespaces: Vec::new(),
@@ -245,6 +249,11 @@ impl Cluster {
         };
         Ok(Cluster {
             secret: id,
+            resource_version: secret
+                .pointer("/metadata/resourceVersion")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
             name: if name.is_empty() {
                 server.clone()
             } else {

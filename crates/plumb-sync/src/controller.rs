@@ -15,9 +15,17 @@
 //! - Every reconcile reads the Application fresh from the API server (the automated-sync
 //!   decision depends on the status the previous reconcile wrote) and resumes an operation
 //!   left `Running` by a stopped controller (see [`crate::run::resume_app`]).
+//! - Apps aimed at another cluster go through [`Connections`]: one connection and one
+//!   watch cache per destination cluster Secret, started on first use (their changes queue
+//!   apps as home's do; Applications there are not plumb's to serve). A destination that
+//!   cannot be reached fails only its apps (a `ComparisonError` condition naming its server),
+//!   which are tried again after 5 s, doubling up to the refresh interval; the others go on.
 
 use crate::auto::Decision;
-use crate::run::{ReconcileOutcome, ReconcileState, RunError, RunOptions, reconcile_once};
+use crate::run::destinations::Connections;
+use crate::run::{
+    DestinationsHandle, ReconcileOutcome, ReconcileState, RunError, RunOptions, reconcile_once,
+};
 use plumb_cluster::{Change, ChangeKind, Cluster, LiveCache};
 use plumb_core::{GroupKind, INSTANCE_LABEL, TRACKING_ID_ANNOTATION};
 use serde_json::Value;
@@ -143,6 +151,10 @@ pub struct Controller {
     cluster: Arc<Cluster>,
     cache: LiveCache,
     opts: ControllerOptions,
+    /// Connections (and watch caches) of destinations other than home.
+    destinations: Arc<Connections>,
+    /// Their watch caches' changes (taken by [`Controller::run`]).
+    destination_changes: std::sync::Mutex<Option<mpsc::UnboundedReceiver<Change>>>,
 }
 
 impl Controller {
@@ -154,10 +166,13 @@ impl Controller {
     ) -> Result<Controller, plumb_cluster::ClusterError> {
         let cache = cluster.watch_cache_all().await?;
         cache.ensure_kind(&application_kind()).await?;
+        let (tx, rx) = mpsc::unbounded_channel();
         Ok(Controller {
             cluster,
             cache,
             opts,
+            destinations: Arc::new(Connections::watching(tx)),
+            destination_changes: std::sync::Mutex::new(Some(rx)),
         })
     }
 
@@ -169,7 +184,13 @@ impl Controller {
     fn run_options(&self) -> RunOptions {
         let mut run = self.opts.run.clone();
         run.cache = Some(crate::run::CacheHandle(self.cache.clone()));
+        run.destinations = Some(DestinationsHandle(self.destinations.clone()));
         run
+    }
+
+    /// The destination connections (cluster Secrets `namespace/name`) made so far.
+    pub fn destinations(&self) -> Vec<String> {
+        self.destinations.secrets()
     }
 
     /// The Applications the controller is responsible for, as cached.
@@ -223,7 +244,15 @@ impl Controller {
         let run = Arc::new(self.run_options());
         let opts = &self.opts;
         let mut changes = self.cache.subscribe();
-        let (done_tx, mut done_rx) = mpsc::unbounded_channel::<(AppKey, Option<SystemTime>)>();
+        let mut remote_changes = self
+            .destination_changes
+            .lock()
+            .ok()
+            .and_then(|mut r| r.take())
+            .unwrap_or_else(|| mpsc::unbounded_channel().1);
+        let (done_tx, mut done_rx) = mpsc::unbounded_channel::<(AppKey, Option<Duration>, bool)>();
+        // Apps whose destination failed, and how many times in a row.
+        let mut unreachable: HashMap<AppKey, u32> = HashMap::new();
         let workers = Arc::new(Semaphore::new(opts.workers.max(1)));
         let mut schedule = Schedule::new(opts);
         let now = Instant::now();
@@ -248,16 +277,20 @@ impl Controller {
                     done_tx.clone(),
                 );
                 tokio::spawn(async move {
-                    let backoff = match reconcile_logged(&cluster, &run, &key, trigger, &*log).await
-                    {
+                    let result = reconcile_logged(&cluster, &run, &key, trigger, &*log).await;
+                    let backoff = match &result {
                         Some(Ok(outcome)) => match outcome.decision {
-                            Some(Decision::WaitUntil { at, .. }) => Some(at),
+                            Some(Decision::WaitUntil { at, .. }) => {
+                                Some(at.duration_since(SystemTime::now()).unwrap_or_default())
+                            }
                             _ => None,
                         },
                         _ => None,
                     };
+                    let destination_failed =
+                        matches!(result, Some(Err(RunError::Destination { .. })));
                     drop(permit);
-                    let _ = done.send((key, backoff));
+                    let _ = done.send((key, backoff, destination_failed));
                 });
             }
             let sleep = schedule.next_due().map_or(Duration::from_secs(3600), |at| {
@@ -270,9 +303,23 @@ impl Controller {
                     if *stop.borrow() { break; }
                 }
                 done = done_rx.recv() => {
-                    let Some((key, backoff)) = done else { break };
-                    let wait = backoff.map(|b| b.duration_since(SystemTime::now()).unwrap_or_default());
+                    let Some((key, mut wait, destination_failed)) = done else { break };
+                    if destination_failed {
+                        let n = unreachable.entry(key.clone()).or_insert(0);
+                        *n += 1;
+                        wait = Some(destination_retry(*n, opts.refresh));
+                    } else {
+                        unreachable.remove(&key);
+                    }
                     schedule.finished(key, Instant::now(), wait, random_below(opts.jitter));
+                }
+                Some(change) = remote_changes.recv() => {
+                    // Another cluster's objects; its Applications are not ours to serve.
+                    if !(change.key.group == plumb_cluster::APPLICATION_GROUP
+                        && change.key.kind == plumb_cluster::APPLICATION_KIND)
+                    {
+                        schedule.on_change(&change, Instant::now());
+                    }
                 }
                 change = changes.recv() => {
                     match change {
@@ -298,10 +345,20 @@ impl Controller {
         }
     }
 
-    /// Stops the watches.
+    /// Stops the watches (home's and every destination's).
     pub fn stop(&self) {
         self.cache.stop();
+        self.destinations.clear();
     }
+}
+
+/// The wait before the `n`th retry of an app whose destination failed: 5 s, doubling, at
+/// most `max`.
+pub fn destination_retry(n: u32, max: Duration) -> Duration {
+    let first = Connections::BACKOFF_FIRST;
+    first
+        .saturating_mul(2u32.saturating_pow(n.saturating_sub(1).min(16)))
+        .min(max.max(first))
 }
 
 /// Which app reconciles when: the controller loop's bookkeeping, without I/O or clocks (times

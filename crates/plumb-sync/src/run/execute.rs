@@ -930,7 +930,7 @@ pub(super) async fn sync_options_now(
 }
 
 /// `status.operationState` for `op` in `phase`.
-fn operation_state(
+pub(super) fn operation_state(
     obs: &Observation,
     op: &Operation,
     phase: &str,

@@ -79,6 +79,10 @@ pub enum RunError {
     /// The project refuses a resource or a sync window blocks: nothing was applied.
     #[error("Application {app}: {reason}")]
     Refused { app: String, reason: String },
+    /// The destination cluster cannot be reached (or this caller does not connect to other
+    /// clusters): nothing was applied anywhere; written as a condition naming the cluster.
+    #[error("Application {app}: {reason}")]
+    Destination { app: String, reason: String },
 }
 
 pub type Result<T, E = RunError> = std::result::Result<T, E>;
@@ -112,6 +116,9 @@ pub struct RunOptions {
     /// namespace: the controller's). `None`: each Application's own namespace (see
     /// [`tenancy`]).
     pub control_namespace: Option<String>,
+    /// Connections to destination clusters other than home (see [`route`]); `None`: an app
+    /// aimed at another cluster is refused.
+    pub destinations: Option<DestinationsHandle>,
 }
 
 /// A [`plumb_cluster::LiveCache`] in [`RunOptions`].
@@ -142,6 +149,7 @@ impl Default for RunOptions {
             wave_timeout: Duration::from_secs(600),
             cache: None,
             control_namespace: None,
+            destinations: None,
         }
     }
 }
@@ -725,12 +733,19 @@ pub async fn refresh_app(
     opts: &RunOptions,
     now: SystemTime,
 ) -> Result<AppStatus> {
-    tenancy::admit(cluster, app, opts, now).await?;
-    let obs = observe(cluster, app, opts, None).await?;
-    let mut status = refresh_status(app, &obs, now);
-    reset_self_heal_if_synced(app, &obs, &mut status);
-    write_status(cluster, &obs, status).await?;
-    Ok(obs.status)
+    let home = cluster;
+    let admission = tenancy::admit(home, app, opts, now).await?;
+    let target = route::connect(home, app, &admission.cluster, opts, now).await?;
+    let (cluster, opts) = (&target.routed(home), target.options(opts));
+    let result = async {
+        let obs = observe(cluster, app, opts, None).await?;
+        let mut status = refresh_status(app, &obs, now);
+        reset_self_heal_if_synced(app, &obs, &mut status);
+        write_status(cluster, &obs, status).await?;
+        Ok(obs.status)
+    }
+    .await;
+    target.report(home, app, result, now).await
 }
 
 /// Syncs a plumb.dev Application now: the whole app at its target revision, without pruning
@@ -765,9 +780,16 @@ pub async fn sync_app_with(
     now: SystemTime,
 ) -> Result<SyncOutcome> {
     let started = Instant::now();
-    let admission = tenancy::admit(cluster, app, opts, now).await?;
+    let home = cluster;
+    // The project judges what will be applied: a rollback's source, not the current spec's.
+    let app = with_source(app, request.source.as_ref());
+    let app = app.as_ref();
+    let admission = tenancy::admit(home, app, opts, now).await?;
+    let target = route::connect(home, app, &admission.cluster, opts, now).await?;
+    let (cluster, opts) = (&target.routed(home), target.options(opts));
     if request.dry_run {
-        return dry_run::dry_run(cluster, app, opts, request, &admission).await;
+        let result = dry_run::dry_run(cluster, app, opts, request, &admission).await;
+        return target.report(home, app, result, now).await;
     }
     let verdict = admission.windows(&app_name(app), true, now);
     if !verdict.allowed() {
@@ -787,14 +809,16 @@ pub async fn sync_app_with(
             ),
         });
     }
-    let app = with_source(app, request.source.as_ref());
-    let app = app.as_ref();
-    let obs = observe(cluster, app, opts, request.revision.as_deref()).await?;
-    refuse_resources(&admission, &obs)?;
-    let op = execute::Operation::manual(app, initiated_by, request, now);
-    let mut outcome = execute::execute(cluster, app, obs, opts, op, false, now).await?;
-    outcome.timings.total = started.elapsed();
-    Ok(outcome)
+    let result = async {
+        let obs = observe(cluster, app, opts, request.revision.as_deref()).await?;
+        let op = execute::Operation::manual(app, initiated_by, request, now);
+        refuse_operation(cluster, &admission, &obs, &op, now).await?;
+        let mut outcome = execute::execute(cluster, app, obs, opts, op, false, now).await?;
+        outcome.timings.total = started.elapsed();
+        Ok(outcome)
+    }
+    .await;
+    target.report(home, app, result, now).await
 }
 
 /// Asks the operation the Application shows `Running` to stop (`argocd app terminate-op`):
@@ -971,15 +995,23 @@ pub async fn resume_app(
         return Ok(None);
     };
     let started = Instant::now();
-    let admission = tenancy::admit(cluster, app, opts, now).await?;
+    let home = cluster;
+    // The project judges what the operation applies (its own source, a rollback's).
     let app = with_source(app, op.source.as_ref());
     let app = app.as_ref();
-    let obs = observe(cluster, app, opts, op.revision.as_deref()).await?;
-    refuse_resources(&admission, &obs)?;
-    let automated = op.initiated_by.automated;
-    let mut outcome = execute::execute(cluster, app, obs, opts, op, automated, now).await?;
-    outcome.timings.total = started.elapsed();
-    Ok(Some(outcome))
+    let admission = tenancy::admit(home, app, opts, now).await?;
+    let target = route::connect(home, app, &admission.cluster, opts, now).await?;
+    let (cluster, opts) = (&target.routed(home), target.options(opts));
+    let result = async {
+        let obs = observe(cluster, app, opts, op.revision.as_deref()).await?;
+        refuse_operation(cluster, &admission, &obs, &op, now).await?;
+        let automated = op.initiated_by.automated;
+        let mut outcome = execute::execute(cluster, app, obs, opts, op, automated, now).await?;
+        outcome.timings.total = started.elapsed();
+        Ok(Some(outcome))
+    }
+    .await;
+    target.report(home, app, result, now).await
 }
 
 /// The Application annotation that asks for a refresh now (`normal` or `hard`, as Argo CD's;
@@ -1018,7 +1050,9 @@ pub async fn reconcile_once(
     state: &mut ReconcileState,
 ) -> Result<ReconcileOutcome> {
     let started = Instant::now();
-    if let Some(deletion) = finalize_deletion(cluster, app, &state.options).await? {
+    let home = cluster;
+    if let Some(deletion) = finalize_deletion_at_destination(home, app, &state.options, now).await?
+    {
         return Ok(ReconcileOutcome {
             decision: None,
             resumed: false,
@@ -1051,12 +1085,27 @@ pub async fn reconcile_once(
             blocked_by: None,
         });
     }
-    let admission = tenancy::admit(cluster, app, &state.options, now).await?;
-    let obs = observe(cluster, app, &state.options, None).await?;
+    let admission = tenancy::admit(home, app, &state.options, now).await?;
+    let target = route::connect(home, app, &admission.cluster, &state.options, now).await?;
+    let opts = target.options(&state.options);
+    let result = reconcile_at(&target.routed(home), app, opts, &admission, now, started).await;
+    target.report(home, app, result, now).await
+}
+
+/// The rest of [`reconcile_once`], once the destination is connected.
+async fn reconcile_at(
+    cluster: &dyn ClusterApi,
+    app: &Value,
+    opts: &RunOptions,
+    admission: &tenancy::Admission,
+    now: SystemTime,
+    started: Instant,
+) -> Result<ReconcileOutcome> {
+    let obs = observe(cluster, app, opts, None).await?;
     delete::ensure_hook_finalizers(cluster, app, &obs).await?;
     let mut decision = obs
         .automated()
-        .map(|_| automated_decision(&app_state(app, &obs, &state.options), now));
+        .map(|_| automated_decision(&app_state(app, &obs, opts), now));
     let mut blocked_by = None;
     if let Some(Decision::SyncNow { .. }) = decision {
         let verdict = admission.windows(&obs.name, false, now);
@@ -1065,14 +1114,12 @@ pub async fn reconcile_once(
             decision = Some(Decision::Nothing {
                 why: crate::auto::NoSync::SyncWindow,
             });
-        } else {
-            refuse_resources(&admission, &obs)?;
         }
     }
     if let Some(Decision::SyncNow { reason }) = decision {
         let op = execute::Operation::new(app, InitiatedBy::automated(), Some(reason), now);
-        let mut outcome =
-            execute::execute(cluster, app, obs, &state.options, op, true, now).await?;
+        refuse_operation(cluster, admission, &obs, &op, now).await?;
+        let mut outcome = execute::execute(cluster, app, obs, opts, op, true, now).await?;
         outcome.timings.total = started.elapsed();
         let status = outcome.status.clone();
         return Ok(ReconcileOutcome {
@@ -1095,6 +1142,69 @@ pub async fn reconcile_once(
         deletion: None,
         blocked_by,
     })
+}
+
+/// The project's refusal of a target resource, before any request of the operation to the
+/// destination: the operation is written `Failed` (home) with the reason naming the resource
+/// and the rule, and the error returned.
+async fn refuse_operation(
+    cluster: &dyn ClusterApi,
+    admission: &tenancy::Admission,
+    obs: &Observation,
+    op: &execute::Operation,
+    now: SystemTime,
+) -> Result<()> {
+    let Err(refused) = refuse_resources(admission, obs) else {
+        return Ok(());
+    };
+    let RunError::Refused { reason, .. } = &refused else {
+        return Err(refused);
+    };
+    let state = execute::operation_state(obs, op, "Failed", reason, Some(now), &[]);
+    write_status(
+        cluster,
+        obs,
+        Map::from_iter([("operationState".to_string(), state)]),
+    )
+    .await?;
+    Err(refused)
+}
+
+/// A deleted Application's next finalizing step, sent to its destination (resolved through
+/// the cluster Secrets; the project is not asked: what the app created is removed where it
+/// is). A destination that resolves to no cluster deletes nothing anywhere.
+async fn finalize_deletion_at_destination(
+    home: &dyn ClusterApi,
+    app: &Value,
+    opts: &RunOptions,
+    now: SystemTime,
+) -> Result<Option<DeletionOutcome>> {
+    if app
+        .pointer("/metadata/deletionTimestamp")
+        .is_none_or(Value::is_null)
+    {
+        return Ok(None);
+    }
+    if matches!(
+        crate::deletion::Stage::of(app),
+        crate::deletion::Stage::Nothing
+    ) {
+        // No cascade: nothing is sent to the destination.
+        return finalize_deletion(home, app, opts).await;
+    }
+    let cluster = tenancy::destination_cluster(home, app, opts)
+        .await
+        .map_err(|source| RunError::Cluster {
+            app: app_name(app),
+            source,
+        })?
+        .map_err(|reason| RunError::InvalidSpec {
+            app: app_name(app),
+            reason: format!("{reason}; the app's resources are not deleted"),
+        })?;
+    let target = route::connect(home, app, &cluster, opts, now).await?;
+    let result = finalize_deletion(&target.routed(home), app, target.options(opts)).await;
+    target.report(home, app, result, now).await
 }
 
 /// The project's refusal of a target resource, before any request of the operation.
@@ -1170,10 +1280,13 @@ fn app_state(app: &Value, obs: &Observation, opts: &RunOptions) -> AppState {
 }
 
 mod delete;
+pub mod destinations;
 mod dry_run;
 mod execute;
+mod route;
 pub mod tenancy;
 #[cfg(test)]
 mod tests;
 
 pub use delete::{DeletionOutcome, finalize_deletion};
+pub use route::{COMPARISON_ERROR, Destination, Destinations, DestinationsHandle, Routed};

@@ -9,6 +9,8 @@
 //! the project does not permit) is written to the Application as an `InvalidSpecError`
 //! condition with sync status `Unknown`, and nothing is rendered or applied.
 //!
+//! The destination may be another cluster: connecting to it is [`super::route`]'s.
+//!
 //! The control namespace is [`RunOptions::control_namespace`]; without one, the
 //! Application's own namespace (the single-namespace use of `plumb app` with the user's own
 //! credentials). A missing `default` project is Argo CD's `default` as it is created
@@ -55,13 +57,27 @@ pub fn project_name(app: &Value) -> String {
 /// Reads the app's project (`Err(message)` for a spec error).
 async fn read_project(
     home: &dyn ClusterApi,
+    cache: Option<&plumb_cluster::LiveCache>,
     control: &str,
     name: &str,
 ) -> Result<Result<AppProject, String>, ClusterError> {
-    match home
-        .get_object("plumb.dev", "AppProject", control, name)
-        .await
-    {
+    let gk = plumb_core::GroupKind::new("plumb.dev", "AppProject");
+    let read = match cache.filter(|c| c.kinds().contains(&gk)) {
+        // The controller's watch cache: no request.
+        Some(cache) => Ok(cache
+            .get(&ResourceKey {
+                group: gk.group.clone(),
+                kind: gk.kind.clone(),
+                namespace: control.to_string(),
+                name: name.to_string(),
+            })
+            .map(|o| (*o).clone())),
+        None => {
+            home.get_object("plumb.dev", "AppProject", control, name)
+                .await
+        }
+    };
+    match read {
         Ok(Some(obj)) => Ok(AppProject::from_value(&obj).map_err(|e| e.to_string())),
         Ok(None) | Err(ClusterError::UnknownKind { .. }) if name == DEFAULT_PROJECT => {
             Ok(Ok(AppProject::permissive_default()))
@@ -77,8 +93,21 @@ async fn read_project(
 /// could not be read.
 async fn read_clusters(
     home: &dyn ClusterApi,
+    cache: Option<&plumb_cluster::LiveCache>,
     control: &str,
 ) -> Result<(Clusters, Vec<String>), ClusterError> {
+    let gk = plumb_core::GroupKind::new("", "Secret");
+    if let Some(cache) = cache.filter(|c| c.kinds().contains(&gk)) {
+        // The controller's watch cache (when it may watch Secrets): no request.
+        let secrets: Vec<Value> = cache
+            .list(&gk, Some(control))
+            .into_iter()
+            .filter(|s| plumb_core::value::label(s, SECRET_TYPE_LABEL) == Some(SECRET_TYPE_CLUSTER))
+            .map(|s| (*s).clone())
+            .collect();
+        let (clusters, errors) = Clusters::from_secrets(secrets.iter());
+        return Ok((clusters, errors.iter().map(ToString::to_string).collect()));
+    }
     let secrets = match home
         .list_labelled(
             "",
@@ -94,6 +123,11 @@ async fn read_clusters(
     };
     let (clusters, errors) = Clusters::from_secrets(secrets.iter());
     Ok((clusters, errors.iter().map(ToString::to_string).collect()))
+}
+
+/// Home's watch cache, when the run has one (the controller's).
+fn cache_of(opts: &RunOptions) -> Option<&plumb_cluster::LiveCache> {
+    opts.cache.as_ref().map(|c| &c.0)
 }
 
 /// The `repoURL` of every source (`spec.source`, `spec.sources`).
@@ -132,6 +166,22 @@ pub async fn admit(
     }
 }
 
+/// Only the destination of `app` resolved through the cluster Secrets, without the project's
+/// checks (a deleted Application's resources are deleted where they are):
+/// `Err(message)` when it resolves to no cluster.
+pub async fn destination_cluster(
+    home: &dyn ClusterApi,
+    app: &Value,
+    opts: &RunOptions,
+) -> Result<Result<Cluster, String>, ClusterError> {
+    let control = control_namespace(app, opts);
+    let (model, _) = plumb_core::argo::model::Application::read_lenient(app);
+    let d = &model.spec.destination;
+    let dest = Destination::new(&d.server, &d.name, &d.namespace);
+    let (clusters, _) = read_clusters(home, cache_of(opts), &control).await?;
+    Ok(clusters.resolve(&dest).cloned().map_err(|e| e.to_string()))
+}
+
 async fn check(
     home: &dyn ClusterApi,
     app: &Value,
@@ -140,7 +190,7 @@ async fn check(
     let control = control_namespace(app, opts);
     let name = app_name(app);
     let (model, _) = plumb_core::argo::model::Application::read_lenient(app);
-    let project = match read_project(home, &control, &project_name(app)).await? {
+    let project = match read_project(home, cache_of(opts), &control, &project_name(app)).await? {
         Ok(p) => p,
         Err(reason) => return Ok(Err(reason)),
     };
@@ -154,7 +204,10 @@ async fn check(
     }
     let d = &model.spec.destination;
     let dest = Destination::new(&d.server, &d.name, &d.namespace);
-    let (clusters, unreadable) = read_clusters(home, &control).await?;
+    let (clusters, unreadable) = read_clusters(home, cache_of(opts), &control).await?;
+    if let Some(super::route::DestinationsHandle(destinations)) = &opts.destinations {
+        destinations.retain(&clusters);
+    }
     let cluster = match clusters.resolve(&dest) {
         Ok(c) => c.clone(),
         Err(e) => {
@@ -169,12 +222,6 @@ async fn check(
     let resolved = Destination::new(&cluster.server, &cluster.name, &dest.namespace);
     if let Err(d) = project.destination_permitted(&resolved) {
         return Ok(Err(d.message));
-    }
-    if !cluster.is_in_cluster() {
-        return Ok(Err(format!(
-            "application destination cluster '{}' ({}, Secret {}): plumb does not sync to other clusters yet; nothing is applied",
-            cluster.name, cluster.server, cluster.secret
-        )));
     }
     Ok(Ok(Admission {
         project,
@@ -228,19 +275,28 @@ async fn write_condition(
         .map(|_| ())
 }
 
-/// Removes an `InvalidSpecError` condition an earlier check wrote (the spec is fine now).
+/// Removes an `InvalidSpecError` condition an earlier check wrote (the spec is fine now);
+/// other conditions stay.
 async fn clear_condition(home: &dyn ClusterApi, app: &Value) -> Result<(), ClusterError> {
-    let had = app
-        .pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .is_some_and(|cs| cs.iter().any(|c| c["type"] == INVALID_SPEC_ERROR));
-    if !had {
+    let Some(conditions) = app.pointer("/status/conditions").and_then(Value::as_array) else {
+        return Ok(());
+    };
+    if !conditions.iter().any(|c| c["type"] == INVALID_SPEC_ERROR) {
         return Ok(());
     }
+    let rest: Vec<&Value> = conditions
+        .iter()
+        .filter(|c| c["type"] != INVALID_SPEC_ERROR)
+        .collect();
+    let rest = if rest.is_empty() {
+        Value::Null
+    } else {
+        json!(rest)
+    };
     home.patch_application_status(
         app_namespace(app),
         &app_name(app),
-        &json!({"status": {"conditions": null}}),
+        &json!({"status": {"conditions": rest}}),
     )
     .await
     .map(|_| ())

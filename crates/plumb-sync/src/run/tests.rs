@@ -10,6 +10,7 @@ use crate::request::SyncRequest;
 use plumb_cluster::memory::{MemoryCluster, Verb};
 use std::path::Path;
 use std::process::Command;
+use std::sync::Arc;
 use std::time::UNIX_EPOCH;
 
 const APPS: &str = "plumb";
@@ -880,8 +881,8 @@ async fn an_unknown_destination_is_applied_nowhere() {
         );
         assert_eq!(app(&cluster)["status"]["sync"]["status"], "Unknown");
     }
-    // A cluster Secret naming it resolves the name; another cluster is not synced to (yet),
-    // and still nothing is applied here.
+    // A cluster Secret naming it resolves the name; without connections to other clusters
+    // (`RunOptions::destinations`), nothing is applied anywhere.
     cluster
         .put(json!({"apiVersion": "v1", "kind": "Secret",
             "metadata": {"name": "eu", "namespace": APPS,
@@ -901,7 +902,7 @@ async fn an_unknown_destination_is_applied_nowhere() {
     .expect_err("refused");
     assert!(
         err.to_string()
-            .contains("plumb does not sync to other clusters yet"),
+            .contains("this command does not connect to other clusters; nothing is applied"),
         "{err}"
     );
     assert_eq!(object_requests(&cluster), Vec::<String>::new());
@@ -962,6 +963,18 @@ async fn a_resource_the_project_refuses_fails_the_sync_before_any_request() {
             .filter(|r| !r.starts_with("get ") && !r.starts_with("list "))
             .collect();
         assert_eq!(writes, Vec::<String>::new(), "dry run {dry_run}");
+        // The operation (not the dry run) is recorded Failed, naming the resource and rule.
+        let phase = op_field(&app(&cluster), "phase");
+        let message = op_field(&app(&cluster), "message");
+        if dry_run {
+            assert_eq!(phase, "", "a dry run records no operation");
+        } else {
+            assert_eq!(phase, "Failed");
+            assert!(
+                message.contains("Namespace extra") && message.contains("clusterResourceWhitelist"),
+                "{message}"
+            );
+        }
     }
     assert!(cluster.object(&cm_key("a")).is_none());
 }
@@ -1162,4 +1175,281 @@ async fn a_dry_run_skips_a_kind_its_crd_brings_only_with_the_option() {
         }
         assert!(cluster.writes().is_empty(), "{:?}", cluster.writes());
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// Home and destination (run/route.rs): two in-memory clusters
+
+const REMOTE_SERVER: &str = "https://prod-eu.example:6443";
+
+/// Connections to one other in-memory cluster, at `REMOTE_SERVER`; any other server is
+/// unreachable (as a refused connection is).
+struct Remote {
+    cluster: Arc<MemoryCluster>,
+    up: std::sync::atomic::AtomicBool,
+}
+
+impl Destinations for Remote {
+    fn connect<'a>(
+        &'a self,
+        cluster: &'a plumb_core::clusters::Cluster,
+    ) -> futures::future::BoxFuture<'a, std::result::Result<Destination, ClusterError>> {
+        Box::pin(async move {
+            if cluster.server == REMOTE_SERVER && self.up.load(std::sync::atomic::Ordering::SeqCst)
+            {
+                Ok(Destination {
+                    api: self.cluster.clone(),
+                    cache: None,
+                })
+            } else {
+                Err(ClusterError::Unreachable {
+                    server: cluster.server.clone(),
+                    reason: "connection refused".into(),
+                })
+            }
+        })
+    }
+}
+
+/// Home (the Application, a cluster Secret for `prod-eu`) and the remote cluster; the app
+/// aimed at `prod-eu` by name.
+fn setup_remote(objects: &[Value]) -> (MemoryCluster, Arc<Remote>, RunOptions, Repo) {
+    let (home, repo) = setup(objects, Value::Null);
+    home.put(json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "eu", "namespace": APPS, "resourceVersion": "1",
+            "labels": {"argocd.argoproj.io/secret-type": "cluster"}},
+        "stringData": {"name": "prod-eu", "server": REMOTE_SERVER,
+            "config": "{\"bearerToken\": \"t\"}"}}))
+        .expect("secret");
+    set_spec(
+        &home,
+        "destination",
+        json!({"name": "prod-eu", "namespace": DEST}),
+    );
+    let remote = MemoryCluster::new();
+    remote
+        .put(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": DEST}}))
+        .expect("namespace");
+    let remote = Arc::new(Remote {
+        cluster: Arc::new(remote),
+        up: std::sync::atomic::AtomicBool::new(true),
+    });
+    let opts = RunOptions {
+        destinations: Some(DestinationsHandle(remote.clone())),
+        ..opts()
+    };
+    (home, remote, opts, repo)
+}
+
+/// Every write to `cluster`, as `verb kind name`.
+fn all_writes(cluster: &MemoryCluster) -> Vec<String> {
+    cluster
+        .writes()
+        .into_iter()
+        .map(|r| format!("{} {} {}", r.verb.as_str(), r.key.kind, r.key.name))
+        .collect()
+}
+
+/// An app aimed at another cluster: its objects are read, applied, pruned and deleted
+/// there; home gets only the Application's status writes; the other cluster never sees the
+/// Application.
+#[tokio::test]
+async fn another_clusters_app_is_applied_there_and_only_its_status_written_home() {
+    let (home, remote, opts, repo) =
+        setup_remote(&[configmap("a", wave(0)), configmap("b", wave(1))]);
+    let dest = &remote.cluster;
+    home.clear_log();
+    let out = sync(&home, &opts).await;
+    assert!(out.succeeded(), "{}", out.message);
+    assert_eq!(object_writes(dest), ["apply a", "apply b"]);
+    assert!(dest.object(&cm_key("a")).is_some());
+    assert!(
+        home.object(&cm_key("a")).is_none(),
+        "nothing of the app at home"
+    );
+    let home_writes = all_writes(&home);
+    assert!(
+        home_writes.iter().all(|w| w.contains(" Application ")),
+        "home only gets the Application's writes: {home_writes:?}"
+    );
+    assert!(!home_writes.is_empty());
+    let asked: Vec<String> = dest
+        .log()
+        .iter()
+        .filter(|r| r.key.namespace == APPS || r.key.kind == "AppProject")
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(
+        asked,
+        Vec::<String>::new(),
+        "the destination is not asked about the Application, its project or cluster Secrets"
+    );
+    let stored = app(&home);
+    assert_eq!(stored["status"]["sync"]["status"], "Synced");
+    assert_eq!(op_field(&stored, "phase"), "Succeeded");
+
+    // A refresh reads there and writes there nothing.
+    dest.clear_log();
+    let status = refresh_app(&home, &app(&home), &opts, now())
+        .await
+        .expect("refresh");
+    assert_eq!(status.sync, SyncStatusCode::Synced);
+    assert_eq!(all_writes(dest), Vec::<String>::new());
+    assert!(
+        !dest.log().is_empty(),
+        "live state is read from the destination"
+    );
+
+    // A prune deletes there.
+    repo.commit(&[], &["b"]);
+    home.clear_log();
+    dest.clear_log();
+    let request = SyncRequest {
+        prune: true,
+        ..SyncRequest::default()
+    };
+    let out = sync_app_with(
+        &home,
+        &app(&home),
+        &opts,
+        &request,
+        InitiatedBy::user("t"),
+        now(),
+    )
+    .await
+    .expect("sync");
+    assert!(out.succeeded(), "{}", out.message);
+    assert_eq!(object_writes(dest), ["apply a", "delete b"]);
+    assert!(
+        all_writes(&home)
+            .iter()
+            .all(|w| w.contains(" Application "))
+    );
+
+    // A dry run is sent there too.
+    dest.clear_log();
+    home.clear_log();
+    let request = SyncRequest {
+        dry_run: true,
+        ..SyncRequest::default()
+    };
+    sync_app_with(
+        &home,
+        &app(&home),
+        &opts,
+        &request,
+        InitiatedBy::user("t"),
+        now(),
+    )
+    .await
+    .expect("dry run");
+    assert!(dest.log().iter().any(|r| r.verb == Verb::DryRunApply));
+    assert_eq!(all_writes(dest), Vec::<String>::new());
+    assert!(
+        home.log()
+            .iter()
+            .all(|r| r.verb != Verb::DryRunApply && r.verb != Verb::Apply)
+    );
+
+    // The Application deleted with its resources finalizer: deleted there, not at home.
+    home.patch_application(
+        APPS,
+        APP,
+        &json!({"metadata": {"finalizers": ["resources-finalizer.argocd.argoproj.io"]}}),
+    )
+    .await
+    .expect("finalizer");
+    home.delete_object(&app_key(), Propagation::Background)
+        .await
+        .expect("delete");
+    home.clear_log();
+    dest.clear_log();
+    let mut state = ReconcileState {
+        options: opts.clone(),
+    };
+    while let Some(current) = home.object(&app_key()) {
+        reconcile_once(&home, &current, now(), &mut state)
+            .await
+            .expect("reconcile");
+    }
+    assert_eq!(object_writes(dest), ["delete a"]);
+    assert!(
+        all_writes(&home)
+            .iter()
+            .all(|w| w.contains(" Application "))
+    );
+}
+
+/// A destination that cannot be reached: a condition naming the cluster's server, nothing
+/// written anywhere else; once it answers again, the condition goes.
+#[tokio::test]
+async fn an_unreachable_destination_is_a_condition_naming_its_server() {
+    let (home, remote, opts, _repo) = setup_remote(&[configmap("a", json!({}))]);
+    remote.up.store(false, std::sync::atomic::Ordering::SeqCst);
+    home.clear_log();
+    let err = sync_app(&home, &app(&home), &opts, InitiatedBy::user("t"), now())
+        .await
+        .expect_err("unreachable");
+    assert!(matches!(err, RunError::Destination { .. }), "{err}");
+    assert!(err.to_string().contains(REMOTE_SERVER), "{err}");
+    let (kind, message) = condition(&app(&home));
+    assert_eq!(kind, COMPARISON_ERROR);
+    assert!(
+        message.contains("'prod-eu' (https://prod-eu.example:6443) is unreachable"),
+        "{message}"
+    );
+    assert!(
+        all_writes(&home)
+            .iter()
+            .all(|w| w.contains(" Application "))
+    );
+    assert_eq!(all_writes(&remote.cluster), Vec::<String>::new());
+    assert!(home.object(&cm_key("a")).is_none());
+
+    remote.up.store(true, std::sync::atomic::Ordering::SeqCst);
+    refresh_app(&home, &app(&home), &opts, now())
+        .await
+        .expect("refresh");
+    assert!(app(&home)["status"].get("conditions").is_none());
+}
+
+/// A rollback is judged by the source it applies (the history entry's), not the current
+/// spec's: a repository the project no longer permits is refused before any request.
+#[tokio::test]
+async fn a_rollback_checks_the_history_entrys_source_against_the_project() {
+    let (cluster, old_repo) = setup(&[configmap("a", json!({}))], Value::Null);
+    let out = sync(&cluster, &opts()).await;
+    assert!(out.succeeded(), "{}", out.message);
+    let new_repo = Repo::new(&[configmap("a", json!({"v": "2"}))]);
+    let new_url = format!("file://{}", new_repo.dir.path().display());
+    let mut source = app(&cluster)["spec"]["source"].clone();
+    source["repoURL"] = json!(new_url);
+    set_spec(&cluster, "source", source);
+    let out = sync(&cluster, &opts()).await;
+    assert!(out.succeeded(), "{}", out.message);
+    assert_eq!(history(&app(&cluster)).len(), 2);
+    // Only the new repository is permitted now.
+    project(
+        &cluster,
+        "default",
+        json!({"sourceRepos": [new_url], "destinations": [{"server": "*", "namespace": "*"}]}),
+    );
+    cluster.clear_log();
+    let err = rollback_app(
+        &cluster,
+        &app(&cluster),
+        &opts(),
+        None,
+        false,
+        InitiatedBy::user("t"),
+        now(),
+    )
+    .await
+    .expect_err("refused");
+    let old_url = format!("file://{}", old_repo.dir.path().display());
+    assert!(
+        err.to_string().contains(&old_url) && err.to_string().contains("not permitted"),
+        "{err}"
+    );
+    assert_eq!(object_requests(&cluster), Vec::<String>::new());
 }
