@@ -111,6 +111,9 @@ pub struct ClusterConfig {
     pub exec_provider_config: Option<ExecProviderConfig>,
     pub proxy_url: String,
     pub disable_compression: bool,
+    /// `awsAuthConfig` (EKS IAM): not supported; a Secret with it is refused by name.
+    #[serde(skip_serializing)]
+    pub aws_auth_config: Option<serde_json::Value>,
 }
 
 /// One destination cluster.
@@ -247,6 +250,16 @@ impl Cluster {
                 )
             })?,
         };
+        if config
+            .aws_auth_config
+            .as_ref()
+            .is_some_and(|v| !v.is_null())
+        {
+            return Err(err(
+                &at("config"),
+                "awsAuthConfig (EKS IAM authentication) is not supported; use bearerToken".into(),
+            ));
+        }
         Ok(Cluster {
             secret: id,
             resource_version: secret
@@ -405,6 +418,26 @@ mod tests {
 
     fn b64(s: &str) -> String {
         base64::engine::general_purpose::STANDARD.encode(s)
+    }
+
+    #[test]
+    fn aws_auth_is_refused_by_name_and_the_resource_version_kept() {
+        let e = Cluster::from_secret(&secret(
+            "eks",
+            json!({"server": "https://eks.example", "config":
+                "{\"awsAuthConfig\": {\"clusterName\": \"prod\"}}"}),
+        ))
+        .expect_err("refused");
+        assert_eq!(
+            e.to_string(),
+            "cluster Secret plumb-system/eks: stringData.config: awsAuthConfig (EKS IAM authentication) is not supported; use bearerToken"
+        );
+        let mut s = secret("k", json!({"server": "https://k.example"}));
+        s["metadata"]["resourceVersion"] = json!("42");
+        assert_eq!(
+            Cluster::from_secret(&s).expect("reads").resource_version,
+            "42"
+        );
     }
 
     #[test]
