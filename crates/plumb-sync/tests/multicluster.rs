@@ -9,6 +9,7 @@
 
 mod common;
 
+use common::support::second_bed::SecondBed;
 use common::support::{DEADLINE, apply, wait_until};
 use common::{app_testbed, application, get_app, git_repo};
 use plumb_cluster::{Cluster, ClusterError, ConnectOptions, Propagation};
@@ -16,87 +17,8 @@ use plumb_core::ResourceKey;
 use plumb_sync::controller::{Controller, ControllerOptions, Event};
 use plumb_sync::run::RunOptions;
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
-
-/// A second test bed, started by `testbed/up.sh` and stopped by `testbed/down.sh` (also on
-/// drop, so a failing test does not leave it running).
-struct SecondBed {
-    dir: PathBuf,
-    running: bool,
-}
-
-fn testbed_script(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../testbed/{name}"))
-}
-
-impl SecondBed {
-    fn start() -> SecondBed {
-        let out = Command::new(testbed_script("up.sh"))
-            .arg("--no-kcm")
-            .output()
-            .expect("testbed/up.sh runs");
-        assert!(
-            out.status.success(),
-            "testbed/up.sh failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        // `export KUBECONFIG=... TESTBED_DIR=...`
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let dir = stdout
-            .split_whitespace()
-            .find_map(|w| w.strip_prefix("TESTBED_DIR="))
-            .expect("TESTBED_DIR in up.sh's output");
-        SecondBed {
-            dir: PathBuf::from(dir),
-            running: true,
-        }
-    }
-
-    fn kubeconfig(&self) -> PathBuf {
-        self.dir.join("admin.kubeconfig")
-    }
-
-    fn server(&self) -> String {
-        std::fs::read_to_string(self.dir.join("server"))
-            .expect("server file")
-            .trim()
-            .to_string()
-    }
-
-    /// A kubeconfig field (`certificate-authority-data`, ...): up.sh writes one per line.
-    fn kubeconfig_field(&self, field: &str) -> String {
-        let text = std::fs::read_to_string(self.kubeconfig()).expect("kubeconfig");
-        text.lines()
-            .find_map(|l| l.trim().strip_prefix(&format!("{field}: ")))
-            .unwrap_or_else(|| panic!("{field} in the kubeconfig"))
-            .to_string()
-    }
-
-    fn stop(&mut self) {
-        if !std::mem::replace(&mut self.running, false) {
-            return;
-        }
-        let status = Command::new(testbed_script("down.sh"))
-            .arg(&self.dir)
-            .status()
-            .expect("testbed/down.sh runs");
-        assert!(status.success(), "testbed/down.sh failed");
-    }
-}
-
-impl Drop for SecondBed {
-    fn drop(&mut self) {
-        if self.running {
-            self.running = false;
-            let _ = Command::new(testbed_script("down.sh"))
-                .arg(&self.dir)
-                .status();
-        }
-    }
-}
 
 fn configmap(name: &str) -> String {
     serde_json::to_string_pretty(&json!({"apiVersion": "v1", "kind": "ConfigMap",

@@ -7,6 +7,7 @@
 // Each test binary uses its own subset of these helpers.
 #![allow(dead_code)]
 
+pub mod second_bed;
 pub mod webhook;
 
 use plumb_cluster::{Cluster, ConnectOptions};

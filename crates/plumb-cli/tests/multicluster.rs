@@ -1,0 +1,128 @@
+//! The real `plumb controller` process with two API servers: an Application in the test bed
+//! of `TESTBED_DIR` aimed (by the cluster Secret's name) at a second test bed deploys there
+//! and nothing of it at home, and its status is written at home.
+
+#[path = "../../plumb-cluster/tests/support/mod.rs"]
+mod support;
+
+use plumb_cluster::{Cluster, ConnectOptions};
+use serde_json::{Value, json};
+use std::process::{Command, Stdio};
+use support::second_bed::SecondBed;
+use support::{apply, namespace, testbed, unique, wait_until};
+
+async fn install_application_crd(cluster: &Cluster) {
+    let crd_text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../deploy/crd.yaml"
+    ))
+    .expect("deploy/crd.yaml");
+    let docs: Vec<Value> = serde_saphyr::from_str_multiple(&crd_text).expect("CRD YAML");
+    apply(cluster, docs).await;
+    wait_until("applications.plumb.dev being served", || async {
+        cluster.discover().await.ok()?;
+        cluster.resource_for("plumb.dev", "Application").await.ok()
+    })
+    .await;
+}
+
+async fn configmap_exists(cluster: &Cluster, ns: &str, name: &str) -> bool {
+    cluster
+        .get_object("", "ConfigMap", ns, name)
+        .await
+        .expect("get")
+        .is_some()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_controller_process_syncs_an_app_to_another_cluster() {
+    let Some(home) = testbed("the_controller_process_syncs_an_app_to_another_cluster").await else {
+        return;
+    };
+    install_application_crd(&home).await;
+    let apps = namespace(&home, "mc-apps", json!({})).await;
+    let dest = unique("mc-dest");
+    let bed_b = SecondBed::start();
+    let b = Cluster::connect(&ConnectOptions {
+        kubeconfig: Some(bed_b.kubeconfig()),
+        context: None,
+    })
+    .await
+    .expect("second test bed");
+    apply(
+        &b,
+        vec![json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": dest}})],
+    )
+    .await;
+    let config = json!({"tlsClientConfig": {
+        "caData": bed_b.kubeconfig_field("certificate-authority-data"),
+        "certData": bed_b.kubeconfig_field("client-certificate-data"),
+        "keyData": bed_b.kubeconfig_field("client-key-data"),
+    }});
+    // A plain directory as the source.
+    let repo = std::env::temp_dir().join(unique("plumb-mc-repo"));
+    std::fs::create_dir_all(repo.join("app")).expect("repo dir");
+    std::fs::write(
+        repo.join("app/cm.json"),
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "far"},
+            "data": {"k": "v"}})
+        .to_string(),
+    )
+    .expect("manifest");
+    apply(
+        &home,
+        vec![
+            json!({"apiVersion": "v1", "kind": "Secret",
+                "metadata": {"name": "bed-b", "namespace": apps,
+                    "labels": {"argocd.argoproj.io/secret-type": "cluster"}},
+                "stringData": {"name": "bed-b", "server": bed_b.server(),
+                    "config": config.to_string()}}),
+            json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "Application",
+                "metadata": {"name": "far", "namespace": apps},
+                "spec": {"project": "default",
+                    "source": {"repoURL": format!("file://{}", repo.display()), "path": "app",
+                        "targetRevision": "HEAD"},
+                    "destination": {"name": "bed-b", "namespace": dest},
+                    "syncPolicy": {"automated": {}}}}),
+        ],
+    )
+    .await;
+
+    let out = Command::new(env!("CARGO_BIN_EXE_plumb"))
+        .args([
+            "controller",
+            "--once",
+            "-N",
+            apps.as_str(),
+            "--lease-namespace",
+            apps.as_str(),
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .expect("plumb controller runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    // Credentials never reach the log.
+    assert!(
+        !stderr.contains(&bed_b.kubeconfig_field("client-key-data")),
+        "{stderr}"
+    );
+
+    assert!(configmap_exists(&b, &dest, "far").await, "{stderr}");
+    assert!(
+        home.get_object("", "Namespace", "", &dest)
+            .await
+            .expect("get")
+            .is_none(),
+        "nothing of the app at home"
+    );
+    let app = home
+        .get_application(&apps, "far")
+        .await
+        .expect("get")
+        .expect("app");
+    assert_eq!(app["status"]["sync"]["status"], "Synced", "{stderr}");
+    assert_eq!(app["status"]["operationState"]["phase"], "Succeeded");
+    let _ = std::fs::remove_dir_all(&repo);
+}
