@@ -385,7 +385,10 @@ fn delete(args: &DeleteArgs) -> Result<u8> {
         );
         return Ok(EXIT_IN_SYNC);
     }
-    let opts = plumb_sync::run::RunOptions::default();
+    let opts = plumb_sync::run::RunOptions {
+        destinations: Some(destinations()),
+        ..Default::default()
+    };
     let started = std::time::Instant::now();
     let deadline = std::time::Duration::from_secs(args.timeout);
     loop {

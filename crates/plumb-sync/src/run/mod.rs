@@ -1170,9 +1170,19 @@ async fn refuse_operation(
     Err(refused)
 }
 
-/// A deleted Application's next finalizing step, sent to its destination (resolved through
-/// the cluster Secrets; the project is not asked: what the app created is removed where it
-/// is). A destination that resolves to no cluster deletes nothing anywhere.
+/// When `app` is being deleted (`metadata.deletionTimestamp`), takes the next step of its
+/// finalization (see `run/delete.rs`); `None` for an Application that is not being deleted.
+/// `cluster` is home: the steps are sent to the app's destination, resolved through the
+/// cluster Secrets (the project is not asked: what the app created is removed where it is);
+/// a destination that resolves to no cluster deletes nothing anywhere.
+pub async fn finalize_deletion(
+    cluster: &dyn ClusterApi,
+    app: &Value,
+    opts: &RunOptions,
+) -> Result<Option<DeletionOutcome>> {
+    finalize_deletion_at_destination(cluster, app, opts, SystemTime::now()).await
+}
+
 async fn finalize_deletion_at_destination(
     home: &dyn ClusterApi,
     app: &Value,
@@ -1190,7 +1200,7 @@ async fn finalize_deletion_at_destination(
         crate::deletion::Stage::Nothing
     ) {
         // No cascade: nothing is sent to the destination.
-        return finalize_deletion(home, app, opts).await;
+        return delete::finalize_deletion(home, app, opts).await;
     }
     let cluster = tenancy::destination_cluster(home, app, opts)
         .await
@@ -1203,7 +1213,7 @@ async fn finalize_deletion_at_destination(
             reason: format!("{reason}; the app's resources are not deleted"),
         })?;
     let target = route::connect(home, app, &cluster, opts, now).await?;
-    let result = finalize_deletion(&target.routed(home), app, target.options(opts)).await;
+    let result = delete::finalize_deletion(&target.routed(home), app, target.options(opts)).await;
     target.report(home, app, result, now).await
 }
 
@@ -1288,5 +1298,5 @@ pub mod tenancy;
 #[cfg(test)]
 mod tests;
 
-pub use delete::{DeletionOutcome, finalize_deletion};
+pub use delete::DeletionOutcome;
 pub use route::{COMPARISON_ERROR, Destination, Destinations, DestinationsHandle, Routed};
