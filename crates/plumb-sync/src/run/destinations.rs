@@ -36,6 +36,8 @@ pub struct Connections {
     changes: Option<mpsc::UnboundedSender<Change>>,
     probe_every: Duration,
     probe_timeout: Duration,
+    /// Connection attempts made (new connections, not probes).
+    attempts: std::sync::atomic::AtomicU64,
 }
 
 #[derive(Default)]
@@ -86,6 +88,7 @@ impl Connections {
             changes: None,
             probe_every: Duration::from_secs(10),
             probe_timeout: Duration::from_secs(5),
+            attempts: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -108,6 +111,12 @@ impl Connections {
         let mut keys: Vec<String> = lock(&self.slots).keys().cloned().collect();
         keys.sort();
         keys
+    }
+
+    /// How many connections were attempted so far (a remembered failure is not attempted
+    /// again until its backoff is due).
+    pub fn attempts(&self) -> u64 {
+        self.attempts.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Stops every watch cache and forgets every connection.
@@ -202,6 +211,8 @@ impl Connections {
         &self,
         cluster: &clusters::Cluster,
     ) -> Result<(Arc<Cluster>, Option<LiveCache>), ClusterError> {
+        self.attempts
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let connected = Arc::new(Cluster::connect_destination(cluster).await?);
         let Some(changes) = &self.changes else {
             return Ok((connected, None));
@@ -263,5 +274,47 @@ impl Destinations for Connections {
                 slot.stop();
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A cluster Secret for a server nothing listens on (connection refused at once).
+    fn refused(version: &str) -> clusters::Cluster {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("a free port");
+        clusters::Cluster::from_secret(&json!({
+            "metadata": {"name": "down", "namespace": "plumb-system", "resourceVersion": version},
+            "stringData": {"name": "down", "server": format!("https://127.0.0.1:{port}"),
+                "config": "{\"bearerToken\": \"secret-token\"}"},
+        }))
+        .expect("secret")
+    }
+
+    #[tokio::test]
+    async fn a_failure_is_remembered_per_secret_version_and_dropped_with_the_secret() {
+        let connections = Connections::new();
+        let down = refused("1");
+        let e = connections.connect(&down).await.err().expect("refused");
+        assert!(matches!(e, ClusterError::Unreachable { .. }), "{e}");
+        assert!(!e.to_string().contains("secret-token"), "{e}");
+        assert_eq!(connections.attempts(), 1);
+        // Before the backoff is due: the same error, no new attempt.
+        let again = connections.connect(&down).await.err().expect("refused");
+        assert_eq!(again, e);
+        assert_eq!(connections.attempts(), 1);
+        assert_eq!(connections.secrets(), ["plumb-system/down"]);
+        // The Secret changed (a new resourceVersion): connected anew.
+        let changed = refused("2");
+        connections.connect(&changed).await.err().expect("refused");
+        assert_eq!(connections.attempts(), 2);
+        // The Secret gone: its entry goes.
+        connections.retain(&Clusters::in_cluster_only());
+        assert_eq!(connections.secrets(), Vec::<String>::new());
     }
 }
