@@ -145,6 +145,13 @@ pub fn apply(object: &mut Value) {
             }
         }
         ("", "Secret") => set(o, "type", json!("Opaque")),
+        ("", "LimitRange") => {
+            if let Some(spec) = child(o, "spec") {
+                for item in each(spec, "limits") {
+                    limit_range_item(item);
+                }
+            }
+        }
         ("", "Namespace") if !name.is_empty() => {
             set(o, "metadata", json!({}));
             if let Some(meta) = child(o, "metadata") {
@@ -233,6 +240,35 @@ pub fn apply(object: &mut Value) {
             }
         }
         _ => {}
+    }
+}
+
+/// A container limit: the default limit falls back to max, the default request to the
+/// default limit, then to min, resource by resource.
+fn limit_range_item(item: &mut Map<String, Value>) {
+    if item.get("type").and_then(Value::as_str) != Some("Container") {
+        return;
+    }
+    let resources = |item: &Map<String, Value>, k: &str| -> Map<String, Value> {
+        item.get(k)
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let (max, min) = (resources(item, "max"), resources(item, "min"));
+    let mut default = resources(item, "default");
+    for (k, v) in max {
+        default.entry(k).or_insert(v);
+    }
+    let mut request = resources(item, "defaultRequest");
+    for (k, v) in default.iter().chain(&min) {
+        request.entry(k.clone()).or_insert_with(|| v.clone());
+    }
+    // Empty maps are not written (omitempty).
+    for (k, m) in [("default", default), ("defaultRequest", request)] {
+        if !m.is_empty() {
+            item.insert(k.into(), Value::Object(m));
+        }
     }
 }
 

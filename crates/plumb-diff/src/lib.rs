@@ -238,11 +238,15 @@ pub(crate) fn diff_owned_with(
                 }
                 None => None,
             };
-            // Two-way (no last-applied): desired stands in for it, without its nulls, so a
-            // null in desired still deletes (a two-way patch has no "unchanged null").
+            // Two-way (no last-applied): desired stands in for it. For a built-in kind without
+            // its nulls, so a null in desired still deletes (the strategic patch from live to
+            // desired carries it); a custom resource's JSON merge patch keeps only the nulls
+            // that original and desired disagree on, so there a null deletes nothing.
             let mut orig = orig.unwrap_or_else(|| {
                 let mut o = config.clone();
-                strip_nulls(&mut o);
+                if builtin {
+                    strip_nulls(&mut o);
+                }
                 o
             });
             let mut config = config;

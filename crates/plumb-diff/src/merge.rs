@@ -173,6 +173,12 @@ fn list_changes(
         (Semantics::Strategic(schema, _), Some(f)) if f.merges() => {
             let item_ty = f.items.as_deref().and_then(|i| schema.field_type(i));
             match (&f.merge_key, item_ty) {
+                (Some(key), Some(_))
+                    if !same_key_order(live, config, key)
+                        || drops_keyed(orig_list, config, key) =>
+                {
+                    !lists_eq(&merge_list(orig, config, live, field, sem, true), live)
+                }
                 (Some(key), Some(ty)) => {
                     let sem = Semantics::Strategic(schema, Some(ty));
                     let deleted = orig_list.into_iter().flatten().any(|o| {
@@ -200,6 +206,9 @@ fn list_changes(
                                 }
                             },
                         })
+                }
+                _ if !lists_eq(live, config) => {
+                    !lists_eq(&merge_list(orig, config, live, field, sem, true), live)
                 }
                 _ => {
                     let contains = |l: &[Value], v: &Value| l.iter().any(|x| json_eq(x, v));
@@ -288,6 +297,42 @@ fn lists_eq(a: &[Value], b: &[Value]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| json_eq(x, y))
 }
 
+/// Whether last-applied's list has something desired's lacks: an element (by key) or a
+/// field of an element with the same key (the deletions half of a three-way patch).
+fn drops_keyed(orig: Option<&[Value]>, config: &[Value], key: &str) -> bool {
+    orig.into_iter().flatten().any(|o| match key_of(o, key) {
+        None => false,
+        Some(k) => match find_by_key(config, key, k) {
+            None => true,
+            Some((_, c)) => drops(o, c),
+        },
+    })
+}
+
+/// Whether `orig` has a map key that `config` lacks, at any depth of nested maps.
+fn drops(orig: &Value, config: &Value) -> bool {
+    match (orig, config) {
+        (Value::Object(o), Value::Object(c)) => o.iter().any(|(k, ov)| match c.get(k) {
+            None => !ov.is_null(),
+            Some(cv) => drops(ov, cv),
+        }),
+        _ => false,
+    }
+}
+
+/// apimachinery's `isOrderSame`: as long, and the merge keys equal position by position.
+fn same_key_order(live: &[Value], config: &[Value], key: &str) -> bool {
+    live.len() == config.len()
+        && live
+            .iter()
+            .zip(config)
+            .all(|(l, c)| match (key_of(l, key), key_of(c, key)) {
+                (Some(a), Some(b)) => json_eq(a, b),
+                (None, None) => true,
+                _ => false,
+            })
+}
+
 fn key_of<'v>(item: &'v Value, key: &str) -> Option<&'v Value> {
     item.get(key)
 }
@@ -346,21 +391,29 @@ fn merge_keyed(
             }
         }
     }
-    if !changed {
+    // kubectl's patch carries `$setElementOrder` whenever it names the list: when only the
+    // order differs (live's keys, position by position, are not desired's: apimachinery's
+    // `isOrderSame`), and when last-applied had something desired dropped, even where live
+    // no longer has it.
+    if !changed && same_key_order(live, config, key) && !drops_keyed(orig, config, key) {
         return out;
     }
     // $setElementOrder: desired's elements in desired's order, live-only elements
     // interleaved where live had them.
-    let in_config =
-        |v: &Value| key_of(v, key).is_some_and(|k| find_by_key(config, key, k).is_some());
-    let patch: Vec<Value> = config
-        .iter()
-        .filter_map(|c| match key_of(c, key) {
-            Some(k) => find_by_key(&out, key, k).map(|(_, v)| v.clone()),
-            None => Some(c.clone()),
-        })
-        .collect();
-    let server_only: Vec<Value> = out.iter().filter(|v| !in_config(v)).cloned().collect();
+    // The elements desired names, in the order of the first element of desired with their
+    // key (a stable sort: elements sharing a key keep live's order, next to each other).
+    let config_pos = |v: &Value| {
+        key_of(v, key)
+            .and_then(|k| find_by_key(config, key, k))
+            .map(|(i, _)| i)
+    };
+    let (mut patch, server_only): (Vec<(usize, Value)>, Vec<(usize, Value)>) = out
+        .into_iter()
+        .map(|v| (config_pos(&v).unwrap_or(usize::MAX), v))
+        .partition(|(i, v)| *i != usize::MAX || key_of(v, key).is_none());
+    patch.sort_by_key(|(i, _)| *i);
+    let patch: Vec<Value> = patch.into_iter().map(|(_, v)| v).collect();
+    let server_only: Vec<Value> = server_only.into_iter().map(|(_, v)| v).collect();
     let live_pos = |v: &Value| {
         key_of(v, key)
             .and_then(|k| find_by_key(live, key, k))
@@ -387,7 +440,9 @@ fn merge_primitive(orig: Option<&[Value]>, config: &[Value], live: &[Value]) -> 
             changed = true;
         }
     }
-    if !changed {
+    // A primitive list's `$setElementOrder` comes with any difference from live, order
+    // included.
+    if !changed && lists_eq(live, config) {
         return out;
     }
     let patch: Vec<Value> = config.to_vec();
