@@ -118,8 +118,10 @@ pub fn apply(object: &mut Value) {
                 set(spec, "suspend", json!(false));
                 set(spec, "successfulJobsHistoryLimit", json!(3));
                 set(spec, "failedJobsHistoryLimit", json!(1));
+                // Only the pod template inside: the Job defaults are the Job's own (the API
+                // server stores a CronJob's jobTemplate without them).
                 if let Some(js) = child(spec, "jobTemplate").and_then(|t| child(t, "spec")) {
-                    job_spec(js);
+                    pod_template(js);
                 }
             }
         }
@@ -163,8 +165,8 @@ pub fn apply(object: &mut Value) {
         }
         ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding") => {
             for s in each(o, "subjects") {
+                // A ServiceAccount's group is "", which Go's omitempty does not write.
                 let api_group = match s.get("kind").and_then(Value::as_str) {
-                    Some("ServiceAccount") => "",
                     Some("User" | "Group") => "rbac.authorization.k8s.io",
                     _ => continue,
                 };

@@ -200,12 +200,34 @@ impl<'v> Walk<'_, 'v> {
         Ok(())
     }
 
+    /// A null decodes to the field's zero value. Under omitempty the key then disappears;
+    /// otherwise it is written back as Go writes the zero value (the original has the key,
+    /// so the round trip keeps it): null for a slice, map or pointer (the API server writes
+    /// a Role's `rules: null` so), "", 0 or false for a scalar. A non-pointer struct's zero
+    /// value (a tree of zeros) is not reproduced: the key disappears, as before.
+    fn null_field(&mut self, f: &FieldDef) -> bool {
+        if f.omitempty {
+            return false;
+        }
+        let zero = match f.t {
+            _ if f.ptr => return true,
+            FieldType::List | FieldType::Map | FieldType::Any | FieldType::Time => return true,
+            FieldType::String => Value::String(String::new()),
+            FieldType::Integer | FieldType::Number | FieldType::Intstr => Value::from(0),
+            FieldType::Boolean => Value::Bool(false),
+            FieldType::Quantity => Value::String("0".into()),
+            FieldType::Object => return false,
+        };
+        self.set(zero);
+        true
+    }
+
     /// Decodes one field value; `Ok(false)`: the key disappears in the typed round trip.
     fn field(&mut self, v: &'v Value, f: &FieldDef) -> Result<bool, DecodeFailure> {
-        // Non-pointer scalars and slices/maps tagged omitempty vanish when empty; null never survives.
+        // Non-pointer scalars and slices/maps tagged omitempty vanish when empty.
         let omit_zero = f.omitempty && !f.ptr;
         if v.is_null() {
-            return Ok(false);
+            return Ok(self.null_field(f));
         }
         let keep = match f.t {
             FieldType::String => match v {

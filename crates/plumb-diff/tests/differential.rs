@@ -636,22 +636,39 @@ fn apply_and_change(cases: &[Case], ns: &str, dir: &Path) -> BTreeMap<(String, S
             eprintln!("apply refused some objects (left out of the comparison):\n{e}");
         }
     }
-    let edits: Vec<Value> = cases.iter().filter_map(|c| c.edit.clone()).collect();
-    let e = kubectl_list(
-        dir,
-        "edits.json",
-        edits,
-        &[
-            "apply",
-            "--server-side",
+    // Edits are merge patches, as a person's `kubectl edit` or another controller's update:
+    // a server-side apply would take over the fields of kubectl's client-side apply (kubectl
+    // migrates them to the new manager) and drop what the partial object lacks.
+    for c in cases {
+        let Some(edit) = &c.edit else { continue };
+        let mut patch = edit.clone();
+        if let Some(m) = patch.as_object_mut() {
+            m.remove("apiVersion");
+            m.remove("kind");
+        }
+        if let Some(m) = patch.get_mut("metadata").and_then(Value::as_object_mut) {
+            m.remove("name");
+            m.remove("namespace");
+            if m.is_empty() {
+                patch.as_object_mut().map(|p| p.remove("metadata"));
+            }
+        }
+        let body = patch.to_string();
+        let res = resource(&c.applied);
+        let (ok, _, err) = run_kubectl(&[
+            "patch",
+            "-n",
+            ns,
+            &res,
+            "--type=merge",
             "--field-manager=editor",
-            "--force-conflicts",
-            "--validate=false",
-        ],
-    );
-    if !e.is_empty() {
-        // Live stays as it was for these: still a case to compare.
-        eprintln!("edits refused:\n{e}");
+            "-p",
+            &body,
+        ]);
+        if !ok {
+            // Live stays as it was: still a case to compare.
+            eprintln!("edit of {res} refused: {err}");
+        }
     }
     let mut by_replicas: BTreeMap<usize, Vec<String>> = BTreeMap::new();
     for (i, c) in cases
