@@ -500,4 +500,51 @@ mod tests {
             Some(&json!(10800))
         );
     }
+
+    #[test]
+    fn limit_range_defaults_and_cron_job_template() {
+        let mut lr = json!({"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "l"},
+            "spec": {"limits": [{"type": "Container", "max": {"memory": "1Gi"}, "default": {"cpu": "1"},
+                "min": {"ephemeral-storage": "1Mi"}}, {"type": "Pod", "max": {"cpu": "2"}}]}});
+        apply(&mut lr);
+        assert_eq!(
+            lr.pointer("/spec/limits/0"),
+            Some(
+                &json!({"type": "Container", "max": {"memory": "1Gi"}, "min": {"ephemeral-storage": "1Mi"},
+                "default": {"cpu": "1", "memory": "1Gi"},
+                "defaultRequest": {"cpu": "1", "memory": "1Gi", "ephemeral-storage": "1Mi"}})
+            )
+        );
+        assert_eq!(
+            lr.pointer("/spec/limits/1"),
+            Some(&json!({"type": "Pod", "max": {"cpu": "2"}}))
+        );
+
+        let mut cj = json!({"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "c"},
+            "spec": {"schedule": "* * * * *", "jobTemplate": {"spec": {"template": {"spec": {
+                "containers": [{"name": "a", "image": "a:1"}]}}}}}});
+        apply(&mut cj);
+        let js = cj.pointer("/spec/jobTemplate/spec").unwrap();
+        assert!(
+            js.get("backoffLimit").is_none(),
+            "no Job defaults in a jobTemplate: {js}"
+        );
+        assert_eq!(
+            js.pointer("/template/spec/restartPolicy"),
+            Some(&json!("Always"))
+        );
+
+        let mut rb = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": "r"}, "subjects": [{"kind": "ServiceAccount", "name": "x"},
+                {"kind": "User", "name": "u"}]});
+        apply(&mut rb);
+        assert_eq!(
+            rb["subjects"][0],
+            json!({"kind": "ServiceAccount", "name": "x"})
+        );
+        assert_eq!(
+            rb["subjects"][1]["apiGroup"],
+            json!("rbac.authorization.k8s.io")
+        );
+    }
 }

@@ -317,3 +317,28 @@ fn strip_vct(orig: &Value, live: &mut Value) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Without last-applied, a null in desired deletes a built-in's field (strategic merge
+    /// patch) but not a custom resource's (JSON merge patch from desired as original).
+    #[test]
+    fn nulls_without_last_applied_built_in_versus_custom() {
+        let cfg = DiffConfig::default();
+        let cm = |tier: Value| {
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "a", "labels": {"app": "a", "tier": tier}}})
+        };
+        let r = diff(Some(&cm(Value::Null)), Some(&cm(json!("x"))), &cfg).unwrap();
+        assert!(r.modified, "the null deletes live's label");
+        let cr = |size: Value| {
+            json!({"apiVersion": "example.com/v1", "kind": "Widget",
+                "metadata": {"name": "a"}, "spec": {"size": size, "color": "red"}})
+        };
+        let r = diff(Some(&cr(Value::Null)), Some(&cr(json!(3))), &cfg).unwrap();
+        assert!(!r.modified, "a custom resource's null deletes nothing");
+    }
+}

@@ -407,7 +407,8 @@ fn merge_keyed(
             .and_then(|k| find_by_key(config, key, k))
             .map(|(i, _)| i)
     };
-    let (mut patch, server_only): (Vec<(usize, Value)>, Vec<(usize, Value)>) = out
+    type Placed = Vec<(usize, Value)>;
+    let (mut patch, server_only): (Placed, Placed) = out
         .into_iter()
         .map(|v| (config_pos(&v).unwrap_or(usize::MAX), v))
         .partition(|(i, v)| *i != usize::MAX || key_of(v, key).is_none());
@@ -660,6 +661,69 @@ mod tests {
             three_way(None, &same, &live, Semantics::Json).pointer("/spec/strategy/rollingUpdate"),
             Some(&json!({"maxSurge": "25%"}))
         );
+    }
+
+    fn names(v: &Value, pointer: &str, field: &str) -> Vec<String> {
+        v.pointer(pointer)
+            .and_then(Value::as_array)
+            .unwrap()
+            .iter()
+            .map(|e| format!("{}={}", e["name"].as_str().unwrap(), e[field]))
+            .collect()
+    }
+
+    /// A merge-key list reordered in git is a change (kubectl's patch carries
+    /// `$setElementOrder` when the keys differ position by position), with or without
+    /// last-applied; live-only elements keep their place relative to live's order.
+    #[test]
+    fn a_list_reordered_in_git_is_reordered_live() {
+        let sem = strategic("v1 Service");
+        let live = json!({"spec": {"ports": [{"name": "a", "port": 1}, {"name": "x", "port": 9}, {"name": "b", "port": 2}]}});
+        let config =
+            json!({"spec": {"ports": [{"name": "b", "port": 2}, {"name": "a", "port": 1}]}});
+        for orig in [None, Some(&config)] {
+            let p = three_way(orig, &config, &live, sem);
+            // x came before b in live, so it stays before it (mergeSortedSlice).
+            assert_eq!(names(&p, "/spec/ports", "port"), ["x=9", "b=2", "a=1"]);
+            assert!(changes(orig, &config, &live, sem));
+        }
+        // Same order (live's extra element aside): no change.
+        let same = json!({"spec": {"ports": [{"name": "a", "port": 1}, {"name": "b", "port": 2}]}});
+        assert!(!changes(Some(&same), &same, &live, sem));
+        assert_eq!(three_way(Some(&same), &same, &live, sem), live);
+        // Primitive merge lists: any order difference.
+        let live = json!({"metadata": {"finalizers": ["a", "b"]}});
+        let config = json!({"metadata": {"finalizers": ["b", "a"]}});
+        let sem = strategic("v1 ConfigMap");
+        assert!(changes(None, &config, &live, sem));
+        assert_eq!(three_way(None, &config, &live, sem), config);
+    }
+
+    /// Duplicate merge keys (the API server stores them from a client-side apply): when the
+    /// patch names the list, the elements sharing a key end up next to each other, at the
+    /// place of the first, in live's order.
+    #[test]
+    fn duplicate_merge_keys_are_grouped_when_the_list_is_patched() {
+        let sem = strategic("apps/v1 Deployment");
+        let env = |e: Value| json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "env": e}]}}}});
+        let live = env(
+            json!([{"name": "A", "value": "1"}, {"name": "B", "value": "2"}, {"name": "C"}, {"name": "A", "value": "3"}]),
+        );
+        let config = env(
+            json!([{"name": "A", "value": "1"}, {"name": "B", "value": "2"}, {"name": "C"}, {"name": "A", "value": "3"}]),
+        );
+        // Unchanged: nothing moves.
+        assert_eq!(three_way(Some(&config), &config, &live, sem), live);
+        // Last-applied had a field desired dropped (C's value): the list is in the patch.
+        let orig = env(
+            json!([{"name": "A", "value": "1"}, {"name": "B", "value": "2"}, {"name": "C", "value": ""}, {"name": "A", "value": "3"}]),
+        );
+        let p = three_way(Some(&orig), &config, &live, sem);
+        assert_eq!(
+            names(&p, "/spec/template/spec/containers/0/env", "value"),
+            ["A=\"1\"", "A=\"3\"", "B=\"2\"", "C=null"]
+        );
+        assert!(changes(Some(&orig), &config, &live, sem));
     }
 
     #[test]

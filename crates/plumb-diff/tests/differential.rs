@@ -432,7 +432,7 @@ fn partial(o: &Value) -> Value {
 }
 
 /// What another field manager applies for `change`, and git after it.
-fn change_case(case: &mut Case, rng: &mut Rng) {
+fn change_case(case: &mut Case) {
     let kind = case.git["kind"].as_str().unwrap_or("").to_string();
     let mut edit = partial(&case.applied);
     let change = case.change;
@@ -484,10 +484,10 @@ fn change_case(case: &mut Case, rng: &mut Rng) {
         Change::ReorderedInGit => {
             if let Some(list) = merge_list_mut(&mut case.git) {
                 list.reverse();
-            } else if kind == "Widget" {
-                case.git["spec"]["ports"]
-                    .as_array_mut()
-                    .map(|p| p.reverse());
+            } else if kind == "Widget"
+                && let Some(p) = case.git["spec"]["ports"].as_array_mut()
+            {
+                p.reverse();
             }
         }
         Change::SecretValue => {
@@ -495,7 +495,6 @@ fn change_case(case: &mut Case, rng: &mut Rng) {
             case.edit = Some(edit);
         }
     }
-    let _ = rng;
 }
 
 fn generate(seed: u64, n: usize, ns: &str) -> Vec<Case> {
@@ -539,7 +538,7 @@ fn generate(seed: u64, n: usize, ns: &str) -> Vec<Case> {
                 tags,
                 edit: None,
             };
-            change_case(&mut case, &mut rng);
+            change_case(&mut case);
             case
         })
         .collect()
