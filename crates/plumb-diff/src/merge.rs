@@ -175,7 +175,8 @@ fn list_changes(
             match (&f.merge_key, item_ty) {
                 (Some(key), Some(_))
                     if !same_key_order(live, config, key)
-                        || drops_keyed(orig_list, config, key) =>
+                        || drops_keyed(orig_list, config, key)
+                        || has_duplicates(live, key) =>
                 {
                     !lists_eq(&merge_list(orig, config, live, field, sem, true), live)
                 }
@@ -297,6 +298,70 @@ fn lists_eq(a: &[Value], b: &[Value]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| json_eq(x, y))
 }
 
+/// Whether two elements of `list` share a merge key.
+fn has_duplicates(list: &[Value], key: &str) -> bool {
+    list.iter()
+        .enumerate()
+        .filter_map(|(i, v)| key_of(v, key).map(|k| (i, k)))
+        .any(|(i, k)| nth_by_key(&list[..i], key, k, 0).is_some())
+}
+
+/// The `n`th element (from 0) of `list` with merge key `k`.
+fn nth_by_key<'v>(list: &'v [Value], key: &str, k: &Value, n: usize) -> Option<&'v Value> {
+    list.iter()
+        .filter(|it| key_of(it, key).is_some_and(|x| json_eq(x, k)))
+        .nth(n)
+}
+
+/// Duplicate merge keys, as the strategic-merge library treats them (checked against Argo CD
+/// by the differential test): its diff pairs the elements sharing a key by occurrence (the
+/// second of live with the second of desired), and the patch keeps the first changed pair of
+/// a key, which applies to the first element of live with that key. So a change to a later
+/// duplicate in git lands on the first one. Returns whether `out` changed.
+fn merge_duplicates(
+    orig: Option<&[Value]>,
+    config: &[Value],
+    live: &[Value],
+    out: &mut [Value],
+    key: &str,
+    sem: Semantics<'_>,
+    retain_below: bool,
+) -> bool {
+    let mut changed = false;
+    let mut seen: Vec<&Value> = Vec::new();
+    // Keys whose patch element is settled (the first pair changed something).
+    let mut settled: Vec<&Value> = Vec::new();
+    for l in live {
+        let Some(k) = key_of(l, key) else { continue };
+        let n = seen.iter().filter(|s| json_eq(s, k)).count();
+        seen.push(k);
+        if settled.iter().any(|s| json_eq(s, k)) {
+            continue;
+        }
+        let Some(c) = nth_by_key(config, key, k, n) else {
+            continue;
+        };
+        let o = orig.and_then(|o| nth_by_key(o, key, k, n));
+        if json_eq(&three_way_with(o, c, l, sem, retain_below), l) {
+            continue;
+        }
+        settled.push(k);
+        if n == 0 {
+            // The first pair is merged in place by the caller.
+            continue;
+        }
+        if let Some(first) = out
+            .iter_mut()
+            .find(|it| key_of(it, key).is_some_and(|x| json_eq(x, k)))
+        {
+            let merged = three_way_with(o, c, first, sem, retain_below);
+            changed |= !json_eq(&merged, first);
+            *first = merged;
+        }
+    }
+    changed
+}
+
 /// Whether last-applied's list has something desired's lacks: an element (by key) or a
 /// field of an element with the same key (the deletions half of a three-way patch).
 fn drops_keyed(orig: Option<&[Value]>, config: &[Value], key: &str) -> bool {
@@ -382,6 +447,7 @@ fn merge_keyed(
             _ => out.push(l.clone()),
         }
     }
+    changed |= merge_duplicates(orig, config, live, &mut out, key, sem, retain_below);
     for c in config {
         match key_of(c, key) {
             Some(k) if find_by_key(live, key, k).is_some() => {}
@@ -724,6 +790,17 @@ mod tests {
             ["A=\"1\"", "A=\"3\"", "B=\"2\"", "C=null"]
         );
         assert!(changes(Some(&orig), &config, &live, sem));
+        // A change to the second A in git lands on the first (the library pairs duplicates
+        // by occurrence to diff, but patches the first element with the key).
+        let config2 = env(
+            json!([{"name": "A", "value": "1"}, {"name": "B", "value": "2"}, {"name": "C"}, {"name": "A", "value": "4"}]),
+        );
+        let p = three_way(Some(&config), &config2, &live, sem);
+        assert_eq!(
+            names(&p, "/spec/template/spec/containers/0/env", "value"),
+            ["A=\"4\"", "A=\"3\"", "B=\"2\"", "C=null"]
+        );
+        assert!(changes(Some(&config), &config2, &live, sem));
     }
 
     #[test]

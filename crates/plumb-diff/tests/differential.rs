@@ -82,6 +82,8 @@ enum Change {
     NullInGit,
     /// A list with a merge key is reordered in git.
     ReorderedInGit,
+    /// A declared value changes in git (the last element of a merge-key list, a data key).
+    ValueInGit,
     /// A Secret's value changes live.
     SecretValue,
     /// A declared label is removed live.
@@ -99,6 +101,7 @@ const CHANGES: &[Change] = &[
     Change::RemovedFromGit,
     Change::NullInGit,
     Change::ReorderedInGit,
+    Change::ValueInGit,
     Change::SecretValue,
     Change::LabelRemovedLive,
     Change::Deleted,
@@ -488,6 +491,24 @@ fn change_case(case: &mut Case) {
                 && let Some(p) = case.git["spec"]["ports"].as_array_mut()
             {
                 p.reverse();
+            }
+        }
+        Change::ValueInGit => {
+            if let Some(last) = merge_list_mut(&mut case.git).and_then(|l| l.last_mut()) {
+                if last.get("value").is_some() {
+                    last["value"] = json!("changed-in-git");
+                } else if last.get("containerPort").is_some() {
+                    last["containerPort"] = json!(7070);
+                } else if last.get("targetPort").is_some() {
+                    last["targetPort"] = json!("https-alt");
+                }
+            } else {
+                match kind.as_str() {
+                    "ConfigMap" => case.git["data"]["a"] = json!("changed-in-git"),
+                    "Secret" => case.git["data"]["k2"] = json!("Z2l0"),
+                    "Widget" => case.git["spec"]["memory"] = json!("2Gi"),
+                    _ => case.git["metadata"]["labels"]["tier"] = json!("changed-in-git"),
+                }
             }
         }
         Change::SecretValue => {
