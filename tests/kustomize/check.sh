@@ -223,6 +223,12 @@ ASSERTIONS=$(cat <<'EOF'
 71-payments-prod	+	replicas: 3
 72-payments-prod-after-fix	-	imagePullPolicy
 72-payments-prod-after-fix	+	replicas: 3
+73-patch-targets-after-renames	+	name: p-batch
+73-patch-targets-after-renames	+	found-by: original-name
+73-patch-targets-after-renames	+	replicas: 4
+73-patch-targets-after-renames	+	name: p-settings-renamed
+73-patch-targets-after-renames	+	mode: b
+73-patch-targets-after-renames	+	imagePullPolicy: Always
 EOF
 )
 

@@ -1,7 +1,7 @@
 //! Reading a kustomization file: the fields kustomize 5.5 knows, which of them the native
 //! renderer implements, and typed access to entries with their origins.
 
-use super::tree::{Map, Node, Org, raw_scalar_at};
+use super::tree::{Map, Node, Org, raw_scalar_in_line};
 
 /// File names kustomize looks for in a directory, in its order.
 pub const FILE_NAMES: &[&str] = &["kustomization.yaml", "kustomization.yml", "Kustomization"];
@@ -58,6 +58,9 @@ pub struct Kust {
     pub src: String,
     pub root: Map,
     pub is_component: bool,
+    /// Byte offset of the start of every line of `src` (an index, so that reading the
+    /// text at an origin costs the same for the first entry and the ten-thousandth).
+    pub line_starts: Vec<usize>,
 }
 
 /// A string with where it was written.
@@ -67,7 +70,38 @@ pub struct Spanned {
     pub org: Org,
 }
 
+/// The byte offsets at which the lines of `src` start, as `str::lines` splits them.
+pub fn line_starts(src: &str) -> Vec<usize> {
+    let mut v = vec![0];
+    v.extend(
+        src.bytes()
+            .enumerate()
+            .filter(|&(i, b)| b == b'\n' && i + 1 < src.len())
+            .map(|(i, _)| i + 1),
+    );
+    v
+}
+
 impl Kust {
+    /// Line `n` (1-based) of the source, as `str::lines` yields it.
+    pub fn line(&self, n: u32) -> Option<&str> {
+        let i = (n as usize).checked_sub(1)?;
+        if self.src.is_empty() {
+            return None;
+        }
+        let start = *self.line_starts.get(i)?;
+        let end = self
+            .line_starts
+            .get(i + 1)
+            .copied()
+            .unwrap_or(self.src.len());
+        let l = &self.src[start..end];
+        Some(match l.strip_suffix('\n') {
+            Some(l) => l.strip_suffix('\r').unwrap_or(l),
+            None => l,
+        })
+    }
+
     pub fn get(&self, field: &str) -> Option<&Node> {
         self.root.get(field).filter(|n| !n.is_null())
     }
@@ -76,9 +110,10 @@ impl Kust {
     pub fn text(&self, n: &Node) -> Option<String> {
         match n {
             Node::Scalar(super::tree::Scalar::Str(s), _) => Some(s.clone()),
-            Node::Scalar(_, o) => {
-                raw_scalar_at(&self.src, o.line, o.col).or_else(|| n.scalar_text())
-            }
+            Node::Scalar(_, o) => self
+                .line(o.line)
+                .and_then(|l| raw_scalar_in_line(l, o.col))
+                .or_else(|| n.scalar_text()),
             _ => None,
         }
     }
@@ -188,4 +223,29 @@ pub fn entry_bool(m: &Map, field: &str) -> bool {
         m.get(field),
         Some(Node::Scalar(super::tree::Scalar::Bool(true), _))
     ) || m.get(field).and_then(Node::as_str) == Some("true")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_by_index_match_str_lines() {
+        for src in ["", "a", "a\n", "a\n\nb", "a\r\nb\r\n", "x\ny\r", "\n\n"] {
+            let k = Kust {
+                path: String::new(),
+                dir: String::new(),
+                file: 0,
+                src: src.to_string(),
+                root: Map::new(),
+                is_component: false,
+                line_starts: line_starts(src),
+            };
+            let want: Vec<&str> = src.lines().collect();
+            let got: Vec<&str> = (1..=want.len() as u32 + 1)
+                .filter_map(|n| k.line(n))
+                .collect();
+            assert_eq!(got, want, "{src:?}");
+        }
+    }
 }

@@ -34,6 +34,7 @@ use resource::Res;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::path::PathBuf;
+use std::sync::Arc;
 use tree::{Dialect, Node, Org};
 
 pub use plumb_core::origin::Origin;
@@ -163,7 +164,8 @@ pub fn build(fs: &dyn SourceFs, dir: &str) -> Result<Vec<Rendered>, KustomizeErr
         ]) != Some("true")
     });
     sort(&ctx, &kust, &mut ra)?;
-    Ok(ra.into_iter().map(|r| ctx.rendered(r)).collect())
+    let files = ctx.file_names();
+    Ok(plumb_core::parallel::map_owned(ra, |r| rendered(&files, r)))
 }
 
 /// The objects of one manifest file (a directory source's file), with the origin of
@@ -185,38 +187,42 @@ pub fn load_file(fs: &dyn SourceFs, path: &str) -> Result<Vec<Rendered>, LoadErr
             message: other.to_string(),
         },
     })?;
-    Ok(res.into_iter().map(|r| ctx.rendered(r)).collect())
+    let files = ctx.file_names();
+    Ok(res.into_iter().map(|r| rendered(&files, r)).collect())
 }
 
 impl Ctx<'_> {
-    /// A resource as the API hands it out: JSON plus the origins of its scalars.
-    fn rendered(&self, r: Res) -> Rendered {
-        let mut origins = Vec::new();
-        let object = r.node.to_json_with_origins(&mut origins);
-        let files: Vec<std::sync::Arc<str>> = self
-            .files
-            .iter()
-            .map(|f| std::sync::Arc::from(f.as_str()))
-            .collect();
-        Rendered {
-            object,
-            origins: origins
-                .into_iter()
-                .filter(|(_, o)| o.file != u32::MAX)
-                .map(|(p, o)| {
-                    (
-                        p,
-                        Origin {
-                            file: files[o.file as usize].clone(),
-                            line: o.line,
-                            column: o.col,
-                        },
-                    )
-                })
-                .collect(),
-            file: self.files.get(r.file as usize).cloned().unwrap_or_default(),
-            line: r.line as usize,
-        }
+    /// The file table, shared by the origins of every object.
+    fn file_names(&self) -> Vec<Arc<str>> {
+        self.files.iter().map(|f| Arc::from(f.as_str())).collect()
+    }
+}
+
+/// A resource as the API hands it out: JSON plus the origins of its scalars.
+fn rendered(files: &[Arc<str>], r: Res) -> Rendered {
+    let mut origins = Vec::new();
+    let object = r.node.to_json_with_origins(&mut origins);
+    Rendered {
+        object,
+        origins: origins
+            .into_iter()
+            .filter(|(_, o)| o.file != u32::MAX)
+            .map(|(p, o)| {
+                (
+                    p,
+                    Origin {
+                        file: files[o.file as usize].clone(),
+                        line: o.line,
+                        column: o.col,
+                    },
+                )
+            })
+            .collect(),
+        file: files
+            .get(r.file as usize)
+            .map(|f| f.to_string())
+            .unwrap_or_default(),
+        line: r.line as usize,
     }
 }
 
@@ -296,17 +302,15 @@ fn sort(ctx: &Ctx, kust: &Kust, ra: &mut [Res]) -> Result<(), KustomizeError> {
             0
         }
     };
-    let gvk_string = |r: &Res| r.cur_id().gvk_string();
-    ra.sort_by(|a, b| {
-        let (ka, kb) = (a.kind(), b.kind());
-        rank(ka)
-            .cmp(&rank(kb))
-            .then_with(|| gvk_string(a).cmp(&gvk_string(b)))
-            .then_with(|| {
-                let (ia, ib) = (a.cur_id(), b.cur_id());
-                (ia.effective_namespace(), ia.name.as_str())
-                    .cmp(&(ib.effective_namespace(), ib.name.as_str()))
-            })
+    // The key of each resource is computed once (a stable sort, as kustomize's).
+    ra.sort_by_cached_key(|r| {
+        let id = r.cur_id();
+        (
+            rank(&id.kind),
+            id.gvk_string(),
+            id.effective_namespace().to_string(),
+            id.name,
+        )
     });
     Ok(())
 }
@@ -371,21 +375,6 @@ impl Ctx<'_> {
         }
     }
 
-    /// Parses YAML documents of a file.
-    fn parse_file(&mut self, path: &str) -> Result<(u32, Vec<tree::Doc>), KustomizeError> {
-        let text = self.read_text(path)?;
-        let file = self.file_id(path);
-        let docs = tree::parse_stream(&text, file, 0, 0, Dialect::Resource).map_err(|e| {
-            KustomizeError::Load(LoadError {
-                file: PathBuf::from(path),
-                line: e.line,
-                column: e.column,
-                message: format!("invalid YAML: {}", e.message),
-            })
-        })?;
-        Ok((file, docs))
-    }
-
     /// Loads the kustomization of a directory. `referrer` names the file referring to it.
     fn load_kustomization(
         &mut self,
@@ -434,6 +423,7 @@ impl Ctx<'_> {
             path: path.clone(),
             dir: dir.to_string(),
             file,
+            line_starts: kustfile::line_starts(&src),
             src,
             is_component: root.get("kind").and_then(Node::as_str) == Some("Component"),
             root,
@@ -497,7 +487,10 @@ impl Ctx<'_> {
     fn accumulate(&mut self, k: &Kust, ra: &mut Vec<Res>) -> Result<(), KustomizeError> {
         let mut entries = k.strings("resources").map_err(|m| self.kerr(k, None, m))?;
         entries.extend(k.strings("bases").map_err(|m| self.kerr(k, None, m))?);
+        let mut seen = None;
+        let mut parsed = self.parse_resource_files(k, &entries).into_iter();
         for e in entries {
+            let parsed = parsed.next().flatten();
             if looks_remote(&e.value) {
                 return Err(KustomizeError::Unsupported {
                     file: k.path.clone(),
@@ -520,12 +513,17 @@ impl Ctx<'_> {
                     self.enter(k, &p, e.org)?;
                     self.accumulate(&sub, &mut sub_ra)?;
                     self.stack.pop();
-                    append(self, k, ra, sub_ra, Some(e.org))?;
+                    append(self, k, ra, &mut seen, sub_ra, Some(e.org))?;
                 }
                 Some(EntryKind::File) => {
-                    let p = self.file_under(k, &e.value, e.org)?;
-                    let rs = self.load_resources(&p)?;
-                    append(self, k, ra, rs, Some(e.org))?;
+                    let rs = match parsed {
+                        Some(rs) => rs?,
+                        None => {
+                            let p = self.file_under(k, &e.value, e.org)?;
+                            self.load_resources(&p)?
+                        }
+                    };
+                    append(self, k, ra, &mut seen, rs, Some(e.org))?;
                 }
                 None => {
                     return Err(self.kerr(
@@ -605,13 +603,67 @@ impl Ctx<'_> {
 
     /// The objects of a resource file (`kind: List` expanded).
     fn load_resources(&mut self, path: &str) -> Result<Vec<Res>, KustomizeError> {
-        let (file, docs) = self.parse_file(path)?;
-        let mut out = Vec::new();
-        for d in docs {
-            push_object(path, file, d.line, d.node, self.generated_hooks, &mut out)?;
-        }
-        Ok(out)
+        let file = self.file_id(path);
+        parse_resources(self.fs, path, file, self.generated_hooks)
     }
+
+    /// The resource files among a kustomization's `resources` entries, read and parsed on
+    /// all cores (each file is independent); `None` for other entries, which the caller
+    /// handles in order (as it does any error here, so that the first entry's error wins).
+    fn parse_resource_files(
+        &mut self,
+        k: &Kust,
+        entries: &[kustfile::Spanned],
+    ) -> Vec<Option<Result<Vec<Res>, KustomizeError>>> {
+        let jobs: Vec<Option<(String, u32)>> = entries
+            .iter()
+            .map(|e| {
+                if looks_remote(&e.value) {
+                    return None;
+                }
+                let p = join(&k.dir, &e.value, &k.path).ok()?;
+                if self.fs.kind(&p).ok()?? != EntryKind::File {
+                    return None;
+                }
+                let p = self.file_under(k, &e.value, e.org).ok()?;
+                let file = self.file_id(&p);
+                Some((p, file))
+            })
+            .collect();
+        if jobs.iter().flatten().count() < 2 {
+            return jobs.iter().map(|_| None).collect();
+        }
+        let (fs, hooks) = (self.fs, self.generated_hooks);
+        plumb_core::parallel::map(&jobs, |j| {
+            j.as_ref()
+                .map(|(p, file)| parse_resources(fs, p, *file, hooks))
+        })
+    }
+}
+
+/// Reads and parses a resource file: its objects (`kind: List` expanded), origins stamped
+/// with `file`.
+fn parse_resources(
+    fs: &dyn SourceFs,
+    path: &str,
+    file: u32,
+    generated_hooks: bool,
+) -> Result<Vec<Res>, KustomizeError> {
+    let text =
+        String::from_utf8(fs.read(path)?).map_err(|_| load_error(path, None, "not valid UTF-8"))?;
+    let docs = tree::parse_stream(&text, file, 0, 0, Dialect::Resource).map_err(|e| {
+        KustomizeError::Load(LoadError {
+            file: PathBuf::from(path),
+            line: e.line,
+            column: e.column,
+            message: format!("invalid YAML: {}", e.message),
+        })
+    })?;
+    let mut out = Vec::new();
+    for d in docs {
+        push_object(path, file, d.line, d.node, generated_hooks, &mut out)?;
+    }
+    Ok(out)
 }
 
 fn push_object(
@@ -687,15 +739,22 @@ fn looks_remote(s: &str) -> bool {
         || s.contains("?ref=")
 }
 
-/// Appends resources, refusing a duplicate id.
+/// The ids of the resources accumulated so far (kept across the `resources` entries of one
+/// kustomization, so that each entry costs its own resources, not all earlier ones).
+type Seen = std::collections::HashSet<(String, String, String, String, String)>;
+
+/// Appends resources, refusing a duplicate id. `seen` holds the ids of `ra` (filled on
+/// first use).
 fn append(
     ctx: &Ctx,
     k: &Kust,
     ra: &mut Vec<Res>,
+    seen: &mut Option<Seen>,
     new: Vec<Res>,
     org: Option<Org>,
 ) -> Result<(), KustomizeError> {
-    let mut seen: std::collections::HashSet<_> = ra.iter().map(|r| r.cur_id().key()).collect();
+    let seen = seen.get_or_insert_with(|| ra.iter().map(|r| r.cur_id().key()).collect());
+    ra.reserve(new.len());
     for r in new {
         let id = r.cur_id();
         if !seen.insert(id.key()) {

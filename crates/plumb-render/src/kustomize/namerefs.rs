@@ -8,10 +8,30 @@ use super::resource::{Res, ResId};
 use super::tree::{Node, Org};
 use std::collections::HashMap;
 
-/// The candidates, and which of them ever had a given name.
+/// The candidates, which of them ever had a given name, and which of them started in a
+/// given namespace: lookups cost the matches, not all objects.
 struct Index<'a> {
     cands: &'a [Cand],
     by_prev_name: HashMap<&'a str, Vec<usize>>,
+    /// Candidates by the effective namespace of their original id (namespaced ones).
+    by_org_ns: HashMap<&'a str, Vec<usize>>,
+}
+
+/// kustomize's SubsetThatCouldBeReferencedByResource, as a membership test: the
+/// candidates a referrer in `ns` (all of them for a cluster-scoped referrer, plus those in
+/// the namespaces of a RoleBinding's ServiceAccount subjects) may refer to.
+struct Subset<'a> {
+    referrer: &'a ResId,
+    rb_namespaces: Vec<String>,
+}
+
+impl Subset<'_> {
+    fn contains(&self, c: &Cand) -> bool {
+        self.referrer.is_cluster_scoped()
+            || c.cur.is_cluster_scoped()
+            || c.cur.ns_equals(self.referrer)
+            || self.rb_namespaces.contains(&c.raw_namespace)
+    }
 }
 
 /// What the repair needs to know about a possible referral.
@@ -68,19 +88,25 @@ pub fn fix(ra: &mut [Res]) -> Result<(), String> {
             }
         }
     }
+    let mut by_org_ns: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, c) in cands.iter().enumerate() {
+        if !c.org_id.is_cluster_scoped() {
+            by_org_ns
+                .entry(c.org_id.effective_namespace())
+                .or_default()
+                .push(i);
+        }
+    }
     let ix = Index {
         cands: &cands,
         by_prev_name,
+        by_org_ns,
     };
     for r in ra.iter_mut() {
         let id = r.cur_id();
-        let subset = referable_subset(r, &id, &cands);
-        let subset: Vec<bool> = {
-            let mut b = vec![false; cands.len()];
-            for i in subset {
-                b[i] = true;
-            }
-            b
+        let subset = Subset {
+            referrer: &id,
+            rb_namespaces: role_binding_namespaces(r, &id),
         };
         let prefixes = r.prefixes.clone();
         let suffixes = r.suffixes.clone();
@@ -116,13 +142,11 @@ pub fn fix(ra: &mut [Res]) -> Result<(), String> {
     Ok(())
 }
 
-/// kustomize's SubsetThatCouldBeReferencedByResource.
-fn referable_subset(r: &Res, id: &ResId, cands: &[Cand]) -> Vec<usize> {
-    if id.is_cluster_scoped() {
-        return (0..cands.len()).collect();
-    }
+/// The namespaces of a RoleBinding's ServiceAccount subjects.
+fn role_binding_namespaces(r: &Res, id: &ResId) -> Vec<String> {
     let mut rb_namespaces = Vec::new();
     if id.kind == "RoleBinding"
+        && !id.is_cluster_scoped()
         && let Some(Node::Seq(subjects)) = r.node.get("subjects")
     {
         for s in subjects {
@@ -133,21 +157,14 @@ fn referable_subset(r: &Res, id: &ResId, cands: &[Cand]) -> Vec<usize> {
             }
         }
     }
-    (0..cands.len())
-        .filter(|&i| {
-            let c = &cands[i].cur;
-            c.is_cluster_scoped()
-                || c.ns_equals(id)
-                || rb_namespaces.contains(&cands[i].raw_namespace)
-        })
-        .collect()
+    rb_namespaces
 }
 
 fn set(
     n: &mut Node,
     referrer: &Referrer,
     ix: &Index,
-    subset: &[bool],
+    subset: &Subset,
     target: (&str, &str, &str),
     is_role_ref: bool,
 ) -> Result<(), String> {
@@ -171,7 +188,7 @@ fn set_scalar(
     n: &mut Node,
     referrer: &Referrer,
     ix: &Index,
-    subset: &[bool],
+    subset: &Subset,
     target: (&str, &str, &str),
     is_role_ref: bool,
 ) -> Result<(), String> {
@@ -193,7 +210,7 @@ fn set_mapping(
     n: &mut Node,
     referrer: &Referrer,
     ix: &Index,
-    subset: &[bool],
+    subset: &Subset,
     target: (&str, &str, &str),
     is_role_ref: bool,
 ) -> Result<(), String> {
@@ -212,7 +229,10 @@ fn set_mapping(
             let in_cur = |i: usize| {
                 !cands[i].cur.is_cluster_scoped() && cands[i].cur.effective_namespace() == ns
             };
-            let any_org = (0..cands.len()).any(|i| subset[i] && in_org(i));
+            let any_org = ix
+                .by_org_ns
+                .get(ns.as_str())
+                .is_some_and(|v| v.iter().any(|&i| subset.contains(&cands[i])));
             if any_org {
                 named.into_iter().filter(|&i| in_org(i)).collect()
             } else {
@@ -241,10 +261,15 @@ fn set_mapping(
 
 impl Index<'_> {
     /// Candidates in the subset that once had `name`.
-    fn named(&self, name: &str, subset: &[bool]) -> Vec<usize> {
+    fn named(&self, name: &str, subset: &Subset) -> Vec<usize> {
         self.by_prev_name
             .get(name)
-            .map(|v| v.iter().copied().filter(|&i| subset[i]).collect())
+            .map(|v| {
+                v.iter()
+                    .copied()
+                    .filter(|&i| subset.contains(&self.cands[i]))
+                    .collect()
+            })
             .unwrap_or_default()
     }
 }

@@ -5,6 +5,7 @@ use super::resource::Res;
 use super::select::Selector;
 use super::tree::{self, Dialect, Node, Org};
 use super::{Ctx, KustomizeError, json6902, smp};
+use std::collections::HashMap;
 
 /// A loaded patch document set.
 enum Patch {
@@ -16,9 +17,8 @@ enum Patch {
 
 /// The line/column shift for text embedded as a scalar of the kustomization: block
 /// scalars start on the next line at their indentation, quoted/plain ones where written.
-fn inline_offsets(src: &str, org: Org) -> (u32, u32) {
-    let lines: Vec<&str> = src.lines().collect();
-    let Some(line) = lines.get(org.line.saturating_sub(1) as usize) else {
+fn inline_offsets(k: &Kust, org: Org) -> (u32, u32) {
+    let Some(line) = k.line(org.line) else {
         return (org.line.saturating_sub(1), 0);
     };
     let rest: String = line
@@ -26,9 +26,8 @@ fn inline_offsets(src: &str, org: Org) -> (u32, u32) {
         .skip(org.col.saturating_sub(1) as usize)
         .collect();
     if rest.starts_with('|') || rest.starts_with('>') {
-        let indent = lines
-            .iter()
-            .skip(org.line as usize)
+        let indent = (org.line + 1..)
+            .map_while(|n| k.line(n))
             .find(|l| !l.trim().is_empty())
             .map_or(0, |l| l.len() - l.trim_start().len());
         (org.line, indent as u32)
@@ -52,7 +51,7 @@ fn parse_patch(
     let (fid, loff, coff, fname) = match file {
         Some((p, id)) => (id, 0, 0, p.to_string()),
         None => {
-            let (l, c) = inline_offsets(&k.src, org);
+            let (l, c) = inline_offsets(k, org);
             (k.file, l, c, k.path.clone())
         }
     };
@@ -144,6 +143,71 @@ fn apply_smp(
     Ok(true)
 }
 
+/// The resources that have or had a given name (current and previous names), so that a
+/// patch naming its target finds it without testing every resource. Entries are only
+/// added (a patch that renames a resource adds the new name); a stale entry costs a
+/// selector test, never a wrong match. Cleared when resources are removed.
+#[derive(Default)]
+struct NameIndex {
+    by_name: Option<HashMap<String, Vec<usize>>>,
+}
+
+impl NameIndex {
+    fn names(r: &Res) -> impl Iterator<Item = &str> {
+        std::iter::once(r.name()).chain(r.prev.iter().map(|p| p.name.as_str()))
+    }
+
+    /// The resources that have or had `name`, in order.
+    fn lookup(&mut self, ra: &[Res], name: &str) -> Vec<usize> {
+        let by_name = self.by_name.get_or_insert_with(|| {
+            let mut m: HashMap<String, Vec<usize>> = HashMap::with_capacity(ra.len());
+            for (i, r) in ra.iter().enumerate() {
+                for n in Self::names(r) {
+                    let v = m.entry(n.to_string()).or_default();
+                    if v.last() != Some(&i) {
+                        v.push(i);
+                    }
+                }
+            }
+            m
+        });
+        let mut v = by_name.get(name).cloned().unwrap_or_default();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// Records the names resource `i` has after a patch.
+    fn touched(&mut self, ra: &[Res], i: usize) {
+        let Some(by_name) = &mut self.by_name else {
+            return;
+        };
+        for n in Self::names(&ra[i]) {
+            let v = by_name.entry(n.to_string()).or_default();
+            if !v.contains(&i) {
+                v.push(i);
+            }
+        }
+    }
+
+    /// Resources were removed: indexes shifted.
+    fn clear(&mut self) {
+        self.by_name = None;
+    }
+
+    /// The resources `sel` selects, in order.
+    fn select(&mut self, ra: &[Res], sel: &Selector) -> Vec<usize> {
+        match sel.literal_name() {
+            Some(name) => self
+                .lookup(ra, name)
+                .into_iter()
+                .filter(|&i| sel.matches(&ra[i]))
+                .collect(),
+            None => (0..ra.len()).filter(|&i| sel.matches(&ra[i])).collect(),
+        }
+    }
+}
+
 /// The id a target-less strategic merge patch names.
 fn patch_id(p: &Node) -> super::resource::ResId {
     let r = Res::new(p.clone(), 0, 0);
@@ -154,17 +218,17 @@ fn patch_id(p: &Node) -> super::resource::ResId {
 fn apply_by_id(
     k: &Kust,
     ra: &mut Vec<Res>,
+    index: &mut NameIndex,
     p: &Node,
     org: Org,
     allow_name: bool,
     allow_kind: bool,
 ) -> Result<(), KustomizeError> {
     let id = patch_id(p);
-    let matches: Vec<usize> = ra
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| r.all_ids().iter().any(|x| x.equals(&id)))
-        .map(|(i, _)| i)
+    let matches: Vec<usize> = index
+        .lookup(ra, &id.name)
+        .into_iter()
+        .filter(|&i| ra[i].all_ids().iter().any(|x| x.equals(&id)))
         .collect();
     match matches.len() {
         0 => Err(ctx_err(
@@ -180,8 +244,11 @@ fn apply_by_id(
             let i = matches[0];
             let keep =
                 apply_smp(&mut ra[i], p, allow_name, allow_kind).map_err(|m| ctx_err(k, org, m))?;
-            if !keep {
+            if keep {
+                index.touched(ra, i);
+            } else {
                 ra.remove(i);
+                index.clear();
             }
             Ok(())
         }
@@ -227,6 +294,7 @@ fn load_text(
 
 /// `patches`.
 pub fn patches(ctx: &mut Ctx, k: &Kust, ra: &mut Vec<Res>) -> Result<(), KustomizeError> {
+    let mut index = NameIndex::default();
     for e in k.maps("patches").map_err(|m| ctx_err(k, Org::NONE, m))? {
         let at = e.values().find_map(Node::org).unwrap_or(Org::NONE);
         for key in e.keys() {
@@ -267,38 +335,41 @@ pub fn patches(ctx: &mut Ctx, k: &Kust, ra: &mut Vec<Res>) -> Result<(), Kustomi
         match (patch, target) {
             (Patch::Smp(docs), None) => {
                 for d in docs {
-                    apply_by_id(k, ra, &d, org, allow_name, allow_kind)?;
+                    apply_by_id(k, ra, &mut index, &d, org, allow_name, allow_kind)?;
                 }
             }
             (Patch::Smp(docs), Some(sel)) => {
-                let selected: Vec<bool> = ra.iter().map(|r| sel.matches(r)).collect();
-                let mut keep = Vec::with_capacity(ra.len());
-                for (r, s) in std::mem::take(ra).into_iter().zip(selected) {
-                    let mut r = r;
+                let mut deleted = Vec::new();
+                for i in index.select(ra, &sel) {
                     let mut alive = true;
-                    if s {
-                        for d in &docs {
-                            if !apply_smp(&mut r, d, allow_name, allow_kind)
-                                .map_err(|m| ctx_err(k, org, m))?
-                            {
-                                alive = false;
-                                break;
-                            }
+                    for d in &docs {
+                        if !apply_smp(&mut ra[i], d, allow_name, allow_kind)
+                            .map_err(|m| ctx_err(k, org, m))?
+                        {
+                            alive = false;
+                            break;
                         }
                     }
                     if alive {
-                        keep.push(r);
+                        index.touched(ra, i);
+                    } else {
+                        deleted.push(i);
                     }
                 }
-                *ra = keep;
+                if !deleted.is_empty() {
+                    let mut i = 0;
+                    ra.retain(|_| {
+                        i += 1;
+                        deleted.binary_search(&(i - 1)).is_err()
+                    });
+                    index.clear();
+                }
             }
             (Patch::Json(_), None) => {
                 return Err(ctx_err(k, at, "must specify a target for JSON patch"));
             }
             (Patch::Json(ops), Some(sel)) => {
-                for r in ra.iter_mut().filter(|r| sel.matches(r)) {
-                    json6902::apply(&mut r.node, &ops).map_err(|m| ctx_err(k, org, m))?;
-                }
+                apply_json(k, ra, &mut index, &sel, &ops, org)?;
             }
         }
     }
@@ -311,6 +382,7 @@ pub fn patches_strategic_merge(
     k: &Kust,
     ra: &mut Vec<Res>,
 ) -> Result<(), KustomizeError> {
+    let mut index = NameIndex::default();
     for s in k
         .strings("patchesStrategicMerge")
         .map_err(|m| ctx_err(k, Org::NONE, m))?
@@ -334,7 +406,7 @@ pub fn patches_strategic_merge(
         )? {
             Patch::Smp(docs) => {
                 for d in docs {
-                    apply_by_id(k, ra, &d, org, false, false)?;
+                    apply_by_id(k, ra, &mut index, &d, org, false, false)?;
                 }
             }
             Patch::Json(_) => {
@@ -351,6 +423,7 @@ pub fn patches_strategic_merge(
 
 /// `patchesJson6902`: a target and a JSON patch (file or inline).
 pub fn patches_json6902(ctx: &mut Ctx, k: &Kust, ra: &mut [Res]) -> Result<(), KustomizeError> {
+    let mut index = NameIndex::default();
     for e in k
         .maps("patchesJson6902")
         .map_err(|m| ctx_err(k, Org::NONE, m))?
@@ -388,8 +461,26 @@ pub fn patches_json6902(ctx: &mut Ctx, k: &Kust, ra: &mut [Res]) -> Result<(), K
                 return Err(ctx_err(k, org, "patchesJson6902 entry is not a JSON patch"));
             }
         };
-        for r in ra.iter_mut().filter(|r| sel.matches(r)) {
-            json6902::apply(&mut r.node, &ops).map_err(|m| ctx_err(k, org, m))?;
+        apply_json(k, ra, &mut index, &sel, &ops, org)?;
+    }
+    Ok(())
+}
+
+/// Applies JSON 6902 operations to the resources `sel` selects.
+fn apply_json(
+    k: &Kust,
+    ra: &mut [Res],
+    index: &mut NameIndex,
+    sel: &Selector,
+    ops: &[json6902::Op],
+    org: Org,
+) -> Result<(), KustomizeError> {
+    for i in index.select(ra, sel) {
+        let r = &mut ra[i];
+        let name = r.name().to_string();
+        json6902::apply(&mut r.node, ops).map_err(|m| ctx_err(k, org, m))?;
+        if r.name() != name {
+            index.touched(ra, i);
         }
     }
     Ok(())

@@ -16,6 +16,20 @@ pub struct Selector {
     namespace: Option<Regex>,
     labels: Option<LabelSelector>,
     annotations: Option<LabelSelector>,
+    /// The name pattern when it is a plain name (no regular-expression syntax): only
+    /// resources that have or had that name can match.
+    literal_name: Option<String>,
+}
+
+/// Whether a pattern matches exactly itself (no regular-expression syntax).
+fn is_literal(p: &str) -> bool {
+    !p.is_empty()
+        && !p.chars().any(|c| {
+            matches!(
+                c,
+                '\\' | '.' | '+' | '*' | '?' | '(' | ')' | '|' | '[' | ']' | '{' | '}' | '^' | '$'
+            )
+        })
 }
 
 fn anchored(field: &str, p: &str) -> Result<Option<Regex>, String> {
@@ -49,11 +63,13 @@ impl Selector {
         }
         let ls = s("labelSelector");
         let asel = s("annotationSelector");
+        let name = s("name");
         Ok(Selector {
+            literal_name: is_literal(&name).then(|| name.clone()),
             group: anchored("group", &s("group"))?,
             version: anchored("version", &s("version"))?,
             kind: anchored("kind", &s("kind"))?,
-            name: anchored("name", &s("name"))?,
+            name: anchored("name", &name)?,
             namespace: anchored("namespace", &s("namespace"))?,
             labels: if ls.is_empty() {
                 None
@@ -72,6 +88,12 @@ impl Selector {
                 )
             },
         })
+    }
+
+    /// The name every resource this selector matches has (now or originally), when the
+    /// selector names one exactly.
+    pub fn literal_name(&self) -> Option<&str> {
+        self.literal_name.as_deref()
     }
 
     pub fn matches(&self, r: &Res) -> bool {
@@ -241,6 +263,16 @@ mod tests {
         assert!(LabelSelector::parse("a,,b").is_err());
         let e = LabelSelector::parse("canary").unwrap();
         assert!(e.matches(&l(&[("canary", "x")])) && !e.matches(&l(&[])));
+    }
+
+    #[test]
+    fn literal_names() {
+        assert!(is_literal("app-1") && is_literal("my_app"));
+        for p in [
+            "", "app.1", "app-.*", "a|b", "(a)", "a+", "[ab]", "^a$", "a{2}", "a\\d",
+        ] {
+            assert!(!is_literal(p), "{p}");
+        }
     }
 
     #[test]

@@ -609,8 +609,13 @@ impl<'de> Deserialize<'de> for Key {
 
 /// The plain scalar text written at `line`:`col` (1-based) of `src`, for kustomization
 /// fields Go reads as strings although YAML resolves them as numbers (`newTag: 1.20`).
+#[cfg(test)]
 pub fn raw_scalar_at(src: &str, line: u32, col: u32) -> Option<String> {
-    let l = src.lines().nth(line.checked_sub(1)? as usize)?;
+    raw_scalar_in_line(src.lines().nth(line.checked_sub(1)? as usize)?, col)
+}
+
+/// The plain scalar text written at column `col` (1-based) of the line `l`.
+pub fn raw_scalar_in_line(l: &str, col: u32) -> Option<String> {
     let start: usize = l
         .char_indices()
         .nth(col.checked_sub(1)? as usize)

@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# Benchmark: the native kustomize renderer at growing sizes. For each N (default 2,000, 8,000,
+# 20,000 resources) it generates, in a temporary directory, a base of N/4 units (Deployment,
+# Service, ConfigMap, ServiceAccount; the Deployment refers to the other three by name) and an
+# overlay with namespace, namePrefix, labels with selectors, an image override and one JSON 6902
+# patch per Deployment (targeted by name). For each it prints the build time of the overlay
+# (`kustomize::build`, as `plumb render`/`diff`/the controller call it: objects plus the origin
+# of every scalar), the process's wall time, CPU time and peak RSS, and, from the same run, the
+# time to merely parse the same YAML (the base's resource files read as a directory source, with
+# origins); then `kubectl kustomize` on the 2,000 overlay for the ratio.
+# Usage: bench/render-scale.sh [SIZES] [RUNS]   e.g. bench/render-scale.sh "2000 8000 20000" 3
+# PLUMB_BENCH_SKIP_KUBECTL=1 skips kubectl (about a minute at 2,000); RENDER_SCALE_BIN runs
+# another build of the example (e.g. an older commit's).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+sizes=${1:-"2000 8000 20000"}
+runs=${2:-3}
+root=$(mktemp -d "${TMPDIR:-/tmp}/plumb-render-scale.XXXXXX")
+trap 'rm -rf "$root"' EXIT
+if [ -z "${RENDER_SCALE_BIN:-}" ]; then
+  cargo build --release -q -p plumb-render --example render_scale
+fi
+bin=${RENDER_SCALE_BIN:-$PWD/target/release/examples/render_scale}
+echo "cores: $(nproc), load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+gen() { # gen DIR N
+  python3 - "$1" "$2" <<'EOF'
+import os, sys
+out, n = sys.argv[1], int(sys.argv[2])
+units, per_file = n // 4, 500
+os.makedirs(f"{out}/base/res", exist_ok=True)
+os.makedirs(f"{out}/overlay", exist_ok=True)
+docs = []
+for i in range(units):
+    docs.append(f"""apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: app-{i}
+  labels:
+    app: app-{i}
+spec:
+  replicas: 2
+  selector:
+    matchLabels:
+      app: app-{i}
+  template:
+    metadata:
+      labels:
+        app: app-{i}
+    spec:
+      serviceAccountName: app-{i}
+      containers:
+      - name: main
+        image: registry.example.com/team/app:1.0.{i}
+        ports:
+        - containerPort: 8080
+          name: http
+        envFrom:
+        - configMapRef:
+            name: app-{i}-config
+        resources:
+          requests:
+            cpu: 100m
+            memory: 64Mi
+      volumes:
+      - name: config
+        configMap:
+          name: app-{i}-config
+""")
+    docs.append(f"""apiVersion: v1
+kind: Service
+metadata:
+  name: app-{i}
+  labels:
+    app: app-{i}
+spec:
+  selector:
+    app: app-{i}
+  ports:
+  - port: 80
+    targetPort: http
+""")
+    docs.append(f"""apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: app-{i}-config
+data:
+  LOG_LEVEL: info
+  INDEX: "{i}"
+""")
+    docs.append(f"""apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: app-{i}
+""")
+files = []
+for f in range(0, len(docs), per_file):
+    name = f"res/r-{f // per_file:04d}.yaml"
+    files.append(name)
+    with open(f"{out}/base/{name}", "w") as fh:
+        fh.write("---\n".join(docs[f:f + per_file]))
+with open(f"{out}/base/kustomization.yaml", "w") as fh:
+    fh.write("resources:\n" + "".join(f"- {x}\n" for x in files))
+k = ["resources:", "- ../base", "namespace: prod", "namePrefix: prod-",
+     "labels:", "- pairs:", "    env: prod", "  includeSelectors: true",
+     "images:", "- name: registry.example.com/team/app", '  newTag: "2.0"', "patches:"]
+for i in range(units):
+    k.append(f"- target:\n    kind: Deployment\n    name: app-{i}\n  patch: |-\n"
+             f"    - op: replace\n      path: /spec/replicas\n      value: {3 + i % 3}\n"
+             f"    - op: add\n      path: /metadata/annotations\n      value:\n        unit: \"{i}\"")
+with open(f"{out}/overlay/kustomization.yaml", "w") as fh:
+    fh.write("\n".join(k) + "\n")
+EOF
+}
+
+median() { sort -n | awk '{ v[NR] = $1 } END { printf "%.3f", v[int((NR + 1) / 2)] }'; }
+# run MODE PATH DIR: medians over $runs runs of: in-process ms, wall s, peak RSS MB, CPU s; objects.
+run() {
+  rm -f "$root/times"
+  for _ in $(seq "$runs"); do
+    /usr/bin/time -f "%e %M %U %S" -o "$root/time" "$bin" "$3" "$1" "$2" >"$root/out"
+    read -r _ objects _ _ _ ms <"$root/out"
+    read -r wall kb user sys < <(tail -n 1 "$root/time")
+    echo "$ms $wall $kb $user $sys $objects" >>"$root/times"
+  done
+  local col
+  for col in 1 2; do awk -v c=$col '{ print $c }' "$root/times" | median; printf ' '; done
+  awk '{ print $3 / 1024 }' "$root/times" | median; printf ' '
+  awk '{ print $4 + $5 }' "$root/times" | median; printf ' '
+  awk '{ print $6 }' "$root/times" | head -n 1
+}
+
+declare -A ms
+for n in $sizes; do
+  gen "$root/$n" "$n"
+  read -r kms wall mb cpu objects < <(run kustomize overlay "$root/$n")
+  read -r pms pwall pmb pcpu _ < <(run parse base/res "$root/$n")
+  ms[$n]=$kms
+  awk -v n="$n" -v o="$objects" -v k="$kms" -v w="$wall" -v m="$mb" -v c="$cpu" -v p="$pms" -v pm="$pmb" 'BEGIN {
+    printf "N=%-6d %d objects: build %.0f ms (process: wall %.2f s, CPU %.2f s, peak RSS %.0f MB) | parse only %.0f ms (peak RSS %.0f MB) | build/parse %.2fx\n", n, o, k, w, c, m, p, pm, k / p }'
+done
+if [ -n "${ms[2000]:-}" ] && [ -n "${ms[8000]:-}" ]; then
+  awk -v a="${ms[2000]}" -v b="${ms[8000]}" 'BEGIN { printf "8,000 / 2,000: %.2fx (linear: 4x)\n", b / a }'
+fi
+if [ -n "${ms[2000]:-}" ] && [ -z "${PLUMB_BENCH_SKIP_KUBECTL:-}" ]; then
+  /usr/bin/time -f "%e %M" -o "$root/time" kubectl kustomize "$root/2000/overlay" >"$root/kubectl.yaml"
+  read -r ksecs kkb < <(tail -n 1 "$root/time")
+  awk -v k="$ksecs" -v kb="$kkb" -v p="${ms[2000]}" 'BEGIN {
+    printf "kubectl kustomize at 2,000: %.2f s (peak RSS %.0f MB) | plumb build %.0fx faster\n", k, kb / 1024, k * 1000 / p }'
+fi
