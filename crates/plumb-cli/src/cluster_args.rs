@@ -48,3 +48,79 @@ pub fn connect(args: &ClusterArgs) -> Result<Connected> {
         .map_err(|e| anyhow!("{e}"))?;
     Ok(Connected { rt, cluster })
 }
+
+/// Where an Application's live objects are read from: its destination
+/// (`spec.destination`), resolved as the controller resolves it
+/// ([`plumb_sync::run::tenancy::destination_cluster`]: the cluster Secrets of the control
+/// namespace, `control_namespace` or else the Application's own). The in-cluster
+/// destination is the kubeconfig's cluster itself; another cluster is connected to with its
+/// Secret's credentials. `--context` overrides: the context's cluster is read, unresolved.
+/// A destination that names no cluster is an error naming the Application and the field.
+///
+/// Returns the cluster to read live objects from (`home` itself for the in-cluster
+/// destination) and whether it is another cluster than home.
+pub fn connect_destination(
+    args: &ClusterArgs,
+    home: Connected,
+    app: &serde_json::Value,
+    control_namespace: Option<&str>,
+) -> Result<(Connected, bool)> {
+    if args.context.is_some() {
+        return Ok((home, false));
+    }
+    let name = app
+        .pointer("/metadata/name")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let has_namespace = app
+        .pointer("/metadata/namespace")
+        .and_then(serde_json::Value::as_str)
+        .is_some_and(|n| !n.is_empty());
+    if control_namespace.is_none() && !has_namespace {
+        // No namespace to read cluster Secrets from: only the in-cluster destination
+        // resolves (through the same resolution, without Secrets).
+        let (model, _) = plumb_core::argo::model::Application::read_lenient(app);
+        let d = &model.spec.destination;
+        let dest = plumb_core::project::Destination::new(&d.server, &d.name, &d.namespace);
+        return match plumb_core::clusters::Clusters::in_cluster_only().resolve(&dest) {
+            Ok(_) => Ok((home, false)),
+            Err(e) => Err(anyhow!(
+                "Application {name}: spec.destination: {e} (the Application has no metadata.namespace: pass --control-namespace with the namespace of its cluster Secrets)"
+            )),
+        };
+    }
+    let opts = plumb_sync::run::RunOptions {
+        control_namespace: control_namespace.map(str::to_string),
+        ..Default::default()
+    };
+    let resolved = home
+        .block_on(plumb_sync::run::tenancy::destination_cluster(
+            &home.cluster,
+            app,
+            &opts,
+        ))
+        .map_err(|e| anyhow!("Application {name}: spec.destination: {e}"))?;
+    let cluster = resolved.map_err(|e| anyhow!("Application {name}: spec.destination: {e}"))?;
+    if cluster.is_in_cluster() {
+        return Ok((home, false));
+    }
+    let Connected { rt, .. } = home;
+    let remote = rt
+        .block_on(Cluster::connect_destination(&cluster))
+        .map_err(|e| {
+            anyhow!(
+                "Application {name}: spec.destination: cluster '{}' ({}, Secret {}): {e}",
+                cluster.name,
+                cluster.server,
+                cluster.secret
+            )
+        })?;
+    Ok((
+        Connected {
+            rt,
+            cluster: remote,
+        },
+        true,
+    ))
+}

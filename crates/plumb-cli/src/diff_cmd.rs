@@ -1,6 +1,6 @@
 //! `plumb diff`: desired manifests against live objects, Argo CD's verdict and output.
 
-use crate::cluster_args::{ClusterArgs, Connected, FIELD_MANAGER, connect};
+use crate::cluster_args::{ClusterArgs, Connected, FIELD_MANAGER, connect, connect_destination};
 use crate::output::{self, Format};
 use crate::source_args::{SourceArgs, render_sources};
 use crate::{EXIT_DIFFERENCES, EXIT_IN_SYNC, Hint};
@@ -26,6 +26,10 @@ pub struct DiffArgs {
     live: Vec<PathBuf>,
     #[command(flatten)]
     cluster: ClusterArgs,
+    /// With --cluster and --app: where the cluster Secrets that resolve the Application's
+    /// destination are read from (default: the Application's namespace).
+    #[arg(long, value_name = "NAMESPACE", requires = "cluster")]
+    control_namespace: Option<String>,
     /// Server-side diff: predicted live is a dry-run server-side apply of desired (also
     /// turned on by the Application annotation `compare-options: ServerSideDiff=true`).
     #[arg(long, requires = "cluster")]
@@ -74,8 +78,14 @@ fn load_one(path: &Path, what: &str) -> Result<serde_json::Value> {
 
 /// Reads an Argo CD Application manifest.
 pub fn load_app(p: &Path) -> Result<Application> {
+    Ok(load_app_object(p)?.1)
+}
+
+/// Reads an Argo CD Application manifest: the object as written and its model.
+pub fn load_app_object(p: &Path) -> Result<(serde_json::Value, Application)> {
     let v = load_one(p, "Application")?;
-    Application::from_value(&v).map_err(|e| anyhow!("{}: {e}", p.display()))
+    let app = Application::from_value(&v).map_err(|e| anyhow!("{}: {e}", p.display()))?;
+    Ok((v, app))
 }
 
 /// Desired objects: files as given, or a rendered source (with source locations).
@@ -137,15 +147,27 @@ fn load_settings(args: &DiffArgs) -> Result<Settings> {
 
 pub fn run(args: DiffArgs) -> Result<u8> {
     let started = std::time::Instant::now();
-    let app = match &args.app {
-        Some(p) => Some(load_app(p)?),
-        None => None,
+    let (app_obj, app) = match &args.app {
+        Some(p) => {
+            let (v, app) = load_app_object(p)?;
+            (Some(v), Some(app))
+        }
+        None => (None, None),
     };
     let (desired, revision) = load_desired(&args, app.as_ref())?;
-    let connected = if args.cluster.cluster {
-        Some(connect(&args.cluster)?)
-    } else {
-        None
+    // Live is read from the Application's destination cluster (see `connect_destination`).
+    let connected = match (args.cluster.cluster, &app_obj) {
+        (false, _) => None,
+        (true, None) => Some(connect(&args.cluster)?),
+        (true, Some(app_obj)) => Some(
+            connect_destination(
+                &args.cluster,
+                connect(&args.cluster)?,
+                app_obj,
+                args.control_namespace.as_deref(),
+            )?
+            .0,
+        ),
     };
     // Desired is prepared as the controller prepares it: scopes from the cluster's
     // discovery when there is a cluster, else from the built-in schema and the CRDs at hand.

@@ -1,7 +1,7 @@
 //! `plumb doctor APP`: why an app stays OutOfSync — per differing field, who rewrites it
 //! (with evidence), where git declares it, whether it is a loop, and the fix.
 
-use crate::cluster_args::{ClusterArgs, connect};
+use crate::cluster_args::{ClusterArgs, connect, connect_destination};
 use crate::source_args::{SourceArgs, render_sources};
 use crate::{EXIT_DIFFERENCES, EXIT_IN_SYNC};
 use anyhow::{Result, anyhow, bail};
@@ -44,6 +44,10 @@ pub struct DoctorArgs {
     live: Option<PathBuf>,
     #[command(flatten)]
     cluster: ClusterArgs,
+    /// With --cluster: where the cluster Secrets that resolve the Application's destination
+    /// are read from (default: the Application's namespace).
+    #[arg(long, value_name = "NAMESPACE", requires = "cluster")]
+    control_namespace: Option<String>,
     #[command(flatten)]
     source: SourceArgs,
     /// Output format.
@@ -66,20 +70,39 @@ fn is_application(o: &Value) -> bool {
 fn load_state(args: &DoctorArgs) -> Result<Vec<Value>> {
     let dir: PathBuf;
     let _cleanup;
+    // An Application read at home whose destination is another cluster: the snapshot of
+    // that cluster does not hold it.
+    let mut remote_app = None;
     let path: &Path = match &args.live {
         Some(d) => d,
         None => {
             if !args.cluster.cluster {
                 bail!("pass --live DIR (a plumb snapshot) or --cluster");
             }
-            let c = connect(&args.cluster)?;
+            let home = connect(&args.cluster)?;
             dir = std::env::temp_dir().join(format!("plumb-doctor-{}", std::process::id()));
             _cleanup = RemoveOnDrop(dir.clone());
-            // The snapshot of the app: its objects in its destination namespace, and the
-            // context (namespaces, webhooks, policies, HPAs, CRDs, Applications).
-            let app = match &args.app {
-                Some(name) => find_application(&c, name)?,
+            // The snapshot of the app: its objects in its destination namespace (in its
+            // destination cluster), and the context (namespaces, webhooks, policies, HPAs,
+            // CRDs, Applications).
+            let found = match &args.app {
+                Some(name) => find_application(&home, name)?,
                 None => None,
+            };
+            let (c, app) = match found {
+                Some((obj, app)) => {
+                    let (c, remote) = connect_destination(
+                        &args.cluster,
+                        home,
+                        &obj,
+                        args.control_namespace.as_deref(),
+                    )?;
+                    if remote {
+                        remote_app = Some(obj);
+                    }
+                    (c, Some(app))
+                }
+                None => (home, None),
             };
             let namespaces: Vec<String> = app
                 .as_ref()
@@ -91,15 +114,20 @@ fn load_state(args: &DoctorArgs) -> Result<Vec<Value>> {
             &dir
         }
     };
-    Ok(plumb_render::load_paths(&[path.to_path_buf()])
+    let mut state: Vec<Value> = plumb_render::load_paths(&[path.to_path_buf()])
         .map_err(|e| anyhow!("{e}"))?
         .into_iter()
         .map(|m| m.object)
-        .collect())
+        .collect();
+    state.extend(remote_app);
+    Ok(state)
 }
 
 /// The Application named `name` (plumb's, else Argo CD's where the server has them).
-fn find_application(c: &crate::cluster_args::Connected, name: &str) -> Result<Option<Application>> {
+fn find_application(
+    c: &crate::cluster_args::Connected,
+    name: &str,
+) -> Result<Option<(Value, Application)>> {
     let mut candidates = c
         .block_on(c.cluster.list_applications(None))
         .unwrap_or_default();
@@ -113,7 +141,11 @@ fn find_application(c: &crate::cluster_args::Connected, name: &str) -> Result<Op
     candidates
         .iter()
         .find(|o| o.pointer("/metadata/name").and_then(Value::as_str) == Some(name))
-        .map(|o| Application::from_value(o).map_err(|e| anyhow!("Application {name}: {e}")))
+        .map(|o| {
+            Application::from_value(o)
+                .map(|a| (o.clone(), a))
+                .map_err(|e| anyhow!("Application {name}: {e}"))
+        })
         .transpose()
 }
 

@@ -1,7 +1,7 @@
 //! `plumb snapshot`: a cluster's state, as files, for offline diffs and diagnosis.
 
 use crate::EXIT_IN_SYNC;
-use crate::cluster_args::{ClusterArgs, connect};
+use crate::cluster_args::{ClusterArgs, connect, connect_destination};
 use anyhow::{Result, anyhow};
 use std::path::PathBuf;
 
@@ -11,8 +11,13 @@ pub struct SnapshotArgs {
     cluster: ClusterArgs,
     /// The Application whose objects to save (its tracking label or annotation) and whose
     /// destination namespace to include.
+    /// With an Application aimed at another cluster (a cluster Secret), that cluster is saved.
     #[arg(long, value_name = "FILE")]
     app: Option<PathBuf>,
+    /// With --app: where the cluster Secrets that resolve the Application's destination are
+    /// read from (default: the Application's namespace).
+    #[arg(long, value_name = "NAMESPACE")]
+    control_namespace: Option<String>,
     /// Namespaces to save objects from (repeatable).
     #[arg(long = "namespace", short = 'n', value_name = "NS")]
     namespaces: Vec<String>,
@@ -24,11 +29,20 @@ pub struct SnapshotArgs {
 pub fn run(mut args: SnapshotArgs) -> Result<u8> {
     // A snapshot always reads a cluster: --cluster is implied.
     args.cluster.cluster = true;
-    let app = match &args.app {
-        Some(p) => Some(crate::diff_cmd::load_app(p)?),
-        None => None,
+    let (app_obj, app) = match &args.app {
+        Some(p) => {
+            let (v, app) = crate::diff_cmd::load_app_object(p)?;
+            (Some(v), Some(app))
+        }
+        None => (None, None),
     };
-    let c = connect(&args.cluster)?;
+    let home = connect(&args.cluster)?;
+    let c = match &app_obj {
+        Some(v) => {
+            connect_destination(&args.cluster, home, v, args.control_namespace.as_deref())?.0
+        }
+        None => home,
+    };
     let summary = c
         .block_on(
             c.cluster

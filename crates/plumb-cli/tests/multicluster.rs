@@ -1,6 +1,7 @@
 //! The real `plumb controller` process with two API servers: an Application in the test bed
 //! of `TESTBED_DIR` aimed (by the cluster Secret's name) at a second test bed deploys there
-//! and nothing of it at home, and its status is written at home.
+//! and nothing of it at home, and its status is written at home; `plumb diff --app --cluster`
+//! reads that app's live objects from the second test bed.
 
 #[path = "../../plumb-cluster/tests/support/mod.rs"]
 mod support;
@@ -124,5 +125,90 @@ async fn the_controller_process_syncs_an_app_to_another_cluster() {
         .expect("app");
     assert_eq!(app["status"]["sync"]["status"], "Synced", "{stderr}");
     assert_eq!(app["status"]["operationState"]["phase"], "Succeeded");
+
+    // `plumb diff --app --cluster` reads live from the app's destination, not from the
+    // kubeconfig's cluster: a drifted copy of the object at home is not its business...
+    let app_file = repo.join("far-app.json");
+    std::fs::write(
+        &app_file,
+        json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "Application",
+            "metadata": {"name": "far", "namespace": apps},
+            "spec": {"project": "default",
+                "source": {"repoURL": format!("file://{}", repo.display()), "path": "app",
+                    "targetRevision": "HEAD"},
+                "destination": {"name": "bed-b", "namespace": dest}}})
+        .to_string(),
+    )
+    .expect("app file");
+    let drifted = |value: &str| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "far", "namespace": dest, "labels": {"app.kubernetes.io/instance": "far"}},
+            "data": {"k": value}})
+    };
+    apply(
+        &home,
+        vec![
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": dest}}),
+            drifted("drifted-at-home"),
+        ],
+    )
+    .await;
+    let diff = |app_file: &std::path::Path| {
+        Command::new(env!("CARGO_BIN_EXE_plumb"))
+            .args(["diff", "--cluster", "--app"])
+            .arg(app_file)
+            .args(["-o", "json"])
+            .stdin(Stdio::null())
+            .output()
+            .expect("plumb diff runs")
+    };
+    let out = diff(&app_file);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(0), "in sync on bed B: {text}");
+    assert!(!text.contains("drifted-at-home"), "{text}");
+
+    // ... while drift made on the destination is reported.
+    apply(&b, vec![drifted("drifted-on-b")]).await;
+    let out = diff(&app_file);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    let doc: Value = serde_json::from_str(&stdout).expect("diff JSON");
+    assert_eq!(doc["summary"]["modified"], 1, "{stdout}");
+    assert!(stdout.contains("drifted-on-b"), "{stdout}");
+    assert!(!stdout.contains("drifted-at-home"), "{stdout}");
+    assert!(
+        !stderr.contains(&bed_b.kubeconfig_field("client-key-data")),
+        "{stderr}"
+    );
+
+    // A destination no cluster Secret names: one line naming the Application and the
+    // field, exit 2, nothing read anywhere.
+    let nowhere = repo.join("nowhere-app.json");
+    std::fs::write(
+        &nowhere,
+        json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "Application",
+            "metadata": {"name": "nowhere", "namespace": apps},
+            "spec": {"project": "default",
+                "source": {"repoURL": format!("file://{}", repo.display()), "path": "app",
+                    "targetRevision": "HEAD"},
+                "destination": {"name": "no-such-cluster", "namespace": dest}}})
+        .to_string(),
+    )
+    .expect("app file");
+    let out = diff(&nowhere);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("Application nowhere: spec.destination:")
+            && stderr.contains("no-such-cluster"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
     let _ = std::fs::remove_dir_all(&repo);
 }
