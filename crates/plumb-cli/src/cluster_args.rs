@@ -77,30 +77,39 @@ pub fn connect_destination(
         .pointer("/metadata/namespace")
         .and_then(serde_json::Value::as_str)
         .is_some_and(|n| !n.is_empty());
-    if control_namespace.is_none() && !has_namespace {
-        // No namespace to read cluster Secrets from: only the in-cluster destination
-        // resolves (through the same resolution, without Secrets).
+    // Without cluster Secrets to read, only the in-cluster destination resolves (through
+    // the same resolution, without Secrets); `why` says why they were not read.
+    let in_cluster_only = |home: Connected, why: String| {
         let (model, _) = plumb_core::argo::model::Application::read_lenient(app);
         let d = &model.spec.destination;
         let dest = plumb_core::project::Destination::new(&d.server, &d.name, &d.namespace);
-        return match plumb_core::clusters::Clusters::in_cluster_only().resolve(&dest) {
+        match plumb_core::clusters::Clusters::in_cluster_only().resolve(&dest) {
             Ok(_) => Ok((home, false)),
-            Err(e) => Err(anyhow!(
-                "Application {name}: spec.destination: {e} (the Application has no metadata.namespace: pass --control-namespace with the namespace of its cluster Secrets)"
-            )),
-        };
+            Err(e) => Err(anyhow!("Application {name}: spec.destination: {e} ({why})")),
+        }
+    };
+    if control_namespace.is_none() && !has_namespace {
+        return in_cluster_only(
+            home,
+            "the Application has no metadata.namespace: pass --control-namespace with the namespace of its cluster Secrets".into(),
+        );
     }
     let opts = plumb_sync::run::RunOptions {
         control_namespace: control_namespace.map(str::to_string),
         ..Default::default()
     };
-    let resolved = home
-        .block_on(plumb_sync::run::tenancy::destination_cluster(
-            &home.cluster,
-            app,
-            &opts,
-        ))
-        .map_err(|e| anyhow!("Application {name}: spec.destination: {e}"))?;
+    let resolved = match home.block_on(plumb_sync::run::tenancy::destination_cluster(
+        &home.cluster,
+        app,
+        &opts,
+    )) {
+        Ok(resolved) => resolved,
+        // Credentials that may not read Secrets still diff an in-cluster app, as before.
+        Err(e @ plumb_cluster::ClusterError::Forbidden { .. }) => {
+            return in_cluster_only(home, format!("the cluster Secrets cannot be read: {e}"));
+        }
+        Err(e) => return Err(anyhow!("Application {name}: spec.destination: {e}")),
+    };
     let cluster = resolved.map_err(|e| anyhow!("Application {name}: spec.destination: {e}"))?;
     if cluster.is_in_cluster() {
         return Ok((home, false));
