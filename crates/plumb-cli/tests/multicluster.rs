@@ -186,6 +186,41 @@ async fn the_controller_process_syncs_an_app_to_another_cluster() {
         "{stderr}"
     );
 
+    // `plumb snapshot --app` saves the destination's objects, `plumb doctor --cluster` reads
+    // the app's live objects there.
+    let snap = repo.join("snapshot");
+    let out = Command::new(env!("CARGO_BIN_EXE_plumb"))
+        .args(["snapshot", "--cluster", "--app"])
+        .arg(&app_file)
+        .arg("--out")
+        .arg(&snap)
+        .stdin(Stdio::null())
+        .output()
+        .expect("plumb snapshot runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let saved = std::fs::read_to_string(snap.join(format!("core/ConfigMap/{dest}/far.yaml")))
+        .expect("the ConfigMap saved");
+    assert!(saved.contains("drifted-on-b"), "{saved}");
+    let out = Command::new(env!("CARGO_BIN_EXE_plumb"))
+        .args(["doctor", "far", "--cluster", "-o", "json"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("plumb doctor runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("drifted-on-b"), "{stdout}");
+    assert!(!stdout.contains("drifted-at-home"), "{stdout}");
+
     // A destination no cluster Secret names: one line naming the Application and the
     // field, exit 2, nothing read anywhere.
     let nowhere = repo.join("nowhere-app.json");
