@@ -162,3 +162,158 @@ async fn deploy_manifests_install_and_accept_applications() {
         )
         .await;
 }
+
+/// `deploy/install.yaml` is what `deploy/gen-install.sh` makes of crd.yaml, rbac.yaml and
+/// controller.yaml (one source: edit the pieces, run the script).
+#[test]
+fn install_manifest_is_generated_from_its_pieces() {
+    let out = std::process::Command::new("bash")
+        .arg(common::deploy_dir().join("gen-install.sh"))
+        .arg("--check")
+        .output()
+        .expect("bash runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let install = deploy_objects("install.yaml");
+    let pieces: Vec<Value> = ["crd.yaml", "rbac.yaml", "controller.yaml"]
+        .iter()
+        .flat_map(|f| deploy_objects(f))
+        .collect();
+    assert_eq!(install, pieces);
+    let kinds: Vec<&str> = install
+        .iter()
+        .map(|o| o["kind"].as_str().unwrap_or(""))
+        .collect();
+    for kind in [
+        "CustomResourceDefinition",
+        "Namespace",
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Deployment",
+    ] {
+        assert!(
+            kinds.contains(&kind),
+            "install.yaml lacks a {kind}: {kinds:?}"
+        );
+    }
+}
+
+/// The controller's image is `localhost/plumb:<workspace version>` (the tag policy README and
+/// deploy/controller.yaml state), runs as a non-root user on a read-only root filesystem.
+#[test]
+fn controller_image_is_tagged_with_the_workspace_version() {
+    let deployment = deploy_objects("controller.yaml").remove(0);
+    let pod = &deployment["spec"]["template"]["spec"];
+    let container = &pod["containers"][0];
+    assert_eq!(
+        container["image"],
+        format!("localhost/plumb:{}", env!("CARGO_PKG_VERSION"))
+    );
+    assert_eq!(container["securityContext"]["readOnlyRootFilesystem"], true);
+    assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
+    // The Containerfile's user is the one the Deployment runs as.
+    let containerfile = std::fs::read_to_string(common::deploy_dir().join("../Containerfile"))
+        .expect("Containerfile");
+    let uid = pod["securityContext"]["runAsUser"].to_string();
+    assert!(
+        containerfile.contains(&format!("USER {uid}:{uid}")),
+        "the Containerfile runs as {uid}"
+    );
+}
+
+/// The kustomize base renders the same objects as install.yaml (kubectl's kustomize).
+#[test]
+fn kustomize_base_renders_the_install_manifest() {
+    let out = match std::process::Command::new("kubectl")
+        .arg("kustomize")
+        .arg(common::deploy_dir())
+        .output()
+    {
+        Ok(out) => out,
+        Err(e) if std::env::var("REQUIRE_KUBECTL").as_deref() != Ok("1") => {
+            eprintln!("SKIP kustomize_base_renders_the_install_manifest: kubectl: {e}");
+            return;
+        }
+        Err(e) => panic!("kubectl: {e}"),
+    };
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rendered: Vec<Value> = plumb_render::parse_str(
+        &String::from_utf8_lossy(&out.stdout),
+        std::path::Path::new("kustomize-output.yaml"),
+    )
+    .expect("kustomize output")
+    .into_iter()
+    .map(|m| m.object)
+    .collect();
+    let key = |o: &Value| {
+        format!(
+            "{}/{}/{}",
+            o["kind"].as_str().unwrap_or(""),
+            o["metadata"]["namespace"].as_str().unwrap_or(""),
+            o["metadata"]["name"].as_str().unwrap_or("")
+        )
+    };
+    let mut want = deploy_objects("install.yaml");
+    let mut got = rendered;
+    want.sort_by_key(key);
+    got.sort_by_key(key);
+    assert_eq!(got, want);
+}
+
+/// `deploy/install.yaml` as users apply it, as a server-side dry run on the test bed: every
+/// object is accepted (schema, RBAC objects, the Deployment's pod spec).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn install_manifest_passes_a_server_side_dry_run() {
+    let Some(cluster) = testbed("install_manifest_dry_run").await else {
+        return;
+    };
+    // A dry-run Namespace is not stored, so the objects in it would be refused for a missing
+    // namespace: the namespace exists for real first (as `kubectl apply` creates it first).
+    let objects = deploy_objects("install.yaml");
+    let ns: Vec<Value> = objects
+        .iter()
+        .filter(|o| o["kind"] == "Namespace")
+        .cloned()
+        .collect();
+    assert_eq!(ns.len(), 1);
+    apply(&cluster, ns).await;
+    let results = cluster
+        .dry_run_apply(objects.clone(), "plumb-install", true)
+        .await;
+    assert_eq!(results.len(), objects.len());
+    for (obj, result) in objects.iter().zip(results) {
+        let stored = result.unwrap_or_else(|e| {
+            panic!(
+                "{} {}: refused by the server-side dry run: {e}",
+                obj["kind"], obj["metadata"]["name"]
+            )
+        });
+        assert_eq!(stored["metadata"]["name"], obj["metadata"]["name"]);
+    }
+    // kubectl, as the README says to install it.
+    let kubeconfig = std::env::var("KUBECONFIG").expect("KUBECONFIG");
+    match std::process::Command::new("kubectl")
+        .args(["apply", "--server-side", "--dry-run=server", "-f"])
+        .arg(common::deploy_dir().join("install.yaml"))
+        .env("KUBECONFIG", kubeconfig)
+        .output()
+    {
+        Ok(out) => assert!(
+            out.status.success(),
+            "kubectl apply --server-side --dry-run=server: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ),
+        Err(e) if std::env::var("REQUIRE_KUBECTL").as_deref() != Ok("1") => {
+            eprintln!("SKIP kubectl dry run: {e}")
+        }
+        Err(e) => panic!("kubectl: {e}"),
+    }
+}
