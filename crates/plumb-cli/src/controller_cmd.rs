@@ -45,6 +45,10 @@ pub struct ControllerArgs {
     /// Only Applications in this namespace.
     #[arg(long = "app-namespace", short = 'N')]
     app_namespace: Option<String>,
+    /// Run with namespace-scoped rights (deploy/namespaced/: Roles, no ClusterRole): watch
+    /// only the Applications of --app-namespace and read live objects per namespace.
+    #[arg(long, requires = "app_namespace")]
+    namespaced: bool,
     /// Where AppProjects and cluster Secrets are read from (Argo CD's control namespace);
     /// default: `--app-namespace` when given, else `--lease-namespace`. Applications in
     /// other namespaces need their project's `sourceNamespaces`.
@@ -271,12 +275,20 @@ async fn run_async(args: ControllerArgs, cluster: Arc<plumb_cluster::Cluster>) -
         jitter: Duration::from_secs(args.jitter),
         workers: args.workers.max(1),
         app_namespace: args.app_namespace.clone(),
+        namespaced: args.namespaced,
         ..ControllerOptions::default()
     };
     let started = std::time::Instant::now();
     let controller = Controller::start(cluster.clone(), opts)
         .await
-        .map_err(|e| anyhow!("{e}"))?;
+        .map_err(|e| match e {
+            // Cluster-wide watches need a ClusterRole (deploy/rbac.yaml).
+            plumb_cluster::ClusterError::Forbidden { .. } if !args.namespaced => anyhow!(
+                "{e} (with namespace-scoped rights only, run with --namespaced \
+                 --app-namespace NAMESPACE: deploy/namespaced/)"
+            ),
+            e => anyhow!("{e}"),
+        })?;
     metrics.set_cache(controller.cache().kinds().len(), controller.cache().len());
     metrics.set_ready(true);
     log_line(json!({

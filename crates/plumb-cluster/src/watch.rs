@@ -111,6 +111,9 @@ struct Inner {
     stopped: AtomicBool,
     /// Kinds [`Cluster::watch_cache_all`] could not watch, with the reason.
     skipped: Mutex<BTreeMap<GroupKind, String>>,
+    /// The one namespace a namespace-scoped cache lists and watches
+    /// ([`Cluster::watch_cache_in`]); `None`: all namespaces.
+    scope: Option<String>,
 }
 
 /// A kind being watched.
@@ -131,6 +134,8 @@ struct KindContext {
     relists: AtomicU64,
     /// Objects per LIST page (the cluster's).
     page_size: u32,
+    /// The namespace listed and watched; `None`: all (or a cluster-scoped kind).
+    namespace: Option<String>,
 }
 
 /// The objects of one kind.
@@ -814,7 +819,9 @@ impl KindContext {
     /// page, so a LIST never holds all its objects parsed) and the version to
     /// watch from.
     async fn list_all(&self) -> Result<(Vec<Item>, String)> {
-        let url = self.info.url_path(&self.info.version, None);
+        let url = self
+            .info
+            .url_path(&self.info.version, self.namespace.as_deref());
         list_pages(
             &self.client,
             &url,
@@ -849,7 +856,9 @@ impl KindContext {
             timeout: Some(timeout),
             ..Default::default()
         };
-        let url = self.info.url_path(&self.info.version, None);
+        let url = self
+            .info
+            .url_path(&self.info.version, self.namespace.as_deref());
         let Ok(request) = kube::core::Request::new(url).watch(&params, resource_version) else {
             return WatchEnd::Failed;
         };
@@ -1019,7 +1028,18 @@ impl Inner {
                 ),
             });
         }
+        if let (Some(scope), false) = (&self.scope, info.namespaced) {
+            return Err(ClusterError::Api {
+                code: 403,
+                message: format!(
+                    "{} is cluster-scoped: not watched by a cache limited to namespace {scope}",
+                    info.resource_name()
+                ),
+            });
+        }
+        let namespace = self.scope.clone();
         let ctx = Arc::new(KindContext {
+            namespace,
             client: self.cluster.client.clone(),
             server: self.cluster.server.clone(),
             store: Store::new(&info.group, &info.kind),
@@ -1066,6 +1086,10 @@ impl Cluster {
     }
 
     fn empty_cache(&self) -> LiveCache {
+        self.empty_cache_in(None)
+    }
+
+    fn empty_cache_in(&self, scope: Option<&str>) -> LiveCache {
         LiveCache {
             inner: Arc::new(Inner {
                 cluster: self.handle(),
@@ -1073,6 +1097,7 @@ impl Cluster {
                 changes: broadcast::channel(CHANGE_CAPACITY).0,
                 stopped: AtomicBool::new(false),
                 skipped: Mutex::new(BTreeMap::new()),
+                scope: scope.map(str::to_string),
             }),
         }
     }
@@ -1082,7 +1107,23 @@ impl Cluster {
     /// Returns once every initial LIST is in the cache. A kind that is not
     /// served, cannot be listed and watched, or whose LIST fails is an error.
     pub async fn watch_cache(&self, kinds: &[GroupKind]) -> Result<LiveCache> {
-        let cache = self.empty_cache();
+        self.watch_cache_scoped(kinds, None).await
+    }
+
+    /// Like [`Cluster::watch_cache`], limited to `namespace`: for a client
+    /// whose rights are a Role there (no cluster-wide LIST or WATCH). A
+    /// cluster-scoped kind is an error (403, naming the kind); so is, later,
+    /// [`LiveCache::ensure_kind`] of one.
+    pub async fn watch_cache_in(&self, kinds: &[GroupKind], namespace: &str) -> Result<LiveCache> {
+        self.watch_cache_scoped(kinds, Some(namespace)).await
+    }
+
+    async fn watch_cache_scoped(
+        &self,
+        kinds: &[GroupKind],
+        scope: Option<&str>,
+    ) -> Result<LiveCache> {
+        let cache = self.empty_cache_in(scope);
         let mut unique: Vec<GroupKind> = kinds.to_vec();
         unique.sort();
         unique.dedup();

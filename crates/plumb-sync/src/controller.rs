@@ -52,6 +52,11 @@ pub struct ControllerOptions {
     pub debounce: Duration,
     /// Only Applications in this namespace.
     pub app_namespace: Option<String>,
+    /// Namespace-scoped rights (Roles, no ClusterRole): only the Applications of
+    /// `app_namespace` are watched, and live objects are read with LISTs per namespace
+    /// instead of the cluster-wide watch cache (a tracked object's change is then seen
+    /// at the next refresh, not within a second).
+    pub namespaced: bool,
 }
 
 impl Default for ControllerOptions {
@@ -63,6 +68,7 @@ impl Default for ControllerOptions {
             workers: 8,
             debounce: Duration::from_secs(1),
             app_namespace: None,
+            namespaced: false,
         }
     }
 }
@@ -164,8 +170,14 @@ impl Controller {
         cluster: Arc<Cluster>,
         opts: ControllerOptions,
     ) -> Result<Controller, plumb_cluster::ClusterError> {
-        let cache = cluster.watch_cache_all().await?;
-        cache.ensure_kind(&application_kind()).await?;
+        let cache = match (opts.namespaced, &opts.app_namespace) {
+            (true, Some(ns)) => cluster.watch_cache_in(&[application_kind()], ns).await?,
+            _ => {
+                let cache = cluster.watch_cache_all().await?;
+                cache.ensure_kind(&application_kind()).await?;
+                cache
+            }
+        };
         let (tx, rx) = mpsc::unbounded_channel();
         Ok(Controller {
             cluster,
@@ -183,7 +195,9 @@ impl Controller {
 
     fn run_options(&self) -> RunOptions {
         let mut run = self.opts.run.clone();
-        run.cache = Some(crate::run::CacheHandle(self.cache.clone()));
+        if !self.opts.namespaced {
+            run.cache = Some(crate::run::CacheHandle(self.cache.clone()));
+        }
         run.destinations = Some(DestinationsHandle(self.destinations.clone()));
         run
     }
