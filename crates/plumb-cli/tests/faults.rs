@@ -1,0 +1,498 @@
+//! Faults on the test bed, with the real `plumb controller` process.
+//!
+//! - SIGKILL in the middle of a multi-wave sync: a new controller (after the dead one's Lease
+//!   expires) resumes the operation from the Application's status; no wave is applied before
+//!   the one it waits for is healthy, nothing is recreated, and one history entry is written.
+//! - etcd paused (SIGSTOP) for 20 s under a running controller, while git changes: the
+//!   controller survives, and once etcd is back a refresh syncs the change (watches resumed).
+//! - A field another manager owns by server-side apply: forced, as Argo CD does.
+
+#[path = "../../plumb-cluster/tests/support/mod.rs"]
+mod support;
+
+use plumb_cluster::Cluster;
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::SystemTime;
+use support::{apply, namespace, testbed, unique, wait_until};
+
+fn deploy(file: &str) -> Vec<Value> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../deploy")
+        .join(file);
+    let text = std::fs::read_to_string(&path).expect("deploy file");
+    serde_saphyr::from_str_multiple(&text).expect("deploy YAML")
+}
+
+async fn install_application_crd(cluster: &Cluster) {
+    apply(cluster, deploy("crd.yaml")).await;
+    wait_until("applications.plumb.dev being served", || async {
+        cluster.discover().await.ok()?;
+        cluster.list_applications(None).await.ok().map(|_| ())
+    })
+    .await;
+}
+
+/// `plumb controller` for the Applications of `ns` (Lease there too, 3 s), its stderr (JSON
+/// log lines) to `log`.
+fn controller(ns: &str, log: &Path) -> Running {
+    let file = std::fs::File::create(log).expect("log file");
+    Command::new(env!("CARGO_BIN_EXE_plumb"))
+        .args([
+            "controller",
+            "--app-namespace",
+            ns,
+            "--lease-namespace",
+            ns,
+            "--lease-duration",
+            "3",
+            "--interval",
+            "3600",
+            "--jitter",
+            "0",
+        ])
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(file))
+        .spawn()
+        .map(Running)
+        .expect("plumb controller starts")
+}
+
+/// A controller process the test started: SIGKILLed (through its handle) and reaped when
+/// dropped, also when an assertion fails.
+struct Running(Child);
+
+impl Running {
+    fn alive(&mut self) -> bool {
+        matches!(self.0.try_wait(), Ok(None))
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn kill(child: Running) {
+    drop(child);
+}
+
+/// The faults here stop parts of the shared test bed: one at a time.
+static FAULT: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// The test bed's etcd process (from `$TESTBED_DIR/pids`).
+fn etcd_pid() -> String {
+    let pids = std::fs::read_to_string(support::testbed_dir().join("pids")).expect("pids");
+    pids.lines()
+        .find_map(|l| l.strip_prefix("etcd "))
+        .expect("etcd in pids")
+        .trim()
+        .to_string()
+}
+
+fn signal(pid: &str, sig: &str) {
+    let ok = Command::new("kill")
+        .args([sig, pid])
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    assert!(ok, "kill {sig} {pid}");
+}
+
+/// etcd stopped (SIGSTOP) while it lives; SIGCONT when dropped, also on a failed assertion.
+struct Paused(String);
+
+impl Paused {
+    fn etcd() -> Paused {
+        let pid = etcd_pid();
+        signal(&pid, "-STOP");
+        Paused(pid)
+    }
+}
+
+impl Drop for Paused {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").args(["-CONT", &self.0]).status();
+    }
+}
+
+async fn get(cluster: &Cluster, group: &str, kind: &str, ns: &str, name: &str) -> Option<Value> {
+    cluster
+        .get_object(group, kind, ns, name)
+        .await
+        .expect("get object")
+}
+
+async fn app(cluster: &Cluster, ns: &str, name: &str) -> Value {
+    cluster
+        .get_application(ns, name)
+        .await
+        .expect("get application")
+        .expect("application exists")
+}
+
+fn op(app: &Value, field: &str) -> String {
+    app.pointer(&format!("/status/operationState/{field}"))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string()
+}
+
+/// What a cloud controller does: the load balancer gets an address (status subresource).
+async fn assign_lb(cluster: &Cluster, ns: &str, name: &str) {
+    let request = kube::core::Request::new(format!("/api/v1/namespaces/{ns}/services"))
+        .patch_subresource(
+            "status",
+            name,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(
+                json!({"status": {"loadBalancer": {"ingress": [{"ip": "192.0.2.10"}]}}}),
+            ),
+        )
+        .expect("status request");
+    cluster
+        .client()
+        .request::<Value>(request)
+        .await
+        .expect("status patch");
+}
+
+async fn cm_value(cluster: &Cluster, ns: &str) -> Option<String> {
+    cluster
+        .get_object("", "ConfigMap", ns, "settings")
+        .await
+        .ok()
+        .flatten()
+        .and_then(|c| {
+            c.pointer("/data/k")
+                .and_then(Value::as_str)
+                .map(String::from)
+        })
+}
+
+fn write(dir: &Path, name: &str, obj: Value) {
+    std::fs::write(
+        dir.join(name),
+        serde_json::to_string_pretty(&obj).expect("json"),
+    )
+    .expect("write");
+}
+
+fn scratch(prefix: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(unique(prefix));
+    std::fs::create_dir_all(dir.join("repo/app")).expect("mkdir");
+    dir
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_controller_killed_mid_sync_is_resumed_by_the_next() {
+    let Some(cluster) = testbed("a_controller_killed_mid_sync_is_resumed_by_the_next").await else {
+        return;
+    };
+    let _one_at_a_time = FAULT.lock().await;
+    install_application_crd(&cluster).await;
+    let apps_ns = namespace(&cluster, "fault-kill-apps", json!({})).await;
+    let dest = namespace(&cluster, "fault-kill-dest", json!({})).await;
+    let dir = scratch("plumb-fault-kill");
+    let repo = dir.join("repo/app");
+    // Wave 0: a LoadBalancer Service, Progressing until it has an address (nobody assigns one
+    // until the test does). Waves 1 and 2: ConfigMaps.
+    write(
+        &repo,
+        "lb.json",
+        json!({"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "front", "annotations": {"argocd.argoproj.io/sync-wave": "0"}},
+            "spec": {"type": "LoadBalancer", "selector": {"app": "front"},
+                     "ports": [{"port": 80, "targetPort": 8080}]}}),
+    );
+    for (name, wave) in [("one", "1"), ("two", "2")] {
+        write(
+            &repo,
+            &format!("{name}.json"),
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": name, "annotations": {"argocd.argoproj.io/sync-wave": wave}},
+                "data": {"k": name}}),
+        );
+    }
+    let name = "waves";
+    apply(
+        &cluster,
+        vec![
+            json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "Application",
+            "metadata": {"name": name, "namespace": apps_ns},
+            "spec": {"project": "default",
+                "source": {"repoURL": format!("file://{}", dir.join("repo").display()),
+                           "path": "app", "targetRevision": "HEAD"},
+                "destination": {"server": "https://kubernetes.default.svc", "namespace": dest},
+                "syncPolicy": {"automated": {"prune": true}}}}),
+        ],
+    )
+    .await;
+
+    let first_log = dir.join("first.log");
+    let first = controller(&apps_ns, &first_log);
+    // The first controller is in wave 0's health wait: the operation is Running in the
+    // Application's status, the Service exists, the later waves do not.
+    let running = wait_until("the sync waiting for wave 0", || async {
+        let a = app(&cluster, &apps_ns, name).await;
+        (op(&a, "phase") == "Running" && op(&a, "message").starts_with("waiting for")).then_some(a)
+    })
+    .await;
+    kill(first);
+    let started_at = op(&running, "startedAt");
+    let service = get(&cluster, "", "Service", &dest, "front")
+        .await
+        .expect("wave 0 applied");
+    for cm in ["one", "two"] {
+        assert!(
+            get(&cluster, "", "ConfigMap", &dest, cm).await.is_none(),
+            "{cm} applied before wave 0 was healthy"
+        );
+    }
+    // Still Running with the controller dead: nothing ended the operation.
+    let after_kill = app(&cluster, &apps_ns, name).await;
+    assert_eq!(op(&after_kill, "phase"), "Running");
+    assert!(
+        after_kill
+            .pointer("/status/history")
+            .and_then(Value::as_array)
+            .is_none_or(Vec::is_empty)
+    );
+
+    assign_lb(&cluster, &dest, "front").await;
+    let healthy_at = SystemTime::now();
+    let second_log = dir.join("second.log");
+    let second = controller(&apps_ns, &second_log);
+    let done = wait_until("the resumed sync ending", || async {
+        let a = app(&cluster, &apps_ns, name).await;
+        (op(&a, "phase") == "Succeeded").then_some(a)
+    })
+    .await;
+    kill(second);
+
+    // The same operation, resumed (its start time kept), one history entry.
+    assert_eq!(op(&done, "startedAt"), started_at);
+    let history = done["status"]["history"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(history.len(), 1, "{history:?}");
+    let log = std::fs::read_to_string(&second_log).expect("log");
+    assert!(
+        log.lines()
+            .any(|l| l.contains(&format!("{apps_ns}/{name}")) && l.contains("\"resumed\":true")),
+        "the second controller resumed the operation:\n{log}"
+    );
+    assert!(!log.contains("panicked"), "{log}");
+    // Wave 0 not recreated; waves 1 and 2 applied after wave 0 was healthy, in order.
+    let service_now = get(&cluster, "", "Service", &dest, "front")
+        .await
+        .expect("service");
+    assert_eq!(service_now["metadata"]["uid"], service["metadata"]["uid"]);
+    let created = |obj: &Value| {
+        obj["metadata"]["creationTimestamp"]
+            .as_str()
+            .and_then(|t| plumb_sync::time::parse_rfc3339(t).ok())
+            .expect("creationTimestamp")
+    };
+    let one = get(&cluster, "", "ConfigMap", &dest, "one")
+        .await
+        .expect("wave 1");
+    let two = get(&cluster, "", "ConfigMap", &dest, "two")
+        .await
+        .expect("wave 2");
+    // creationTimestamp has second resolution.
+    let healthy_s = healthy_at
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let secs = |t: SystemTime| {
+        t.duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0)
+    };
+    assert!(
+        secs(created(&one)) >= healthy_s,
+        "wave 1 before wave 0 was healthy"
+    );
+    assert!(created(&one) <= created(&two), "wave 2 before wave 1");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_controller_survives_etcd_paused_for_20_seconds() {
+    let Some(cluster) = testbed("a_controller_survives_etcd_paused_for_20_seconds").await else {
+        return;
+    };
+    let _one_at_a_time = FAULT.lock().await;
+    install_application_crd(&cluster).await;
+    let apps_ns = namespace(&cluster, "fault-etcd-apps", json!({})).await;
+    let dest = namespace(&cluster, "fault-etcd-dest", json!({})).await;
+    let dir = scratch("plumb-fault-etcd");
+    let repo = dir.join("repo/app");
+    let cm = |v: &str| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"},
+            "data": {"k": v}})
+    };
+    write(&repo, "cm.json", cm("before"));
+    let name = "steady";
+    apply(
+        &cluster,
+        vec![
+            json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "Application",
+            "metadata": {"name": name, "namespace": apps_ns},
+            "spec": {"project": "default",
+                "source": {"repoURL": format!("file://{}", dir.join("repo").display()),
+                           "path": "app", "targetRevision": "HEAD"},
+                "destination": {"server": "https://kubernetes.default.svc", "namespace": dest},
+                "syncPolicy": {"automated": {"prune": true}}}}),
+        ],
+    )
+    .await;
+    let log = dir.join("controller.log");
+    let mut ctl = controller(&apps_ns, &log);
+    let synced = |entries: usize| {
+        let (cluster, apps_ns, dest) = (&cluster, &apps_ns, &dest);
+        async move {
+            let a = app(cluster, apps_ns, name).await;
+            let entries_now = a["status"]["history"].as_array().map_or(0, Vec::len);
+            (op(&a, "phase") == "Succeeded" && entries_now >= entries)
+                .then_some((a, cm_value(cluster, dest).await))
+        }
+    };
+    let (_, first) = wait_until("the first sync recorded", || synced(1)).await;
+    assert_eq!(first.as_deref(), Some("before"));
+
+    // The fault: etcd stopped for 20 s (the API server's requests hang, then fail); git
+    // changes meanwhile.
+    {
+        let _paused = Paused::etcd();
+        write(&repo, "cm.json", cm("after"));
+        tokio::time::sleep(std::time::Duration::from_secs(20)).await;
+    }
+    assert!(
+        ctl.alive(),
+        "the controller exited while etcd was paused:\n{}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    // A refresh, as `argocd app get --refresh` asks for one, once the API answers again.
+    wait_until("the refresh annotation written", || async {
+        cluster
+            .patch_application(
+                &apps_ns,
+                name,
+                &json!({"metadata": {"annotations": {"argocd.argoproj.io/refresh": "normal"}}}),
+            )
+            .await
+            .ok()
+    })
+    .await;
+    let (stored, now) = wait_until(
+        "the change synced and recorded after etcd came back",
+        || synced(2),
+    )
+    .await;
+    assert_eq!(now.as_deref(), Some("after"));
+    assert!(ctl.alive());
+    let history = stored["status"]["history"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(history.len(), 2, "one entry per sync: {history:?}");
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(!text.contains("panicked"), "{text}");
+    drop(ctl);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Whether `manager`'s managedFields entry (operation Apply) owns `data.<key>`.
+fn owns(obj: &Value, manager: &str, key: &str) -> bool {
+    obj["metadata"]["managedFields"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e["manager"] == manager)
+        .any(|e| e.pointer(&format!("/fieldsV1/f:data/f:{key}")).is_some())
+}
+
+/// A field another manager owns by server-side apply: a sync with `ServerSideApply=true`
+/// forces the conflict as Argo CD does (the field is git's value and plumb's), leaving the
+/// other manager's other fields alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conflicting_field_manager_is_overridden_as_argo_cd_does() {
+    let Some(cluster) = testbed("a_conflicting_field_manager_is_overridden").await else {
+        return;
+    };
+    let _one_at_a_time = FAULT.lock().await;
+    install_application_crd(&cluster).await;
+    let apps_ns = namespace(&cluster, "fault-ssa-apps", json!({})).await;
+    let dest = namespace(&cluster, "fault-ssa-dest", json!({})).await;
+    // Another team's apply owns data.k and data.theirs.
+    let theirs = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "settings", "namespace": dest},
+        "data": {"k": "theirs", "theirs": "kept"}});
+    for answer in cluster.apply(vec![theirs], "other-team", false).await {
+        answer.expect("the other team's apply");
+    }
+    let dir = scratch("plumb-fault-ssa");
+    let repo = dir.join("repo/app");
+    write(
+        &repo,
+        "cm.json",
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"},
+            "data": {"k": "git"}}),
+    );
+    let name = "ssa";
+    apply(
+        &cluster,
+        vec![
+            json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "Application",
+            "metadata": {"name": name, "namespace": apps_ns},
+            "spec": {"project": "default",
+                "source": {"repoURL": format!("file://{}", dir.join("repo").display()),
+                           "path": "app", "targetRevision": "HEAD"},
+                "destination": {"server": "https://kubernetes.default.svc", "namespace": dest},
+                "syncPolicy": {"automated": {"prune": true},
+                               "syncOptions": ["ServerSideApply=true"]}}}),
+        ],
+    )
+    .await;
+    let out = Command::new(env!("CARGO_BIN_EXE_plumb"))
+        .args([
+            "controller",
+            "--once",
+            "--app-namespace",
+            &apps_ns,
+            "--lease-namespace",
+            &apps_ns,
+        ])
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .stdin(Stdio::null())
+        .output()
+        .expect("plumb controller --once");
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{log}");
+    let a = app(&cluster, &apps_ns, name).await;
+    assert_eq!(op(&a, "phase"), "Succeeded", "{log}");
+    let cm = get(&cluster, "", "ConfigMap", &dest, "settings")
+        .await
+        .expect("configmap");
+    assert_eq!(cm["data"]["k"], "git");
+    assert_eq!(
+        cm["data"]["theirs"], "kept",
+        "the other manager's field stays"
+    );
+    assert!(
+        owns(&cm, "plumb", "k"),
+        "plumb owns data.k: {}",
+        cm["metadata"]
+    );
+    assert!(!owns(&cm, "other-team", "k"), "the conflict was forced");
+    assert!(owns(&cm, "other-team", "theirs"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
