@@ -167,7 +167,8 @@ start etcd "$BIN/etcd" --name=plumb-testbed --data-dir="$W/etcd-data" \
 wait_for "etcd /health" etcd curl -sf "http://127.0.0.1:$EP/health"
 
 # ---- kube-apiserver ----
-start apiserver "$BIN/kube-apiserver" \
+# Its command line is kept (apiserver.cmd) so testbed/restart-apiserver.sh can start it again.
+APISERVER_CMD=("$BIN/kube-apiserver" \
   --etcd-servers="http://127.0.0.1:$EP" \
   --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$AP" \
   --cert-dir="$W/apiserver-certs" \
@@ -181,7 +182,9 @@ start apiserver "$BIN/kube-apiserver" \
   --service-account-issuer="$SERVER" \
   --service-account-key-file="$W/sa.pub" \
   --service-account-signing-key-file="$W/sa.key" \
-  --v=1
+  --v=1)
+printf '%q ' "${APISERVER_CMD[@]}" >"$W/apiserver.cmd"
+start apiserver "${APISERVER_CMD[@]}"
 CURL=(curl -sf --cacert "$W/ca.crt")
 CURL_ADMIN=("${CURL[@]}" --cert "$W/admin.crt" --key "$W/admin.key")
 wait_for "apiserver /readyz" apiserver "${CURL[@]}" "$SERVER/readyz"

@@ -5,6 +5,8 @@
 //!   the one it waits for is healthy, nothing is recreated, and one history entry is written.
 //! - etcd paused (SIGSTOP) for 20 s under a running controller, while git changes: the
 //!   controller survives, and once etcd is back a refresh syncs the change (watches resumed).
+//! - The API server restarted (etcd kept, testbed/restart-apiserver.sh) while a sync waits
+//!   for wave 0: the operation completes once wave 0 is healthy, with no manual action.
 //! - A field another manager owns by server-side apply: forced, as Argo CD does.
 
 #[path = "../../plumb-cluster/tests/support/mod.rs"]
@@ -494,5 +496,113 @@ async fn a_conflicting_field_manager_is_overridden_as_argo_cd_does() {
     );
     assert!(!owns(&cm, "other-team", "k"), "the conflict was forced");
     assert!(owns(&cm, "other-team", "theirs"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Restarts the test bed's API server (etcd and its data kept); returns once it is ready.
+fn restart_apiserver() {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testbed/restart-apiserver.sh");
+    let out = Command::new("bash")
+        .arg(script)
+        .arg(support::testbed_dir())
+        .stdin(Stdio::null())
+        .output()
+        .expect("restart-apiserver.sh runs");
+    assert!(
+        out.status.success(),
+        "restart-apiserver.sh: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sync_survives_an_api_server_restart() {
+    let Some(cluster) = testbed("a_sync_survives_an_api_server_restart").await else {
+        return;
+    };
+    let _one_at_a_time = FAULT.lock().await;
+    install_application_crd(&cluster).await;
+    let apps_ns = namespace(&cluster, "fault-api-apps", json!({})).await;
+    let dest = namespace(&cluster, "fault-api-dest", json!({})).await;
+    let dir = scratch("plumb-fault-api");
+    let repo = dir.join("repo/app");
+    write(
+        &repo,
+        "lb.json",
+        json!({"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "front", "annotations": {"argocd.argoproj.io/sync-wave": "0"}},
+            "spec": {"type": "LoadBalancer", "selector": {"app": "front"},
+                     "ports": [{"port": 80, "targetPort": 8080}]}}),
+    );
+    write(
+        &repo,
+        "one.json",
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "one", "annotations": {"argocd.argoproj.io/sync-wave": "1"}},
+            "data": {"k": "one"}}),
+    );
+    let name = "restart";
+    apply(
+        &cluster,
+        vec![
+            json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "Application",
+            "metadata": {"name": name, "namespace": apps_ns},
+            "spec": {"project": "default",
+                "source": {"repoURL": format!("file://{}", dir.join("repo").display()),
+                           "path": "app", "targetRevision": "HEAD"},
+                "destination": {"server": "https://kubernetes.default.svc", "namespace": dest},
+                "syncPolicy": {"automated": {"prune": true}}}}),
+        ],
+    )
+    .await;
+    let log = dir.join("controller.log");
+    let mut ctl = controller(&apps_ns, &log);
+    wait_until("the sync waiting for wave 0", || async {
+        let a = app(&cluster, &apps_ns, name).await;
+        (op(&a, "phase") == "Running" && op(&a, "message").starts_with("waiting for")).then_some(())
+    })
+    .await;
+
+    tokio::task::spawn_blocking(restart_apiserver)
+        .await
+        .expect("restart");
+    // The new API server answers this client again (its connections were closed).
+    wait_until("the API server answering after its restart", || async {
+        cluster.get_application(&apps_ns, name).await.ok().flatten()
+    })
+    .await;
+    assign_lb(&cluster, &dest, "front").await;
+    let done = wait_until("the operation ending after the restart", || async {
+        let a = app(&cluster, &apps_ns, name).await;
+        matches!(op(&a, "phase").as_str(), "Succeeded" | "Failed" | "Error").then_some(a)
+    })
+    .await;
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        ctl.alive(),
+        "the controller exited after the restart:\n{text}"
+    );
+    assert!(!text.contains("panicked"), "{text}");
+    // Either it resumed and succeeded, or it failed and the retry/self-heal synced it: in both
+    // cases the app ends synced with wave 1 applied, without manual action.
+    let synced = wait_until("the app synced after the restart", || async {
+        let a = app(&cluster, &apps_ns, name).await;
+        (op(&a, "phase") == "Succeeded"
+            && a.pointer("/status/sync/status").and_then(Value::as_str) == Some("Synced"))
+        .then_some(a)
+    })
+    .await;
+    assert!(
+        get(&cluster, "", "ConfigMap", &dest, "one").await.is_some(),
+        "wave 1 applied (first outcome: {} {})",
+        op(&done, "phase"),
+        op(&done, "message")
+    );
+    let history = synced["status"]["history"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(history.len(), 1, "{history:?}");
+    drop(ctl);
     let _ = std::fs::remove_dir_all(&dir);
 }
