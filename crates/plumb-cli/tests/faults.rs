@@ -7,6 +7,8 @@
 //!   controller survives, and once etcd is back a refresh syncs the change (watches resumed).
 //! - The API server restarted (etcd kept, testbed/restart-apiserver.sh) while a sync waits
 //!   for wave 0: the operation completes once wave 0 is healthy, with no manual action.
+//! - A mutating webhook with `failurePolicy: Fail` that is down: the sync fails naming the
+//!   webhook, is retried with backoff (`syncPolicy.retry`), and succeeds once it answers.
 //! - A field another manager owns by server-side apply: forced, as Argo CD does.
 
 #[path = "../../plumb-cluster/tests/support/mod.rs"]
@@ -604,5 +606,130 @@ async fn a_sync_survives_an_api_server_restart() {
         .unwrap_or_default();
     assert_eq!(history.len(), 1, "{history:?}");
     drop(ctl);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sync_through_a_down_webhook_fails_naming_it_and_is_retried() {
+    let Some(cluster) = testbed("a_sync_through_a_down_webhook").await else {
+        return;
+    };
+    let _one_at_a_time = FAULT.lock().await;
+    install_application_crd(&cluster).await;
+    let hook = support::webhook::Webhook::start().await;
+    let value = support::webhook::selector_value();
+    let label = "policy.lab/image-pull";
+    let apps_ns = namespace(&cluster, "fault-hook-apps", json!({})).await;
+    let dest = namespace(&cluster, "fault-hook-dest", json!({label: value})).await;
+    // The webhook (for ConfigMaps here) points at a port nothing listens on: down.
+    let dead = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        l.local_addr().expect("addr").port()
+    };
+    let config_name = unique("fault-hook");
+    let mut config = hook.configuration(&config_name, label, &value);
+    config["webhooks"][0]["rules"][0]["apiGroups"] = json!([""]);
+    config["webhooks"][0]["rules"][0]["resources"] = json!(["configmaps"]);
+    let working_url = config["webhooks"][0]["clientConfig"]["url"].clone();
+    config["webhooks"][0]["clientConfig"]["url"] =
+        json!(format!("https://127.0.0.1:{dead}/mutate"));
+    config["webhooks"][0]["timeoutSeconds"] = json!(2);
+    apply(&cluster, vec![config.clone()]).await;
+    let probe = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "probe", "namespace": dest}, "data": {"k": "v"}});
+    wait_until("the down webhook refusing ConfigMaps", || async {
+        match cluster
+            .dry_run_apply(vec![probe.clone()], "plumb-test", false)
+            .await
+            .remove(0)
+        {
+            Err(e) if e.to_string().contains("force-always.plumb.test") => Some(()),
+            _ => None,
+        }
+    })
+    .await;
+
+    let dir = scratch("plumb-fault-hook");
+    write(
+        &dir.join("repo/app"),
+        "cm.json",
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"},
+            "data": {"k": "v"}}),
+    );
+    let name = "hooked";
+    apply(
+        &cluster,
+        vec![json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "Application",
+            "metadata": {"name": name, "namespace": apps_ns},
+            "spec": {"project": "default",
+                "source": {"repoURL": format!("file://{}", dir.join("repo").display()),
+                           "path": "app", "targetRevision": "HEAD"},
+                "destination": {"server": "https://kubernetes.default.svc", "namespace": dest},
+                "syncPolicy": {"automated": {"prune": true},
+                    "retry": {"limit": 20, "backoff": {"duration": "1s", "factor": 2, "maxDuration": "4s"}}}}})],
+    )
+    .await;
+    let log = dir.join("controller.log");
+    let mut ctl = controller(&apps_ns, &log);
+    // Failed, naming the webhook, and retried: the controller syncs again (after the retry
+    // backoff), not only at the next refresh (an hour here).
+    let attempts = || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains(&format!("{apps_ns}/{name}")) && l.contains("\"synced\":true"))
+            .count()
+    };
+    let failed = wait_until("failed attempts naming the webhook, retried", || async {
+        let a = app(&cluster, &apps_ns, name).await;
+        (op(&a, "message").contains("force-always.plumb.test") && attempts() >= 2).then_some(a)
+    })
+    .await;
+    assert!(
+        get(&cluster, "", "ConfigMap", &dest, "settings")
+            .await
+            .is_none(),
+        "nothing passed the webhook: {}",
+        failed["status"]["operationState"]
+    );
+    // The webhook is back: the next retry succeeds, through it.
+    config["webhooks"][0]["clientConfig"]["url"] = working_url;
+    apply(&cluster, vec![config]).await;
+    let done = wait_until(
+        "the retried sync succeeding once the webhook answers",
+        || async {
+            let a = app(&cluster, &apps_ns, name).await;
+            (op(&a, "phase") == "Succeeded").then_some(a)
+        },
+    )
+    .await;
+    assert!(
+        get(&cluster, "", "ConfigMap", &dest, "settings")
+            .await
+            .is_some()
+    );
+    assert!(
+        hook.calls.total.load(std::sync::atomic::Ordering::SeqCst) > 0,
+        "the webhook was called"
+    );
+    let history = done["status"]["history"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(history.len(), 1, "{history:?}");
+    assert!(ctl.alive());
+    drop(ctl);
+    let _ = cluster
+        .delete_object(
+            &plumb_core::ResourceKey {
+                group: "admissionregistration.k8s.io".into(),
+                kind: "MutatingWebhookConfiguration".into(),
+                namespace: String::new(),
+                name: config_name,
+            },
+            plumb_cluster::Propagation::Background,
+        )
+        .await;
+    hook.stop().await;
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -34,6 +34,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::{Semaphore, broadcast, mpsc, watch};
 
+/// How soon after a failed sync its app is reconciled again, to decide the retry.
+const RETRY_DECISION: Duration = Duration::from_secs(1);
+
 /// An Application: namespace and name.
 pub type AppKey = (String, String);
 
@@ -296,6 +299,16 @@ impl Controller {
                         Some(Ok(outcome)) => match outcome.decision {
                             Some(Decision::WaitUntil { at, .. }) => {
                                 Some(at.duration_since(SystemTime::now()).unwrap_or_default())
+                            }
+                            // A sync that just failed: its retry (`syncPolicy.retry`'s
+                            // backoff) is decided by the next reconcile, soon, not at the
+                            // next refresh.
+                            _ if outcome
+                                .sync
+                                .as_ref()
+                                .is_some_and(|s| matches!(s.phase, "Failed" | "Error")) =>
+                            {
+                                Some(RETRY_DECISION)
                             }
                             _ => None,
                         },
