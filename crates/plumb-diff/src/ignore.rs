@@ -126,7 +126,8 @@ impl IgnoreNormalizer {
     }
 
     /// Applies the matching jsonPointers and jq expressions. A jq runtime error skips
-    /// that expression (as Argo CD does); a timeout is an error.
+    /// that expression (as Argo CD does); a timeout, or a value built nested too deep (which
+    /// in Argo CD runs until the timeout), is an error.
     pub fn apply(&self, key: &ResourceKey, obj: &mut Value) -> Result<(), IgnoreError> {
         let timeout = self.jq_timeout.unwrap_or(DEFAULT_JQ_TIMEOUT);
         for rule in self.matching(key) {
@@ -136,7 +137,7 @@ impl IgnoreNormalizer {
             for jq in &rule.jq {
                 match jq.apply(obj, timeout) {
                     Ok(v) => *obj = v,
-                    Err(e @ JqError::Timeout { .. }) => {
+                    Err(e @ (JqError::Timeout { .. } | JqError::TooDeep { .. })) => {
                         return Err(IgnoreError::Jq {
                             origin: rule.origin.clone(),
                             source: e,

@@ -44,6 +44,9 @@ use serde_json::Value;
 const TICK: &str = "__plumb_tick";
 /// Name under which jaq's native `range/3` is registered (wrapped by a tick).
 const RANGE: &str = "__plumb_range";
+/// Name of the native filter that stops an evaluation when a value it built is nested
+/// deeper than [`MAX_NESTING`] (placed after every array and object construction).
+const SHALLOW: &str = "__plumb_shallow";
 /// Name of the native jq-compatible `delpaths/1`.
 const DELPATHS: &str = "__plumb_delpaths";
 /// Name of the definition that holds the user's program `del(EXPR)`.
@@ -69,12 +72,12 @@ const STACK_BUDGET: usize = 512 * 1024;
 
 /// Deepest bracket nesting accepted in an expression (jaq's parser and
 /// compiler recurse on it).
-const MAX_EXPR_NESTING: usize = 256;
+const MAX_EXPR_NESTING: usize = plumb_core::limits::MAX_JQ_EXPR_NESTING;
 
 /// Deepest array/object nesting converted between serde_json and jaq values.
 /// serde_json's own parser stops at 128; this keeps the recursive
 /// conversions far from the end of the stack.
-const MAX_NESTING: usize = 512;
+const MAX_NESTING: usize = plumb_core::limits::MAX_JQ_VALUE_NESTING;
 
 /// Error from compiling or running a jq path expression.
 ///
@@ -87,7 +90,7 @@ pub enum JqError {
     /// variable, unbalanced brackets, ...).
     #[error(
         "jq expression '{}': compile error: {}",
-        one_line(expr),
+        quoted_expr(expr),
         one_line(message)
     )]
     Compile {
@@ -101,7 +104,7 @@ pub enum JqError {
     /// as it was; Argo CD skips the expression for this object.
     #[error(
         "jq expression '{}': runtime error: {}",
-        one_line(expr),
+        quoted_expr(expr),
         one_line(message)
     )]
     Runtime {
@@ -114,7 +117,7 @@ pub enum JqError {
     /// Running `del(EXPR)` did not finish within the timeout.
     #[error(
         "jq expression '{}': JQ patch execution timed out ({})",
-        one_line(expr),
+        quoted_expr(expr),
         GoDuration::from_std(*timeout)
     )]
     Timeout {
@@ -123,9 +126,24 @@ pub enum JqError {
         /// The timeout that was exceeded.
         timeout: Duration,
     },
+    /// The evaluation built an array or object nested deeper than
+    /// [`plumb_core::limits::MAX_JQ_VALUE_NESTING`] levels (an expression that builds
+    /// `[[[…]]]` without end). Like a timeout, an error, not a skipped expression.
+    #[error(
+        "jq expression '{}': stopped: it built a value nested deeper than {} levels",
+        quoted_expr(expr),
+        MAX_NESTING
+    )]
+    TooDeep {
+        /// The user's expression.
+        expr: String,
+    },
     /// `del(EXPR)` produced no output. Only possible with expressions that
     /// break out of the `del(...)` wrapper, such as `.a) | empty | (.b`.
-    #[error("jq expression '{}': JQ patch did not return any data", one_line(expr))]
+    #[error(
+        "jq expression '{}': JQ patch did not return any data",
+        quoted_expr(expr)
+    )]
     NoOutput {
         /// The user's expression.
         expr: String,
@@ -135,7 +153,7 @@ pub enum JqError {
     /// `.a), (.b`.
     #[error(
         "jq expression '{}': JQ patch returned multiple objects",
-        one_line(expr)
+        quoted_expr(expr)
     )]
     MultipleOutputs {
         /// The user's expression.
@@ -269,6 +287,11 @@ impl JqDelete {
             Some(Abort::Stack) => {
                 return Err(self.runtime("recursion too deep (stack budget exhausted)"));
             }
+            Some(Abort::Depth) => {
+                return Err(JqError::TooDeep {
+                    expr: self.expr.clone(),
+                });
+            }
             None => {}
         }
         if state.deadline.is_some_and(|d| Instant::now() > d) {
@@ -346,6 +369,10 @@ impl DataT for Plumb {
 enum Abort {
     Deadline,
     Stack,
+    /// A constructed value nested deeper than [`MAX_NESTING`]: stopped while it is still
+    /// shallow enough to be dropped (jaq drops values recursively; a value built deeper
+    /// until the deadline would overflow the stack when the evaluation is abandoned).
+    Depth,
 }
 
 /// Per-call state, reachable from natives through the jaq context.
@@ -386,6 +413,17 @@ impl RunState<'_> {
         Ok(())
     }
 
+    /// Passes `v` on, or aborts the evaluation when it is nested deeper than [`MAX_NESTING`].
+    fn shallow<'x>(&self, v: Val) -> Result<Val, Exn<'x, Val>> {
+        if let Some(abort) = self.abort.get() {
+            return Err(abort_exn(abort));
+        }
+        if nested_deeper_than(&v, MAX_NESTING) {
+            return Err(self.set_abort(Abort::Depth));
+        }
+        Ok(v)
+    }
+
     fn set_abort<'x>(&self, abort: Abort) -> Exn<'x, Val> {
         self.abort.set(Some(abort));
         abort_exn(abort)
@@ -396,8 +434,27 @@ fn abort_exn<'x>(abort: Abort) -> Exn<'x, Val> {
     let msg = match abort {
         Abort::Deadline => "jq evaluation deadline exceeded",
         Abort::Stack => "jq evaluation exceeded its stack budget",
+        Abort::Depth => "jq evaluation built a value nested too deep",
     };
     Exn::from(Error::str(msg))
+}
+
+/// Whether `v` has arrays or objects nested more than `max` levels (walked with a stack
+/// of its own; stops at the first path past `max`).
+fn nested_deeper_than(v: &Val, max: usize) -> bool {
+    let mut stack = vec![(v, 0usize)];
+    while let Some((v, depth)) = stack.pop() {
+        let children: Box<dyn Iterator<Item = &Val>> = match v {
+            Val::Arr(a) => Box::new(a.iter()),
+            Val::Obj(o) => Box::new(o.values()),
+            _ => continue,
+        };
+        if depth >= max {
+            return true;
+        }
+        stack.extend(children.map(|c| (c, depth + 1)));
+    }
+    false
 }
 
 /// Address of a stack variable, to measure stack depth (never dereferenced).
@@ -435,6 +492,8 @@ fn natives() -> Vec<Fun<Plumb>> {
             }),
     ));
     funs.push((DELPATHS, v(1), Native::<Plumb>::new(delpaths_run)));
+    let shallow: RunPtr<Plumb> = |(ctx, v)| box_once(ctx.data().shallow(v));
+    funs.push((SHALLOW, v(0), Native::<Plumb>::new(shallow)));
     funs
 }
 
@@ -459,6 +518,17 @@ fn add_tick(body: &mut Term<&str>) {
     );
 }
 
+/// Follows a constructed array or object with the depth check: `[f]` becomes
+/// `[f] | SHALLOW`.
+fn check_depth(term: &mut Term<&str>) {
+    let inner = std::mem::take(term);
+    *term = Term::BinOp(
+        Box::new(inner),
+        BinaryOp::Pipe(None),
+        Box::new(Term::Call(SHALLOW, Vec::new())),
+    );
+}
+
 /// Adds a tick to every local definition in the user's program, so that
 /// user-defined recursion is bounded by the deadline as well.
 fn instrument(term: &mut Term<&str>) {
@@ -476,6 +546,7 @@ fn instrument(term: &mut Term<&str>) {
             if let Some(t) = inner {
                 instrument(t);
             }
+            check_depth(term);
         }
         Term::Obj(entries) => {
             for (k, v) in entries {
@@ -484,6 +555,7 @@ fn instrument(term: &mut Term<&str>) {
                     instrument(v);
                 }
             }
+            check_depth(term);
         }
         Term::Neg(t) | Term::Label(_, t) => instrument(t),
         Term::BinOp(l, op, r) => {
@@ -581,7 +653,17 @@ fn lex_errors(errs: &[lex::Error<&str>]) -> String {
         .iter()
         .map(|(expected, at)| format!("expected {} at {}", expected.as_str(), excerpt(at)))
         .collect();
-    msgs.join("; ")
+    join_distinct(msgs)
+}
+
+/// Messages joined with `; `, each once (an unclosed `(((` is three identical errors).
+fn join_distinct(msgs: Vec<String>) -> String {
+    let mut seen = std::collections::HashSet::new();
+    let distinct: Vec<String> = msgs
+        .into_iter()
+        .filter(|m| seen.insert(m.clone()))
+        .collect();
+    distinct.join("; ")
 }
 
 fn parse_errors(errs: &[TError<'_, &str>], code: &str) -> String {
@@ -592,7 +674,7 @@ fn parse_errors(errs: &[TError<'_, &str>], code: &str) -> String {
             format!("expected {}, found {found}", expected.as_str())
         })
         .collect();
-    msgs.join("; ")
+    join_distinct(msgs)
 }
 
 /// A short quoted excerpt of the source at an error position.
@@ -1034,6 +1116,12 @@ fn drop_iteratively(v: Val) {
 // ---------------------------------------------------------------------------
 // Display helpers
 // ---------------------------------------------------------------------------
+
+/// The user's expression for a message: on one line, cut to
+/// [`plumb_core::limits::MAX_QUOTED_INPUT`] characters.
+fn quoted_expr(s: &str) -> String {
+    one_line(&plumb_core::limits::quoted(s))
+}
 
 /// Escapes backslashes and line breaks so that messages stay on one line.
 fn one_line(s: &str) -> String {
