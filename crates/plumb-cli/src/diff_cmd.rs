@@ -145,6 +145,17 @@ fn load_settings(args: &DiffArgs) -> Result<Settings> {
     })
 }
 
+/// An error about a rule from argocd-cm names the override; this adds the file that
+/// holds it (`--settings`).
+fn name_settings_file(e: anyhow::Error, args: &DiffArgs) -> anyhow::Error {
+    match &args.settings {
+        Some(p) if e.to_string().contains("argocd-cm override") => {
+            anyhow!("{}: {e}", p.display())
+        }
+        _ => e,
+    }
+}
+
 pub fn run(args: DiffArgs) -> Result<u8> {
     let started = std::time::Instant::now();
     let (app_obj, app) = match &args.app {
@@ -227,7 +238,8 @@ pub fn run(args: DiffArgs) -> Result<u8> {
         .as_ref()
         .map(|p| p.display().to_string())
         .unwrap_or_default();
-    let config = DiffConfig::for_app(&settings, app.as_ref(), &app_origin, args.jq_timeout)?;
+    let config = DiffConfig::for_app(&settings, app.as_ref(), &app_origin, args.jq_timeout)
+        .map_err(|e| name_settings_file(e.into(), &args))?;
     let ctx = CompareContext {
         app: app.as_ref(),
         settings: Some(&settings),
@@ -255,7 +267,8 @@ pub fn run(args: DiffArgs) -> Result<u8> {
         }),
         ..ctx
     };
-    let results = compare_prepared(prepared, live, &ctx)?;
+    let results =
+        compare_prepared(prepared, live, &ctx).map_err(|e| name_settings_file(e.into(), &args))?;
     let compared = started.elapsed();
 
     output::print(&results, args.output, revision.as_deref())?;

@@ -99,12 +99,7 @@ fn main() -> ExitCode {
                 return ExitCode::from(EXIT_IN_SYNC);
             }
             let mut err = std::io::stderr().lock();
-            let message: Vec<String> = e
-                .chain()
-                .filter(|c| c.downcast_ref::<Hint>().is_none())
-                .map(ToString::to_string)
-                .collect();
-            let _ = writeln!(err, "error: {}", message.join(": "));
+            let _ = writeln!(err, "error: {}", one_line_message(&e));
             for cause in e.chain().skip(1) {
                 if let Some(h) = cause.downcast_ref::<Hint>() {
                     let _ = writeln!(err, "hint: {}", h.0);
@@ -113,6 +108,25 @@ fn main() -> ExitCode {
             ExitCode::from(EXIT_ERROR)
         }
     }
+}
+
+/// An error and its causes as one line: `outer: inner: …`. A cause whose text the line
+/// already holds is left out (library errors often display their source too, which
+/// would otherwise repeat the same clause), and line breaks inside a message are shown
+/// as `\n`, so the error is always exactly one line.
+fn one_line_message(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in e.chain().filter(|c| c.downcast_ref::<Hint>().is_none()) {
+        let text = cause.to_string();
+        if text.is_empty() || line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line.replace('\n', "\\n")
 }
 
 /// A hint attached (as the source) to an error, printed as `hint: …` after it.

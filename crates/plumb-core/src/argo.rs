@@ -192,6 +192,21 @@ impl Settings {
             s.apply_status_default();
             return Ok(s);
         };
+        // A ConfigMap's data holds strings only (the API server refuses anything else); a
+        // file that says otherwise is an error, not settings silently left out.
+        if let Some((k, v)) = data.iter().find(|(_, v)| !v.is_string()) {
+            let found = match v {
+                Value::Null => "null",
+                Value::Bool(_) => "a boolean",
+                Value::Number(_) => "a number",
+                Value::Array(_) => "a list",
+                Value::Object(_) => "a mapping",
+                Value::String(_) => "a string",
+            };
+            return Err(SettingsError(format!(
+                "data.{k}: expected a string, found {found}"
+            )));
+        }
         let get = |k: &str| data.get(k).and_then(Value::as_str);
         if let Some(text) = get("resource.customizations") {
             let map: std::collections::BTreeMap<String, CustomizationYaml> =
@@ -548,6 +563,13 @@ impl Application {
             return Err(SettingsError("Application has no metadata.name".into()));
         }
         let spec = &app.spec;
+        if spec.ignore_differences.len() > crate::limits::MAX_IGNORE_DIFFERENCES {
+            return Err(SettingsError(format!(
+                "spec.ignoreDifferences: {} entries, over the limit of {}",
+                spec.ignore_differences.len(),
+                crate::limits::MAX_IGNORE_DIFFERENCES
+            )));
+        }
         for (i, r) in spec.ignore_differences.iter().enumerate() {
             if r.kind.is_empty() {
                 return Err(SettingsError(format!(

@@ -16,6 +16,7 @@
 //!   reads and writes them through;
 //! - [`origin`]: source locations (file:line) of rendered values, and
 //!   [`origin::ELEMENT_KEYS`], the keys that identify a list element;
+//! - [`limits`]: every limit on input (file size, name length, YAML aliases, jq), in one place;
 //! - shared utilities, once: [`time`] (RFC 3339 via `jiff`), [`duration`] (Go durations),
 //!   [`glob`] (Argo CD's globs via `globset`).
 //!
@@ -35,6 +36,7 @@ pub mod duration;
 pub mod fieldpath;
 pub mod glob;
 mod key;
+pub mod limits;
 pub mod origin;
 pub mod parallel;
 pub mod pointer;

@@ -147,10 +147,37 @@ fn collect_dir(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), LoadError> {
     Ok(())
 }
 
-/// Loads one file.
+/// Loads one file: a regular file (symlinks followed) of at most
+/// [`plumb_core::limits::MAX_FILE_BYTES`]; a device, FIFO or socket is refused unopened.
 pub fn load_file(path: &Path) -> Result<Vec<Manifest>, LoadError> {
-    let bytes = std::fs::read(path)
-        .map_err(|e| err(path, None, None, format!("cannot read: {}", io_reason(&e))))?;
+    use std::io::Read;
+    let cannot =
+        |e: std::io::Error| err(path, None, None, format!("cannot read: {}", io_reason(&e)));
+    let meta = std::fs::metadata(path).map_err(cannot)?;
+    if meta.is_dir() {
+        return Err(err(path, None, None, "is a directory"));
+    }
+    if !meta.is_file() {
+        return Err(err(
+            path,
+            None,
+            None,
+            "not a regular file (a device, FIFO or socket is never read)",
+        ));
+    }
+    let limit = plumb_core::limits::MAX_FILE_BYTES;
+    let too_big = |len: u64| source::too_big(&path.display().to_string(), len, limit);
+    if meta.len() > limit {
+        return Err(too_big(meta.len()));
+    }
+    // Read at most one byte past the limit, in case the file grew since the check.
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    std::fs::File::open(path)
+        .and_then(|f| f.take(limit.saturating_add(1)).read_to_end(&mut bytes))
+        .map_err(cannot)?;
+    if bytes.len() as u64 > limit {
+        return Err(too_big(bytes.len() as u64));
+    }
     let text = String::from_utf8(bytes).map_err(|_| err(path, None, None, "not valid UTF-8"))?;
     parse_str(&text, path)
 }
@@ -193,7 +220,10 @@ pub fn parse_str(text: &str, path: &Path) -> Result<Vec<Manifest>, LoadError> {
         // The fast path handles the YAML manifests are written in and gives exactly what
         // serde-saphyr gives; anything else (and every error) goes to serde-saphyr.
         let parsed = yaml_fast::parse_document(doc).map(Ok).unwrap_or_else(|| {
-            let options = serde_saphyr::options! { legacy_octal_numbers: true };
+            let options = serde_saphyr::options! {
+                legacy_octal_numbers: true,
+                alias_limits: yaml_alias_limits(),
+            };
             serde_saphyr::from_str_with_options(doc, options)
         });
         let v: Value = match parsed {
@@ -227,6 +257,14 @@ fn json_reason(e: &serde_json::Error) -> String {
     match s.rfind(" at line ") {
         Some(i) => s[..i].to_string(),
         None => s,
+    }
+}
+
+/// serde-saphyr's alias limits with plumb's bound on replayed events
+/// ([`plumb_core::limits::MAX_YAML_ALIAS_EVENTS`]).
+pub(crate) fn yaml_alias_limits() -> serde_saphyr::options::AliasLimits {
+    serde_saphyr::alias_limits! {
+        max_total_replayed_events: plumb_core::limits::MAX_YAML_ALIAS_EVENTS,
     }
 }
 
@@ -349,6 +387,9 @@ fn push_object(
             ));
         }
     }
+    if let Some(problem) = object_problem(&v) {
+        return Err(err(path, Some(line), None, problem));
+    }
     let mut v = v;
     plumb_core::value::canonicalize_numbers(&mut v);
     out.push(Manifest {
@@ -421,5 +462,85 @@ mod tests {
         );
         let e = parse("- a\n- b\n", "s.yaml").unwrap_err();
         assert!(e.to_string().contains("expected a mapping"));
+    }
+}
+
+/// What makes an object (read from a file) one no API server would hold: a name or
+/// namespace over Kubernetes' lengths ([`plumb_core::limits`]), an integer past 64 bits,
+/// or a `managedFields` entry whose `fieldsV1` does not parse. Named as
+/// `Kind name: field: problem`.
+fn object_problem(v: &Value) -> Option<String> {
+    use plumb_core::limits::{MAX_NAME_LEN, MAX_NAMESPACE_LEN};
+    let kind = v.get("kind").and_then(Value::as_str).unwrap_or("");
+    let name = v
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let short = plumb_core::limits::quoted(name);
+    let what = format!("{kind} {short}");
+    for (field, max) in [("name", MAX_NAME_LEN), ("namespace", MAX_NAMESPACE_LEN)] {
+        let len = v
+            .pointer(&format!("/metadata/{field}"))
+            .and_then(Value::as_str)
+            .map_or(0, |s| s.chars().count());
+        if len > max {
+            return Some(format!(
+                "{what}: metadata.{field} is {len} characters, over Kubernetes' limit of {max}"
+            ));
+        }
+    }
+    if let Some(path) = number_past_64_bits(v, &mut String::new()) {
+        return Some(format!(
+            "{what}: {path}: integer past 64 bits (Kubernetes integers are 64-bit)"
+        ));
+    }
+    if let Some(entries) = v.pointer("/metadata/managedFields") {
+        let Some(entries) = entries.as_array() else {
+            return Some(format!("{what}: metadata.managedFields: expected a list"));
+        };
+        for (i, e) in entries.iter().enumerate() {
+            if let Some(fields) = e.get("fieldsV1")
+                && let Err(problem) = plumb_core::fieldpath::FieldSet::parse(fields)
+            {
+                let entry = plumb_core::limits::quoted(&problem.entry);
+                return Some(format!(
+                    "{what}: metadata.managedFields[{i}].fieldsV1: invalid entry '{entry}': {}",
+                    problem.reason
+                ));
+            }
+        }
+    }
+    None
+}
+
+/// The dotted path of the first number that was written as an integer too large for 64
+/// bits (parsed as a float with no fraction beyond `u64`/`i64`), if any.
+fn number_past_64_bits(v: &Value, path: &mut String) -> Option<String> {
+    match v {
+        Value::Number(n) => {
+            let f = n.as_f64()?;
+            let past = n.is_f64()
+                && f.fract() == 0.0
+                && (f >= 18_446_744_073_709_551_616.0 || f < -9_223_372_036_854_775_808.0);
+            past.then(|| path.clone())
+        }
+        Value::Object(m) => m.iter().find_map(|(k, child)| {
+            let len = path.len();
+            if !path.is_empty() {
+                path.push('.');
+            }
+            path.push_str(k);
+            let found = number_past_64_bits(child, path);
+            path.truncate(len);
+            found
+        }),
+        Value::Array(a) => a.iter().enumerate().find_map(|(i, child)| {
+            let len = path.len();
+            path.push_str(&format!("[{i}]"));
+            let found = number_past_64_bits(child, path);
+            path.truncate(len);
+            found
+        }),
+        _ => None,
     }
 }

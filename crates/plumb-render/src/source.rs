@@ -37,8 +37,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use gix::ObjectId;
 use gix::objs::tree::EntryKind as GitEntryKind;
 
-/// Largest file a source will read.
-pub const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
+/// Largest file a source will read ([`plumb_core::limits::MAX_FILE_BYTES`]).
+pub const MAX_FILE_BYTES: u64 = plumb_core::limits::MAX_FILE_BYTES;
 
 /// How many symlinks one lookup may pass through before it is taken to be a loop
 /// (the same bound Linux uses).
@@ -764,7 +764,7 @@ fn leaves(file: &str, link: &str, target: &str) -> LoadError {
     )
 }
 
-fn too_big(file: &str, size: u64, limit: u64) -> LoadError {
+pub(crate) fn too_big(file: &str, size: u64, limit: u64) -> LoadError {
     error(
         file,
         format!(

@@ -320,9 +320,9 @@ pub fn parse_stream(
         }
     });
     let mut options = if dialect == Dialect::Resource {
-        serde_saphyr::options! { legacy_octal_numbers: true, strict_booleans: true }
+        serde_saphyr::options! { legacy_octal_numbers: true, strict_booleans: true, alias_limits: crate::yaml_alias_limits() }
     } else {
-        serde_saphyr::options! { legacy_octal_numbers: true }
+        serde_saphyr::options! { legacy_octal_numbers: true, alias_limits: crate::yaml_alias_limits() }
     };
     // Manifest files legitimately hold thousands of documents; the source already caps
     // file sizes.
