@@ -1610,10 +1610,37 @@ mod tests {
             .unwrap()
             .apply(&json!({}), Duration::from_secs(120))
             .unwrap_err();
-        assert!(
-            matches!(&err, JqError::Runtime { message, .. } if message.contains("nested deeper")),
-            "{err:?}"
-        );
+        // Stopped when the value passes 512 levels, long before it would be finished: an
+        // error (as Argo CD's timeout would be), not a skipped expression.
+        assert!(matches!(&err, JqError::TooDeep { .. }), "{err:?}");
+        assert!(err.to_string().contains("nested deeper than 512"), "{err}");
+    }
+
+    #[test]
+    fn a_value_built_deeper_until_the_deadline_is_stopped_not_a_stack_overflow() {
+        // Each of these built [[[…]]] until the deadline, and dropping the half-built value
+        // when the deadline stopped the evaluation overflowed the stack (the process aborted).
+        for expr in [
+            ".data[reduce range(infinite) as $i (null; [.]) | tostring]",
+            ".data[last(recurse([.])) | tostring]",
+            ".data[reduce range(infinite) as $i (null; {a: .}) | tostring]",
+            ".data[last(limit(100000; recurse([.]))) | tostring]",
+        ] {
+            let err = JqDelete::compile(expr)
+                .unwrap()
+                .apply(&json!({"data": {}}), Duration::from_secs(5))
+                .unwrap_err();
+            assert!(matches!(&err, JqError::TooDeep { .. }), "{expr}: {err:?}");
+        }
+    }
+
+    #[test]
+    fn construction_within_the_limit_still_works() {
+        let out = JqDelete::compile(".a[[0, 1][0]]")
+            .unwrap()
+            .apply(&json!({"a": [1, 2]}), Duration::from_secs(5))
+            .unwrap();
+        assert_eq!(out, json!({"a": [2]}));
     }
 
     #[test]
