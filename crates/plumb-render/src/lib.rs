@@ -400,6 +400,86 @@ fn push_object(
     Ok(())
 }
 
+/// What makes an object (read from a file) one no API server would hold: a name or
+/// namespace over Kubernetes' lengths ([`plumb_core::limits`]), an integer past 64 bits,
+/// or a `managedFields` entry whose `fieldsV1` does not parse. Named as
+/// `Kind name: field: problem`.
+fn object_problem(v: &Value) -> Option<String> {
+    use plumb_core::limits::{MAX_NAME_LEN, MAX_NAMESPACE_LEN};
+    let kind = v.get("kind").and_then(Value::as_str).unwrap_or("");
+    let name = v
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let short = plumb_core::limits::quoted(name);
+    let what = format!("{kind} {short}");
+    for (field, max) in [("name", MAX_NAME_LEN), ("namespace", MAX_NAMESPACE_LEN)] {
+        let len = v
+            .pointer(&format!("/metadata/{field}"))
+            .and_then(Value::as_str)
+            .map_or(0, |s| s.chars().count());
+        if len > max {
+            return Some(format!(
+                "{what}: metadata.{field} is {len} characters, over Kubernetes' limit of {max}"
+            ));
+        }
+    }
+    if let Some(path) = number_past_64_bits(v, &mut String::new()) {
+        return Some(format!(
+            "{what}: {path}: integer past 64 bits (Kubernetes integers are 64-bit)"
+        ));
+    }
+    if let Some(entries) = v.pointer("/metadata/managedFields") {
+        let Some(entries) = entries.as_array() else {
+            return Some(format!("{what}: metadata.managedFields: expected a list"));
+        };
+        for (i, e) in entries.iter().enumerate() {
+            if let Some(fields) = e.get("fieldsV1")
+                && let Err(problem) = plumb_core::fieldpath::FieldSet::parse(fields)
+            {
+                let entry = plumb_core::limits::quoted(&problem.entry);
+                return Some(format!(
+                    "{what}: metadata.managedFields[{i}].fieldsV1: invalid entry '{entry}': {}",
+                    problem.reason
+                ));
+            }
+        }
+    }
+    None
+}
+
+/// The dotted path of the first number that was written as an integer too large for 64
+/// bits (parsed as a float with no fraction beyond `u64`/`i64`), if any.
+fn number_past_64_bits(v: &Value, path: &mut String) -> Option<String> {
+    match v {
+        Value::Number(n) => {
+            let f = n.as_f64()?;
+            let past = n.is_f64()
+                && f.fract() == 0.0
+                && !(-9_223_372_036_854_775_808.0..18_446_744_073_709_551_616.0).contains(&f);
+            past.then(|| path.clone())
+        }
+        Value::Object(m) => m.iter().find_map(|(k, child)| {
+            let len = path.len();
+            if !path.is_empty() {
+                path.push('.');
+            }
+            path.push_str(k);
+            let found = number_past_64_bits(child, path);
+            path.truncate(len);
+            found
+        }),
+        Value::Array(a) => a.iter().enumerate().find_map(|(i, child)| {
+            let len = path.len();
+            path.push_str(&format!("[{i}]"));
+            let found = number_past_64_bits(child, path);
+            path.truncate(len);
+            found
+        }),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -462,85 +542,5 @@ mod tests {
         );
         let e = parse("- a\n- b\n", "s.yaml").unwrap_err();
         assert!(e.to_string().contains("expected a mapping"));
-    }
-}
-
-/// What makes an object (read from a file) one no API server would hold: a name or
-/// namespace over Kubernetes' lengths ([`plumb_core::limits`]), an integer past 64 bits,
-/// or a `managedFields` entry whose `fieldsV1` does not parse. Named as
-/// `Kind name: field: problem`.
-fn object_problem(v: &Value) -> Option<String> {
-    use plumb_core::limits::{MAX_NAME_LEN, MAX_NAMESPACE_LEN};
-    let kind = v.get("kind").and_then(Value::as_str).unwrap_or("");
-    let name = v
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    let short = plumb_core::limits::quoted(name);
-    let what = format!("{kind} {short}");
-    for (field, max) in [("name", MAX_NAME_LEN), ("namespace", MAX_NAMESPACE_LEN)] {
-        let len = v
-            .pointer(&format!("/metadata/{field}"))
-            .and_then(Value::as_str)
-            .map_or(0, |s| s.chars().count());
-        if len > max {
-            return Some(format!(
-                "{what}: metadata.{field} is {len} characters, over Kubernetes' limit of {max}"
-            ));
-        }
-    }
-    if let Some(path) = number_past_64_bits(v, &mut String::new()) {
-        return Some(format!(
-            "{what}: {path}: integer past 64 bits (Kubernetes integers are 64-bit)"
-        ));
-    }
-    if let Some(entries) = v.pointer("/metadata/managedFields") {
-        let Some(entries) = entries.as_array() else {
-            return Some(format!("{what}: metadata.managedFields: expected a list"));
-        };
-        for (i, e) in entries.iter().enumerate() {
-            if let Some(fields) = e.get("fieldsV1")
-                && let Err(problem) = plumb_core::fieldpath::FieldSet::parse(fields)
-            {
-                let entry = plumb_core::limits::quoted(&problem.entry);
-                return Some(format!(
-                    "{what}: metadata.managedFields[{i}].fieldsV1: invalid entry '{entry}': {}",
-                    problem.reason
-                ));
-            }
-        }
-    }
-    None
-}
-
-/// The dotted path of the first number that was written as an integer too large for 64
-/// bits (parsed as a float with no fraction beyond `u64`/`i64`), if any.
-fn number_past_64_bits(v: &Value, path: &mut String) -> Option<String> {
-    match v {
-        Value::Number(n) => {
-            let f = n.as_f64()?;
-            let past = n.is_f64()
-                && f.fract() == 0.0
-                && (f >= 18_446_744_073_709_551_616.0 || f < -9_223_372_036_854_775_808.0);
-            past.then(|| path.clone())
-        }
-        Value::Object(m) => m.iter().find_map(|(k, child)| {
-            let len = path.len();
-            if !path.is_empty() {
-                path.push('.');
-            }
-            path.push_str(k);
-            let found = number_past_64_bits(child, path);
-            path.truncate(len);
-            found
-        }),
-        Value::Array(a) => a.iter().enumerate().find_map(|(i, child)| {
-            let len = path.len();
-            path.push_str(&format!("[{i}]"));
-            let found = number_past_64_bits(child, path);
-            path.truncate(len);
-            found
-        }),
-        _ => None,
     }
 }
