@@ -2,7 +2,7 @@
 
 use crate::cluster_args::{ClusterArgs, Connected, FIELD_MANAGER, connect, connect_destination};
 use crate::output::{self, Format};
-use crate::source_args::{SourceArgs, render_sources};
+use crate::source_args::{AppFrom, SourceArgs, render_sources};
 use crate::{EXIT_DIFFERENCES, EXIT_IN_SYNC, Hint};
 use anyhow::{Result, anyhow, bail};
 use plumb_core::argo::{Application, Settings};
@@ -104,7 +104,7 @@ fn load_desired(
         );
     }
     let app_ref = match (app, &args.app) {
-        (Some(a), Some(p)) => Some((a, p.as_path())),
+        (Some(a), Some(p)) => Some((a, AppFrom::File(p.as_path()))),
         _ => None,
     };
     let mut desired = Vec::new();

@@ -2,7 +2,7 @@
 //! (with evidence), where git declares it, whether it is a loop, and the fix.
 
 use crate::cluster_args::{ClusterArgs, connect, connect_destination};
-use crate::source_args::{SourceArgs, render_sources};
+use crate::source_args::{AppFrom, SourceArgs, render_sources};
 use crate::{EXIT_DIFFERENCES, EXIT_IN_SYNC};
 use anyhow::{Result, anyhow, bail};
 use plumb_core::argo::{Application, Settings};
@@ -67,7 +67,9 @@ fn is_application(o: &Value) -> bool {
 }
 
 /// Every object of a snapshot directory (or of a fresh snapshot of the cluster).
-fn load_state(args: &DoctorArgs) -> Result<Vec<Value>> {
+/// The objects of the snapshot (or of a snapshot of the cluster), each with its file in
+/// the snapshot (`None` for a cluster's).
+fn load_state(args: &DoctorArgs) -> Result<(Vec<Value>, Vec<Option<PathBuf>>)> {
     let dir: PathBuf;
     let _cleanup;
     // An Application read at home whose destination is another cluster: the snapshot of
@@ -114,13 +116,18 @@ fn load_state(args: &DoctorArgs) -> Result<Vec<Value>> {
             &dir
         }
     };
-    let mut state: Vec<Value> = plumb_render::load_paths(&[path.to_path_buf()])
-        .map_err(|e| anyhow!("{e}"))?
-        .into_iter()
-        .map(|m| m.object)
-        .collect();
-    state.extend(remote_app);
-    Ok(state)
+    let from_snapshot = args.live.is_some();
+    let (mut state, mut files): (Vec<Value>, Vec<Option<PathBuf>>) =
+        plumb_render::load_paths(&[path.to_path_buf()])
+            .map_err(|e| anyhow!("{e}"))?
+            .into_iter()
+            .map(|m| (m.object, from_snapshot.then_some(m.file)))
+            .unzip();
+    if let Some(app) = remote_app {
+        state.push(app);
+        files.push(None);
+    }
+    Ok((state, files))
 }
 
 /// The Application named `name` (plumb's, else Argo CD's where the server has them).
@@ -195,16 +202,22 @@ fn kustomizations(fs: &dyn plumb_render::source::SourceFs) -> Vec<(String, Value
 }
 
 pub fn run(args: DoctorArgs) -> Result<u8> {
-    let state = load_state(&args)?;
+    let (state, files) = load_state(&args)?;
+    let mut app_file = None;
     let app_obj = match &args.app {
-        Some(name) => state
-            .iter()
-            .find(|o| {
-                is_application(o)
-                    && o.pointer("/metadata/name").and_then(Value::as_str) == Some(name)
-            })
-            .cloned()
-            .ok_or_else(|| anyhow!("Application {name:?} not found in the snapshot or cluster"))?,
+        Some(name) => {
+            let i = state
+                .iter()
+                .position(|o| {
+                    is_application(o)
+                        && o.pointer("/metadata/name").and_then(Value::as_str) == Some(name)
+                })
+                .ok_or_else(|| {
+                    anyhow!("Application {name:?} not found in the snapshot or cluster")
+                })?;
+            app_file = files[i].clone();
+            state[i].clone()
+        }
         // Preflight without an Application: a change is checked on its own.
         None => serde_json::json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "Application",
             "metadata": {"name": "preflight"}, "spec": {}}),
@@ -217,10 +230,14 @@ pub fn run(args: DoctorArgs) -> Result<u8> {
     let (desired, source) = if !args.desired.is_empty() {
         (crate::source_args::desired_from_files(&args.desired)?, None)
     } else {
-        let app_file = PathBuf::from(format!("<Application {}>", app.name));
         // Without a named Application (a preflight), the source is what --repo/--path say:
         // no path is an error, not an empty render that passes.
-        let named = args.app.as_ref().map(|_| (&app, app_file.as_path()));
+        // A relative repoURL is refused: a snapshot's or a cluster's Application has no
+        // directory it would be relative to.
+        let named = args
+            .app
+            .as_ref()
+            .map(|_| (&app, AppFrom::Object(app_file.as_deref())));
         let mut sources = render_sources(&args.source, named)?;
         let mut desired = Vec::new();
         for source in &mut sources {

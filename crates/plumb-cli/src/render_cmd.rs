@@ -2,7 +2,7 @@
 //! origin (`# file:line`) of every scalar.
 
 use crate::EXIT_IN_SYNC;
-use crate::source_args::{SourceArgs, render_sources};
+use crate::source_args::{AppFrom, SourceArgs, render_sources};
 use anyhow::{Result, anyhow};
 use plumb_core::argo::Application;
 use std::io::Write;
@@ -29,7 +29,7 @@ pub fn run(args: RenderArgs) -> Result<u8> {
     let sources = render_sources(
         &args.source,
         app.as_ref()
-            .map(|(a, p): &(Application, PathBuf)| (a, p.as_path())),
+            .map(|(a, p): &(Application, PathBuf)| (a, AppFrom::File(p.as_path()))),
     )?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();

@@ -62,9 +62,19 @@ pub struct RenderedSource {
 /// [`locate`](plumb_render::fetch::locate) → [`fetch`](plumb_render::fetch::fetch) →
 /// [`render_fetched`](plumb_render::render::render_fetched), as the controller runs them):
 /// one per source of the Application, or the one the options name.
+/// Where an Application was read from.
+#[derive(Debug, Clone, Copy)]
+pub enum AppFrom<'a> {
+    /// A file: a relative `repoURL` is relative to its directory.
+    File(&'a Path),
+    /// A snapshot's file, or a cluster (`None`): a relative `repoURL` is refused, naming the
+    /// file (there is no directory it would mean anything relative to).
+    Object(Option<&'a Path>),
+}
+
 pub fn render_sources(
     args: &SourceArgs,
-    app: Option<(&Application, &Path)>,
+    app: Option<(&Application, AppFrom<'_>)>,
 ) -> Result<Vec<RenderedSource>> {
     if args.path.is_none() && app.is_none() {
         bail!("no source path: pass --path SUBDIR (or --app with spec.source.path)");
@@ -79,10 +89,13 @@ pub fn render_sources(
         revision: args.revision.clone(),
         path: args.path.clone(),
     };
-    // A relative repoURL is relative to the Application file's directory.
-    let base = app.map_or(Path::new("."), |(_, file)| {
-        file.parent().unwrap_or(Path::new("."))
-    });
+    // A relative repoURL is relative to the Application file's directory; an Application
+    // from a cluster or a snapshot has none (refused, naming the field).
+    let base = match app {
+        None => Some(Path::new(".")),
+        Some((_, AppFrom::File(file))) => Some(file.parent().unwrap_or(Path::new("."))),
+        Some((_, AppFrom::Object(_))) => None,
+    };
     // A CLI run fetches a remote once; the cache keeps the mirror for the next run.
     let mut cache = RepoCache::new(RepoCache::default_dir(), std::time::Duration::ZERO);
     if let Some(path) = &args.repo_creds {
@@ -95,19 +108,25 @@ pub fn render_sources(
     };
     let opts = RenderOptions::for_app(app.map(|(a, _)| a), renderer);
     let mut out = Vec::with_capacity(sources.len());
-    for source in sources {
-        let fetched = locate(source, &overrides, Some(base))
-            .and_then(|at| fetch(&at, &cache).map(|f| (at, f)));
+    for (i, source) in sources.iter().enumerate() {
+        let fetched =
+            locate(source, &overrides, base).and_then(|at| fetch(&at, &cache).map(|f| (at, f)));
         let (at, fetched) = match (fetched, app) {
             (Ok(f), _) => f,
             (Err(FetchError::Open(e)), _) => bail!("{e}"),
-            (Err(e), Some((a, file))) => {
-                // An Application read from a cluster or snapshot has no file to name.
-                let shown = file.display().to_string();
-                if shown.starts_with('<') {
-                    bail!("Application {}: {e}", a.name)
+            (Err(e), Some((a, from))) => {
+                let field = if sources.len() > 1 {
+                    format!("spec.sources[{i}]")
+                } else {
+                    "spec.source".to_string()
+                };
+                match from {
+                    AppFrom::File(file) | AppFrom::Object(Some(file)) => {
+                        bail!("{}: Application {}: {field}: {e}", file.display(), a.name)
+                    }
+                    // An Application read from a cluster has no file to name.
+                    AppFrom::Object(None) => bail!("Application {}: {field}: {e}", a.name),
                 }
-                bail!("{shown}: Application {}: {e}", a.name)
             }
             (Err(e), None) => bail!("{e}"),
         };

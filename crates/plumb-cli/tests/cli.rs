@@ -634,3 +634,41 @@ fn doctor_fix_writes_the_seeds_git_change() {
         "{finding}"
     );
 }
+
+/// A relative `repoURL` of an Application read from a snapshot is refused, naming the file
+/// and the field, rather than read from the working directory (where it happens to exist
+/// here); `--repo` still supplies the repository.
+#[test]
+fn a_snapshot_application_with_a_relative_repo_url_is_refused() {
+    let d = tmp("relative-repo-url");
+    let live = d.join("live");
+    std::fs::create_dir_all(&live).expect("mkdir");
+    for entry in std::fs::read_dir(repo().join("examples/payments/live")).expect("example") {
+        let entry = entry.expect("entry");
+        std::fs::copy(entry.path(), live.join(entry.file_name())).expect("copy");
+    }
+    let app_file = live.join("application-payments-prod.json");
+    let mut app: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&app_file).expect("read")).expect("json");
+    app["spec"]["source"]["repoURL"] = "examples/payments/repo".into();
+    std::fs::write(&app_file, app.to_string()).expect("write");
+    let live_arg = live.to_str().expect("utf-8");
+    let o = plumb(&["doctor", "payments-prod", "--live", live_arg]);
+    assert_one_line_error(
+        &o,
+        &[
+            &app_file.display().to_string(),
+            "Application payments-prod: spec.source: repoURL \"examples/payments/repo\" is a relative path",
+        ],
+    );
+    let o = plumb(&[
+        "doctor",
+        "payments-prod",
+        "--live",
+        live_arg,
+        "--repo",
+        "examples/payments/repo",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let _ = std::fs::remove_dir_all(&d);
+}

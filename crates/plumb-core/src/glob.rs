@@ -85,11 +85,40 @@ pub fn wildcard_match(pattern: &str, text: &str) -> bool {
     Wildcard::new(pattern).is_match(text)
 }
 
+/// The most alternatives one `{a,b}` pattern may expand to. Argo CD's matcher never expands
+/// braces; plumb does (globset has no nested alternatives), so `{a,b}{a,b}…` would otherwise
+/// grow as 2ⁿ.
+pub const MAX_BRACE_ALTERNATIVES: usize = 1024;
+
+/// A pattern whose `{a,b}` groups expand to more than [`MAX_BRACE_ALTERNATIVES`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "glob {pattern:?} expands to more than {MAX_BRACE_ALTERNATIVES} alternatives ({{a,b}} groups multiply); use fewer groups"
+)]
+pub struct GlobError {
+    pub pattern: String,
+}
+
 /// `{a,b}` alternatives expanded (innermost-first is not needed: the first top-level group is
-/// expanded and the results expanded again). An unbalanced `{` is literal.
-fn expand_braces(pattern: &str) -> Vec<String> {
+/// expanded and the results expanded again). An unbalanced `{` is literal. Stops with an
+/// error once more than [`MAX_BRACE_ALTERNATIVES`] results exist.
+fn expand_braces(pattern: &str) -> Result<Vec<String>, GlobError> {
+    let mut out = Vec::new();
+    expand_into(pattern, &mut out).map_err(|()| GlobError {
+        pattern: pattern.to_string(),
+    })?;
+    Ok(out)
+}
+
+/// Every expansion produces at least one result, so the work done before the limit is hit
+/// is bounded by the limit times the pattern's nesting.
+fn expand_into(pattern: &str, out: &mut Vec<String>) -> Result<(), ()> {
     let Some(open) = pattern.find('{') else {
-        return vec![pattern.to_string()];
+        if out.len() >= MAX_BRACE_ALTERNATIVES {
+            return Err(());
+        }
+        out.push(pattern.to_string());
+        return Ok(());
     };
     let bytes = pattern.as_bytes();
     let (mut depth, mut parts, mut start) = (0usize, Vec::new(), open + 1);
@@ -101,10 +130,10 @@ fn expand_braces(pattern: &str) -> Vec<String> {
                 if depth == 0 {
                     parts.push(&pattern[start..i]);
                     let (head, tail) = (&pattern[..open], &pattern[i + 1..]);
-                    return parts
-                        .iter()
-                        .flat_map(|alt| expand_braces(&format!("{head}{alt}{tail}")))
-                        .collect();
+                    for alt in parts {
+                        expand_into(&format!("{head}{alt}{tail}"), out)?;
+                    }
+                    return Ok(());
                 }
             }
             b',' if depth == 1 => {
@@ -116,10 +145,15 @@ fn expand_braces(pattern: &str) -> Vec<String> {
     }
     // Unbalanced: the `{` is literal, later groups still expand.
     let (head, tail) = pattern.split_at(open + 1);
-    expand_braces(tail)
-        .into_iter()
-        .map(|t| format!("{head}{t}"))
-        .collect()
+    let mut rest = Vec::new();
+    expand_into(tail, &mut rest)?;
+    for t in rest {
+        if out.len() >= MAX_BRACE_ALTERNATIVES {
+            return Err(());
+        }
+        out.push(format!("{head}{t}"));
+    }
+    Ok(())
 }
 
 /// One brace-free alternative as a globset glob: classes kept, runs of `*` one `*` (a `*`
@@ -168,15 +202,16 @@ pub struct PathGlob {
 }
 
 impl PathGlob {
-    pub fn new(pattern: &str) -> PathGlob {
-        PathGlob {
-            alternatives: expand_braces(pattern)
+    /// Compiles `pattern`; an error only when its braces expand to too many alternatives.
+    pub fn new(pattern: &str) -> Result<PathGlob, GlobError> {
+        Ok(PathGlob {
+            alternatives: expand_braces(pattern)?
                 .iter()
                 .filter_map(|alt| path_alternative_to_glob(alt))
                 .filter_map(|glob| builder(&glob).build().ok())
                 .map(|g| g.compile_matcher())
                 .collect(),
-        }
+        })
     }
 
     /// Whether a repository path (relative to the source path) matches.
@@ -186,9 +221,78 @@ impl PathGlob {
 }
 
 /// Whether a repository path matches a `directory.include` / `exclude` glob (compiles it;
-/// keep a [`PathGlob`] to match many paths).
+/// keep a [`PathGlob`] to match many paths). A pattern that expands too far matches nothing.
 pub fn path_match(pattern: &str, path: &str) -> bool {
-    PathGlob::new(pattern).is_match(path)
+    PathGlob::new(pattern).is_ok_and(|g| g.is_match(path))
+}
+
+/// One entry of an Argo CD namespace list (`--application-namespaces`, an AppProject's
+/// `sourceNamespaces`): `/regex/` (unanchored, as Go's `regexp.MatchString`), else a glob
+/// (`*`, `?`, classes, `{a,b}`; `*` matches any run of characters; `\` escapes).
+#[derive(Debug, Clone)]
+pub enum NamespacePattern {
+    Glob(GlobMatcher),
+    Regex(regex::Regex),
+}
+
+impl NamespacePattern {
+    /// Compiles one entry; the error says why (an invalid glob or regular expression).
+    pub fn new(pattern: &str) -> Result<NamespacePattern, String> {
+        if pattern.len() > 2 && pattern.starts_with('/') && pattern.ends_with('/') {
+            let re = &pattern[1..pattern.len() - 1];
+            return regex::Regex::new(re)
+                .map(NamespacePattern::Regex)
+                .map_err(|e| format!("invalid regular expression {re:?}: {e}"));
+        }
+        GlobBuilder::new(pattern)
+            .literal_separator(false)
+            .backslash_escape(true)
+            .empty_alternates(true)
+            .build()
+            .map(|g| NamespacePattern::Glob(g.compile_matcher()))
+            .map_err(|e| format!("invalid glob {pattern:?}: {}", e.kind()))
+    }
+
+    pub fn is_match(&self, namespace: &str) -> bool {
+        match self {
+            NamespacePattern::Glob(g) => g.is_match(namespace),
+            NamespacePattern::Regex(r) => r.is_match(namespace),
+        }
+    }
+}
+
+/// A list of [`NamespacePattern`]s: a namespace is in it when any entry matches.
+#[derive(Debug, Clone, Default)]
+pub struct NamespaceList {
+    patterns: Vec<NamespacePattern>,
+}
+
+impl NamespaceList {
+    /// Compiles every entry (empty entries skipped); the error names the entry.
+    pub fn new<S: AsRef<str>>(patterns: &[S]) -> Result<NamespaceList, String> {
+        let mut out = Vec::new();
+        for p in patterns
+            .iter()
+            .map(AsRef::as_ref)
+            .filter(|p| !p.trim().is_empty())
+        {
+            out.push(NamespacePattern::new(p.trim())?);
+        }
+        Ok(NamespaceList { patterns: out })
+    }
+
+    /// A comma-separated list, as Argo CD's `--application-namespaces` takes it.
+    pub fn parse(list: &str) -> Result<NamespaceList, String> {
+        NamespaceList::new(&list.split(',').collect::<Vec<_>>())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.patterns.is_empty()
+    }
+
+    pub fn is_match(&self, namespace: &str) -> bool {
+        self.patterns.iter().any(|p| p.is_match(namespace))
+    }
 }
 
 #[cfg(test)]
@@ -290,5 +394,59 @@ mod tests {
         for (p, t, want) in table {
             assert_eq!(path_match(p, t), *want, "{p:?} ~ {t:?}");
         }
+    }
+
+    #[test]
+    fn brace_expansion_is_bounded_and_names_the_pattern() {
+        // 2^10 = 1024 alternatives: the limit itself is fine.
+        let ten = "{a,b}".repeat(10);
+        assert!(PathGlob::new(&ten).is_ok_and(|g| g.is_match(&"ab".repeat(5))));
+        let eleven = "{a,b}".repeat(11);
+        let e = PathGlob::new(&eleven).unwrap_err();
+        assert_eq!(e.pattern, eleven);
+        assert!(
+            e.to_string()
+                .starts_with(&format!("glob {eleven:?} expands to more than 1024"))
+        );
+        // 2^40 alternatives fail fast instead of exhausting memory.
+        let start = std::time::Instant::now();
+        assert!(PathGlob::new(&"{a,b}".repeat(40)).is_err());
+        assert!(start.elapsed() < std::time::Duration::from_secs(5));
+        // Nested groups count their leaves; an unbalanced brace stays literal.
+        assert!(PathGlob::new(&format!("{{{}}}", ["x"; 1025].join(","))).is_err());
+        assert!(PathGlob::new(&format!("{{{}}}", ["x"; 1024].join(","))).is_ok());
+        assert!(path_match("{a", "{a"));
+        assert!(!path_match(&eleven, "a"));
+    }
+
+    #[test]
+    fn namespace_lists_as_argo_cd_matches_them() {
+        let l = NamespaceList::parse("team-*, /^ops-[0-9]+$/,,prod").unwrap();
+        for (ns, want) in [
+            ("team-a", true),
+            ("team-", true),
+            ("ops-12", true),
+            ("ops-x", false),
+            ("prod", true),
+            ("production", false),
+            ("other", false),
+        ] {
+            assert_eq!(l.is_match(ns), want, "{ns}");
+        }
+        // Regular expressions are not anchored (Go's regexp.MatchString).
+        assert!(NamespaceList::parse("/dev/").unwrap().is_match("my-dev-1"));
+        // A comma always separates entries (a flag's list); braces work in a list given whole.
+        assert!(NamespaceList::new(&["{a,b}-*"]).unwrap().is_match("b-1"));
+        assert!(NamespaceList::parse("").unwrap().is_empty());
+        assert!(
+            NamespaceList::parse("/(/")
+                .unwrap_err()
+                .starts_with("invalid regular expression")
+        );
+        assert!(
+            NamespaceList::parse("[a-")
+                .unwrap_err()
+                .starts_with("invalid glob \"[a-\"")
+        );
     }
 }

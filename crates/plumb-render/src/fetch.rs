@@ -6,8 +6,9 @@
 //! The rules, in one place:
 //! - `--repo` (an [`Overrides`]) replaces every source's `repoURL`;
 //! - a `file://` URL or a path is a local repository; a relative path is relative to the
-//!   directory the Application was read from (its file's), and refused when it was read from
-//!   a cluster (a controller's working directory means nothing);
+//!   directory the Application was read from (its file's), and refused
+//!   ([`FetchError::RelativeRepoUrl`]) when it was read from a cluster or a snapshot (neither
+//!   a controller's working directory nor a snapshot's means anything to it);
 //! - a remote URL (`https://`, `ssh://`, `git://`, `user@host:path`) is read from its mirror in
 //!   the repository cache ([`RepoCache`]), cloned or fetched first — the one step that blocks on
 //!   the network;
@@ -110,6 +111,12 @@ pub enum FetchError {
         "repoURL {url:?} is neither a local repository (an absolute path or file:// URL) nor a remote one (https://, ssh://, git://, user@host:path)"
     )]
     NotARepository { url: String },
+    /// A relative path, and no Application file to resolve it from (an Application read
+    /// from a cluster or a snapshot).
+    #[error(
+        "repoURL {url:?} is a relative path, which only an Application read from a file may have (it is relative to that file); use an absolute path, a file:// URL or a remote URL, or pass --repo DIR"
+    )]
+    RelativeRepoUrl { url: String },
     /// A chart source's `repoURL` that is not an HTTP(S) chart repository.
     #[error(
         "repoURL {url:?} of a chart source is not an HTTP(S) chart repository (OCI registries are not supported yet)"
@@ -195,7 +202,9 @@ fn repo_of(url: &str, base: Option<&Path>) -> Result<RepoRef, FetchError> {
         return Ok(RepoRef::Local(local));
     }
     base.map(|b| RepoRef::Local(b.join(&local)))
-        .ok_or_else(not_a_repository)
+        .ok_or_else(|| FetchError::RelativeRepoUrl {
+            url: url.to_string(),
+        })
 }
 
 /// The repository of `at`, cloned or fetched into `cache` when it is remote (blocking: it runs
@@ -284,10 +293,17 @@ mod tests {
             at("file://repo", base).unwrap(),
             RepoRef::Local("/apps/repo".into())
         );
-        assert!(matches!(
-            at("repo", None),
-            Err(FetchError::NotARepository { .. })
-        ));
+        for relative in ["repo", "../repo", "file://repo"] {
+            let e = at(relative, None).unwrap_err();
+            assert!(
+                matches!(&e, FetchError::RelativeRepoUrl { url } if url == relative),
+                "{e}"
+            );
+            assert!(
+                e.to_string()
+                    .starts_with(&format!("repoURL {relative:?} is a relative path"))
+            );
+        }
         assert!(matches!(
             at("s3://bucket/x", base),
             Err(FetchError::NotARepository { .. })

@@ -212,8 +212,19 @@ fn directory_files(
     root: &str,
     opts: &DirectorySource,
 ) -> Result<Vec<String>, LoadError> {
-    let include = (!opts.include.is_empty()).then(|| PathGlob::new(&opts.include));
-    let exclude = (!opts.exclude.is_empty()).then(|| PathGlob::new(&opts.exclude));
+    let glob = |field: &str, pattern: &str| -> Result<Option<PathGlob>, LoadError> {
+        if pattern.is_empty() {
+            return Ok(None);
+        }
+        PathGlob::new(pattern).map(Some).map_err(|e| LoadError {
+            file: PathBuf::from(root),
+            line: None,
+            column: None,
+            message: format!("spec.source.directory.{field}: {e}"),
+        })
+    };
+    let include = glob("include", &opts.include)?;
+    let exclude = glob("exclude", &opts.exclude)?;
     let mut out = Vec::new();
     let mut stack = vec![root.to_string()];
     while let Some(dir) = stack.pop() {
