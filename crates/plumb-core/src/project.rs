@@ -14,8 +14,11 @@
 //!   time zone; deny wins, `manualSync` lets a manual sync through).
 //!
 //! Every refusal is a [`Denial`] whose message names the rule, in Argo CD's words where it
-//! has them. [`AppProject::from_value`] validates what can be invalid (globs, cron schedules,
-//! durations, time zones) and names the field.
+//! has them. One read path: the object is read through the typed model
+//! ([`crate::argo::model::AppProject`], which keeps an absent `namespaceResourceWhitelist`
+//! apart from an empty one) and [`AppProject::compile`]d into this policy, which validates
+//! what can be invalid (globs, cron schedules, durations, time zones) and names the field;
+//! [`AppProject::from_value`] does both.
 //!
 //! ```
 //! use plumb_core::project::{AppProject, Destination};
@@ -34,8 +37,9 @@
 //! assert!(proj.source_permitted("https://git.example.com/team-b/web").is_err());
 //! ```
 
+use crate::argo::model;
+use crate::glob::NamespacePattern;
 use globset::{GlobBuilder, GlobMatcher};
-use serde::Deserialize;
 use serde_json::Value;
 use std::fmt;
 
@@ -66,68 +70,11 @@ impl Denial {
     }
 }
 
-/// Where an Application deploys: `spec.destination` (server or name, and namespace).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(default)]
-pub struct Destination {
-    pub server: String,
-    pub name: String,
-    pub namespace: String,
-}
-
-impl Destination {
-    pub fn new(server: &str, name: &str, namespace: &str) -> Destination {
-        Destination {
-            server: server.into(),
-            name: name.into(),
-            namespace: namespace.into(),
-        }
-    }
-
-    /// The namespace given, the cluster kept (a resource's namespace against the
-    /// Application's cluster).
-    pub fn with_namespace(&self, namespace: &str) -> Destination {
-        Destination {
-            namespace: namespace.into(),
-            ..self.clone()
-        }
-    }
-}
-
-/// A group/kind (and, optionally, name) entry of a resource white- or blacklist.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(default)]
-pub struct GroupKindRule {
-    pub group: String,
-    pub kind: String,
-    /// Only resources of this name (a glob); empty: any name.
-    pub name: String,
-}
-
-impl fmt::Display for GroupKindRule {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let group = if self.group.is_empty() {
-            "''"
-        } else {
-            &self.group
-        };
-        write!(f, "{group}/{}", self.kind)?;
-        if !self.name.is_empty() {
-            write!(f, " name {}", self.name)?;
-        }
-        Ok(())
-    }
-}
-
-/// `spec.orphanedResources`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(default)]
-pub struct OrphanedResources {
-    /// Whether orphaned resources raise a warning condition (Argo CD's default: true when
-    /// the block is present).
-    pub warn: Option<bool>,
-    pub ignore: Vec<GroupKindRule>,
-}
+/// Where an Application deploys (`spec.destination`), and a project's `destinations[]`:
+/// the typed model's.
+pub use crate::argo::model::Destination;
+/// A group/kind (and name) entry of a resource white- or blacklist: the typed model's.
+pub use crate::argo::model::GroupKindPattern;
 
 /// Whether a sync window allows or denies syncs while it is active.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -145,34 +92,27 @@ impl fmt::Display for WindowKind {
     }
 }
 
-/// One entry of `spec.syncWindows`, validated.
+/// One entry of `spec.syncWindows`, compiled from the model's (which it keeps as `spec`).
 #[derive(Debug, Clone)]
 pub struct SyncWindow {
     pub kind: WindowKind,
-    /// The cron schedule as written (five fields, or a descriptor such as `@daily`).
-    pub schedule: String,
-    /// The duration as written (a Go duration: `1h30m`).
-    pub duration: String,
-    pub applications: Vec<String>,
-    pub namespaces: Vec<String>,
-    pub clusters: Vec<String>,
-    pub manual_sync: bool,
-    /// IANA time zone the schedule is read in (default UTC).
+    /// The entry as written.
+    pub spec: model::SyncWindow,
+    /// IANA time zone the schedule is read in (`timeZone`, default UTC).
     pub time_zone: String,
-    /// `andOperator`: every matcher given must match (default: any).
-    pub and_operator: bool,
     cron: croner::Cron,
     length: jiff::SignedDuration,
     tz: jiff::tz::TimeZone,
 }
 
+/// `deny '0 22 * * *' for 8h (UTC)`: kind, schedule, duration and time zone.
 impl fmt::Display for SyncWindow {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} '{}' for {}", self.kind, self.schedule, self.duration)?;
-        if self.time_zone != "UTC" {
-            write!(f, " ({})", self.time_zone)?;
-        }
-        Ok(())
+        write!(
+            f,
+            "{} '{}' for {} ({})",
+            self.kind, self.spec.schedule, self.spec.duration, self.time_zone
+        )
     }
 }
 
@@ -199,16 +139,17 @@ impl SyncWindow {
                     .any(|v| !v.is_empty() && Glob::plain(p).is_ok_and(|g| g.matches(v)))
             })
         };
+        let w = &self.spec;
         let checks = [
-            (!self.applications.is_empty()).then(|| any(&self.applications, &[app])),
-            (!self.clusters.is_empty()).then(|| any(&self.clusters, &[&dest.name, &dest.server])),
-            (!self.namespaces.is_empty()).then(|| any(&self.namespaces, &[&dest.namespace])),
+            (!w.applications.is_empty()).then(|| any(&w.applications, &[app])),
+            (!w.clusters.is_empty()).then(|| any(&w.clusters, &[&dest.name, &dest.server])),
+            (!w.namespaces.is_empty()).then(|| any(&w.namespaces, &[&dest.namespace])),
         ];
         let mut given = checks.iter().flatten().peekable();
         if given.peek().is_none() {
             return false;
         }
-        if self.and_operator {
+        if w.and_operator {
             given.all(|&m| m)
         } else {
             given.any(|&m| m)
@@ -248,79 +189,52 @@ impl WindowVerdict {
     }
 }
 
-/// An `AppProject`, read and validated.
+/// An `AppProject` as a policy: the typed model's object ([`model::AppProject`], the one
+/// read path) validated, its sync windows compiled.
 #[derive(Debug, Clone)]
 pub struct AppProject {
     pub name: String,
     pub namespace: String,
-    pub description: String,
-    pub source_repos: Vec<String>,
-    pub destinations: Vec<Destination>,
-    pub cluster_resource_whitelist: Vec<GroupKindRule>,
-    pub cluster_resource_blacklist: Vec<GroupKindRule>,
-    /// `None` (absent) permits every namespaced kind; `Some([])` none.
-    pub namespace_resource_whitelist: Option<Vec<GroupKindRule>>,
-    pub namespace_resource_blacklist: Vec<GroupKindRule>,
-    pub source_namespaces: Vec<String>,
-    pub sync_windows: Vec<SyncWindow>,
-    pub orphaned_resources: Option<OrphanedResources>,
-    pub permit_only_project_scoped_clusters: bool,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default, rename_all = "camelCase")]
-struct RawSpec {
-    description: String,
-    source_repos: Vec<String>,
-    destinations: Vec<Destination>,
-    cluster_resource_whitelist: Vec<GroupKindRule>,
-    cluster_resource_blacklist: Vec<GroupKindRule>,
-    namespace_resource_whitelist: Option<Vec<GroupKindRule>>,
-    namespace_resource_blacklist: Vec<GroupKindRule>,
-    source_namespaces: Vec<String>,
-    sync_windows: Vec<RawWindow>,
-    orphaned_resources: Option<OrphanedResources>,
-    permit_only_project_scoped_clusters: bool,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default, rename_all = "camelCase")]
-struct RawWindow {
-    kind: String,
-    schedule: String,
-    duration: String,
-    applications: Vec<String>,
-    namespaces: Vec<String>,
-    clusters: Vec<String>,
-    manual_sync: bool,
-    time_zone: String,
-    and_operator: bool,
+    /// The spec as read (`namespaceResourceWhitelist` absent ≠ empty, as in the model).
+    pub spec: model::AppProjectSpec,
+    sync_windows: Vec<SyncWindow>,
 }
 
 impl AppProject {
-    /// Reads an AppProject object (`argoproj.io` or `plumb.dev`; only the spec matters).
+    /// Reads an AppProject object (`argoproj.io` or `plumb.dev`; only the spec matters)
+    /// through the typed model and compiles it.
     pub fn from_value(obj: &Value) -> Result<AppProject, ProjectError> {
-        let name = obj
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or("<unnamed>")
-            .to_string();
-        let namespace = obj
-            .pointer("/metadata/namespace")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
+        match model::AppProject::from_value(obj) {
+            Ok(m) => AppProject::compile(&m),
+            Err(e) => Err(ProjectError {
+                project: obj
+                    .pointer("/metadata/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("<unnamed>")
+                    .to_string(),
+                field: if e.path.is_empty() {
+                    "spec".into()
+                } else {
+                    e.path
+                },
+                reason: e.message,
+            }),
+        }
+    }
+
+    /// The policy of a project read through the typed model: what can be invalid (globs,
+    /// cron schedules, durations, time zones) is checked here and named by its field.
+    pub fn compile(project: &model::AppProject) -> Result<AppProject, ProjectError> {
+        let name = match project.metadata.name.as_str() {
+            "" => "<unnamed>".to_string(),
+            n => n.to_string(),
+        };
         let err = |field: String, reason: String| ProjectError {
             project: name.clone(),
             field,
             reason,
         };
-        let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
-        let raw: RawSpec = if spec.is_null() {
-            RawSpec::default()
-        } else {
-            serde_json::from_value(spec).map_err(|e| err("spec".into(), e.to_string()))?
-        };
+        let raw = &project.spec;
         // Every glob is compiled once here, so a bad one is reported with its field.
         let check = |field: String, pattern: &str, kind: GlobKind| {
             Glob::new(pattern.strip_prefix('!').unwrap_or(pattern), kind)
@@ -355,8 +269,11 @@ impl AppProject {
                 )?;
             }
         }
-        let lists: [(&str, &[GroupKindRule]); 4] = [
-            ("clusterResourceWhitelist", &raw.cluster_resource_whitelist),
+        let lists: [(&str, &[GroupKindPattern]); 4] = [
+            (
+                "clusterResourceWhitelist",
+                raw.cluster_resource_whitelist.as_deref().unwrap_or(&[]),
+            ),
             ("clusterResourceBlacklist", &raw.cluster_resource_blacklist),
             (
                 "namespaceResourceWhitelist",
@@ -378,7 +295,7 @@ impl AppProject {
             NamespacePattern::new(ns).map_err(|r| err(format!("spec.sourceNamespaces[{i}]"), r))?;
         }
         let mut sync_windows = Vec::new();
-        for (i, w) in raw.sync_windows.into_iter().enumerate() {
+        for (i, w) in raw.sync_windows.iter().enumerate() {
             let field = |f: &str| format!("spec.syncWindows[{i}].{f}");
             let kind = match w.kind.as_str() {
                 "allow" => WindowKind::Allow,
@@ -395,7 +312,7 @@ impl AppProject {
             let time_zone = if w.time_zone.is_empty() {
                 "UTC".to_string()
             } else {
-                w.time_zone
+                w.time_zone.clone()
             };
             let tz = jiff::tz::TimeZone::get(&time_zone).map_err(|e| {
                 err(
@@ -420,14 +337,8 @@ impl AppProject {
             }
             sync_windows.push(SyncWindow {
                 kind,
-                schedule: w.schedule,
-                duration: w.duration,
-                applications: w.applications,
-                namespaces: w.namespaces,
-                clusters: w.clusters,
-                manual_sync: w.manual_sync,
+                spec: w.clone(),
                 time_zone,
-                and_operator: w.and_operator,
                 cron,
                 length,
                 tz,
@@ -435,26 +346,22 @@ impl AppProject {
         }
         Ok(AppProject {
             name,
-            namespace,
-            description: raw.description,
-            source_repos: raw.source_repos,
-            destinations: raw.destinations,
-            cluster_resource_whitelist: raw.cluster_resource_whitelist,
-            cluster_resource_blacklist: raw.cluster_resource_blacklist,
-            namespace_resource_whitelist: raw.namespace_resource_whitelist,
-            namespace_resource_blacklist: raw.namespace_resource_blacklist,
-            source_namespaces: raw.source_namespaces,
+            namespace: project.metadata.namespace.clone(),
+            spec: raw.clone(),
             sync_windows,
-            orphaned_resources: raw.orphaned_resources,
-            permit_only_project_scoped_clusters: raw.permit_only_project_scoped_clusters,
         })
+    }
+
+    /// The compiled `spec.syncWindows`, in order.
+    pub fn sync_windows(&self) -> &[SyncWindow] {
+        &self.sync_windows
     }
 
     /// Whether an Application may take its manifests from `repo_url`.
     pub fn source_permitted(&self, repo_url: &str) -> Result<(), Denial> {
         let url = normalize_repo_url(repo_url);
         let mut any = false;
-        for pattern in &self.source_repos {
+        for pattern in &self.spec.source_repos {
             let (deny, p) = split_deny(pattern);
             let p = normalize_repo_url(p);
             // As in Argo CD, a deny pattern that does not match counts as a match: a list of
@@ -489,7 +396,7 @@ impl AppProject {
     pub fn destination_permitted(&self, dest: &Destination) -> Result<(), Denial> {
         let mut any = false;
         let mut denied = false;
-        for item in &self.destinations {
+        for item in &self.spec.destinations {
             let m = glob_match_negatable;
             let name_matched = !dest.name.is_empty() && m(&item.name, &dest.name);
             let server_matched = !dest.server.is_empty() && m(&item.server, &dest.server);
@@ -527,9 +434,9 @@ impl AppProject {
         namespaced: bool,
     ) -> Result<(), Denial> {
         fn in_list<'r>(
-            rules: &'r [GroupKindRule],
+            rules: &'r [GroupKindPattern],
             gkn: (&str, &str, &str),
-        ) -> Option<&'r GroupKindRule> {
+        ) -> Option<&'r GroupKindPattern> {
             rules.iter().find(|r| rule_matches(r, gkn.0, gkn.1, gkn.2))
         }
         let gkn = (group, kind, name);
@@ -545,19 +452,24 @@ impl AppProject {
             ))
         };
         if namespaced {
-            if let Some(white) = &self.namespace_resource_whitelist
+            if let Some(white) = &self.spec.namespace_resource_whitelist
                 && in_list(white, gkn).is_none()
             {
                 return Err(denial("not in namespaceResourceWhitelist".into()));
             }
-            if let Some(rule) = in_list(&self.namespace_resource_blacklist, gkn) {
+            if let Some(rule) = in_list(&self.spec.namespace_resource_blacklist, gkn) {
                 return Err(denial(format!("namespaceResourceBlacklist has {rule}")));
             }
         } else {
-            if in_list(&self.cluster_resource_whitelist, gkn).is_none() {
+            let white = self
+                .spec
+                .cluster_resource_whitelist
+                .as_deref()
+                .unwrap_or(&[]);
+            if in_list(white, gkn).is_none() {
                 return Err(denial("not in clusterResourceWhitelist".into()));
             }
-            if let Some(rule) = in_list(&self.cluster_resource_blacklist, gkn) {
+            if let Some(rule) = in_list(&self.spec.cluster_resource_blacklist, gkn) {
                 return Err(denial(format!("clusterResourceBlacklist has {rule}")));
             }
         }
@@ -593,9 +505,10 @@ impl AppProject {
             return Ok(());
         }
         let ok = self
+            .spec
             .source_namespaces
             .iter()
-            .any(|p| NamespacePattern::new(p).is_ok_and(|p| p.matches(app_namespace)));
+            .any(|p| NamespacePattern::new(p).is_ok_and(|p| p.is_match(app_namespace)));
         if ok {
             Ok(())
         } else {
@@ -639,7 +552,7 @@ impl AppProject {
             .filter(|w| w.kind == WindowKind::Deny)
             .collect();
         if !deny.is_empty() {
-            return if manual && deny.iter().all(|w| w.manual_sync) {
+            return if manual && deny.iter().all(|w| w.spec.manual_sync) {
                 WindowVerdict::AllowedManually {
                     windows: names(&deny),
                 }
@@ -660,7 +573,7 @@ impl AppProject {
         if closed_allows.is_empty() {
             return WindowVerdict::Allowed;
         }
-        if manual && closed_allows.iter().any(|w| w.manual_sync) {
+        if manual && closed_allows.iter().any(|w| w.spec.manual_sync) {
             WindowVerdict::AllowedManually {
                 windows: names(&closed_allows),
             }
@@ -673,30 +586,21 @@ impl AppProject {
 
     /// Argo CD's `default` project as it is created: everything permitted.
     pub fn permissive_default() -> AppProject {
-        let all = || GroupKindRule {
-            group: "*".into(),
-            kind: "*".into(),
-            name: String::new(),
-        };
         AppProject {
             name: DEFAULT_PROJECT.into(),
             namespace: String::new(),
-            description: String::new(),
-            source_repos: vec!["*".into()],
-            destinations: vec![Destination::new("*", "*", "*")],
-            cluster_resource_whitelist: vec![all()],
-            cluster_resource_blacklist: Vec::new(),
-            namespace_resource_whitelist: None,
-            namespace_resource_blacklist: Vec::new(),
-            source_namespaces: Vec::new(),
+            spec: model::AppProjectSpec {
+                source_repos: vec!["*".into()],
+                destinations: vec![Destination::new("*", "*", "*")],
+                cluster_resource_whitelist: Some(vec![GroupKindPattern::new("*", "*")]),
+                ..model::AppProjectSpec::default()
+            },
             sync_windows: Vec::new(),
-            orphaned_resources: None,
-            permit_only_project_scoped_clusters: false,
         }
     }
 }
 
-fn rule_matches(rule: &GroupKindRule, group: &str, kind: &str, name: &str) -> bool {
+fn rule_matches(rule: &GroupKindPattern, group: &str, kind: &str, name: &str) -> bool {
     glob_match(&rule.kind, kind, GlobKind::Path)
         && glob_match(&rule.group, group, GlobKind::Path)
         && (rule.name.is_empty() || glob_match(&rule.name, name, GlobKind::Path))
@@ -754,32 +658,6 @@ impl Glob {
 
     fn matches(&self, value: &str) -> bool {
         self.0.is_match(value)
-    }
-}
-
-/// A `sourceNamespaces` entry: a glob, or `/regex/` as Argo CD allows.
-enum NamespacePattern {
-    Glob(Glob),
-    Regex(regex::Regex),
-}
-
-impl NamespacePattern {
-    fn new(pattern: &str) -> Result<NamespacePattern, String> {
-        if pattern.len() > 2 && pattern.starts_with('/') && pattern.ends_with('/') {
-            let re = &pattern[1..pattern.len() - 1];
-            regex::Regex::new(re)
-                .map(NamespacePattern::Regex)
-                .map_err(|e| format!("invalid regular expression {re:?}: {e}"))
-        } else {
-            Glob::plain(pattern).map(NamespacePattern::Glob)
-        }
-    }
-
-    fn matches(&self, value: &str) -> bool {
-        match self {
-            NamespacePattern::Glob(g) => g.matches(value),
-            NamespacePattern::Regex(r) => r.is_match(value),
-        }
     }
 }
 
@@ -1053,7 +931,7 @@ mod tests {
         assert_eq!(
             p.sync_allowed("web", &d, false, night),
             WindowVerdict::Blocked {
-                windows: vec!["deny '0 22 * * *' for 8h".into()]
+                windows: vec!["deny '0 22 * * *' for 8h (UTC)".into()]
             }
         );
         assert!(p.sync_allowed("web", &d, true, night).allowed());
@@ -1163,7 +1041,10 @@ mod tests {
             error(json!({"sourceNamespaces": ["/(/"]}))
                 .starts_with("AppProject p: spec.sourceNamespaces[0]: invalid regular expression")
         );
-        assert!(error(json!({"destinations": "everywhere"})).starts_with("AppProject p: spec: "));
+        assert!(
+            error(json!({"destinations": "everywhere"}))
+                .starts_with("AppProject p: spec.destinations: invalid type")
+        );
     }
 
     #[test]

@@ -222,6 +222,26 @@ pub struct Destination {
     pub extra: Extra,
 }
 
+impl Destination {
+    pub fn new(server: &str, name: &str, namespace: &str) -> Destination {
+        Destination {
+            server: server.into(),
+            name: name.into(),
+            namespace: namespace.into(),
+            extra: Extra::new(),
+        }
+    }
+
+    /// The namespace given, the cluster kept (a resource's namespace against the
+    /// Application's cluster).
+    pub fn with_namespace(&self, namespace: &str) -> Destination {
+        Destination {
+            namespace: namespace.into(),
+            ..self.clone()
+        }
+    }
+}
+
 /// `spec.info[]`: free-form name/value pairs shown by `argocd app get`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
@@ -738,7 +758,16 @@ pub struct AppProject {
 }
 
 impl AppProject {
+    /// Reads an AppProject (a `spec: null` reads as an empty spec); the policy it stands for
+    /// is [`crate::project::AppProject::compile`]d from it.
     pub fn from_value(v: &Value) -> Result<AppProject, ModelError> {
+        if v.get("spec").is_some_and(Value::is_null) {
+            let mut v = v.clone();
+            if let Some(o) = v.as_object_mut() {
+                o.remove("spec");
+            }
+            return read(&v);
+        }
         read(v)
     }
 
@@ -757,12 +786,15 @@ pub struct AppProjectSpec {
     pub destinations: Vec<Destination>,
     #[serde(skip_serializing_if = "String::is_empty")]
     pub description: String,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub cluster_resource_whitelist: Vec<GroupKindPattern>,
+    /// Absent or empty: no cluster-scoped kind is permitted (Argo CD reads both alike);
+    /// kept as an `Option` so an object is written back as it was read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster_resource_whitelist: Option<Vec<GroupKindPattern>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub cluster_resource_blacklist: Vec<GroupKindPattern>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub namespace_resource_whitelist: Vec<GroupKindPattern>,
+    /// Absent: every namespaced kind is permitted; present and empty: none (Argo CD's rule).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace_resource_whitelist: Option<Vec<GroupKindPattern>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub namespace_resource_blacklist: Vec<GroupKindPattern>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -774,18 +806,49 @@ pub struct AppProjectSpec {
     /// Roles (policies, JWT tokens, groups), kept as written.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub roles: Vec<Value>,
+    #[serde(skip_serializing_if = "is_false")]
+    pub permit_only_project_scoped_clusters: bool,
     #[serde(flatten)]
     pub extra: Extra,
 }
 
-/// A group/kind pair of a project's resource white- or blacklist (`*` globs).
+/// A group/kind pair (and, optionally, a name) of a project's resource white- or blacklist
+/// or of `orphanedResources.ignore` (globs).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct GroupKindPattern {
     pub group: String,
     pub kind: String,
+    /// Only resources of this name (a glob); empty: any name.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub name: String,
     #[serde(flatten)]
     pub extra: Extra,
+}
+
+impl GroupKindPattern {
+    pub fn new(group: &str, kind: &str) -> GroupKindPattern {
+        GroupKindPattern {
+            group: group.into(),
+            kind: kind.into(),
+            ..GroupKindPattern::default()
+        }
+    }
+}
+
+impl std::fmt::Display for GroupKindPattern {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let group = if self.group.is_empty() {
+            "''"
+        } else {
+            &self.group
+        };
+        write!(f, "{group}/{}", self.kind)?;
+        if !self.name.is_empty() {
+            write!(f, " name {}", self.name)?;
+        }
+        Ok(())
+    }
 }
 
 /// One `syncWindows[]` entry.
@@ -811,6 +874,9 @@ pub struct SyncWindow {
     pub manual_sync: bool,
     #[serde(rename = "timeZone", skip_serializing_if = "String::is_empty")]
     pub time_zone: String,
+    /// Every matcher given must match (default: any).
+    #[serde(skip_serializing_if = "is_false")]
+    pub and_operator: bool,
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -822,7 +888,7 @@ pub struct OrphanedResources {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub warn: Option<bool>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub ignore: Vec<Value>,
+    pub ignore: Vec<GroupKindPattern>,
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -976,22 +1042,43 @@ mod tests {
         let s = &p.spec;
         assert_eq!(s.source_repos.len(), 2);
         assert_eq!(s.destinations[1].name, "staging");
-        assert_eq!(s.cluster_resource_whitelist[0].kind, "Namespace");
+        assert_eq!(
+            s.cluster_resource_whitelist.as_ref().unwrap()[0].kind,
+            "Namespace"
+        );
         assert_eq!(
             s.cluster_resource_blacklist[0].group,
             "rbac.authorization.k8s.io"
         );
-        assert_eq!(s.namespace_resource_whitelist[0].group, "apps");
+        assert_eq!(
+            s.namespace_resource_whitelist.as_ref().unwrap()[0].group,
+            "apps"
+        );
         assert_eq!(s.namespace_resource_blacklist[0].kind, "ResourceQuota");
         assert_eq!(s.source_namespaces, ["team-a-apps"]);
         let w = &s.sync_windows[0];
         assert_eq!((w.kind.as_str(), w.duration.as_str()), ("deny", "8h"));
         assert!(w.manual_sync);
         assert_eq!(w.time_zone, "Europe/Berlin");
-        assert_eq!(w.extra["andOperator"], true);
+        assert!(w.and_operator);
         assert_eq!(s.orphaned_resources.as_ref().unwrap().warn, Some(true));
         assert_eq!(s.roles[0]["name"], "ci");
-        assert_eq!(s.extra["permitOnlyProjectScopedClusters"], true);
+        assert!(s.permit_only_project_scoped_clusters);
+        assert_eq!(
+            s.orphaned_resources.as_ref().unwrap().ignore[0].name,
+            "kube-root-ca.crt"
+        );
+        // An absent whitelist and an empty one are different, and both write back as read.
+        let mut raw = raw.clone();
+        raw["spec"]["namespaceResourceWhitelist"] = json!([]);
+        raw["spec"]
+            .as_object_mut()
+            .unwrap()
+            .remove("clusterResourceWhitelist");
+        let p = AppProject::from_value(&raw).unwrap();
+        assert_eq!(p.spec.namespace_resource_whitelist, Some(Vec::new()));
+        assert_eq!(p.spec.cluster_resource_whitelist, None);
+        assert_eq!(p.to_value(), raw);
     }
 
     #[test]
