@@ -54,6 +54,11 @@ pub struct ControllerArgs {
     /// other namespaces need their project's `sourceNamespaces`.
     #[arg(long, value_name = "NAMESPACE")]
     control_namespace: Option<String>,
+    /// Namespaces besides the control namespace whose Applications are reconciled (Argo CD's
+    /// flag): a comma list of globs and `/regex/`s; default none. Applications elsewhere
+    /// are ignored (logged once, their status never written).
+    #[arg(long, value_name = "PATTERNS", value_delimiter = ',')]
+    application_namespaces: Vec<String>,
     /// The namespace of the leader-election Lease `plumb-controller`.
     #[arg(long, default_value = "plumb-system")]
     lease_namespace: String,
@@ -194,18 +199,28 @@ fn log_event(e: Event<'_>) {
         Event::Removed { app } => {
             log_line(json!({"app": format!("{}/{}", app.0, app.1), "removed": true}))
         }
+        Event::Ignored { app } => log_line(json!({
+            "app": format!("{}/{}", app.0, app.1),
+            "ignored": "its namespace is neither the control namespace nor in --application-namespaces",
+        })),
     }
 }
 
 pub fn run(mut args: ControllerArgs) -> Result<u8> {
+    let application_namespaces = plumb_core::glob::NamespaceList::new(&args.application_namespaces)
+        .map_err(|e| anyhow!("--application-namespaces: {e}"))?;
     // In a pod there is no kubeconfig: the in-cluster configuration applies.
     args.cluster.cluster = true;
     let Connected { rt, cluster } = connect(&args.cluster)?;
     let cluster = Arc::new(cluster);
-    rt.block_on(run_async(args, cluster))
+    rt.block_on(run_async(args, cluster, application_namespaces))
 }
 
-async fn run_async(args: ControllerArgs, cluster: Arc<plumb_cluster::Cluster>) -> Result<u8> {
+async fn run_async(
+    args: ControllerArgs,
+    cluster: Arc<plumb_cluster::Cluster>,
+    application_namespaces: plumb_core::glob::NamespaceList,
+) -> Result<u8> {
     let me = format!(
         "{}-{}",
         std::env::var("HOSTNAME").unwrap_or_else(|_| "plumb".into()),
@@ -276,8 +291,10 @@ async fn run_async(args: ControllerArgs, cluster: Arc<plumb_cluster::Cluster>) -
         workers: args.workers.max(1),
         app_namespace: args.app_namespace.clone(),
         namespaced: args.namespaced,
+        application_namespaces,
         ..ControllerOptions::default()
     };
+    let opts_control = opts.run.control_namespace.clone();
     let started = std::time::Instant::now();
     let controller = Controller::start(cluster.clone(), opts)
         .await
@@ -296,6 +313,10 @@ async fn run_async(args: ControllerArgs, cluster: Arc<plumb_cluster::Cluster>) -
         "reconciling": true,
         "watching": controller.cache().kinds().len(),
         "cached": controller.cache().len(),
+        "namespaces": {
+            "control": opts_control,
+            "applicationNamespaces": args.application_namespaces,
+        },
         "ms": u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
     }));
 

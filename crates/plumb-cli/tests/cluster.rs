@@ -1896,3 +1896,119 @@ async fn controller_process_watches_heals_and_hands_over() {
         read_log2()
     );
 }
+
+/// `plumb controller --application-namespaces`: the real controller process serves its
+/// control namespace and the namespaces the list matches (a glob and a `/regex/` here), and
+/// ignores an Application anywhere else — nothing deployed, its status never written, one
+/// log line. A list that does not compile is a one-line exit 2 before anything connects.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn controller_serves_only_its_application_namespaces() {
+    let Some(cluster) = testbed("controller_application_namespaces").await else {
+        return;
+    };
+    install_application_crd(&cluster).await;
+    wait_until("appprojects.plumb.dev being served", || async {
+        cluster.discover().await.ok()?;
+        cluster.resource_for("plumb.dev", "AppProject").await.ok()
+    })
+    .await;
+    let control = namespace(&cluster, "appns-ctl", json!({})).await;
+    let served = namespace(&cluster, "appns-served", json!({})).await;
+    let other = namespace(&cluster, "appns-other", json!({})).await;
+    let dest_served = namespace(&cluster, "appns-dest-a", json!({})).await;
+    let dest_other = namespace(&cluster, "appns-dest-b", json!({})).await;
+    let dir = Scratch::new("appns");
+    dir.write(
+        "repo/app/cm.yaml",
+        &[json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}, "data": {"k": "from-git"}})],
+    );
+    // The project lets any namespace use it: only the controller's flag decides here.
+    apply(
+        &cluster,
+        vec![
+            json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "AppProject",
+            "metadata": {"name": "team", "namespace": control},
+            "spec": {"sourceRepos": ["*"], "destinations": [{"server": "*", "namespace": "*"}],
+                     "sourceNamespaces": ["*"]}}),
+        ],
+    )
+    .await;
+    let app = |ns: &str, dest: &str| {
+        json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "Application",
+            "metadata": {"name": "web", "namespace": ns},
+            "spec": {"project": "team",
+                "source": {"repoURL": format!("file://{}", s(&dir.path("repo"))), "path": "app"},
+                "destination": {"server": "https://kubernetes.default.svc", "namespace": dest},
+                "syncPolicy": {"automated": {"prune": true}}}})
+    };
+    apply(
+        &cluster,
+        vec![app(&served, &dest_served), app(&other, &dest_other)],
+    )
+    .await;
+
+    let list = format!("nothing-*,/^{served}$/");
+    let run = plumb(&[
+        "controller",
+        "--once",
+        "--control-namespace",
+        control.as_str(),
+        "--lease-namespace",
+        control.as_str(),
+        "--application-namespaces",
+        list.as_str(),
+    ])
+    .await;
+    assert_eq!(run.code, Some(0), "{run}");
+    let cm = async |ns: &str| {
+        cluster
+            .get_object("", "ConfigMap", ns, "settings")
+            .await
+            .expect("get")
+    };
+    assert_eq!(
+        cm(&dest_served).await.expect("the served app synced")["data"]["k"],
+        "from-git",
+        "{run}"
+    );
+    assert!(
+        cm(&dest_other).await.is_none(),
+        "the ignored app deployed nothing: {run}"
+    );
+    let status = async |ns: &str| {
+        cluster
+            .get_object("plumb.dev", "Application", ns, "web")
+            .await
+            .expect("get")
+            .expect("the Application")["status"]
+            .clone()
+    };
+    assert_eq!(status(&served).await["sync"]["status"], "Synced");
+    assert!(
+        status(&other).await.is_null(),
+        "no status written for the ignored app: {run}"
+    );
+    // One log line for the ignored app (other runs' leftovers may be listed too).
+    let ignored = |ns: &str| {
+        run.stderr
+            .lines()
+            .filter(|l| l.contains(&format!("\"app\":\"{ns}/web\",\"ignored\"")))
+            .count()
+    };
+    assert_eq!((ignored(&other), ignored(&served)), (1, 0), "{run}");
+
+    let bad = plumb(&[
+        "controller",
+        "--once",
+        "--application-namespaces",
+        "team-*,/(/",
+    ])
+    .await;
+    assert_eq!(bad.code, Some(2), "{bad}");
+    assert_eq!(bad.stderr_lines().len(), 1, "{bad}");
+    assert!(
+        bad.stderr
+            .starts_with("error: --application-namespaces: invalid regular expression \"(\""),
+        "{bad}"
+    );
+}

@@ -242,7 +242,14 @@ impl NamespacePattern {
             let re = &pattern[1..pattern.len() - 1];
             return regex::Regex::new(re)
                 .map(NamespacePattern::Regex)
-                .map_err(|e| format!("invalid regular expression {re:?}: {e}"));
+                .map_err(|e| {
+                    // regex's syntax errors span lines (the pattern, a caret, the error):
+                    // one line, the error itself.
+                    let text = e.to_string();
+                    let why = text.lines().last().unwrap_or_default().trim();
+                    let why = why.strip_prefix("error: ").unwrap_or(why);
+                    format!("invalid regular expression {re:?}: {why}")
+                });
         }
         GlobBuilder::new(pattern)
             .literal_separator(false)

@@ -60,6 +60,20 @@ pub struct ControllerOptions {
     /// instead of the cluster-wide watch cache (a tracked object's change is then seen
     /// at the next refresh, not within a second).
     pub namespaced: bool,
+    /// `--application-namespaces`: namespaces besides the control namespace
+    /// (`run.control_namespace`) whose Applications are served ([`crate::scope`]).
+    pub application_namespaces: plumb_core::glob::NamespaceList,
+}
+
+impl ControllerOptions {
+    /// The namespaces whose Applications this controller serves.
+    pub fn scope(&self) -> crate::scope::AppScope {
+        crate::scope::AppScope {
+            only: self.app_namespace.clone(),
+            control: self.run.control_namespace.clone(),
+            others: self.application_namespaces.clone(),
+        }
+    }
 }
 
 impl Default for ControllerOptions {
@@ -72,6 +86,7 @@ impl Default for ControllerOptions {
             debounce: Duration::from_secs(1),
             app_namespace: None,
             namespaced: false,
+            application_namespaces: Default::default(),
         }
     }
 }
@@ -94,6 +109,8 @@ pub enum Event<'a> {
     Lagged { missed: u64 },
     /// An Application is gone (deleted, its finalizers done).
     Removed { app: &'a AppKey },
+    /// An Application in a namespace the controller does not serve: ignored (reported once).
+    Ignored { app: &'a AppKey },
 }
 
 /// Why an app was reconciled.
@@ -212,14 +229,21 @@ impl Controller {
 
     /// The Applications the controller is responsible for, as cached.
     pub fn apps(&self) -> Vec<AppKey> {
-        let mut keys: Vec<AppKey> = self
+        self.apps_and_ignored().0
+    }
+
+    /// The cached Applications served, and those in namespaces not served; both sorted.
+    fn apps_and_ignored(&self) -> (Vec<AppKey>, Vec<AppKey>) {
+        let scope = self.opts.scope();
+        let (mut keys, mut ignored): (Vec<AppKey>, Vec<AppKey>) = self
             .cache
             .list(&application_kind(), self.opts.app_namespace.as_deref())
             .iter()
             .filter_map(|a| app_key(a))
-            .collect();
+            .partition(|k| scope.serves(&k.0));
         keys.sort();
-        keys
+        ignored.sort();
+        (keys, ignored)
     }
 
     /// One pass over every Application (`plumb controller --once`), `workers` at a time.
@@ -231,7 +255,11 @@ impl Controller {
         let run = Arc::new(self.run_options());
         let workers = Arc::new(Semaphore::new(self.opts.workers.max(1)));
         let mut set = tokio::task::JoinSet::new();
-        for key in self.apps() {
+        let (apps, ignored) = self.apps_and_ignored();
+        for key in &ignored {
+            log(Event::Ignored { app: key });
+        }
+        for key in apps {
             let Ok(permit) = workers.clone().acquire_owned().await else {
                 break;
             };
@@ -273,11 +301,19 @@ impl Controller {
         let workers = Arc::new(Semaphore::new(opts.workers.max(1)));
         let mut schedule = Schedule::new(opts);
         let now = Instant::now();
+        let scope = opts.scope();
+        let mut ignored = HashSet::new();
         for app in self
             .cache
             .list(&application_kind(), opts.app_namespace.as_deref())
         {
             schedule.know_app(&app, now);
+            if let Some(key) = app_key(&app)
+                && !scope.serves(&key.0)
+                && ignored.insert(key.clone())
+            {
+                log(Event::Ignored { app: &key });
+            }
         }
 
         loop {
@@ -352,6 +388,16 @@ impl Controller {
                     match change {
                         Ok(change) => {
                             schedule.on_change(&change, Instant::now());
+                            if change.kind != ChangeKind::Deleted
+                                && change.key.group == plumb_cluster::APPLICATION_GROUP
+                                && change.key.kind == plumb_cluster::APPLICATION_KIND
+                                && !scope.serves(&change.key.namespace)
+                            {
+                                let key = (change.key.namespace.clone(), change.key.name.clone());
+                                if ignored.insert(key.clone()) {
+                                    log(Event::Ignored { app: &key });
+                                }
+                            }
                             if change.kind == ChangeKind::Deleted
                                 && change.key.group == plumb_cluster::APPLICATION_GROUP
                                 && change.key.kind == plumb_cluster::APPLICATION_KIND
@@ -402,7 +448,8 @@ pub struct Schedule {
     in_flight: HashSet<AppKey>,
     /// Triggers that arrived while the app reconciled: one more reconcile after it.
     again: HashMap<AppKey, Trigger>,
-    namespace: Option<String>,
+    /// The namespaces served: Applications elsewhere are never queued.
+    scope: crate::scope::AppScope,
     refresh: Duration,
     debounce: Duration,
 }
@@ -415,7 +462,7 @@ impl Schedule {
             by_name: HashMap::new(),
             in_flight: HashSet::new(),
             again: HashMap::new(),
-            namespace: opts.app_namespace.clone(),
+            scope: opts.scope(),
             refresh: opts.refresh,
             debounce: opts.debounce,
         }
@@ -433,7 +480,7 @@ impl Schedule {
     /// changed, or it carries `argocd.argoproj.io/refresh` (a refresh asked for by hand).
     pub fn know_app(&mut self, app: &Value, now: Instant) {
         let Some(key) = app_key(app) else { return };
-        if self.namespace.as_ref().is_some_and(|ns| *ns != key.0) {
+        if !self.scope.serves(&key.0) {
             return;
         }
         let generation = app

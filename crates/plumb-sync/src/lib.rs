@@ -21,7 +21,8 @@
 //! - [`operation`]: hook delete policies, when a hook or an applied resource is done (by
 //!   health), generated hook names; [`request`]: a manual sync's flags; [`migration`]:
 //!   client-side apply migration of `managedFields`; [`deletion`]: the cascade of a deleted
-//!   Application (which wave goes next, what waits, what stays).
+//!   Application (which wave goes next, what waits, what stays); [`scope`]: which
+//!   namespaces' Applications the controller serves (`--application-namespaces`).
 //!
 //! **The runner and the controller do the I/O:**
 //!
@@ -61,6 +62,7 @@ pub mod options;
 pub mod plan;
 pub mod policy;
 pub mod request;
+pub mod scope;
 pub mod status;
 
 /// plumb-core's Go durations and RFC 3339 times (one implementation for every crate).
