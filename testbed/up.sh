@@ -3,21 +3,25 @@
 #
 #   eval "$(testbed/up.sh)"          # prints only `export KUBECONFIG=... TESTBED_DIR=...` on stdout
 #   eval "$(testbed/up.sh --kcm)"    # also start kube-controller-manager (or TESTBED_KCM=1)
+#   eval "$(testbed/up.sh --audit)"  # also write the API server's audit log (or TESTBED_AUDIT=1):
+#                                    # every request at Metadata level, JSON lines, $TESTBED_DIR/audit.log
 #   testbed/down.sh                  # stop it again (uses $TESTBED_DIR)
 #
 # Binaries come from testbed/build.sh:
 #   ${TESTBED_BIN:-${PLUMB_TESTBED_CACHE:-$HOME/.cache/plumb-testbed}/${K8S_VERSION:-<cat $CACHE/current>}/bin}
 # Working dir: mktemp -d under ${TESTBED_TMP:-/dev/shm} (falls back to $TMPDIR). Logs: $TESTBED_DIR/*.log,
 # PIDs: $TESTBED_DIR/pids ("name pid" per line, in start order).
-# Env: TESTBED_KCM=1, TESTBED_START_TIMEOUT (seconds, default 90), TESTBED_KEEP_ON_FAIL=1 (keep dir on failure).
+# Env: TESTBED_KCM=1, TESTBED_AUDIT=1, TESTBED_START_TIMEOUT (seconds, default 90), TESTBED_KEEP_ON_FAIL=1 (keep dir on failure).
 set -euo pipefail
 
 KCM=${TESTBED_KCM:-0}
+AUDIT=${TESTBED_AUDIT:-0}
 for a in "$@"; do
   case "$a" in
     --kcm) KCM=1 ;;
     --no-kcm) KCM=0 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    --audit) AUDIT=1 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "up.sh: unknown argument $a" >&2; exit 2 ;;
   esac
 done
@@ -167,6 +171,15 @@ start etcd "$BIN/etcd" --name=plumb-testbed --data-dir="$W/etcd-data" \
 wait_for "etcd /health" etcd curl -sf "http://127.0.0.1:$EP/health"
 
 # ---- kube-apiserver ----
+AUDIT_ARGS=()
+if [ "$AUDIT" = 1 ]; then
+  # Every request at Metadata level (who, verb, resource, namespace, name, URI; no bodies),
+  # one JSON object per line, written before the request completes (blocking mode).
+  printf '%s\n' 'apiVersion: audit.k8s.io/v1' 'kind: Policy' 'omitStages: [RequestReceived]' \
+    'rules:' '- level: Metadata' >"$W/audit-policy.yaml"
+  AUDIT_ARGS=(--audit-policy-file="$W/audit-policy.yaml" --audit-log-path="$W/audit.log"
+    --audit-log-format=json --audit-log-mode=blocking --audit-log-maxsize=0)
+fi
 # Its command line is kept (apiserver.cmd) so testbed/restart-apiserver.sh can start it again.
 APISERVER_CMD=("$BIN/kube-apiserver" \
   --etcd-servers="http://127.0.0.1:$EP" \
@@ -182,6 +195,7 @@ APISERVER_CMD=("$BIN/kube-apiserver" \
   --service-account-issuer="$SERVER" \
   --service-account-key-file="$W/sa.pub" \
   --service-account-signing-key-file="$W/sa.key" \
+  ${AUDIT_ARGS[@]+"${AUDIT_ARGS[@]}"} \
   --v=1)
 printf '%q ' "${APISERVER_CMD[@]}" >"$W/apiserver.cmd"
 start apiserver "${APISERVER_CMD[@]}"

@@ -4,7 +4,9 @@
 //! (dry run too), a destination namespace it excludes, a repository it does not list; a
 //! deny sync window holds automated syncs and lets a manual one through with `manualSync`;
 //! a malformed cluster Secret is named in the condition; an Application outside the control
-//! namespace needs its project's `sourceNamespaces`.
+//! namespace needs its project's `sourceNamespaces`; and, from the API server's audit log
+//! (`testbed/up.sh --audit`, `REQUIRE_K8S_AUDIT=1` to insist), that a refused operation sends no
+//! write and no request for the app's resources under plumb's own identity.
 
 mod common;
 
@@ -442,4 +444,284 @@ async fn an_application_outside_the_control_namespace_is_not_synced() {
     .expect("reconcile");
     assert!(out.sync.is_some_and(|s| s.succeeded()));
     assert!(exists(&cluster, "", "ConfigMap", &dest, "web").await);
+}
+
+/// One audit event of the API server's log: who, what, where.
+#[derive(Debug)]
+struct Audited {
+    user: String,
+    verb: String,
+    resource: String,
+    subresource: String,
+    namespace: String,
+    name: String,
+    uri: String,
+}
+
+impl Audited {
+    fn is_write(&self) -> bool {
+        matches!(
+            self.verb.as_str(),
+            "create" | "update" | "patch" | "delete" | "deletecollection"
+        )
+    }
+}
+
+/// The complete audit events written after byte `from` of the log.
+fn audited_since(log: &std::path::Path, from: u64) -> Vec<Audited> {
+    use std::io::{Read, Seek};
+    let mut f = std::fs::File::open(log).expect("audit log");
+    f.seek(std::io::SeekFrom::Start(from)).expect("seek");
+    let mut text = String::new();
+    f.read_to_string(&mut text).expect("read audit log");
+    let complete = text.rfind('\n').map_or("", |end| &text[..end]);
+    let s = |e: &Value, p: &str| {
+        e.pointer(p)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    complete
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .map(|e| Audited {
+            user: s(&e, "/user/username"),
+            verb: s(&e, "/verb"),
+            resource: s(&e, "/objectRef/resource"),
+            subresource: s(&e, "/objectRef/subresource"),
+            namespace: s(&e, "/objectRef/namespace"),
+            name: s(&e, "/objectRef/name"),
+            uri: s(&e, "/requestURI"),
+        })
+        .collect()
+}
+
+/// The proof of "refused before any request" from the API server itself: with the test bed's
+/// audit log on (`testbed/up.sh --audit`), plumb runs under a ServiceAccount of its own, and
+/// the log shows that a sync and a dry run refused for a source repository, a destination, a
+/// sync window or a resource kind the project does not permit send no write (the Application's
+/// own status, where the refusal is recorded, aside) and no request at all for the app's
+/// resources — while the same app in a permissive project does send them (so the check can
+/// fail). Skipped (passes) without an audit log unless `REQUIRE_K8S_AUDIT=1`.
+#[tokio::test]
+async fn the_audit_log_shows_no_request_for_a_refused_operation() {
+    let Some((admin, apps, dest)) = app_testbed("tenancy-audit", "taud").await else {
+        return;
+    };
+    let log = common::support::testbed_dir().join("audit.log");
+    if !log.exists() {
+        assert!(
+            std::env::var("REQUIRE_K8S_AUDIT").as_deref() != Ok("1"),
+            "REQUIRE_K8S_AUDIT=1 but the test bed has no audit log: start it with testbed/up.sh --audit"
+        );
+        eprintln!("skipped: no audit log (testbed/up.sh --audit)");
+        return;
+    }
+    projects_served(&admin, &apps).await;
+
+    // plumb's own identity: a ServiceAccount bound to cluster-admin, so only the project
+    // stands between an Application and the cluster.
+    let sa = common::support::unique("plumb-audit");
+    apply(
+        &admin,
+        vec![
+            json!({"apiVersion": "v1", "kind": "ServiceAccount",
+                "metadata": {"name": sa, "namespace": apps}}),
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                "metadata": {"name": sa},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+                "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": apps}]}),
+        ],
+    )
+    .await;
+    let token = std::process::Command::new("kubectl")
+        .args(["create", "token", &sa, "-n", &apps, "--duration=10m"])
+        .output()
+        .expect("kubectl create token");
+    assert!(token.status.success(), "{token:?}");
+    let token = String::from_utf8(token.stdout).expect("utf-8");
+    let kc = std::process::Command::new("kubectl")
+        .args(["config", "view", "--raw", "-o", "json"])
+        .output()
+        .expect("kubectl config view");
+    let kc: Value = serde_json::from_slice(&kc.stdout).expect("kubeconfig JSON");
+    let at = |p: &str| kc.pointer(p).and_then(Value::as_str).expect(p).to_string();
+    let secret = plumb_core::clusters::Cluster::from_secret(&json!({
+        "metadata": {"name": "self", "namespace": apps,
+                     "labels": {"argocd.argoproj.io/secret-type": "cluster"}},
+        "stringData": {"name": "self", "server": at("/clusters/0/cluster/server"),
+            "config": json!({"bearerToken": token.trim(),
+                "tlsClientConfig": {"caData": at("/clusters/0/cluster/certificate-authority-data")}}).to_string()},
+    }))
+    .expect("cluster Secret");
+    let plumb = Cluster::connect_destination(&secret)
+        .await
+        .expect("plumb's identity");
+    let user = format!("system:serviceaccount:{apps}:{sa}");
+
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "web"},
+        "data": {"k": "v"}});
+    let crb = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": format!("{dest}-admin")},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+        "subjects": [{"kind": "User", "name": "nobody"}]});
+    let (repo, _) = git_repo(
+        "tenancy-audit",
+        &[
+            ("app/cm.json", &to_json(&cm)),
+            ("crb/cm.json", &to_json(&cm)),
+            ("crb/crb.json", &to_json(&crb)),
+        ],
+    );
+    let everywhere = json!([{"server": "*", "namespace": "*"}]);
+    let cases = [
+        (
+            "allowed",
+            "app",
+            json!({"sourceRepos": ["*"], "destinations": everywhere,
+            "clusterResourceWhitelist": [{"group": "*", "kind": "*"}]}),
+            true,
+        ),
+        (
+            "norepo",
+            "app",
+            json!({"sourceRepos": ["https://git.example.com/*"],
+            "destinations": everywhere}),
+            false,
+        ),
+        (
+            "nodest",
+            "app",
+            json!({"sourceRepos": ["*"],
+            "destinations": [{"server": "*", "namespace": "elsewhere"}]}),
+            false,
+        ),
+        (
+            "window",
+            "app",
+            json!({"sourceRepos": ["*"], "destinations": everywhere,
+            "syncWindows": [{"kind": "deny", "schedule": "* * * * *", "duration": "1h",
+                "applications": ["*"]}]}),
+            false,
+        ),
+        (
+            "nocrb",
+            "crb",
+            json!({"sourceRepos": ["*"], "destinations": everywhere}),
+            false,
+        ),
+    ];
+    for (name, path, spec, permitted) in cases {
+        project(&admin, &apps, name, spec).await;
+        let mut app = application(name, &apps, &repo, path, &dest, json!({}));
+        app["spec"]["project"] = json!(name);
+        put_app(&admin, app).await;
+        let from = std::fs::metadata(&log).expect("audit log").len();
+        for dry_run in [true, false] {
+            let request = SyncRequest {
+                dry_run,
+                ..SyncRequest::default()
+            };
+            let app = get_app(&admin, &apps, name).await;
+            let result = sync_app_with(
+                &plumb,
+                &app,
+                &opts(),
+                &request,
+                InitiatedBy::user("t"),
+                SystemTime::now(),
+            )
+            .await;
+            match (&result, permitted) {
+                (Ok(out), true) => assert!(out.succeeded(), "{name}: {}", out.message),
+                (Err(_), false) => {}
+                (r, _) => panic!(
+                    "{name} (dry run {dry_run}): {:?}",
+                    r.as_ref().map(|o| &o.message)
+                ),
+            }
+        }
+        // A marker request after the operation: once it is in the log, so is everything the
+        // operation sent before it.
+        let marker = format!("audit-marker-{name}");
+        let _ = plumb.get_object("", "ConfigMap", &apps, &marker).await;
+        let events = common::support::wait_until(&format!("{marker} in the audit log"), || {
+            let events = audited_since(&log, from);
+            let seen = events.iter().any(|e| e.user == user && e.name == marker);
+            async move { seen.then_some(events) }
+        })
+        .await;
+        let mine: Vec<&Audited> = events.iter().filter(|e| e.user == user).collect();
+        let on_targets: Vec<&&Audited> = mine
+            .iter()
+            .filter(|e| e.namespace == dest || e.resource == "clusterrolebindings")
+            .collect();
+        let writes: Vec<&&Audited> = mine
+            .iter()
+            .filter(|e| e.is_write() && e.resource != "applications")
+            .collect();
+        if permitted {
+            let applied = |dry: bool| {
+                on_targets.iter().any(|e| {
+                    e.verb == "patch"
+                        && e.resource == "configmaps"
+                        && e.name == "web"
+                        && e.uri.contains("dryRun=All") == dry
+                })
+            };
+            assert!(applied(true) && applied(false), "{name}: {on_targets:#?}");
+            eprintln!(
+                "{name}: {} requests by plumb, {} on the app's resources, {} writes",
+                mine.len(),
+                on_targets.len(),
+                writes.len()
+            );
+        } else {
+            // `nocrb` is refused after rendering: the kinds were LISTed for the comparison
+            // (reads); nothing is written and no request names the refused resource.
+            let crb_name = format!("{dest}-admin");
+            let named: Vec<&&&Audited> = on_targets
+                .iter()
+                .filter(|e| name != "nocrb" || e.name == crb_name || e.verb != "list")
+                .collect();
+            assert!(
+                named.is_empty(),
+                "{name}: requests for the app's resources: {named:#?}"
+            );
+            assert!(writes.is_empty(), "{name}: writes: {writes:#?}");
+            let status_writes = mine
+                .iter()
+                .filter(|e| e.is_write() && e.resource == "applications")
+                .count();
+            eprintln!(
+                "{name}: {} requests by plumb, {} LISTs of the app's kinds, no other request on its resources, no write but {status_writes} to the Application's status",
+                mine.len(),
+                on_targets.len()
+            );
+            assert!(
+                mine.iter()
+                    .all(|e| e.subresource == "status" || !e.is_write())
+            );
+        }
+    }
+    assert!(
+        !exists(
+            &admin,
+            "rbac.authorization.k8s.io",
+            "ClusterRoleBinding",
+            "",
+            &format!("{dest}-admin")
+        )
+        .await
+    );
+    let binding = plumb_core::ResourceKey {
+        group: "rbac.authorization.k8s.io".into(),
+        kind: "ClusterRoleBinding".into(),
+        namespace: String::new(),
+        name: sa,
+    };
+    admin
+        .delete_object(&binding, plumb_cluster::Propagation::Background)
+        .await
+        .ok();
 }

@@ -785,18 +785,20 @@ pub async fn sync_app_with(
     let app = with_source(app, request.source.as_ref());
     let app = app.as_ref();
     let admission = tenancy::admit(home, app, opts, now).await?;
-    let target = route::connect(home, app, &admission.cluster, opts, now).await?;
-    let (cluster, opts) = (&target.routed(home), target.options(opts));
-    if request.dry_run {
-        let result = dry_run::dry_run(cluster, app, opts, request, &admission).await;
-        return target.report(home, app, result, now).await;
-    }
+    // A window blocks a dry run too (as Argo CD's sync request is refused before its dry-run
+    // flag is looked at): its server-side dry runs would reach the API server's webhooks.
     let verdict = admission.windows(&app_name(app), true, now);
     if !verdict.allowed() {
         return Err(RunError::Refused {
             app: app_name(app),
             reason: format!("Cannot sync: {}", verdict.message().unwrap_or_default()),
         });
+    }
+    let target = route::connect(home, app, &admission.cluster, opts, now).await?;
+    let (cluster, opts) = (&target.routed(home), target.options(opts));
+    if request.dry_run {
+        let result = dry_run::dry_run(cluster, app, opts, request, &admission).await;
+        return target.report(home, app, result, now).await;
     }
     // An operation someone terminated ends now (its runner, if alive, stops on seeing it).
     finish_terminated(cluster, app, now).await?;
