@@ -221,7 +221,9 @@ pub fn run(args: AppArgs) -> Result<u8> {
                 ))
                 .map_err(|e| anyhow!("{e}"))?;
             }
-            format_get(&one_app(&a.app)?)
+            let app = one_app(&a.app)?;
+            let window = sync_window(&a.app, &app)?;
+            format_get_with_window(&app, window.as_deref())
         }
         AppCommand::History(a) => format_history(&one_app(a)?),
         AppCommand::List(a) => {
@@ -233,6 +235,36 @@ pub fn run(args: AppArgs) -> Result<u8> {
     };
     print!("{text}");
     Ok(EXIT_IN_SYNC)
+}
+
+/// The sync windows' verdict for `app` now, from its project in the control namespace (the
+/// Application's own unless `--control-namespace`); `None` when no window applies or the
+/// project is missing or invalid (its condition says so).
+fn sync_window(args: &NamedArgs, app: &Value) -> Result<Option<String>> {
+    let (typed, _) = Application::read_lenient(app);
+    let project = match typed.spec.project.as_str() {
+        "" => plumb_core::project::DEFAULT_PROJECT,
+        p => p,
+    };
+    let control = args
+        .control_namespace
+        .clone()
+        .unwrap_or_else(|| args.app_namespace.clone());
+    let c = connect(&args.cluster)?;
+    let Ok(Some(obj)) =
+        c.block_on(
+            c.cluster
+                .get_object("plumb.dev", "AppProject", &control, project),
+        )
+    else {
+        return Ok(None);
+    };
+    let Ok(project) = plumb_core::project::AppProject::from_value(&obj) else {
+        return Ok(None);
+    };
+    let d = &typed.spec.destination;
+    let dest = plumb_core::project::Destination::new(&d.server, &d.name, &d.namespace);
+    Ok(project.window_summary(&typed.metadata.name, &dest, std::time::SystemTime::now()))
 }
 
 impl SyncArgs {
@@ -545,6 +577,12 @@ fn sync_policy(app: &Application) -> &'static str {
 
 /// `argocd app get`'s header and resource table.
 pub fn format_get(app: &Value) -> String {
+    format_get_with_window(app, None)
+}
+
+/// [`format_get`] with the sync windows' verdict (`Sync Window:`, shown when a window of the
+/// app's project applies to it).
+pub fn format_get_with_window(app: &Value, window: Option<&str>) -> String {
     let (app, _) = Application::read_lenient(app);
     let source = single_source(&app);
     let target = source.target_revision.as_str();
@@ -577,6 +615,9 @@ pub fn format_get(app: &Value) -> String {
     line("Repo", &source.repo_url);
     line("Target", target);
     line("Path", &source.path);
+    if let Some(w) = window {
+        line("Sync Window", w);
+    }
     line("Sync Policy", sync_policy(&app));
     line(
         "Sync Status",
@@ -682,12 +723,13 @@ pub fn format_history(app: &Value) -> String {
     table(&rows, 8)
 }
 
-/// `argocd app list`'s main columns.
+/// `argocd app list`'s main columns, in its order (NAME, NAMESPACE, PROJECT, STATUS, …).
 pub fn format_list(apps: &[Value]) -> String {
     let mut rows = vec![
         [
             "NAME",
             "NAMESPACE",
+            "PROJECT",
             "STATUS",
             "HEALTH",
             "SYNCPOLICY",
@@ -703,6 +745,10 @@ pub fn format_list(apps: &[Value]) -> String {
         rows.push([
             format!("{}/{}", a.metadata.namespace, a.metadata.name),
             a.spec.destination.namespace.clone(),
+            match a.spec.project.as_str() {
+                "" => plumb_core::project::DEFAULT_PROJECT.to_string(),
+                p => p.to_string(),
+            },
             a.status.sync.status.clone(),
             a.status.health.status.clone(),
             match sync_policy(&a) {
@@ -870,10 +916,9 @@ mod tests {
     fn list_one_line_per_app() {
         let out = format_list(&[payments()]);
         assert!(
-            out.lines()
-                .nth(1)
-                .unwrap()
-                .starts_with("argocd/payments-prod  pay-prod   OutOfSync  Healthy  Auto-Prune"),
+            out.lines().nth(1).unwrap().starts_with(
+                "argocd/payments-prod  pay-prod   default  OutOfSync  Healthy  Auto-Prune"
+            ),
             "{out}"
         );
     }

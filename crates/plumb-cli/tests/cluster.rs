@@ -2012,3 +2012,58 @@ async fn controller_serves_only_its_application_namespaces() {
         "{bad}"
     );
 }
+
+/// `plumb app get` names the sync window that blocks a sync (kind, schedule, duration, time
+/// zone) and whether a manual sync may still run; `plumb app list` has Argo CD's PROJECT column.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn app_get_names_the_blocking_window_and_list_the_project() {
+    let Some(cluster) = testbed("app_get_window").await else {
+        return;
+    };
+    install_application_crd(&cluster).await;
+    wait_until("appprojects.plumb.dev being served", || async {
+        cluster.discover().await.ok()?;
+        cluster.resource_for("plumb.dev", "AppProject").await.ok()
+    })
+    .await;
+    let ns = namespace(&cluster, "appwin", json!({})).await;
+    apply(
+        &cluster,
+        vec![
+            json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "AppProject",
+                "metadata": {"name": "night", "namespace": ns},
+                "spec": {"sourceRepos": ["*"], "destinations": [{"server": "*", "namespace": "*"}],
+                    "syncWindows": [{"kind": "deny", "schedule": "* * * * *", "duration": "1h",
+                        "applications": ["web"], "timeZone": "Europe/Berlin"}]}}),
+            json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "Application",
+                "metadata": {"name": "web", "namespace": ns},
+                "spec": {"project": "night", "source": {"repoURL": "/nowhere", "path": "."},
+                    "destination": {"server": "https://kubernetes.default.svc", "namespace": ns}}}),
+        ],
+    )
+    .await;
+    let run = plumb(&["app", "get", "web", "--cluster", "-N", ns.as_str()]).await;
+    assert_eq!(run.code, Some(0), "{run}");
+    assert!(
+        run.stdout.contains(
+            "\nSync Window:        Sync Denied by sync window deny '* * * * *' for 1h (Europe/Berlin); manual sync denied too\nSync Policy:"
+        ),
+        "{run}"
+    );
+    let run = plumb(&["app", "list", "--cluster", "-N", ns.as_str()]).await;
+    assert_eq!(run.code, Some(0), "{run}");
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert!(lines[0].starts_with("NAME "), "{run}");
+    let cols: Vec<&str> = lines[0].split_whitespace().collect();
+    assert_eq!(
+        &cols[..4],
+        ["NAME", "NAMESPACE", "PROJECT", "STATUS"],
+        "{run}"
+    );
+    let row: Vec<&str> = lines[1].split_whitespace().collect();
+    assert_eq!(
+        &row[..3],
+        [format!("{ns}/web").as_str(), ns.as_str(), "night"],
+        "{run}"
+    );
+}

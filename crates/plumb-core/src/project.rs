@@ -584,6 +584,36 @@ impl AppProject {
         }
     }
 
+    /// What the sync windows say now, for `plumb app get` (Argo CD's "Sync Window" field):
+    /// `None` when no window of the project applies to the app; `Sync Allowed`; or `Sync
+    /// Denied by` the blocking windows (kind, schedule, duration, time zone) and whether a
+    /// manual sync may still run.
+    pub fn window_summary(
+        &self,
+        app: &str,
+        dest: &Destination,
+        now: std::time::SystemTime,
+    ) -> Option<String> {
+        if self.windows_for(app, dest).is_empty() {
+            return None;
+        }
+        let now = jiff::Timestamp::try_from(now).unwrap_or(jiff::Timestamp::UNIX_EPOCH);
+        match self.sync_allowed(app, dest, false, now) {
+            WindowVerdict::Blocked { windows } => {
+                let manual = if self.sync_allowed(app, dest, true, now).allowed() {
+                    "manual sync allowed"
+                } else {
+                    "manual sync denied too"
+                };
+                Some(format!(
+                    "Sync Denied by sync window {}; {manual}",
+                    windows.join(", ")
+                ))
+            }
+            _ => Some("Sync Allowed".into()),
+        }
+    }
+
     /// Argo CD's `default` project as it is created: everything permitted.
     pub fn permissive_default() -> AppProject {
         AppProject {
@@ -1065,6 +1095,43 @@ mod tests {
         assert!(
             p.sync_allowed("a", &d, false, ts("2026-12-02T00:00:00Z"))
                 .allowed()
+        );
+    }
+
+    #[test]
+    fn the_window_summary_names_the_blocking_window() {
+        let p = windows(json!([
+            {"kind": "deny", "schedule": "0 22 * * *", "duration": "8h",
+             "applications": ["web"], "timeZone": "Europe/Berlin", "manualSync": true},
+        ]));
+        let d = Destination::new(IN_CLUSTER, "", "web");
+        let at = |s: &str| std::time::SystemTime::from(ts(s));
+        // 02:00 in Berlin: inside the window.
+        assert_eq!(
+            p.window_summary("web", &d, at("2026-12-02T01:00:00Z"))
+                .as_deref(),
+            Some(
+                "Sync Denied by sync window deny '0 22 * * *' for 8h (Europe/Berlin); manual sync allowed"
+            )
+        );
+        assert_eq!(
+            p.window_summary("web", &d, at("2026-12-02T12:00:00Z"))
+                .as_deref(),
+            Some("Sync Allowed")
+        );
+        assert_eq!(
+            p.window_summary("api", &d, at("2026-12-02T01:00:00Z")),
+            None
+        );
+        let p = windows(json!([
+            {"kind": "allow", "schedule": "0 9 * * 1-5", "duration": "1h", "namespaces": ["*"]},
+        ]));
+        assert_eq!(
+            p.window_summary("web", &d, at("2026-12-02T12:00:00Z"))
+                .as_deref(),
+            Some(
+                "Sync Denied by sync window allow '0 9 * * 1-5' for 1h (UTC); manual sync denied too"
+            )
         );
     }
 }
