@@ -114,7 +114,9 @@ pub fn render_sources(
         let (at, fetched) = match (fetched, app) {
             (Ok(f), _) => f,
             (Err(FetchError::Open(e)), _) => bail!("{e}"),
-            (Err(e), Some((a, from))) => {
+            // A relative repoURL with nothing to resolve it from: the file (a snapshot's) and
+            // the field are named.
+            (Err(e @ FetchError::RelativeRepoUrl { .. }), Some((a, from))) => {
                 let field = if sources.len() > 1 {
                     format!("spec.sources[{i}]")
                 } else {
@@ -124,10 +126,14 @@ pub fn render_sources(
                     AppFrom::File(file) | AppFrom::Object(Some(file)) => {
                         bail!("{}: Application {}: {field}: {e}", file.display(), a.name)
                     }
-                    // An Application read from a cluster has no file to name.
                     AppFrom::Object(None) => bail!("Application {}: {field}: {e}", a.name),
                 }
             }
+            (Err(e), Some((a, AppFrom::File(file)))) => {
+                bail!("{}: Application {}: {e}", file.display(), a.name)
+            }
+            // An Application read from a cluster or snapshot: as before, no file named.
+            (Err(e), Some((a, AppFrom::Object(_)))) => bail!("Application {}: {e}", a.name),
             (Err(e), None) => bail!("{e}"),
         };
         let rendered = render_fetched(&fetched, &at.source, &opts).map_err(|e| anyhow!("{e}"))?;
