@@ -1,5 +1,6 @@
 //! Helm charts from HTTP(S) chart repositories (`spec.source.chart` + `repoURL` with an
-//! `index.yaml`), as Argo CD's repo server reads them:
+//! `index.yaml`), as Argo CD's repo server reads them (OCI registries: [`oci`], through the
+//! same [`ChartCache::get`]):
 //!
 //! - `targetRevision` is an exact version or a Helm (Masterminds) constraint — `1.2.*`,
 //!   `>=1.0.0 <2.0.0`, `^1.2`, `~1.2`, `a || b` — resolved to the newest version in the
@@ -16,8 +17,11 @@
 //! it, as OpenSSL reads that variable); `insecure: "true"` in the repository Secret skips
 //! verification.
 
+mod oci;
+
 use crate::remote::redact;
 use crate::repocreds::{CredStore, RepoCreds};
+pub use oci::{is_oci_chart_repo, oci_reference};
 use semver::{Version, VersionReq};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -297,6 +301,9 @@ impl ChartCache {
             return Err(fail(format!("{chart:?} is not a chart name")));
         }
         let target = target.trim();
+        if is_oci_chart_repo(repo) {
+            return self.get_oci(repo, chart, target);
+        }
         // An exact version already unpacked: no network call.
         if parse_version(target).is_some() && is_safe_version(target) {
             let at = self.path_of(repo, chart, target);
@@ -380,13 +387,6 @@ impl ChartCache {
         base: &str,
         fail: &dyn Fn(String) -> ChartError,
     ) -> Result<std::sync::Arc<Index>, ChartError> {
-        if !self.interval.is_zero()
-            && let Ok(memo) = self.indexes.lock()
-            && let Some((at, got)) = memo.get(base)
-            && at.elapsed() < self.interval
-        {
-            return got.clone();
-        }
         let read = || -> Result<std::sync::Arc<Index>, ChartError> {
             let bytes = client.get(
                 &format!("{base}index.yaml"),
@@ -404,11 +404,28 @@ impl ChartCache {
             })?;
             Ok(std::sync::Arc::new(index))
         };
+        self.memoized(base, read)
+    }
+
+    /// What `read` gives for `key` (a repository's index, a registry's tags), read or
+    /// (within the interval) remembered, failures included.
+    fn memoized(
+        &self,
+        key: &str,
+        read: impl FnOnce() -> Result<std::sync::Arc<Index>, ChartError>,
+    ) -> Result<std::sync::Arc<Index>, ChartError> {
+        if !self.interval.is_zero()
+            && let Ok(memo) = self.indexes.lock()
+            && let Some((at, got)) = memo.get(key)
+            && at.elapsed() < self.interval
+        {
+            return got.clone();
+        }
         let got = read();
         if !self.interval.is_zero()
             && let Ok(mut memo) = self.indexes.lock()
         {
-            memo.insert(base.to_string(), (std::time::Instant::now(), got.clone()));
+            memo.insert(key.to_string(), (std::time::Instant::now(), got.clone()));
         }
         got
     }

@@ -117,9 +117,10 @@ pub enum FetchError {
         "repoURL {url:?} is a relative path, which only an Application read from a file may have (it is relative to that file); use an absolute path, a file:// URL or a remote URL, or pass --repo DIR"
     )]
     RelativeRepoUrl { url: String },
-    /// A chart source's `repoURL` that is not an HTTP(S) chart repository.
+    /// A chart source's `repoURL` that is neither an HTTP(S) chart repository nor an OCI
+    /// registry.
     #[error(
-        "repoURL {url:?} of a chart source is not an HTTP(S) chart repository (OCI registries are not supported yet)"
+        "repoURL {url:?} of a chart source is neither an HTTP(S) chart repository nor an OCI registry (oci://host/path or host/path)"
     )]
     NotAChartRepository { url: String },
     /// A clone or fetch of a remote failed (git's message, credentials hidden).
@@ -165,10 +166,13 @@ pub fn locate(
     })
 }
 
-/// `repoURL` of a chart source: an HTTP(S) chart repository.
+/// `repoURL` of a chart source: an HTTP(S) chart repository or an OCI registry.
 fn chart_repo_of(url: &str, chart: &str) -> Result<RepoRef, FetchError> {
     let url = url.trim();
-    if url.starts_with("https://") || url.starts_with("http://") {
+    if url.starts_with("https://")
+        || url.starts_with("http://")
+        || crate::chart::is_oci_chart_repo(url)
+    {
         return Ok(RepoRef::Chart {
             repo: url.to_string(),
             chart: chart.to_string(),
