@@ -2,7 +2,7 @@
 
 use crate::cluster_args::{ClusterArgs, Connected, FIELD_MANAGER, connect, connect_destination};
 use crate::output::{self, Format};
-use crate::source_args::{AppFrom, SourceArgs, render_sources};
+use crate::source_args::{AppFrom, SourceArgs, render_sources_on};
 use crate::{EXIT_DIFFERENCES, EXIT_IN_SYNC, Hint};
 use anyhow::{Result, anyhow, bail};
 use plumb_core::argo::{Application, Settings};
@@ -93,6 +93,7 @@ pub fn load_app_object(p: &Path) -> Result<(serde_json::Value, Application)> {
 fn load_desired(
     args: &DiffArgs,
     app: Option<&Application>,
+    cluster: Option<&Connected>,
 ) -> Result<(Vec<Desired>, Option<String>)> {
     if !args.desired.is_empty() {
         return Ok((crate::source_args::desired_from_files(&args.desired)?, None));
@@ -109,7 +110,7 @@ fn load_desired(
     };
     let mut desired = Vec::new();
     let mut revision = None;
-    for source in render_sources(&args.source, app_ref)? {
+    for source in render_sources_on(&args.source, app_ref, cluster)? {
         revision.get_or_insert(source.rendered.revision);
         desired.extend(crate::source_args::desired_of(source.rendered.objects));
     }
@@ -165,7 +166,6 @@ pub fn run(args: DiffArgs) -> Result<u8> {
         }
         None => (None, None),
     };
-    let (desired, revision) = load_desired(&args, app.as_ref())?;
     // Live is read from the Application's destination cluster (see `connect_destination`).
     let connected = match (args.cluster.cluster, &app_obj) {
         (false, _) => None,
@@ -180,6 +180,7 @@ pub fn run(args: DiffArgs) -> Result<u8> {
             .0,
         ),
     };
+    let (desired, revision) = load_desired(&args, app.as_ref(), connected.as_ref())?;
     // Desired is prepared as the controller prepares it: scopes from the cluster's
     // discovery when there is a cluster, else from the built-in schema and the CRDs at hand.
     let (prepared, live, settings) = match &connected {

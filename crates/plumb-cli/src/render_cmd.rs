@@ -2,7 +2,7 @@
 //! origin (`# file:line`) of every scalar.
 
 use crate::EXIT_IN_SYNC;
-use crate::source_args::{AppFrom, SourceArgs, render_sources};
+use crate::source_args::{AppFrom, SourceArgs, render_sources_on};
 use anyhow::{Result, anyhow};
 use plumb_core::argo::Application;
 use std::io::Write;
@@ -19,6 +19,10 @@ pub struct RenderArgs {
     /// After each scalar, a comment with the file and line that set it.
     #[arg(long)]
     show_origins: bool,
+    /// With --cluster: charts are rendered for that cluster's version and API versions
+    /// (helm template --kube-version/--api-versions), as Argo CD renders them.
+    #[command(flatten)]
+    cluster: crate::cluster_args::ClusterArgs,
 }
 
 pub fn run(args: RenderArgs) -> Result<u8> {
@@ -26,10 +30,16 @@ pub fn run(args: RenderArgs) -> Result<u8> {
         Some(p) => Some((crate::diff_cmd::load_app(p)?, p.clone())),
         None => None,
     };
-    let sources = render_sources(
+    let connected = if args.cluster.cluster {
+        Some(crate::cluster_args::connect(&args.cluster)?)
+    } else {
+        None
+    };
+    let sources = render_sources_on(
         &args.source,
         app.as_ref()
             .map(|(a, p): &(Application, PathBuf)| (a, AppFrom::File(p.as_path()))),
+        connected.as_ref(),
     )?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();

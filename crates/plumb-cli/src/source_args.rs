@@ -5,7 +5,10 @@ use anyhow::{Result, anyhow, bail};
 use plumb_core::argo::{AppSource, Application};
 use plumb_render::fetch::{FetchError, Overrides, fetch, locate};
 use plumb_render::remote::RepoCache;
-use plumb_render::render::{RenderOptions, Rendered, RenderedObject, Renderer, render_fetched};
+use plumb_render::render::{
+    Refs, RenderOptions, Rendered, RenderedObject, Renderer, is_ref_only, ref_name,
+    render_fetched_with,
+};
 use plumb_render::repocreds::CredStore;
 use plumb_render::source::SourceFs;
 use std::path::{Path, PathBuf};
@@ -58,10 +61,6 @@ pub struct RenderedSource {
     pub fs: Box<dyn SourceFs>,
 }
 
-/// Renders the sources the options and the Application describe (the pipeline's
-/// [`locate`](plumb_render::fetch::locate) → [`fetch`](plumb_render::fetch::fetch) →
-/// [`render_fetched`](plumb_render::render::render_fetched), as the controller runs them):
-/// one per source of the Application, or the one the options name.
 /// Where an Application was read from.
 #[derive(Debug, Clone, Copy)]
 pub enum AppFrom<'a> {
@@ -72,15 +71,30 @@ pub enum AppFrom<'a> {
     Object(Option<&'a Path>),
 }
 
+/// Renders the sources the options and the Application describe (the pipeline's
+/// [`locate`](plumb_render::fetch::locate) → [`fetch`](plumb_render::fetch::fetch) →
+/// [`render_fetched`](plumb_render::render::render_fetched), as the controller runs them):
+/// one per source of the Application, or the one the options name.
 pub fn render_sources(
     args: &SourceArgs,
     app: Option<(&Application, AppFrom<'_>)>,
+) -> Result<Vec<RenderedSource>> {
+    render_sources_on(args, app, None)
+}
+
+/// [`render_sources`] for a cluster at hand (`--cluster`): charts are rendered with its
+/// version and API versions (`helm template --kube-version/--api-versions`), as Argo CD
+/// renders them for the destination cluster.
+pub fn render_sources_on(
+    args: &SourceArgs,
+    app: Option<(&Application, AppFrom<'_>)>,
+    cluster: Option<&crate::cluster_args::Connected>,
 ) -> Result<Vec<RenderedSource>> {
     if args.path.is_none() && app.is_none() {
         bail!("no source path: pass --path SUBDIR (or --app with spec.source.path)");
     }
     let default = [AppSource::default()];
-    let sources = match app.map(|(a, _)| a.source.as_slice()) {
+    let sources = match app.map(|(a, _)| a.sources.as_slice()) {
         Some(s) if !s.is_empty() => s,
         _ => &default[..],
     };
@@ -106,8 +120,23 @@ pub fn render_sources(
         RendererArg::Native => Renderer::Native,
         RendererArg::KustomizeBinary => Renderer::KustomizeBinary,
     };
-    let opts = RenderOptions::for_app(app.map(|(a, _)| a), renderer);
-    let mut out = Vec::with_capacity(sources.len());
+    let mut opts = RenderOptions::for_app(app.map(|(a, _)| a), renderer);
+    if let Some(c) = cluster {
+        let api = c
+            .block_on(c.cluster.api_resources())
+            .map_err(|e| anyhow!("{e}"))?;
+        opts = opts.with_cluster(
+            c.cluster.server_version(),
+            api.iter().flat_map(|i| {
+                i.versions
+                    .iter()
+                    .map(move |v| (i.group.as_str(), v.as_str(), i.kind.as_str()))
+            }),
+        );
+    }
+    // Every source fetched first: a `ref:` source lends its files to the others' `$NAME/…`
+    // value files (and is rendered itself only when it has a path or a chart).
+    let mut fetched_all = Vec::with_capacity(sources.len());
     for (i, source) in sources.iter().enumerate() {
         let fetched =
             locate(source, &overrides, base).and_then(|at| fetch(&at, &cache).map(|f| (at, f)));
@@ -136,7 +165,29 @@ pub fn render_sources(
             (Err(e), Some((a, AppFrom::Object(_)))) => bail!("Application {}: {e}", a.name),
             (Err(e), None) => bail!("{e}"),
         };
-        let rendered = render_fetched(&fetched, &at.source, &opts).map_err(|e| anyhow!("{e}"))?;
+        fetched_all.push((at, fetched));
+    }
+    let refs: Refs<'_> = fetched_all
+        .iter()
+        .filter_map(|(at, f)| ref_name(&at.source).map(|r| (r.to_string(), f.fs.as_ref())))
+        .collect();
+    let mut rendered_all = Vec::with_capacity(fetched_all.len());
+    for ((at, fetched), source) in fetched_all.iter().zip(sources) {
+        // As written (not as `--path` overrides it).
+        if is_ref_only(source) {
+            rendered_all.push(None);
+            continue;
+        }
+        let rendered =
+            render_fetched_with(fetched, &at.source, &opts, &refs).map_err(|e| anyhow!("{e}"))?;
+        rendered_all.push(Some(rendered));
+    }
+    drop(refs);
+    let mut out = Vec::with_capacity(fetched_all.len());
+    for ((at, fetched), rendered) in fetched_all.into_iter().zip(rendered_all) {
+        let Some(rendered) = rendered else {
+            continue;
+        };
         for note in &rendered.notes {
             eprintln!("note: {note}");
         }

@@ -176,11 +176,20 @@ pub trait ClusterApi: Send + Sync {
         name: &'a str,
         patch: &'a Value,
     ) -> BoxFuture<'a, Result<Value>>;
+
+    /// The server's `gitVersion` ([`Cluster::server_version`]); empty when not known.
+    fn server_version(&self) -> String {
+        String::new()
+    }
 }
 
 impl ClusterApi for Cluster {
     fn api_resources(&self) -> BoxFuture<'_, Result<Arc<ApiResources>>> {
         Box::pin(Cluster::api_resources(self))
+    }
+
+    fn server_version(&self) -> String {
+        Cluster::server_version(self).to_string()
     }
 
     fn resource_for<'a>(

@@ -368,6 +368,9 @@ pub struct Application {
     pub name: String,
     /// `spec.source` (or the first of `spec.sources`), when given.
     pub source: Option<AppSource>,
+    /// Every source: `spec.source` as one, else `spec.sources` in order (a source with
+    /// `ref:` lends its files to `$NAME/…` value files of the others).
+    pub sources: Vec<AppSource>,
     pub destination_namespace: Option<String>,
     pub ignore_differences: Vec<IgnoreRule>,
     pub compare_options: CompareOptions,
@@ -586,6 +589,7 @@ impl Application {
         Ok(Application {
             name: app.metadata.name.clone(),
             source: app.first_source().cloned(),
+            sources: app.sources().into_iter().cloned().collect(),
             destination_namespace: Some(spec.destination.namespace.clone())
                 .filter(|n| !n.is_empty()),
             ignore_differences: spec.ignore_differences.clone(),

@@ -11,6 +11,7 @@ use crate::{LoadError, Manifest};
 use plumb_core::argo::{AppSource, DirectorySource, KustomizeSource};
 use plumb_core::glob::PathGlob;
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -102,6 +103,32 @@ pub struct RenderOptions {
 }
 
 impl RenderOptions {
+    /// The destination cluster's version and API versions, as Argo CD passes them to
+    /// `helm template`: `git_version` (`v1.36.3+k3s1`) as `1.36.3`, and every served
+    /// `group/version` and `group/version/Kind` (`(group, version, kind)` triples; the core
+    /// group as `v1`, `v1/Pod`).
+    pub fn with_cluster<'a>(
+        mut self,
+        git_version: &str,
+        kinds: impl IntoIterator<Item = (&'a str, &'a str, &'a str)>,
+    ) -> Self {
+        let v = git_version.trim().trim_start_matches('v');
+        let v = v.split(['+', '-']).next().unwrap_or("");
+        self.kube_version = (!v.is_empty()).then(|| v.to_string());
+        let mut versions = std::collections::BTreeSet::new();
+        for (group, version, kind) in kinds {
+            let gv = if group.is_empty() {
+                version.to_string()
+            } else {
+                format!("{group}/{version}")
+            };
+            versions.insert(format!("{gv}/{kind}"));
+            versions.insert(gv);
+        }
+        self.api_versions = versions.into_iter().collect();
+        self
+    }
+
     /// The options an Application gives (its name and destination namespace: Helm's
     /// release name and namespace); none without one.
     pub fn for_app(app: Option<&plumb_core::argo::Application>, renderer: Renderer) -> Self {
@@ -114,6 +141,28 @@ impl RenderOptions {
     }
 }
 
+/// The sources of a multi-source Application that lend their files to `$NAME/…` value
+/// files, by their `ref:` name.
+pub type Refs<'a> = BTreeMap<String, &'a dyn SourceFs>;
+
+/// A source's `ref:` name (multiple sources), when it has one.
+pub fn ref_name(source: &AppSource) -> Option<&str> {
+    source
+        .extra
+        .get("ref")
+        .and_then(serde_json::Value::as_str)
+        .map(str::trim)
+        .filter(|r| !r.is_empty())
+}
+
+/// Whether a source only lends its files (`ref:` without `path` or `chart`): Argo CD does
+/// not render it.
+pub fn is_ref_only(source: &AppSource) -> bool {
+    ref_name(source).is_some()
+        && source.path.trim().is_empty()
+        && source.chart.as_deref().is_none_or(|c| c.trim().is_empty())
+}
+
 /// Renders a fetched source: `source.path` of the repository at its revision. Paths in
 /// errors name the repository (`dir/path/file`), not only the repository-relative file.
 pub fn render_fetched(
@@ -121,8 +170,19 @@ pub fn render_fetched(
     source: &AppSource,
     opts: &RenderOptions,
 ) -> Result<Rendered, LoadError> {
+    render_fetched_with(fetched, source, opts, &Refs::new())
+}
+
+/// [`render_fetched`] of one source of several: `$NAME/path` value files are read from
+/// `refs[NAME]`.
+pub fn render_fetched_with(
+    fetched: &crate::fetch::Fetched,
+    source: &AppSource,
+    opts: &RenderOptions,
+    refs: &Refs<'_>,
+) -> Result<Rendered, LoadError> {
     let mut rendered =
-        render(fetched.fs.as_ref(), &source.path, source, opts).map_err(|mut e| {
+        render_with(fetched.fs.as_ref(), &source.path, source, opts, refs).map_err(|mut e| {
             if e.file.is_relative() && fetched.dir != Path::new(".") {
                 e.file = fetched.dir.join(&e.file);
             }
@@ -140,6 +200,16 @@ pub fn render(
     path: &str,
     source: &AppSource,
     opts: &RenderOptions,
+) -> Result<Rendered, LoadError> {
+    render_with(fs, path, source, opts, &Refs::new())
+}
+
+fn render_with(
+    fs: &dyn SourceFs,
+    path: &str,
+    source: &AppSource,
+    opts: &RenderOptions,
+    refs: &Refs<'_>,
 ) -> Result<Rendered, LoadError> {
     let renderer = opts.renderer;
     let path = join("", path, path)?;
@@ -163,7 +233,7 @@ pub fn render(
         SourceType::Kustomize => {
             render_kustomize(fs, &path, source.kustomize.as_ref(), renderer, &mut notes)?
         }
-        SourceType::Helm => render_helm(fs, &path, source, opts, &mut notes)?,
+        SourceType::Helm => render_helm(fs, &path, source, opts, refs, &mut notes)?,
     };
     Ok(Rendered {
         objects,
@@ -566,6 +636,7 @@ fn render_helm(
     path: &str,
     source: &AppSource,
     opts: &RenderOptions,
+    refs: &Refs<'_>,
     notes: &mut Vec<String>,
 ) -> Result<Vec<RenderedObject>, LoadError> {
     let helm = which("helm").ok_or_else(|| {
@@ -594,7 +665,33 @@ fn render_helm(
     {
         cmd.arg("--namespace").arg(ns);
     }
-    for vf in &params.value_files {
+    for (i, vf) in params.value_files.iter().enumerate() {
+        // `$NAME/path`: a file of the source with `ref: NAME`, from its repository's root.
+        if let Some(rest) = vf.strip_prefix('$') {
+            let (name, file) = rest.split_once('/').unwrap_or((rest, ""));
+            let Some(other) = refs.get(name) else {
+                return Err(fail(
+                    path,
+                    format!("helm value file {vf}: no source has ref: {name}"),
+                ));
+            };
+            let file = join("", file, vf)?;
+            if other.kind(&file)? != Some(EntryKind::File) {
+                if params.ignore_missing_value_files {
+                    continue;
+                }
+                return Err(fail(
+                    path,
+                    format!("helm value file {vf} does not exist in the source with ref: {name}"),
+                ));
+            }
+            let bytes = other.read(&file)?;
+            let f = tree.root.join(format!(".plumb-ref-values-{i}.yaml"));
+            std::fs::write(&f, bytes)
+                .map_err(|e| fail(path, format!("cannot write values: {e}")))?;
+            cmd.arg("--values").arg(f);
+            continue;
+        }
         let joined = join(path, vf, path)?;
         if fs.kind(&joined)?.is_none() {
             if params.ignore_missing_value_files {

@@ -150,16 +150,18 @@ impl Application {
         serde_json::to_value(self).unwrap_or(Value::Null)
     }
 
-    /// `spec.source`, or the first of `spec.sources`.
+    /// The first of `spec.sources`, else `spec.source` (Argo CD ignores `spec.source` when
+    /// `spec.sources` is given).
     pub fn first_source(&self) -> Option<&AppSource> {
-        self.spec.source.as_ref().or(self.spec.sources.first())
+        self.spec.sources.first().or(self.spec.source.as_ref())
     }
 
-    /// `spec.source` as a one-element list, or `spec.sources`.
+    /// `spec.sources`, else `spec.source` as a one-element list.
     pub fn sources(&self) -> Vec<&AppSource> {
-        match &self.spec.source {
-            Some(s) => vec![s],
-            None => self.spec.sources.iter().collect(),
+        if self.spec.sources.is_empty() {
+            self.spec.source.iter().collect()
+        } else {
+            self.spec.sources.iter().collect()
         }
     }
 

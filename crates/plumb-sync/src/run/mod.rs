@@ -43,7 +43,9 @@ use plumb_diff::compare::{CompareContext, Desired, ResourceDiff, compare_prepare
 use plumb_diff::desired::{BuiltinScopes, DiscoveredScopes, Prepared, prepare, set_meta_entry};
 use plumb_health::{AppResource, HealthStatus};
 use plumb_render::fetch::{Overrides, fetch, locate};
-use plumb_render::render::{RenderOptions, Renderer, render_fetched};
+use plumb_render::render::{
+    Refs, RenderOptions, Renderer, is_ref_only, ref_name, render_fetched_with,
+};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -300,6 +302,28 @@ fn diff_config(
     DiffConfig::for_app(settings, Some(app), "Application", jq_timeout).map_err(|e| e.to_string())
 }
 
+/// Argo CD's repository and repo-creds Secrets of the control namespace: the credentials
+/// of chart repositories (never printed: [`CredStore`](plumb_render::repocreds::CredStore)
+/// shows only which fields are set).
+async fn repository_secrets(
+    cluster: &dyn ClusterApi,
+    control: &str,
+) -> std::result::Result<plumb_render::repocreds::CredStore, String> {
+    use plumb_render::repocreds::{CredStore, SECRET_TYPE_LABEL};
+    let mut secrets = Vec::new();
+    for kind in ["repository", "repo-creds"] {
+        match cluster
+            .list_labelled("", "Secret", control, (SECRET_TYPE_LABEL, kind))
+            .await
+        {
+            Ok(s) => secrets.extend(s),
+            Err(ClusterError::UnknownKind { .. }) => {}
+            Err(e) => return Err(format!("repository Secrets in {control}: {e}")),
+        }
+    }
+    CredStore::from_objects(secrets.iter()).map_err(|e| e.to_string())
+}
+
 /// Renders the app's source (at `revision` when given: a resumed operation syncs the commit it
 /// started with), reads live state and compares.
 async fn observe(
@@ -331,31 +355,71 @@ async fn observe(
         ..Overrides::default()
     };
     let located = app
-        .source
-        .as_slice()
+        .sources
         .iter()
         .map(|s| {
             let mut s = s.clone();
-            // A resumed operation syncs the commit it started with.
-            if let Some(rev) = revision {
+            // A resumed operation syncs the commit it started with (one source: one commit).
+            if let Some(rev) = revision
+                && app.sources.len() == 1
+            {
                 s.target_revision = rev.to_string();
             }
             locate(&s, &overrides, None)
         })
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| fail(e.to_string()))?;
+    if located
+        .iter()
+        .any(|at| matches!(at.repo, plumb_render::fetch::RepoRef::Chart { .. }))
+    {
+        let creds = repository_secrets(cluster, &tenancy::control_namespace(app_obj, opts))
+            .await
+            .map_err(|e| fail(e.to_string()))?;
+        opts.repos.charts().set_creds(creds);
+    }
+    let mut render_opts = RenderOptions::for_app(Some(&app), Renderer::Native);
+    // A chart is rendered for the destination cluster's version and APIs, as Argo CD does.
+    // (Discovery is cached; whether a git path is a chart is known only once fetched.)
+    {
+        let api = cluster
+            .api_resources()
+            .await
+            .map_err(|source| RunError::Cluster {
+                app: name.clone(),
+                source,
+            })?;
+        render_opts = render_opts.with_cluster(
+            &cluster.server_version(),
+            api.iter().flat_map(|i| {
+                i.versions
+                    .iter()
+                    .map(move |v| (i.group.as_str(), v.as_str(), i.kind.as_str()))
+            }),
+        );
+    }
     let started = Instant::now();
-    let (repos, render_opts) = (
-        opts.repos.clone(),
-        RenderOptions::for_app(Some(&app), Renderer::Native),
-    );
+    let repos = opts.repos.clone();
     let rendered = tokio::task::spawn_blocking(move || {
+        // Every source fetched first: a `ref:` source lends its files to the others'
+        // `$NAME/…` value files and is rendered only when it has a path or a chart.
+        let fetched = located
+            .iter()
+            .map(|at| fetch(at, &repos).map_err(|e| e.to_string()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let refs: Refs<'_> = located
+            .iter()
+            .zip(&fetched)
+            .filter_map(|(at, f)| ref_name(&at.source).map(|r| (r.to_string(), f.fs.as_ref())))
+            .collect();
         let mut out = Vec::with_capacity(located.len());
-        for at in located {
-            let fetched = fetch(&at, &repos).map_err(|e| e.to_string())?;
-            let rendered =
-                render_fetched(&fetched, &at.source, &render_opts).map_err(|e| e.to_string())?;
-            out.push((fetched.commit, rendered));
+        for (at, f) in located.iter().zip(&fetched) {
+            if is_ref_only(&at.source) {
+                continue;
+            }
+            let rendered = render_fetched_with(f, &at.source, &render_opts, &refs)
+                .map_err(|e| e.to_string())?;
+            out.push((f.commit.clone(), rendered));
         }
         Ok::<_, String>(out)
     })
