@@ -7,6 +7,9 @@
 //! `REQUIRE_REGISTRY=1` / `REQUIRE_HELM=1`.
 
 mod common;
+#[path = "../../plumb-cluster/tests/support/mod.rs"]
+#[allow(dead_code)]
+mod support;
 use common::{TmpDir, err, out, write};
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
@@ -75,7 +78,7 @@ fn run_helm(helm: &Path, dir: &Path, args: &[&str]) -> Output {
 }
 
 /// A CA and a serving certificate and key for 127.0.0.1, all PEM.
-fn certs() -> (String, String, String) {
+fn certs() -> Certs {
     let mut ca = CertificateParams::new(Vec::<String>::new()).expect("CA params");
     ca.distinguished_name
         .push(DnType::CommonName, "plumb test registry CA");
@@ -89,7 +92,23 @@ fn certs() -> (String, String, String) {
     p.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
     let key = KeyPair::generate().expect("key");
     let cert = p.signed_by(&key, &ca).expect("certificate");
-    (ca.as_ref().pem(), cert.pem(), key.serialize_pem())
+    Certs {
+        ca_pem: ca.as_ref().pem(),
+        cert_pem: cert.pem(),
+        key_pem: key.serialize_pem(),
+        cert_der: cert.der().to_vec(),
+        key_der: key.serialize_der(),
+    }
+}
+
+/// A test CA and a certificate for 127.0.0.1 it signed.
+#[derive(Clone)]
+struct Certs {
+    ca_pem: String,
+    cert_pem: String,
+    key_pem: String,
+    cert_der: Vec<u8>,
+    key_der: Vec<u8>,
 }
 
 /// A bcrypt hash of `password` for htpasswd (the registry reads only bcrypt), made by the
@@ -124,7 +143,16 @@ struct Registry {
 
 impl Registry {
     fn start(bin: &Path, dir: &Path) -> Registry {
-        let (ca, cert, key) = certs();
+        let auth = format!(
+            "  htpasswd:\n    realm: plumb-test\n    path: {}/htpasswd\n",
+            dir.display()
+        );
+        Registry::start_with(bin, dir, &auth, &certs())
+    }
+
+    /// The registry with `auth` (the YAML under `auth:`).
+    fn start_with(bin: &Path, dir: &Path, auth: &str, certs: &Certs) -> Registry {
+        let (ca, cert, key) = (&certs.ca_pem, &certs.cert_pem, &certs.key_pem);
         let ca_file = dir.join("ca.pem");
         std::fs::write(&ca_file, ca).expect("CA");
         std::fs::write(dir.join("registry-cert.pem"), cert).expect("cert");
@@ -150,10 +178,7 @@ http:
     certificate: {dir}/registry-cert.pem
     key: {dir}/registry-key.pem
 auth:
-  htpasswd:
-    realm: plumb-test
-    path: {dir}/htpasswd
-",
+{auth}",
             data = data.display(),
             dir = dir.display(),
         );
@@ -215,6 +240,8 @@ data:
   color: {{ .Values.color | quote }}
   size: {{ .Values.size | quote }}
   greeting: {{ .Values.greeting | quote }}
+  kube: {{ .Capabilities.KubeVersion.Version | quote }}
+  plumbApi: {{ .Capabilities.APIVersions.Has "plumb.dev/v1alpha1" | quote }}
 ---
 apiVersion: v1
 kind: Secret
@@ -548,4 +575,312 @@ fn oci_errors_are_one_line_and_never_print_the_password() {
     write(&env.dir, "app.yaml", &app(&url, "1.0.0", ""));
     let e = one_error_line(&env.plumb(&["render", "--app", "app.yaml"]));
     assert!(e.contains(&url), "{e}");
+}
+
+/// The controller's pipeline on the test bed (`plumb app sync`): a multi-source Application
+/// — a chart from the registry (credentials from a repository Secret in the control
+/// namespace) with `$values/envs/prod.yaml` from a git source — synced; the chart sees the
+/// cluster's version and API versions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_multi_source_oci_app_syncs_on_the_test_bed() {
+    let (_h, _r) = tools_or_skip!("a_multi_source_oci_app_syncs_on_the_test_bed");
+    let Some(cluster) = support::testbed("a_multi_source_oci_app_syncs_on_the_test_bed").await
+    else {
+        return;
+    };
+    let crd_text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../deploy/crd.yaml"
+    ))
+    .expect("deploy/crd.yaml");
+    let docs: Vec<serde_json::Value> =
+        serde_saphyr::from_str_multiple(&crd_text).expect("CRD YAML");
+    support::apply(&cluster, docs).await;
+    support::wait_until("applications.plumb.dev being served", || async {
+        cluster.discover().await.ok()?;
+        cluster.resource_for("plumb.dev", "Application").await.ok()
+    })
+    .await;
+    let Some(env) = Env::new("testbed") else {
+        return;
+    };
+    env.push("1.0.0");
+    let repo = format!("{}/charts", env.registry.host);
+    let values = env.dir.join("values-repo");
+    write(&values, "envs/prod.yaml", "size: huge\nreplicas: 0\n");
+    common::git(&values, &["init", "-q", "-b", "main"]);
+    common::git(&values, &["add", "-A"]);
+    common::git(&values, &["commit", "-qm", "prod values"]);
+
+    let ns = support::namespace(&cluster, "ocisrc", serde_json::json!({})).await;
+    let app_ns = support::namespace(&cluster, "ocisrc-apps", serde_json::json!({})).await;
+    let name = support::unique("shop");
+    let secret = serde_json::json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "registry", "namespace": app_ns,
+            "labels": {"argocd.argoproj.io/secret-type": "repository"}},
+        "stringData": {"type": "helm", "enableOCI": "true", "url": repo,
+            "username": USER, "password": PASSWORD}});
+    let app = serde_json::json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "Application",
+        "metadata": {"name": name, "namespace": app_ns},
+        "spec": {"project": "default",
+            "sources": [
+                {"repoURL": repo, "chart": "shop", "targetRevision": "~1.0",
+                 "helm": {"releaseName": "shop", "valueFiles": ["$values/envs/prod.yaml"]}},
+                {"repoURL": format!("file://{}", values.display()), "targetRevision": "HEAD",
+                 "ref": "values"}],
+            "destination": {"server": "https://kubernetes.default.svc", "namespace": ns}}});
+    support::apply(&cluster, vec![secret, app]).await;
+
+    let run = |args: &[&str]| {
+        let helm_dir = env.helm.parent().expect("helm's directory").to_path_buf();
+        let mut paths = vec![helm_dir];
+        if let Some(p) = std::env::var_os("PATH") {
+            paths.extend(std::env::split_paths(&p));
+        }
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_plumb"));
+        cmd.args(args)
+            .current_dir(&*env.dir)
+            .env("PATH", std::env::join_paths(paths).expect("PATH"))
+            .env("PLUMB_REPO_CACHE", env.dir.join("cache"))
+            .env("SSL_CERT_FILE", &env.registry.ca_file);
+        helm_env(&mut cmd, &env.dir);
+        if let Some(k) = std::env::var_os("KUBECONFIG") {
+            cmd.env("KUBECONFIG", k);
+        }
+        let o = cmd.output().expect("plumb runs");
+        assert!(!err(&o).contains(PASSWORD) && !out(&o).contains(PASSWORD));
+        o
+    };
+    let o = run(&["app", "sync", &name, "--cluster", "-N", &app_ns]);
+    assert_eq!(o.status.code(), Some(0), "{}{}", out(&o), err(&o));
+    let cm = cluster
+        .get_object("", "ConfigMap", &ns, "shop-config")
+        .await
+        .expect("read")
+        .expect("the chart's ConfigMap is applied");
+    assert_eq!(
+        cm["data"]["size"], "huge",
+        "the $values file of the git source"
+    );
+    assert_eq!(cm["data"]["chartVersion"], "1.0.0");
+    let sv = cluster.server_version();
+    let want = format!(
+        "v{}",
+        sv.trim_start_matches('v')
+            .split(['+', '-'])
+            .next()
+            .unwrap_or("")
+    );
+    assert_eq!(
+        cm["data"]["kube"],
+        want.as_str(),
+        "--kube-version from the cluster"
+    );
+    assert_eq!(
+        cm["data"]["plumbApi"], "true",
+        "--api-versions from discovery"
+    );
+    let o = run(&["app", "history", &name, "--cluster", "-N", &app_ns]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    println!("{}", out(&o));
+    assert!(out(&o).contains("1.0.0"), "{}", out(&o));
+}
+
+// ---------------------------------------------------------------------------------------
+// The Bearer token flow: the registry with `auth: token`, a token server the test runs.
+
+/// base64url without padding (JWT).
+fn b64url(bytes: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// An ECDSA signature in DER (`SEQUENCE { r, s }`) as JWS's 64 bytes `r || s`.
+fn der_to_raw(der: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut i = 2;
+    for _ in 0..2 {
+        assert_eq!(der[i], 0x02, "an INTEGER");
+        let len = der[i + 1] as usize;
+        let int = &der[i + 2..i + 2 + len];
+        let int = &int[int.len().saturating_sub(32)..];
+        out.extend(std::iter::repeat_n(0u8, 32 - int.len()));
+        out.extend_from_slice(int);
+        i += 2 + len;
+    }
+    out
+}
+
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() {
+            if let Ok(v) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
+                out.push(v);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(if b[i] == b'+' { b' ' } else { b[i] });
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// A token server on 127.0.0.1 (plain HTTP): answers `GET /token?service=..&scope=..` with
+/// a JWT for the scopes asked, signed by `key` (its certificate `cert_der` in `x5c`), to a
+/// client with the right Basic credentials; 401 otherwise. Counts the tokens issued.
+fn token_server(
+    key: KeyPair,
+    cert_der: Vec<u8>,
+    tls: &Certs,
+) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+    use std::io::{Read as _, Write as _};
+    let config = std::sync::Arc::new(
+        rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .expect("TLS versions")
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![CertificateDer::from(tls.cert_der.clone())],
+            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(tls.key_der.clone())),
+        )
+        .expect("certificate"),
+    );
+    let listener = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind");
+    let port = listener.local_addr().expect("address").port();
+    let issued = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = issued.clone();
+    std::thread::spawn(move || {
+        use base64::Engine as _;
+        use rcgen::SigningKey as _;
+        let basic = format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(format!("{USER}:{PASSWORD}"))
+        );
+        for conn in listener.incoming() {
+            let Ok(tcp) = conn else { continue };
+            let Ok(server) = rustls::ServerConnection::new(config.clone()) else {
+                continue;
+            };
+            let mut conn = rustls::StreamOwned::new(server, tcp);
+            let mut buf = Vec::new();
+            let mut byte = [0u8; 1];
+            while !buf.ends_with(b"\r\n\r\n") && conn.read(&mut byte).is_ok_and(|n| n == 1) {
+                buf.push(byte[0]);
+            }
+            let head = String::from_utf8_lossy(&buf).into_owned();
+            let target = head.split_whitespace().nth(1).unwrap_or("").to_string();
+            let authorized = head.lines().any(|l| {
+                l.to_ascii_lowercase().starts_with("authorization:") && l[14..].trim() == basic
+            });
+            if !authorized {
+                let _ = write!(
+                    conn,
+                    "HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                );
+                conn.conn.send_close_notify();
+                let _ = conn.flush();
+                continue;
+            }
+            let query = target.split_once('?').map_or("", |(_, q)| q);
+            let mut access = Vec::new();
+            for (k, v) in query.split('&').filter_map(|kv| kv.split_once('=')) {
+                if k != "scope" {
+                    continue;
+                }
+                let scope = percent_decode(v);
+                let mut parts = scope.splitn(3, ':');
+                let (Some(kind), Some(name), Some(actions)) =
+                    (parts.next(), parts.next(), parts.next())
+                else {
+                    continue;
+                };
+                access.push(serde_json::json!({"type": kind, "name": name,
+                    "actions": actions.split(',').collect::<Vec<_>>()}));
+            }
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .expect("clock")
+                .as_secs();
+            let header = serde_json::json!({"alg": "ES256", "typ": "JWT",
+                "x5c": [base64::engine::general_purpose::STANDARD.encode(&cert_der)]});
+            let n = count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let claims = serde_json::json!({"iss": "plumb-test-issuer", "sub": USER,
+                "aud": "plumb-registry", "exp": now + 300, "nbf": now - 10, "iat": now - 10,
+                "jti": format!("token-{n}"), "access": access});
+            let signing_input = format!(
+                "{}.{}",
+                b64url(header.to_string().as_bytes()),
+                b64url(claims.to_string().as_bytes())
+            );
+            let sig = key.sign(signing_input.as_bytes()).expect("sign");
+            let jwt = format!("{signing_input}.{}", b64url(&der_to_raw(&sig)));
+            let body = serde_json::json!({"token": jwt, "expires_in": 300}).to_string();
+            let _ = write!(
+                conn,
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            conn.conn.send_close_notify();
+            let _ = conn.flush();
+        }
+    });
+    (format!("https://127.0.0.1:{port}/token"), issued)
+}
+
+#[test]
+fn the_bearer_token_flow_of_a_token_authenticated_registry() {
+    let (helm, registry_bin) = tools_or_skip!("the_bearer_token_flow");
+    let dir = common::tmp("helmoci", "bearer");
+    let key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).expect("key");
+    let mut params = CertificateParams::new(Vec::<String>::new()).expect("params");
+    params
+        .distinguished_name
+        .push(DnType::CommonName, "plumb test token issuer");
+    let cert = params.self_signed(&key).expect("certificate");
+    std::fs::write(dir.join("token-cert.pem"), cert.pem()).expect("bundle");
+    let cert_der = cert.der().to_vec();
+    let tls = certs();
+    let (realm, issued) = token_server(key, cert_der, &tls);
+    let auth = format!(
+        "  token:\n    realm: {realm}\n    service: plumb-registry\n    issuer: plumb-test-issuer\n    rootcertbundle: {}/token-cert.pem\n",
+        dir.display()
+    );
+    let registry = Registry::start_with(&registry_bin, &dir, &auth, &tls);
+    let env = Env {
+        dir,
+        helm,
+        registry,
+    };
+    env.push("1.0.0");
+    env.push("1.1.0");
+    let repo = format!("oci://{}/charts", env.registry.host);
+    env.secret(&repo, PASSWORD);
+    let before = issued.load(std::sync::atomic::Ordering::SeqCst);
+    write(&env.dir, "app.yaml", &app(&repo, "^1.0", ""));
+    let o = env.plumb(&["render", "--app", "app.yaml", "--repo-creds", "creds"]);
+    assert_eq!(o.status.code(), Some(0), "{}{}", out(&o), err(&o));
+    assert!(
+        out(&o).starts_with("# Helm source shop at 1.1.0: 3 objects\n"),
+        "{}",
+        out(&o)
+    );
+    assert!(
+        issued.load(std::sync::atomic::Ordering::SeqCst) > before,
+        "a token was asked for"
+    );
+    // A wrong password: the token server refuses; one line, no password.
+    env.secret(&repo, "wrong-Pa55");
+    write(&env.dir, "app.yaml", &app(&repo, "1.0.0", ""));
+    let e = one_error_line(&env.plumb(&["render", "--app", "app.yaml", "--repo-creds", "creds"]));
+    assert!(
+        e.contains("token from https://127.0.0.1") && e.contains("were refused"),
+        "{e}"
+    );
 }

@@ -298,6 +298,13 @@ impl<'a> Registry<'a> {
                     .ok_or_else(|| {
                         self.fail(format!("{what}: a Bearer challenge without a usable realm"))
                     })?;
+                // Credentials never go from HTTPS down to plain HTTP (as Helm refuses it).
+                if realm.starts_with("http://") && !self.plain.get() {
+                    return Err(self.fail(format!(
+                        "{what}: the Bearer realm {} is plain HTTP but the registry is HTTPS",
+                        redact(realm)
+                    )));
+                }
                 let scope = param("scope")
                     .map(str::to_string)
                     .unwrap_or_else(|| format!("repository:{}:pull", self.name));
