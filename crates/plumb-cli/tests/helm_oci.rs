@@ -111,8 +111,17 @@ struct Certs {
 }
 
 /// A bcrypt hash of `password` for htpasswd (the registry reads only bcrypt), made by the
-/// system's crypt(3) through Python's standard library.
+/// system's crypt(3) through Python's standard library (up to Python 3.12), else by Apache's
+/// `htpasswd` when installed.
 fn bcrypt(password: &str) -> String {
+    if let Ok(o) = Command::new("htpasswd")
+        .args(["-nbBC", "5", "u", password])
+        .output()
+        && o.status.success()
+        && let Some((_, hash)) = out(&o).trim().split_once(':')
+    {
+        return hash.to_string();
+    }
     let o = Command::new("python3")
         .args([
             "-W",
