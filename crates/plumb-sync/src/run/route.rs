@@ -280,7 +280,20 @@ impl ClusterApi for Routed<'_> {
         namespace: &'a str,
         label: (&'a str, &'a str),
     ) -> BoxFuture<'a, plumb_cluster::Result<Vec<Value>>> {
+        // Argo CD's repository Secrets live with the control plane, not the destination.
+        if group.is_empty()
+            && kind == "Secret"
+            && label.0 == plumb_render::repocreds::SECRET_TYPE_LABEL
+            && matches!(label.1, "repository" | "repo-creds")
+        {
+            return self.home.list_labelled(group, kind, namespace, label);
+        }
         self.dest.list_labelled(group, kind, namespace, label)
+    }
+
+    /// The destination's version: charts are rendered for it (`helm --kube-version`).
+    fn server_version(&self) -> String {
+        self.dest.server_version()
     }
 
     fn get_object_as<'a>(
