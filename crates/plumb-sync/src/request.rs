@@ -2,7 +2,7 @@
 //! `--prune`, `--dry-run`, `--revision`, `--resource`.
 
 use plumb_core::ResourceKey;
-use serde_json::{Map, Value};
+use plumb_core::argo::model::SyncOperationResource;
 use std::fmt;
 
 /// A manual sync's request. The default syncs the whole app at its target revision and
@@ -80,25 +80,23 @@ impl ResourceSelector {
     }
 
     /// As `operation.sync.resources` records it.
-    pub fn to_json(&self) -> Value {
-        let mut m = Map::new();
-        m.insert("group".into(), Value::String(self.group.clone()));
-        m.insert("kind".into(), Value::String(self.kind.clone()));
-        m.insert("name".into(), Value::String(self.name.clone()));
-        if let Some(ns) = &self.namespace {
-            m.insert("namespace".into(), Value::String(ns.clone()));
+    pub fn to_model(&self) -> SyncOperationResource {
+        SyncOperationResource {
+            group: self.group.clone(),
+            kind: self.kind.clone(),
+            name: self.name.clone(),
+            namespace: self.namespace.clone().unwrap_or_default(),
+            extra: Default::default(),
         }
-        Value::Object(m)
     }
 
-    /// From `operation.sync.resources`.
-    pub fn from_json(v: &Value) -> Option<ResourceSelector> {
-        let s = |k: &str| v.get(k).and_then(Value::as_str).map(String::from);
-        Some(ResourceSelector {
-            group: s("group").unwrap_or_default(),
-            kind: s("kind")?,
-            namespace: s("namespace").filter(|n| !n.is_empty()),
-            name: s("name")?,
+    /// From `operation.sync.resources` (`None` without a kind or name).
+    pub fn from_model(r: &SyncOperationResource) -> Option<ResourceSelector> {
+        (!r.kind.is_empty() && !r.name.is_empty()).then(|| ResourceSelector {
+            group: r.group.clone(),
+            kind: r.kind.clone(),
+            namespace: Some(r.namespace.clone()).filter(|n| !n.is_empty()),
+            name: r.name.clone(),
         })
     }
 }
@@ -136,7 +134,7 @@ mod tests {
         assert!(one_ns.matches(&key("apps", "Deployment", "prod", "web")));
         assert!(!one_ns.matches(&key("apps", "Deployment", "dev", "web")));
         for s in [any_ns, one_ns] {
-            assert_eq!(ResourceSelector::from_json(&s.to_json()), Some(s.clone()));
+            assert_eq!(ResourceSelector::from_model(&s.to_model()), Some(s.clone()));
             assert_eq!(ResourceSelector::parse(&s.to_string()), Ok(s));
         }
         for bad in [

@@ -402,6 +402,82 @@ impl ApplicationStatus {
         let status = read(&Value::Object(good)).unwrap_or_default();
         (status, errors)
     }
+
+    /// `status` of an Application object as the starting point of a write: the lenient read
+    /// (what a writer changes), and the JSON a write is computed against — the read status
+    /// written out, plus the fields the read left out as `app` has them (one of the wrong
+    /// shape, one written empty), so a write that does not set them clears them.
+    pub fn stored(app: &Value) -> (ApplicationStatus, Value) {
+        let (status, _) = ApplicationStatus::read_lenient(app);
+        let mut stored = match serde_json::to_value(&status) {
+            Ok(Value::Object(m)) => m,
+            _ => Map::new(),
+        };
+        if let Some(Value::Object(raw)) = app.get("status") {
+            for (k, v) in raw {
+                stored.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+        }
+        (status, Value::Object(stored))
+    }
+
+    /// The JSON merge patch of the Application (`{"status": …}`) that turns `stored` (see
+    /// [`ApplicationStatus::stored`]) into this status: only what differs, a field this
+    /// status leaves out as `null`, fields it does not model kept (see [`merge_patch`]).
+    pub fn patch_from(&self, stored: &Value) -> Value {
+        let new = serde_json::to_value(self).unwrap_or_else(|_| Value::Object(Map::new()));
+        let patch = merge_patch(stored, &new).unwrap_or_else(|| Value::Object(Map::new()));
+        Value::Object(Map::from_iter([("status".to_string(), patch)]))
+    }
+}
+
+/// The JSON merge patch (RFC 7396) that turns `old` into `new`, `None` when they are equal.
+/// Objects are compared key by key (a key `new` lacks becomes `null`, an object in both is
+/// patched recursively); anything else — a list, a scalar, a change of type — is replaced
+/// whole. A `null` member of `new` means the same as one left out (a merge patch cannot
+/// write one).
+///
+/// The `json-patch` crate applies merge patches but does not produce them, hence this.
+pub fn merge_patch(old: &Value, new: &Value) -> Option<Value> {
+    let (Value::Object(o), Value::Object(n)) = (old, new) else {
+        return (old != new).then(|| without_nulls(new));
+    };
+    let mut patch = Map::new();
+    for (k, ov) in o {
+        match n.get(k) {
+            // Left out, or null (the same to a merge patch): removed.
+            None | Some(Value::Null) if !ov.is_null() => {
+                patch.insert(k.clone(), Value::Null);
+            }
+            None | Some(Value::Null) => {}
+            Some(nv) => {
+                if let Some(change) = merge_patch(ov, nv) {
+                    patch.insert(k.clone(), change);
+                }
+            }
+        }
+    }
+    for (k, nv) in n
+        .iter()
+        .filter(|(k, v)| !o.contains_key(*k) && !v.is_null())
+    {
+        patch.insert(k.clone(), without_nulls(nv));
+    }
+    (!patch.is_empty()).then_some(Value::Object(patch))
+}
+
+/// `v` with `null` members of its objects left out (a merge patch would read them as
+/// "remove").
+fn without_nulls(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| (k.clone(), without_nulls(v)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
 }
 
 /// `status.sync`.
@@ -1128,6 +1204,135 @@ mod tests {
         assert_eq!(whole.status, status);
         assert_eq!(errors.len(), 3);
         assert_eq!(errors[2].path, "spec.project");
+    }
+
+    /// Applies `patch` (RFC 7396, by the `json-patch` crate) to `doc`.
+    fn applied(doc: &Value, patch: &Value) -> Value {
+        let mut out = doc.clone();
+        json_patch::merge(&mut out, patch);
+        out
+    }
+
+    /// The merge patch from old to new: cleared fields become null, nested objects are
+    /// patched key by key, lists and changes of type are replaced whole, equal values are left
+    /// out; applying it to old gives new.
+    #[test]
+    fn merge_patch_turns_old_into_new() {
+        let table = [
+            (json!({"a": 1, "b": 2}), json!({"a": 1, "b": 2}), None),
+            (
+                json!({"a": 1, "b": 2}),
+                json!({"a": 1}),
+                Some(json!({"b": null})),
+            ),
+            (
+                json!({"op": {"phase": "Running", "finishedAt": "t", "sync": {"hook": {}, "prune": true}}}),
+                json!({"op": {"phase": "Failed", "sync": {"apply": {}, "prune": true}}}),
+                Some(json!({"op": {"phase": "Failed", "finishedAt": null,
+                                   "sync": {"hook": null, "apply": {}}}})),
+            ),
+            (
+                json!({"l": [1, 2, 3]}),
+                json!({"l": [1, 3]}),
+                Some(json!({"l": [1, 3]})),
+            ),
+            (json!({"l": [{"a": 1}]}), json!({"l": [{"a": 1}]}), None),
+            (
+                json!({"h": "Healthy"}),
+                json!({"h": {"status": "Healthy"}}),
+                Some(json!({"h": {"status": "Healthy"}})),
+            ),
+            (
+                json!({"h": {"status": "x"}}),
+                json!({"h": 3}),
+                Some(json!({"h": 3})),
+            ),
+            (
+                json!({"a": {"b": 1}}),
+                json!({"a": {"b": 1, "c": null}}),
+                None,
+            ),
+            (
+                json!({"a": {"b": 1}}),
+                json!({"a": null}),
+                Some(json!({"a": null})),
+            ),
+            (
+                json!({}),
+                json!({"n": {"x": null, "y": [null]}}),
+                Some(json!({"n": {"y": [null]}})),
+            ),
+            (json!({"a": null}), json!({}), None),
+        ];
+        for (old, new, want) in table {
+            let patch = merge_patch(&old, &new);
+            assert_eq!(patch, want, "{old} -> {new}");
+            // Compared without null members (a merge patch reads them as "absent").
+            let result = applied(&old, &patch.unwrap_or(json!({})));
+            assert_eq!(
+                applied(&json!({}), &result),
+                applied(&json!({}), &new),
+                "{old} -> {new}"
+            );
+        }
+    }
+
+    /// A status write: a field the new status clears is null in the patch, fields plumb does
+    /// not model (at any depth) are not touched, a field the lenient read dropped is cleared
+    /// unless set, and applying the patch to the stored object gives the new status.
+    #[test]
+    fn status_patches_clear_what_the_model_clears_and_keep_unknown_fields() {
+        let app = json!({"metadata": {"name": "a"}, "status": {
+            "futureField": {"x": 1},
+            "health": {"status": "Degraded", "message": "m", "vendorNote": "kept"},
+            "sync": {"status": "OutOfSync", "revision": "r1", "revisions": ["r1"]},
+            "resources": [{"kind": "ConfigMap", "name": "a", "status": "OutOfSync"}],
+            "reconciledAt": "yesterday",
+            "operationState": {"phase": "Running", "message": "m", "startedAt": "2026-09-22T19:58:00Z",
+                               "operation": {"sync": {"syncStrategy": {"hook": {}}, "resources": [{"kind": "ConfigMap", "name": "a"}]}},
+                               "syncResult": {"revision": "r1", "extra": true}}}});
+        let (mut status, stored) = ApplicationStatus::stored(&app);
+        assert_eq!(
+            stored["reconciledAt"], "yesterday",
+            "dropped by the read, kept to clear"
+        );
+        let op = status.operation_state.as_mut().unwrap();
+        op.phase = "Succeeded".into();
+        op.message = String::new();
+        op.finished_at = parse_rfc3339("2026-09-22T19:58:11Z").ok();
+        let sync = op.operation.sync.as_mut().unwrap();
+        sync.sync_strategy = Some(json!({"apply": {}}));
+        sync.resources.clear();
+        status.health.status = "Healthy".into();
+        status.sync.status = "Synced".into();
+        status.resources.clear();
+        let patch = status.patch_from(&stored);
+        assert_eq!(
+            patch,
+            json!({"status": {
+                "resources": null,
+                "sync": {"status": "Synced"},
+                "health": {"status": "Healthy"},
+                "reconciledAt": null,
+                "operationState": {"phase": "Succeeded", "message": null,
+                    "finishedAt": "2026-09-22T19:58:11Z",
+                    "operation": {"sync": {"syncStrategy": {"apply": {}, "hook": null}, "resources": null}}}}})
+        );
+        let written = applied(&app, &patch);
+        assert_eq!(written["status"]["futureField"], json!({"x": 1}));
+        assert_eq!(written["status"]["health"]["vendorNote"], "kept");
+        assert_eq!(written["status"]["sync"]["revisions"], json!(["r1"]));
+        assert_eq!(
+            written["status"]["operationState"]["syncResult"]["extra"],
+            true
+        );
+        assert_eq!(
+            ApplicationStatus::read_lenient(&written),
+            (status.clone(), Vec::new())
+        );
+        // Nothing changed: an empty patch.
+        let (same, stored) = ApplicationStatus::stored(&written);
+        assert_eq!(same.patch_from(&stored), json!({"status": {}}));
     }
 
     /// Fields Argo CD declares `omitempty` are left out when empty, as Argo CD leaves them out;

@@ -87,24 +87,18 @@ async fn delete_resources(
     // The app's resources as its status lists them, and the hooks its last operation
     // created (left behind by a BeforeHookCreation policy).
     let mut keys = previous_resources(app);
-    for r in app
-        .pointer("/status/operationState/syncResult/resources")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter(|r| r.get("hookType").is_some())
+    let last = ApplicationStatus::read_lenient(app).0.operation_state;
+    for r in last
+        .iter()
+        .flat_map(|o| &o.sync_result)
+        .flat_map(|r| &r.resources)
+        .filter(|r| !r.hook_type.is_empty())
     {
-        let field = |k: &str| {
-            r.get(k)
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string()
-        };
         let key = ResourceKey {
-            group: field("group"),
-            kind: field("kind"),
-            namespace: field("namespace"),
-            name: field("name"),
+            group: r.group.clone(),
+            kind: r.kind.clone(),
+            namespace: r.namespace.clone(),
+            name: r.name.clone(),
         };
         if !key.kind.is_empty() && !key.name.is_empty() && !keys.contains(&key) {
             keys.push(key);

@@ -10,6 +10,7 @@ use crate::operation::{DeletePolicy, TaskState, generated_name, hook_state, reso
 use crate::options::ApplyMode;
 use crate::plan::{Batch, Phase, Step};
 use crate::request::{ResourceSelector, SyncRequest};
+use plumb_core::argo::model;
 
 pub(super) fn propagation(p: PropagationPolicy) -> Propagation {
     match p {
@@ -201,23 +202,23 @@ impl Operation {
         reason: Option<SyncReason>,
         now: SystemTime,
     ) -> Operation {
-        let prev = |p: &str| {
-            app_obj
-                .pointer("/status/operationState")
-                .and_then(|o| o.pointer(p))
-                .and_then(Value::as_i64)
-                .unwrap_or(0)
-        };
+        let prev = ApplicationStatus::read_lenient(app_obj).0.operation_state;
+        let prev_heals = prev
+            .as_ref()
+            .and_then(|o| o.operation.sync.as_ref())
+            .and_then(|s| s.auto_heal_attempts_count)
+            .unwrap_or(0);
+        let prev_retries = prev.and_then(|o| o.retry_count).unwrap_or(0);
         Operation {
             started_at: now,
             initiated_by,
             self_heal_count: match reason {
-                Some(SyncReason::SelfHeal) => prev("/operation/sync/autoHealAttemptsCount") + 1,
-                Some(SyncReason::Retry) => prev("/operation/sync/autoHealAttemptsCount"),
+                Some(SyncReason::SelfHeal) => prev_heals + 1,
+                Some(SyncReason::Retry) => prev_heals,
                 _ => 0,
             },
             retry_count: match reason {
-                Some(SyncReason::Retry) => prev("/retryCount") + 1,
+                Some(SyncReason::Retry) => prev_retries + 1,
                 _ => 0,
             },
             recorded: Vec::new(),
@@ -249,47 +250,35 @@ impl Operation {
     /// The operation an Application's status shows `Running` (started by a controller or a
     /// CLI that stopped before finishing it), or `None`.
     pub fn resumed(app_obj: &Value) -> Option<Operation> {
-        let op = app_obj.pointer("/status/operationState")?;
-        if op.get("phase").and_then(Value::as_str) != Some("Running") {
+        let op = ApplicationStatus::read_lenient(app_obj).0.operation_state?;
+        if op.phase != "Running" {
             return None;
         }
-        let started_at = op
-            .get("startedAt")
-            .and_then(Value::as_str)
-            .and_then(|t| parse_rfc3339(t).ok())?;
-        let num = |p: &str| op.pointer(p).and_then(Value::as_i64).unwrap_or(0);
+        let sync = op.operation.sync.unwrap_or_default();
         Some(Operation {
-            started_at,
-            initiated_by: op
-                .pointer("/operation/initiatedBy")
-                .cloned()
-                .and_then(|v| serde_json::from_value(v).ok())
-                .unwrap_or_default(),
-            self_heal_count: num("/operation/sync/autoHealAttemptsCount"),
-            retry_count: num("/retryCount"),
+            started_at: op.started_at?,
+            initiated_by: op.operation.initiated_by,
+            self_heal_count: sync.auto_heal_attempts_count.unwrap_or(0),
+            retry_count: op.retry_count.unwrap_or(0),
             recorded: op
-                .pointer("/syncResult/resources")
-                .and_then(Value::as_array)
-                .map(|rs| rs.iter().filter_map(ResourceResult::from_json).collect())
-                .unwrap_or_default(),
-            revision: op
-                .pointer("/operation/sync/revision")
-                .and_then(Value::as_str)
-                .filter(|r| !r.is_empty())
-                .map(String::from),
-            prune: op.pointer("/operation/sync/prune").and_then(Value::as_bool),
-            skip_hooks: op
-                .pointer("/operation/sync/syncStrategy/apply")
+                .sync_result
+                .iter()
+                .flat_map(|r| &r.resources)
+                .filter_map(ResourceResult::from_model)
+                .collect(),
+            revision: Some(sync.revision).filter(|r| !r.is_empty()),
+            prune: Some(sync.prune),
+            skip_hooks: sync
+                .sync_strategy
+                .as_ref()
+                .and_then(|s| s.get("apply"))
                 .is_some_and(|v| !v.is_null()),
-            source: op
-                .pointer("/operation/sync/source")
-                .filter(|v| !v.is_null())
-                .cloned(),
-            selected: op
-                .pointer("/operation/sync/resources")
-                .and_then(Value::as_array)
-                .map(|rs| rs.iter().filter_map(ResourceSelector::from_json).collect())
-                .unwrap_or_default(),
+            source: sync.source.as_ref().map(source_json::to_value),
+            selected: sync
+                .resources
+                .iter()
+                .filter_map(ResourceSelector::from_model)
+                .collect(),
         })
     }
 
@@ -330,33 +319,38 @@ impl ResourceResult {
         }
     }
 
-    fn to_json(&self) -> Value {
-        let mut m = key_json(&self.key);
-        m.insert("status".into(), Value::String(self.status.into()));
-        m.insert("message".into(), Value::String(self.message.clone()));
-        m.insert("syncPhase".into(), Value::String(self.phase.into()));
-        if let Some(h) = self.hook_phase {
-            m.insert("hookType".into(), Value::String(self.phase.into()));
-            m.insert("hookPhase".into(), Value::String(h.into()));
+    fn to_model(&self) -> model::ResourceResult {
+        model::ResourceResult {
+            group: self.key.group.clone(),
+            kind: self.key.kind.clone(),
+            namespace: self.key.namespace.clone(),
+            name: self.key.name.clone(),
+            status: self.status.into(),
+            message: self.message.clone(),
+            sync_phase: self.phase.into(),
+            hook_type: self
+                .hook_phase
+                .map(|_| self.phase.into())
+                .unwrap_or_default(),
+            hook_phase: self.hook_phase.unwrap_or_default().into(),
+            ..model::ResourceResult::default()
         }
-        Value::Object(m)
     }
 
-    fn from_json(v: &Value) -> Option<ResourceResult> {
-        let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default();
+    fn from_model(r: &model::ResourceResult) -> Option<ResourceResult> {
         let known = |x: &str, set: &[&'static str]| set.iter().copied().find(|k| *k == x);
         Some(ResourceResult {
             key: ResourceKey {
-                group: s("group").into(),
-                kind: s("kind").into(),
-                namespace: s("namespace").into(),
-                name: s("name").into(),
+                group: r.group.clone(),
+                kind: r.kind.clone(),
+                namespace: r.namespace.clone(),
+                name: r.name.clone(),
             },
-            status: known(s("status"), &STATUSES)?,
-            message: s("message").into(),
-            phase: known(s("syncPhase"), &["PreSync", "Sync", "PostSync", "SyncFail"])?,
+            status: known(&r.status, &STATUSES)?,
+            message: r.message.clone(),
+            phase: known(&r.sync_phase, &["PreSync", "Sync", "PostSync", "SyncFail"])?,
             wave: 0,
-            hook_phase: match s("hookPhase") {
+            hook_phase: match r.hook_phase.as_str() {
                 "" => None,
                 h => Some(known(h, &["Running", "Succeeded", "Failed"])?),
             },
@@ -383,9 +377,10 @@ struct Exec<'a> {
     /// Hooks created (their live keys), with their policies, for deletion at the end.
     hooks: Vec<(ResourceKey, usize, DeletePolicy)>,
     message: String,
-    /// `operationState.phase: Running` is written once; later progress writes leave the phase
-    /// alone, so a `Terminating` written meanwhile is never overwritten.
-    phase_written: bool,
+    /// The status as last written: progress writes send only what changed since, so the
+    /// phase `Running` is written once and a `Terminating` written meanwhile is never
+    /// overwritten.
+    stored: StoredStatus,
 }
 
 impl Exec<'_> {
@@ -403,25 +398,17 @@ impl Exec<'_> {
             return Ok(());
         }
         self.message = message;
-        let mut state = operation_state(
+        let mut status = self.stored.status.clone();
+        status.operation_state = Some(operation_state(
+            status.operation_state.take(),
             self.obs,
             self.op,
             "Running",
             &self.message,
             None,
             &self.results,
-        );
-        if std::mem::replace(&mut self.phase_written, true)
-            && let Some(s) = state.as_object_mut()
-        {
-            s.remove("phase");
-        }
-        write_status(
-            self.cluster,
-            self.obs,
-            Map::from_iter([("operationState".to_string(), state)]),
-        )
-        .await
+        ));
+        self.stored.write_app(self.cluster, status).await
     }
 
     /// Whether this operation must stop: someone asked to terminate it (`plumb app
@@ -435,15 +422,14 @@ impl Exec<'_> {
         let Ok(Some(a)) = app else {
             return false;
         };
-        let state = |k: &str| {
-            a.pointer(&format!("/status/operationState/{k}"))
-                .and_then(Value::as_str)
+        let Some(state) = ApplicationStatus::read_lenient(&a).0.operation_state else {
+            return false;
         };
         // Terminating, or already ended as terminated by the next reconcile (its runner
         // presumed gone); never another outcome, which this runner must not overwrite.
-        match state("phase") {
-            Some("Terminating") => true,
-            Some("Failed") => state("message") == Some(TERMINATED),
+        match state.phase.as_str() {
+            "Terminating" => true,
+            "Failed" => state.message == TERMINATED,
             _ => false,
         }
     }
@@ -929,60 +915,44 @@ pub(super) async fn sync_options_now(
     Ok(sync_opts)
 }
 
-/// `status.operationState` for `op` in `phase`.
+/// `status.operationState` for `op` in `phase`, written over the previous one: every field an
+/// operation sets is set (cleared when this one has none), what plumb does not model is kept.
 pub(super) fn operation_state(
+    prev: Option<model::OperationState>,
     obs: &Observation,
     op: &Operation,
     phase: &str,
     message: &str,
     finished: Option<SystemTime>,
     results: &[ResourceResult],
-) -> Value {
-    let mut op_sync = json!({
-        "revision": obs.revision,
-        "prune": op.prune.unwrap_or(false),
-        "autoHealAttemptsCount": op.self_heal_count,
+) -> model::OperationState {
+    let mut state = prev.unwrap_or_default();
+    let sync = state.operation.sync.get_or_insert_with(Default::default);
+    sync.revision = obs.revision.clone();
+    sync.prune = op.prune.unwrap_or(false);
+    sync.auto_heal_attempts_count = Some(op.self_heal_count);
+    sync.sync_strategy = Some(if op.skip_hooks {
+        json!({"apply": {}})
+    } else {
+        json!({"hook": {}})
     });
-    // Status writes are merge patches: every key is written, the one not in use as null, so
-    // nothing of an earlier operation carries over.
-    op_sync["syncStrategy"] = if op.skip_hooks {
-        json!({"apply": {}, "hook": null})
-    } else {
-        json!({"hook": {}, "apply": null})
-    };
-    op_sync["source"] = op.source.clone().unwrap_or(Value::Null);
-    // Always written (null for the whole app): a merge patch keeps what it does not name, and
-    // a previous partial sync's list must not make this operation partial when resumed.
-    op_sync["resources"] = if op.selected.is_empty() {
-        Value::Null
-    } else {
-        op.selected.iter().map(ResourceSelector::to_json).collect()
-    };
-    if let Some(o) = obs.sync_options_json.as_ref() {
-        op_sync["syncOptions"] = o.clone();
-    }
-    json!({
-        "operation": {
-            "sync": op_sync,
-            "initiatedBy": {
-                "username": (!op.initiated_by.username.is_empty())
-                    .then(|| op.initiated_by.username.clone()),
-                "automated": op.initiated_by.automated,
-            },
-            "retry": {},
-        },
-        "phase": phase,
-        "message": message,
-        "startedAt": format_rfc3339(op.started_at),
-        // A merge patch keeps keys it does not name: clear the previous operation's end.
-        "finishedAt": finished.map(format_rfc3339),
-        "retryCount": op.retry_count,
-        "syncResult": {
-            "revision": obs.revision,
-            "source": source_json::to_value(&obs.source),
-            "resources": results.iter().map(ResourceResult::to_json).collect::<Vec<_>>(),
-        },
-    })
+    sync.source = op.source.as_ref().and_then(|s| model::read(s).ok());
+    // A previous partial sync's list must not make this operation partial when resumed.
+    sync.resources = op.selected.iter().map(ResourceSelector::to_model).collect();
+    sync.sync_options = obs.sync_options.clone();
+    state.operation.initiated_by.username = op.initiated_by.username.clone();
+    state.operation.initiated_by.automated = op.initiated_by.automated;
+    state.operation.retry.get_or_insert_with(Default::default);
+    state.phase = phase.into();
+    state.message = message.into();
+    state.started_at = Some(op.started_at);
+    state.finished_at = finished;
+    state.retry_count = Some(op.retry_count);
+    let result = state.sync_result.get_or_insert_with(Default::default);
+    result.revision = obs.revision.clone();
+    result.source = Some(obs.source.clone());
+    result.resources = results.iter().map(ResourceResult::to_model).collect();
+    state
 }
 
 /// Runs the operation `op` on the observed app and writes the outcome.
@@ -1012,7 +982,7 @@ pub(super) async fn execute(
         started: Vec::new(),
         hooks: Vec::new(),
         message: String::new(),
-        phase_written: false,
+        stored: StoredStatus::of(app_obj),
     };
     exec.progress("running".into()).await?;
 
@@ -1127,7 +1097,7 @@ pub(super) async fn execute(
     let gone_refs: Vec<&ResourceKey> = gone.iter().collect();
     wait_deleted(cluster, &gone_refs, opts.prune_wait, opts.poll_interval).await;
     let results = std::mem::take(&mut exec.results);
-    drop(exec);
+    let mut stored = exec.stored;
     let execute_time = clock.elapsed();
 
     // Compare again: what the cluster made of the sync.
@@ -1139,15 +1109,11 @@ pub(super) async fn execute(
     let phase = if succeeded { "Succeeded" } else { "Failed" };
     let message = failure.unwrap_or_else(|| all_tasks_message.to_string());
 
-    let mut history: Vec<HistoryEntry> = app_obj
-        .pointer("/status/history")
-        .cloned()
-        .and_then(|h| serde_json::from_value(h).ok())
-        .unwrap_or_default();
+    let mut status = status_write::refreshed(stored.status.clone(), app_obj, &obs, finished);
     let partial = !op.selected.is_empty();
     let history_id = records_history(succeeded, false, partial).then(|| {
         append_history(
-            &mut history,
+            &mut status.history,
             HistoryEntry::new(
                 obs.revision.clone(),
                 obs.source.clone(),
@@ -1158,20 +1124,17 @@ pub(super) async fn execute(
             revision_history_limit(app_obj),
         )
     });
-
-    let mut status = refresh_status(app_obj, &obs, finished);
-    status.insert(
-        "operationState".into(),
-        operation_state(&obs, &op, phase, &message, Some(finished), &results),
-    );
-    if history_id.is_some() {
-        status.insert(
-            "history".into(),
-            serde_json::to_value(&history).unwrap_or(Value::Array(Vec::new())),
-        );
-    }
+    status.operation_state = Some(operation_state(
+        status.operation_state.take(),
+        &obs,
+        &op,
+        phase,
+        &message,
+        Some(finished),
+        &results,
+    ));
     let t = Instant::now();
-    write_status(cluster, &obs, status).await?;
+    stored.write_app(cluster, status).await?;
     let write_time = t.elapsed();
 
     Ok(SyncOutcome {

@@ -33,7 +33,7 @@ use crate::plan::{Action, PlanResource, SkipReason, Status, StepSource, plan};
 use crate::policy::{PolicyError, SyncPolicy, revision_history_limit};
 use crate::request::SyncRequest;
 use crate::status::{SyncStatusCode, only_pruning_needed, sync_status};
-use crate::time::{format_rfc3339, parse_rfc3339};
+use crate::time::format_rfc3339;
 use plumb_cluster::{ClusterApi, ClusterError, Propagation};
 use plumb_core::argo::model::ApplicationStatus;
 use plumb_core::argo::{AppSource, Application, Settings};
@@ -268,7 +268,7 @@ struct Observation {
     prepared: Prepared,
     tracking: plumb_core::argo::TrackingMethod,
     /// `spec.syncPolicy.syncOptions` as written.
-    sync_options_json: Option<Value>,
+    sync_options: Vec<String>,
     /// The client-side apply manager whose fields a server-side apply takes over
     /// (`argocd.argoproj.io/client-side-apply-migration-manager`).
     migration_manager: String,
@@ -526,10 +526,11 @@ async fn observe(
         generated,
         prepared,
         tracking,
-        sync_options_json: app_obj
-            .pointer("/spec/syncPolicy/syncOptions")
-            .filter(|v| !v.is_null())
-            .cloned(),
+        sync_options: plumb_core::argo::model::ApplicationSpec::of(app_obj)
+            .ok()
+            .and_then(|s| s.sync_policy)
+            .map(|p| p.sync_options)
+            .unwrap_or_default(),
         migration_manager: plumb_core::value::annotation(
             app_obj,
             crate::migration::MIGRATION_MANAGER_ANNOTATION,
@@ -698,95 +699,6 @@ impl Observation {
 }
 
 // ---------------------------------------------------------------------------------------
-// Status documents
-
-fn key_json(key: &ResourceKey) -> Map<String, Value> {
-    let mut m = Map::new();
-    m.insert("group".into(), Value::String(key.group.clone()));
-    m.insert("kind".into(), Value::String(key.kind.clone()));
-    if !key.namespace.is_empty() {
-        m.insert("namespace".into(), Value::String(key.namespace.clone()));
-    }
-    m.insert("name".into(), Value::String(key.name.clone()));
-    m
-}
-
-fn sync_code(s: SyncStatusCode) -> &'static str {
-    match s {
-        SyncStatusCode::Synced => "Synced",
-        SyncStatusCode::OutOfSync => "OutOfSync",
-    }
-}
-
-fn compared_to(app_obj: &Value, source: &AppSource) -> Value {
-    let mut m = Map::new();
-    m.insert("source".into(), source_json::to_value(source));
-    if let Some(d) = app_obj.pointer("/spec/destination") {
-        m.insert("destination".into(), d.clone());
-    }
-    if let Some(i) = app_obj
-        .pointer("/spec/ignoreDifferences")
-        .filter(|v| !v.is_null())
-    {
-        m.insert("ignoreDifferences".into(), i.clone());
-    }
-    Value::Object(m)
-}
-
-/// `status.sync`, `health`, `resources`, `reconciledAt`, `sourceType`.
-fn refresh_status(app_obj: &Value, obs: &Observation, now: SystemTime) -> Map<String, Value> {
-    let resources: Vec<Value> = obs
-        .status
-        .resources
-        .iter()
-        .map(|r| {
-            let mut m = key_json(&r.key);
-            m.insert("version".into(), Value::String(r.version.clone()));
-            m.insert("status".into(), Value::String(sync_code(r.status).into()));
-            if let Some(h) = r.health {
-                m.insert("health".into(), json!({"status": h.as_str()}));
-            }
-            if r.requires_pruning {
-                m.insert("requiresPruning".into(), Value::Bool(true));
-            }
-            Value::Object(m)
-        })
-        .collect();
-    let mut status = Map::new();
-    status.insert(
-        "sync".into(),
-        json!({
-            "status": sync_code(obs.status.sync),
-            "revision": obs.revision,
-            "comparedTo": compared_to(app_obj, &obs.source),
-        }),
-    );
-    status.insert(
-        "health".into(),
-        json!({"status": obs.status.health.as_str()}),
-    );
-    status.insert("resources".into(), Value::Array(resources));
-    status.insert("reconciledAt".into(), Value::String(format_rfc3339(now)));
-    status.insert("sourceType".into(), Value::String(obs.source_type.clone()));
-    status
-}
-
-async fn write_status(
-    cluster: &dyn ClusterApi,
-    obs: &Observation,
-    status: Map<String, Value>,
-) -> Result<()> {
-    cluster
-        .patch_application_status(&obs.namespace, &obs.name, &json!({"status": status}))
-        .await
-        .map(|_| ())
-        .map_err(|source| RunError::Cluster {
-            app: obs.name.clone(),
-            source,
-        })
-}
-
-// ---------------------------------------------------------------------------------------
 // Public entry points
 
 /// Renders, compares and writes the status of a plumb.dev Application (`app` is the
@@ -803,9 +715,7 @@ pub async fn refresh_app(
     let (cluster, opts) = (&target.routed(home), target.options(opts));
     let result = async {
         let obs = observe(cluster, app, opts, None).await?;
-        let mut status = refresh_status(app, &obs, now);
-        reset_self_heal_if_synced(app, &obs, &mut status);
-        write_status(cluster, &obs, status).await?;
+        write_refreshed(cluster, app, &obs, now).await?;
         Ok(obs.status)
     }
     .await;
@@ -878,7 +788,7 @@ pub async fn sync_app_with(
     let result = async {
         let obs = observe(cluster, app, opts, request.revision.as_deref()).await?;
         let op = execute::Operation::manual(app, initiated_by, request, now);
-        refuse_operation(cluster, &admission, &obs, &op, now).await?;
+        refuse_operation(cluster, app, &admission, &obs, &op, now).await?;
         let mut outcome = execute::execute(cluster, app, obs, opts, op, false, now).await?;
         outcome.timings.total = started.elapsed();
         Ok(outcome)
@@ -916,14 +826,12 @@ pub async fn terminate_operation(cluster: &dyn ClusterApi, app: &Value) -> Resul
                 "Unable to terminate operation. No operation is in progress",
             ));
         }
-        let patch = json!({
-            "metadata": {"resourceVersion": current.pointer("/metadata/resourceVersion")},
-            "status": {"operationState": {"phase": "Terminating"}},
-        });
-        match cluster
-            .patch_application_status(&namespace, &name, &patch)
-            .await
-        {
+        let mut stored = StoredStatus::of(&current);
+        let mut status = stored.status.clone();
+        if let Some(state) = status.operation_state.as_mut() {
+            state.phase = "Terminating".into();
+        }
+        match stored.write(cluster, status, true).await {
             Ok(_) => return Ok(()),
             Err(ClusterError::Api { code: 409, .. }) if attempt < 5 => continue,
             Err(source) => {
@@ -939,23 +847,19 @@ pub async fn terminate_operation(cluster: &dyn ClusterApi, app: &Value) -> Resul
 /// An operation left `Terminating` by a process that is gone: ended `Failed` with
 /// "Operation terminated" (so automated sync does not retry it). `true` when it was.
 async fn finish_terminated(cluster: &dyn ClusterApi, app: &Value, now: SystemTime) -> Result<bool> {
-    if app
-        .pointer("/status/operationState/phase")
-        .and_then(Value::as_str)
-        != Some("Terminating")
-    {
+    let mut stored = StoredStatus::of(app);
+    let mut status = stored.status.clone();
+    let Some(state) = status
+        .operation_state
+        .as_mut()
+        .filter(|s| s.phase == "Terminating")
+    else {
         return Ok(false);
-    }
-    let namespace = app_namespace(app);
-    let patch = json!({
-        "metadata": {"resourceVersion": app.pointer("/metadata/resourceVersion")},
-        "status": {"operationState": {"phase": "Failed", "message": execute::TERMINATED,
-            "finishedAt": format_rfc3339(now)}},
-    });
-    match cluster
-        .patch_application_status(namespace, &app_name(app), &patch)
-        .await
-    {
+    };
+    state.phase = "Failed".into();
+    state.message = execute::TERMINATED.into();
+    state.finished_at = Some(now);
+    match stored.write(cluster, status, true).await {
         Ok(_) | Err(ClusterError::Api { code: 409, .. }) => Ok(true),
         Err(source) => Err(RunError::Cluster {
             app: app_name(app),
@@ -990,11 +894,7 @@ pub async fn rollback_app(
             "rollback cannot be initiated when auto-sync is enabled".into(),
         ));
     }
-    let history: Vec<HistoryEntry> = app
-        .pointer("/status/history")
-        .cloned()
-        .and_then(|h| serde_json::from_value(h).ok())
-        .unwrap_or_default();
+    let history = ApplicationStatus::read_lenient(app).0.history;
     let entry = match id {
         Some(id) => history.iter().find(|h| h.id == id).ok_or_else(|| {
             fail(format!(
@@ -1070,7 +970,7 @@ pub async fn resume_app(
     let (cluster, opts) = (&target.routed(home), target.options(opts));
     let result = async {
         let obs = observe(cluster, app, opts, op.revision.as_deref()).await?;
-        refuse_operation(cluster, &admission, &obs, &op, now).await?;
+        refuse_operation(cluster, app, &admission, &obs, &op, now).await?;
         let automated = op.initiated_by.automated;
         let mut outcome = execute::execute(cluster, app, obs, opts, op, automated, now).await?;
         outcome.timings.total = started.elapsed();
@@ -1184,7 +1084,7 @@ async fn reconcile_at(
     }
     if let Some(Decision::SyncNow { reason }) = decision {
         let op = execute::Operation::new(app, InitiatedBy::automated(), Some(reason), now);
-        refuse_operation(cluster, admission, &obs, &op, now).await?;
+        refuse_operation(cluster, app, admission, &obs, &op, now).await?;
         let mut outcome = execute::execute(cluster, app, obs, opts, op, true, now).await?;
         outcome.timings.total = started.elapsed();
         let status = outcome.status.clone();
@@ -1197,9 +1097,7 @@ async fn reconcile_at(
             blocked_by: None,
         });
     }
-    let mut status = refresh_status(app, &obs, now);
-    reset_self_heal_if_synced(app, &obs, &mut status);
-    write_status(cluster, &obs, status).await?;
+    write_refreshed(cluster, app, &obs, now).await?;
     Ok(ReconcileOutcome {
         decision,
         resumed: false,
@@ -1215,6 +1113,7 @@ async fn reconcile_at(
 /// and the rule, and the error returned.
 async fn refuse_operation(
     cluster: &dyn ClusterApi,
+    app: &Value,
     admission: &tenancy::Admission,
     obs: &Observation,
     op: &execute::Operation,
@@ -1226,13 +1125,18 @@ async fn refuse_operation(
     let RunError::Refused { reason, .. } = &refused else {
         return Err(refused);
     };
-    let state = execute::operation_state(obs, op, "Failed", reason, Some(now), &[]);
-    write_status(
-        cluster,
+    let mut stored = StoredStatus::of(app);
+    let mut status = stored.status.clone();
+    status.operation_state = Some(execute::operation_state(
+        status.operation_state.take(),
         obs,
-        Map::from_iter([("operationState".to_string(), state)]),
-    )
-    .await?;
+        op,
+        "Failed",
+        reason,
+        Some(now),
+        &[],
+    ));
+    stored.write_app(cluster, status).await?;
     Err(refused)
 }
 
@@ -1313,20 +1217,26 @@ fn recorded_status(app: &Value) -> AppStatus {
     }
 }
 
-/// plumb resets the self-heal attempt count when the app is seen Synced (see NOTES.md).
-fn reset_self_heal_if_synced(app: &Value, obs: &Observation, status: &mut Map<String, Value>) {
-    let (recorded, _) = ApplicationStatus::read_lenient(app);
-    let count = recorded
-        .operation_state
-        .and_then(|o| o.operation.sync)
-        .and_then(|s| s.auto_heal_attempts_count)
-        .unwrap_or(0);
-    if obs.status.sync == SyncStatusCode::Synced && count > 0 {
-        status.insert(
-            "operationState".into(),
-            json!({"operation": {"sync": {"autoHealAttemptsCount": 0}}}),
-        );
+/// Writes what the compare `obs` found; plumb also resets the self-heal attempt count when
+/// the app is seen Synced (see NOTES.md).
+async fn write_refreshed(
+    cluster: &dyn ClusterApi,
+    app: &Value,
+    obs: &Observation,
+    now: SystemTime,
+) -> Result<()> {
+    let mut stored = StoredStatus::of(app);
+    let mut status = status_write::refreshed(stored.status.clone(), app, obs, now);
+    if obs.status.sync == SyncStatusCode::Synced
+        && let Some(sync) = status
+            .operation_state
+            .as_mut()
+            .and_then(|o| o.operation.sync.as_mut())
+            .filter(|s| s.auto_heal_attempts_count.unwrap_or(0) > 0)
+    {
+        sync.auto_heal_attempts_count = Some(0);
     }
+    stored.write_app(cluster, status).await
 }
 
 /// The automated decision's inputs, from the Application's status and what was observed.
@@ -1360,9 +1270,11 @@ pub mod destinations;
 mod dry_run;
 mod execute;
 mod route;
+mod status_write;
 pub mod tenancy;
 #[cfg(test)]
 mod tests;
 
 pub use delete::DeletionOutcome;
 pub use route::{COMPARISON_ERROR, Destination, Destinations, DestinationsHandle, Routed};
+use status_write::StoredStatus;

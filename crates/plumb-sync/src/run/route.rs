@@ -12,15 +12,14 @@
 //! [`Destinations`] in [`RunOptions::destinations`]; without one, an app aimed at another
 //! cluster is refused (nothing is applied anywhere).
 
-use super::{RunError, RunOptions, app_name, app_namespace};
-use crate::time::format_rfc3339;
+use super::{RunError, RunOptions, app_name};
 use futures::future::BoxFuture;
 use plumb_cluster::{
     ApiResources, ClusterApi, ClusterError, Deleted, LiveCache, Propagation, ResourceInfo,
 };
 use plumb_core::clusters::{Cluster, Clusters};
 use plumb_core::{GroupKind, ResourceKey};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -190,41 +189,27 @@ pub(super) async fn set_condition(
     message: Option<&str>,
     now: SystemTime,
 ) -> Result<(), RunError> {
-    let current: Vec<Value> = app
-        .pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let existing = current.iter().find(|c| c["type"] == kind);
+    let mut stored = super::StoredStatus::of(app);
+    let mut status = stored.status.clone();
+    let existing = status.conditions.iter().find(|c| c.type_name == kind);
     let unchanged = match (existing, message) {
         (None, None) => true,
-        (Some(c), Some(m)) => c["message"] == m,
+        (Some(c), Some(m)) => c.message == m,
         _ => false,
     };
     if unchanged {
         return Ok(());
     }
-    let mut conditions: Vec<Value> = current.into_iter().filter(|c| c["type"] != kind).collect();
+    status.conditions.retain(|c| c.type_name != kind);
     if let Some(m) = message {
-        conditions.push(json!({"type": kind, "message": m,
-            "lastTransitionTime": format_rfc3339(now)}));
+        status.conditions.push(plumb_core::argo::model::Condition {
+            type_name: kind.into(),
+            message: m.into(),
+            last_transition_time: Some(now),
+            ..Default::default()
+        });
     }
-    let conditions = if conditions.is_empty() {
-        Value::Null
-    } else {
-        Value::Array(conditions)
-    };
-    home.patch_application_status(
-        app_namespace(app),
-        &app_name(app),
-        &json!({"status": {"conditions": conditions}}),
-    )
-    .await
-    .map(|_| ())
-    .map_err(|source| RunError::Cluster {
-        app: app_name(app),
-        source,
-    })
+    stored.write_app(home, status).await
 }
 
 /// Home and destination as one [`ClusterApi`]: Applications home, everything else to the

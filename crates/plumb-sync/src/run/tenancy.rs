@@ -17,13 +17,13 @@
 //! (everything permitted, no `sourceNamespaces`: only Applications of the control namespace
 //! may use it); any other missing project is an error.
 
-use super::{RunError, RunOptions, app_name, app_namespace};
-use crate::time::format_rfc3339;
+use super::{RunError, RunOptions, StoredStatus, app_name, app_namespace};
 use plumb_cluster::{ClusterApi, ClusterError};
 use plumb_core::ResourceKey;
+use plumb_core::argo::model::Condition;
 use plumb_core::clusters::{Cluster, Clusters, SECRET_TYPE_CLUSTER, SECRET_TYPE_LABEL};
 use plumb_core::project::{AppProject, DEFAULT_PROJECT, Destination, WindowVerdict};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::time::SystemTime;
 
 /// The condition type of a refused spec (Argo CD's).
@@ -265,39 +265,32 @@ async fn write_condition(
     message: &str,
     now: SystemTime,
 ) -> Result<(), ClusterError> {
-    let patch = json!({"status": {
-        "conditions": [{"type": INVALID_SPEC_ERROR, "message": message,
-                        "lastTransitionTime": format_rfc3339(now)}],
-        "sync": {"status": "Unknown"},
-    }});
-    home.patch_application_status(app_namespace(app), &app_name(app), &patch)
-        .await
-        .map(|_| ())
+    let mut stored = StoredStatus::of(app);
+    let mut status = stored.status.clone();
+    status.conditions = vec![Condition {
+        type_name: INVALID_SPEC_ERROR.into(),
+        message: message.into(),
+        last_transition_time: Some(now),
+        ..Condition::default()
+    }];
+    status.sync.status = "Unknown".into();
+    stored.write(home, status, false).await
 }
 
 /// Removes an `InvalidSpecError` condition an earlier check wrote (the spec is fine now);
 /// other conditions stay.
 async fn clear_condition(home: &dyn ClusterApi, app: &Value) -> Result<(), ClusterError> {
-    let Some(conditions) = app.pointer("/status/conditions").and_then(Value::as_array) else {
-        return Ok(());
-    };
-    if !conditions.iter().any(|c| c["type"] == INVALID_SPEC_ERROR) {
+    let mut stored = StoredStatus::of(app);
+    let mut status = stored.status.clone();
+    if !status
+        .conditions
+        .iter()
+        .any(|c| c.type_name == INVALID_SPEC_ERROR)
+    {
         return Ok(());
     }
-    let rest: Vec<&Value> = conditions
-        .iter()
-        .filter(|c| c["type"] != INVALID_SPEC_ERROR)
-        .collect();
-    let rest = if rest.is_empty() {
-        Value::Null
-    } else {
-        json!(rest)
-    };
-    home.patch_application_status(
-        app_namespace(app),
-        &app_name(app),
-        &json!({"status": {"conditions": rest}}),
-    )
-    .await
-    .map(|_| ())
+    status
+        .conditions
+        .retain(|c| c.type_name != INVALID_SPEC_ERROR);
+    stored.write(home, status, false).await
 }
