@@ -1453,3 +1453,58 @@ async fn a_rollback_checks_the_history_entrys_source_against_the_project() {
     );
     assert_eq!(object_requests(&cluster), Vec::<String>::new());
 }
+
+/// Status writes come from the typed model: a sync after a partial, hook-less operation
+/// clears what that operation set and this one does not (its resource list, `apply`
+/// strategy, end time, message), keeps what plumb does not model (at any depth), clears a
+/// field of the wrong shape, and a refresh afterwards leaves the operation state as it is.
+#[tokio::test]
+async fn status_writes_clear_what_the_operation_clears_and_keep_unknown_fields() {
+    let (cluster, _repo) = setup(&[configmap("config", json!({}))], json!({}));
+    let mut stored = app(&cluster);
+    stored["status"] = json!({
+        "futureField": {"x": 1},
+        "summary": "not an object",
+        "health": {"status": "Missing", "vendorNote": "kept"},
+        "sync": {"status": "OutOfSync", "revisions": ["r0"]},
+        "operationState": {
+            "phase": "Failed", "message": "one or more objects failed to apply",
+            "startedAt": "2026-09-22T19:58:00Z", "finishedAt": "2026-09-22T19:58:11Z",
+            "vendorOpField": "kept",
+            "operation": {"sync": {"syncStrategy": {"apply": {}}, "prune": true,
+                "resources": [{"kind": "ConfigMap", "name": "config"}]},
+                "initiatedBy": {"username": "bob"}},
+            "syncResult": {"revision": "r0", "resources": [{"kind": "ConfigMap",
+                "name": "old", "status": "SyncFailed", "syncPhase": "Sync"}]}}});
+    cluster.put(stored).expect("status");
+
+    let out = sync(&cluster, &opts()).await;
+    assert_eq!(out.phase, "Succeeded", "{out:?}");
+    let status = &app(&cluster)["status"];
+    let state = &status["operationState"];
+    assert_eq!(state["phase"], "Succeeded");
+    assert_eq!(state["vendorOpField"], "kept");
+    assert_eq!(state["operation"]["sync"]["syncStrategy"], json!({"hook": {}}));
+    assert_eq!(state["operation"]["sync"].get("resources"), None);
+    assert_eq!(state["operation"]["sync"].get("prune"), None, "false: left out");
+    assert_eq!(state["operation"]["initiatedBy"], json!({"username": "alice"}));
+    assert_ne!(state["finishedAt"], "2026-09-22T19:58:11Z");
+    let names: Vec<&str> = state["syncResult"]["resources"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r["name"].as_str())
+        .collect();
+    assert_eq!(names, ["config"]);
+    assert_eq!(status["futureField"], json!({"x": 1}));
+    assert_eq!(status["health"], json!({"status": "Healthy", "vendorNote": "kept"}));
+    assert_eq!(status["sync"]["revisions"], json!(["r0"]));
+    assert_eq!(status.get("summary"), None, "the wrong shape is cleared");
+    assert_eq!(history(&app(&cluster)).len(), 1);
+
+    let before = app(&cluster)["status"]["operationState"].clone();
+    refresh_app(&cluster, &app(&cluster), &opts(), now() + Duration::from_secs(60))
+        .await
+        .expect("refresh");
+    assert_eq!(app(&cluster)["status"]["operationState"], before);
+}
