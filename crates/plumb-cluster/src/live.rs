@@ -218,27 +218,10 @@ impl Cluster {
         tracking_label: &str,
     ) -> Result<Vec<Value>> {
         let mut plan = LivePlan::new(app, tracking_label, &self.default_namespace);
-        // Kinds whose CRD is itself desired and not served yet: nothing of them is live.
-        let mut not_served: HashSet<GroupKind> = HashSet::new();
-        for obj in desired {
-            let key = LivePlan::desired_key(obj)?;
-            let gk = key.group_kind();
-            if not_served.contains(&gk) {
-                continue;
-            }
-            if !plan.has_kind(&gk) {
-                let info = match self.resource_for(&gk.group, &gk.kind).await {
-                    Ok(info) => info,
-                    Err(ClusterError::UnknownKind { .. }) if crd_desired(desired, &gk) => {
-                        not_served.insert(gk);
-                        continue;
-                    }
-                    Err(e) => return Err(e),
-                };
-                plan.add_kind(gk, info);
-            }
-            plan.add_desired(key);
-        }
+        plan.add_all(desired, |gk| async move {
+            self.resource_for(&gk.group, &gk.kind).await
+        })
+        .await?;
         // Kinds git does not use can still hold the app's objects (prune candidates).
         let served = match app {
             Some(_) => self.api_resources().await?,
@@ -310,13 +293,6 @@ pub(crate) struct PlannedReads {
     pub extras: Vec<PlannedRead>,
 }
 
-/// Has `obj` an owner (a ReplicaSet's Pods): then it is never an extra.
-fn is_owned(obj: &Value) -> bool {
-    obj.pointer("/metadata/ownerReferences")
-        .and_then(Value::as_array)
-        .is_some_and(|o| !o.is_empty())
-}
-
 impl<'a> LivePlan<'a> {
     pub(crate) fn new(
         app: Option<&'a str>,
@@ -342,6 +318,53 @@ impl<'a> LivePlan<'a> {
     /// Is the resource of `gk` known already.
     pub(crate) fn has_kind(&self, gk: &GroupKind) -> bool {
         self.kinds.contains_key(gk)
+    }
+
+    /// Adds every desired object, `resolve` giving the resource that serves a kind (asked
+    /// once per kind, in the order desired first uses them; the real cluster's discovery, the
+    /// watch cache, the in-memory cluster). A kind not served whose CustomResourceDefinition is
+    /// itself desired has nothing live yet: its objects are left out. Any other error of
+    /// `resolve` is returned.
+    pub(crate) async fn add_all<F, Fut>(&mut self, desired: &[Value], mut resolve: F) -> Result<()>
+    where
+        F: FnMut(GroupKind) -> Fut,
+        Fut: std::future::Future<Output = Result<ResourceInfo>>,
+    {
+        let mut not_served: HashSet<GroupKind> = HashSet::new();
+        for obj in desired {
+            let key = LivePlan::desired_key(obj)?;
+            let gk = key.group_kind();
+            if not_served.contains(&gk) {
+                continue;
+            }
+            if !self.has_kind(&gk) {
+                let info = match resolve(gk.clone()).await {
+                    Ok(info) => info,
+                    Err(ClusterError::UnknownKind { .. }) if crd_desired(desired, &gk) => {
+                        not_served.insert(gk);
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                };
+                self.add_kind(gk, info);
+            }
+            self.add_desired(key);
+        }
+        Ok(())
+    }
+
+    /// The kinds desired uses that are served.
+    pub(crate) fn kinds(&self) -> impl Iterator<Item = &GroupKind> {
+        self.kinds.keys()
+    }
+
+    /// The names desired uses of kind `gk`.
+    pub(crate) fn names_of(&self, gk: &GroupKind) -> HashSet<String> {
+        self.wanted
+            .iter()
+            .filter(|k| k.group == gk.group && k.kind == gk.kind)
+            .map(|k| k.name.clone())
+            .collect()
     }
 
     /// The resource serving a desired kind (before its objects are added).
@@ -454,7 +477,7 @@ impl<'a> LivePlan<'a> {
                 continue;
             };
             let tracked = app.is_some_and(|a| is_tracked(value, a, tracking_label));
-            if self.wanted.contains(&key) || (tracked && !is_owned(value)) {
+            if self.wanted.contains(&key) || (tracked && !plumb_core::argo::has_owner(value)) {
                 found.insert(key.sort_key(), obj);
             }
         }
@@ -469,7 +492,7 @@ impl<'a> LivePlan<'a> {
             for obj in objects {
                 let value = obj.borrow();
                 let tracked = app.is_some_and(|a| is_tracked(value, a, tracking_label));
-                if is_owned(value) || !tracked {
+                if plumb_core::argo::has_owner(value) || !tracked {
                     continue;
                 }
                 if let Some(key) = ResourceKey::of(value) {
@@ -483,11 +506,9 @@ impl<'a> LivePlan<'a> {
 
 /// Whether `desired` holds the CustomResourceDefinition of `gk` (a kind a sync installs).
 pub(crate) fn crd_desired(desired: &[Value], gk: &GroupKind) -> bool {
-    desired.iter().any(|o| {
-        o.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition")
-            && o.pointer("/spec/group").and_then(Value::as_str) == Some(gk.group.as_str())
-            && o.pointer("/spec/names/kind").and_then(Value::as_str) == Some(gk.kind.as_str())
-    })
+    desired
+        .iter()
+        .any(|o| GroupKind::defined_by(o).as_ref() == Some(gk))
 }
 
 #[cfg(test)]

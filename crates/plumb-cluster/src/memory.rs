@@ -1051,29 +1051,11 @@ impl MemoryCluster {
     ) -> Result<Vec<Value>> {
         let mut st = self.lock();
         let mut plan = LivePlan::new(app, tracking_label, &self.default_namespace);
-        // As the real cluster's: a kind whose CRD is desired and not served yet has nothing live.
-        let mut not_served = std::collections::HashSet::new();
-        for obj in desired {
-            let key = LivePlan::desired_key(obj)?;
-            let gk = key.group_kind();
-            if not_served.contains(&gk) {
-                continue;
-            }
-            if !plan.has_kind(&gk) {
-                let info = match st.info(&gk.group, &gk.kind) {
-                    Ok(info) => info,
-                    Err(ClusterError::UnknownKind { .. })
-                        if crate::live::crd_desired(desired, &gk) =>
-                    {
-                        not_served.insert(gk);
-                        continue;
-                    }
-                    Err(e) => return Err(e),
-                };
-                plan.add_kind(gk, info);
-            }
-            plan.add_desired(key);
-        }
+        // Resolving a kind here never waits: every future is ready at once.
+        futures::FutureExt::now_or_never(plan.add_all(desired, |gk| {
+            std::future::ready(st.info(&gk.group, &gk.kind))
+        }))
+        .expect("ready futures complete when first polled")?;
         let served: Vec<ResourceInfo> = match app {
             Some(_) => st.kinds.values().cloned().collect(),
             None => Vec::new(),

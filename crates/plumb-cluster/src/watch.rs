@@ -1244,32 +1244,15 @@ impl LiveCache {
     ) -> Result<Vec<Value>> {
         let inner = &self.inner;
         let mut plan = LivePlan::new(app, tracking_label, &inner.cluster.default_namespace);
+        plan.add_all(desired, |gk| async move {
+            inner.ensure(&gk, None).await.map(|w| w.ctx.info.clone())
+        })
+        .await?;
         // Per desired kind, the names desired uses.
-        let mut names: HashMap<GroupKind, HashSet<String>> = HashMap::new();
-        // Kinds whose CRD is itself desired and not served yet: nothing of them is live.
-        let mut not_served: HashSet<GroupKind> = HashSet::new();
-        for obj in desired {
-            let key = LivePlan::desired_key(obj)?;
-            let gk = key.group_kind();
-            if not_served.contains(&gk) {
-                continue;
-            }
-            if !plan.has_kind(&gk) {
-                let watched = match inner.ensure(&gk, None).await {
-                    Ok(w) => w,
-                    Err(ClusterError::UnknownKind { .. })
-                        if crate::live::crd_desired(desired, &gk) =>
-                    {
-                        not_served.insert(gk);
-                        continue;
-                    }
-                    Err(e) => return Err(e),
-                };
-                plan.add_kind(gk.clone(), watched.ctx.info.clone());
-            }
-            names.entry(gk).or_default().insert(key.name.clone());
-            plan.add_desired(key);
-        }
+        let names: HashMap<GroupKind, HashSet<String>> = plan
+            .kinds()
+            .map(|gk| (gk.clone(), plan.names_of(gk)))
+            .collect();
         let served = match app {
             Some(_) => inner.watched(),
             None => Vec::new(),

@@ -620,23 +620,29 @@ pub fn tracking_id(app: &str, key: &crate::ResourceKey) -> String {
 /// object with an owner (a Deployment's ReplicaSet, which copies its annotations) is the
 /// owner's, and a tracking id names the very object that carries it.
 pub fn is_tracked_by(obj: &Value, app: &str) -> bool {
-    let owned = obj
-        .pointer("/metadata/ownerReferences")
+    !has_owner(obj)
+        && (crate::value::label(obj, crate::INSTANCE_LABEL) == Some(app)
+            || tracking_id_app(obj) == Some(app))
+}
+
+/// Whether an object has an owner (`metadata.ownerReferences`): it is then its owner's, not
+/// an Application's, whatever tracking it copied.
+pub fn has_owner(obj: &Value) -> bool {
+    obj.pointer("/metadata/ownerReferences")
         .and_then(Value::as_array)
-        .is_some_and(|o| !o.is_empty());
-    if owned {
-        return false;
-    }
-    crate::value::label(obj, crate::INSTANCE_LABEL) == Some(app)
-        || annotation(obj, crate::TRACKING_ID_ANNOTATION).is_some_and(|id| {
-            crate::ResourceKey::of(obj).is_some_and(|key| {
-                let mut own = key.clone();
-                // Cluster-scoped objects are tracked with an empty namespace.
-                let with_ns = tracking_id(app, &own);
-                own.namespace.clear();
-                id == with_ns || id == tracking_id(app, &own)
-            })
-        })
+        .is_some_and(|o| !o.is_empty())
+}
+
+/// The Application the tracking-id annotation of `obj` names, when the id names this very
+/// object (an id copied onto another object does not count; a cluster-scoped object's id has
+/// an empty namespace).
+pub fn tracking_id_app(obj: &Value) -> Option<&str> {
+    let id = annotation(obj, crate::TRACKING_ID_ANNOTATION)?;
+    let (app, _) = id.split_once(':')?;
+    let key = crate::ResourceKey::of(obj)?;
+    let mut cluster_scoped = key.clone();
+    cluster_scoped.namespace.clear();
+    (id == tracking_id(app, &key) || id == tracking_id(app, &cluster_scoped)).then_some(app)
 }
 
 #[cfg(test)]

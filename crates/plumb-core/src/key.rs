@@ -23,6 +23,16 @@ impl GroupKind {
             kind: kind.into(),
         }
     }
+
+    /// The kind a CustomResourceDefinition defines (`spec.group`, `spec.names.kind`); `None`
+    /// for another object or a definition lacking either.
+    pub fn defined_by(crd: &Value) -> Option<GroupKind> {
+        if crd.get("kind").and_then(Value::as_str) != Some("CustomResourceDefinition") {
+            return None;
+        }
+        let s = |p: &str| crd.pointer(p).and_then(Value::as_str);
+        Some(GroupKind::new(s("/spec/group")?, s("/spec/names/kind")?))
+    }
 }
 
 impl fmt::Display for GroupKind {

@@ -62,20 +62,11 @@ impl BuiltinScopes {
     pub fn with_crds_of<'a>(objects: impl IntoIterator<Item = &'a Value>) -> BuiltinScopes {
         let mut crds = BTreeMap::new();
         for o in objects {
-            if o.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition")
-                && let (Some(g), Some(k), Some(scope)) = (
-                    o.pointer("/spec/group").and_then(Value::as_str),
-                    o.pointer("/spec/names/kind").and_then(Value::as_str),
-                    o.pointer("/spec/scope").and_then(Value::as_str),
-                )
-            {
-                crds.insert(
-                    GroupKind {
-                        group: g.to_string(),
-                        kind: k.to_string(),
-                    },
-                    scope == "Cluster",
-                );
+            if let (Some(gk), Some(scope)) = (
+                GroupKind::defined_by(o),
+                o.pointer("/spec/scope").and_then(Value::as_str),
+            ) {
+                crds.insert(gk, scope == "Cluster");
             }
         }
         BuiltinScopes { crds }

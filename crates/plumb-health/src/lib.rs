@@ -270,6 +270,16 @@ pub struct AppResource<'a> {
 /// Not modelled: the self-managing app (an app listing its own `Application` object,
 /// which Argo CD skips) — callers should drop that resource themselves.
 pub fn app_health<'a>(resources: impl IntoIterator<Item = AppResource<'a>>) -> HealthStatus {
+    app_health_by(resources, |live| check(live).checked())
+}
+
+/// [`app_health`] with each live object's health from `judge` (what [`check`]`(live)
+/// .checked()` gives): a caller that also records every resource's health judges each one
+/// once and passes it here.
+pub fn app_health_by<'a>(
+    resources: impl IntoIterator<Item = AppResource<'a>>,
+    mut judge: impl FnMut(&'a Value) -> Option<Health>,
+) -> HealthStatus {
     let mut app = HealthStatus::Healthy;
     let mut contains_resources = false;
     let mut contains_live = false;
@@ -292,7 +302,7 @@ pub fn app_health<'a>(resources: impl IntoIterator<Item = AppResource<'a>>) -> H
         if object::annotation(live, ANNOTATION_IGNORE_HEALTHCHECK) == Some("true") {
             continue;
         }
-        let Some(health) = check(live).checked() else {
+        let Some(health) = judge(live) else {
             continue;
         };
         let gvk = Gvk::of(live);

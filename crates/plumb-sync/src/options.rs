@@ -433,23 +433,12 @@ pub fn tracked_by_other<'a>(
     live: &'a serde_json::Value,
 ) -> Option<&'a str> {
     use plumb_core::value::{annotation, label};
-    let owned = live
-        .pointer("/metadata/ownerReferences")
-        .and_then(serde_json::Value::as_array)
-        .is_some_and(|o| !o.is_empty());
-    if owned {
+    if plumb_core::argo::has_owner(live) {
         return None;
     }
-    if tracking.uses_annotation()
-        && let Some(id) = annotation(live, plumb_core::TRACKING_ID_ANNOTATION)
+    if tracking.uses_annotation() && annotation(live, plumb_core::TRACKING_ID_ANNOTATION).is_some()
     {
-        let (owner, _) = id.split_once(':')?;
-        let key = plumb_core::ResourceKey::of(live)?;
-        let mut cluster_scoped = key.clone();
-        cluster_scoped.namespace.clear();
-        let names_this = id == plumb_core::argo::tracking_id(owner, &key)
-            || id == plumb_core::argo::tracking_id(owner, &cluster_scoped);
-        return (names_this && !owner.is_empty() && owner != app).then_some(owner);
+        return plumb_core::argo::tracking_id_app(live).filter(|o| !o.is_empty() && *o != app);
     }
     if tracking.uses_label() {
         return label(live, plumb_core::INSTANCE_LABEL).filter(|owner| *owner != app);

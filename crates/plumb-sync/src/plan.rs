@@ -201,13 +201,9 @@ impl ObjectMeta {
             .unwrap_or_default();
         let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
         let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
-        let defines = if is_crd(plumb_core::group_of_api_version(api_version), kind) {
-            let group = obj.pointer("/spec/group").and_then(Value::as_str);
-            let kind = obj.pointer("/spec/names/kind").and_then(Value::as_str);
-            group.zip(kind).map(|(g, k)| GroupKind::new(g, k))
-        } else {
-            None
-        };
+        let defines = is_crd(plumb_core::group_of_api_version(api_version), kind)
+            .then(|| GroupKind::defined_by(obj))
+            .flatten();
         ObjectMeta {
             annotations,
             defines,

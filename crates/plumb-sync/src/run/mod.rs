@@ -608,11 +608,23 @@ fn compare_live(obs: &mut Observation, live: Vec<Value>, settings: &Settings) ->
         .iter()
         .map(|r| r.hook() != crate::plan::Hook::None)
         .collect();
-    let health = plumb_health::app_health(
+    // Each live resource's health, judged once: for the app's health and its resource list.
+    let judged: BTreeMap<&ResourceKey, Option<plumb_health::Health>> = diffs
+        .iter()
+        .zip(&is_hook)
+        .filter(|(_, hook)| !**hook)
+        .filter_map(|(d, _)| Some((&d.key, obs.live.get(&d.key)?)))
+        .map(|(k, l)| (k, plumb_health::check(l).checked()))
+        .collect();
+    let health = plumb_health::app_health_by(
         obs.diffs_with(&diffs)
             .zip(&is_hook)
             .filter(|(_, hook)| !**hook)
             .map(|((t, l), _)| AppResource { target: t, live: l }),
+        |live| {
+            let key = ResourceKey::of(live)?;
+            judged.get(&key).cloned().flatten()
+        },
     );
     let resources = diffs
         .iter()
@@ -631,8 +643,8 @@ fn compare_live(obs: &mut Observation, live: Vec<Value>, settings: &Settings) ->
                 key: d.key.clone(),
                 version,
                 status: crate::status::resource_sync_status(r).unwrap_or(SyncStatusCode::Synced),
-                health: match live {
-                    Some(l) => plumb_health::check(l).checked().map(|h| h.status),
+                health: match judged.get(&d.key) {
+                    Some(h) => h.as_ref().map(|h| h.status),
                     None if d.status == Status::Missing => Some(HealthStatus::Missing),
                     None => None,
                 },

@@ -1484,10 +1484,20 @@ async fn status_writes_clear_what_the_operation_clears_and_keep_unknown_fields()
     let state = &status["operationState"];
     assert_eq!(state["phase"], "Succeeded");
     assert_eq!(state["vendorOpField"], "kept");
-    assert_eq!(state["operation"]["sync"]["syncStrategy"], json!({"hook": {}}));
+    assert_eq!(
+        state["operation"]["sync"]["syncStrategy"],
+        json!({"hook": {}})
+    );
     assert_eq!(state["operation"]["sync"].get("resources"), None);
-    assert_eq!(state["operation"]["sync"].get("prune"), None, "false: left out");
-    assert_eq!(state["operation"]["initiatedBy"], json!({"username": "alice"}));
+    assert_eq!(
+        state["operation"]["sync"].get("prune"),
+        None,
+        "false: left out"
+    );
+    assert_eq!(
+        state["operation"]["initiatedBy"],
+        json!({"username": "alice"})
+    );
     assert_ne!(state["finishedAt"], "2026-09-22T19:58:11Z");
     let names: Vec<&str> = state["syncResult"]["resources"]
         .as_array()
@@ -1497,14 +1507,22 @@ async fn status_writes_clear_what_the_operation_clears_and_keep_unknown_fields()
         .collect();
     assert_eq!(names, ["config"]);
     assert_eq!(status["futureField"], json!({"x": 1}));
-    assert_eq!(status["health"], json!({"status": "Healthy", "vendorNote": "kept"}));
+    assert_eq!(
+        status["health"],
+        json!({"status": "Healthy", "vendorNote": "kept"})
+    );
     assert_eq!(status["sync"]["revisions"], json!(["r0"]));
     assert_eq!(status.get("summary"), None, "the wrong shape is cleared");
     assert_eq!(history(&app(&cluster)).len(), 1);
 
     let before = app(&cluster)["status"]["operationState"].clone();
-    refresh_app(&cluster, &app(&cluster), &opts(), now() + Duration::from_secs(60))
-        .await
-        .expect("refresh");
+    refresh_app(
+        &cluster,
+        &app(&cluster),
+        &opts(),
+        now() + Duration::from_secs(60),
+    )
+    .await
+    .expect("refresh");
     assert_eq!(app(&cluster)["status"]["operationState"], before);
 }
