@@ -99,6 +99,29 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn a_crd_defines_its_group_and_kind() {
+        let crd = |spec: serde_json::Value| {
+            json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                   "metadata": {"name": "widgets.example.com"}, "spec": spec})
+        };
+        let table = [
+            (
+                crd(json!({"group": "example.com", "names": {"kind": "Widget"}})),
+                Some(GroupKind::new("example.com", "Widget")),
+            ),
+            (crd(json!({"group": "example.com"})), None),
+            (crd(json!({"names": {"kind": "Widget"}})), None),
+            (
+                json!({"kind": "ConfigMap", "spec": {"group": "g", "names": {"kind": "K"}}}),
+                None,
+            ),
+        ];
+        for (obj, want) in table {
+            assert_eq!(GroupKind::defined_by(&obj), want, "{obj}");
+        }
+    }
+
+    #[test]
     fn core_group_and_cluster_scope_print_as_argocd_does() {
         let svc = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "a"}});
         assert_eq!(ResourceKey::of(&svc).unwrap().to_string(), "/Service a/web");
