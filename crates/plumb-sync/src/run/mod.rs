@@ -46,7 +46,7 @@ use plumb_render::fetch::{Overrides, fetch, locate};
 use plumb_render::render::{
     Refs, RenderOptions, Renderer, is_ref_only, ref_name, render_fetched_with,
 };
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
