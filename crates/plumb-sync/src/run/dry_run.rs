@@ -14,8 +14,10 @@ pub(super) async fn dry_run(
     admission: &super::tenancy::Admission,
 ) -> Result<SyncOutcome> {
     let started = Instant::now();
-    let obs = observe(cluster, app, opts, request.revision.as_deref()).await?;
+    // Judged before any request for the app's resources (a refused kind is not even listed).
+    let mut obs = observe_desired(cluster, app, opts, request.revision.as_deref()).await?;
     super::refuse_resources(admission, &obs)?;
+    observe_live(cluster, app, opts, &mut obs).await?;
     let planned: Vec<PlanResource> = obs
         .resources
         .iter()

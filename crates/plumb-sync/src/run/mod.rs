@@ -332,6 +332,19 @@ async fn observe(
     opts: &RunOptions,
     revision: Option<&str>,
 ) -> Result<Observation> {
+    let mut obs = observe_desired(cluster, app_obj, opts, revision).await?;
+    observe_live(cluster, app_obj, opts, &mut obs).await?;
+    Ok(obs)
+}
+
+/// The first half of [`observe`]: the app's sources rendered and its desired objects
+/// prepared; no live object read yet (`live`, `diffs` and `resources` empty).
+async fn observe_desired(
+    cluster: &dyn ClusterApi,
+    app_obj: &Value,
+    opts: &RunOptions,
+    revision: Option<&str>,
+) -> Result<Observation> {
     let name = app_name(app_obj);
     let fail = |reason: String| RunError::App {
         app: name.clone(),
@@ -481,38 +494,7 @@ async fn observe(
         .map(|(k, p)| (k.clone(), p.desired.object.clone()))
         .collect();
     let generated = prepared.generated.clone();
-    let target_list: Vec<Value> = targets.values().cloned().collect();
-    let mut live_list = match &opts.cache {
-        Some(CacheHandle(cache)) => {
-            cache
-                .live_for(&target_list, Some(&app.name), INSTANCE_LABEL)
-                .await
-        }
-        None => {
-            cluster
-                .live_for(&target_list, Some(&app.name), INSTANCE_LABEL)
-                .await
-        }
-    }
-    .map_err(cluster_err)?;
-    // Resources the app had (its status lists them) that git no longer declares, in
-    // namespaces or kinds desired no longer uses: still the app's, to be pruned. (An empty
-    // render must still see them, for the allowEmpty guard.)
-    let found: std::collections::BTreeSet<ResourceKey> =
-        live_list.iter().filter_map(ResourceKey::of).collect();
-    for key in previous_resources(app_obj) {
-        if targets.contains_key(&key) || found.contains(&key) {
-            continue;
-        }
-        if let Ok(Some(obj)) = cluster
-            .get_object(&key.group, &key.kind, &key.namespace, &key.name)
-            .await
-            && plumb_diff::compare::is_tracked_by(&obj, &app.name)
-        {
-            live_list.push(obj);
-        }
-    }
-    let mut obs = Observation {
+    Ok(Observation {
         app,
         name: name.clone(),
         namespace,
@@ -548,11 +530,60 @@ async fn observe(
             resources: Vec::new(),
         },
         render_time,
-        compare_time: Duration::ZERO,
+        compare_time: started.elapsed(),
+    })
+}
+
+/// The second half of [`observe`]: live state read for the prepared objects (and the
+/// resources the app had) and compared.
+async fn observe_live(
+    cluster: &dyn ClusterApi,
+    app_obj: &Value,
+    opts: &RunOptions,
+    obs: &mut Observation,
+) -> Result<()> {
+    let started = Instant::now();
+    let name = obs.name.clone();
+    let cluster_err = |source| RunError::Cluster {
+        app: name.clone(),
+        source,
     };
-    compare_live(&mut obs, live_list, &opts.settings)?;
-    obs.compare_time = started.elapsed();
-    Ok(obs)
+    let targets = &obs.targets;
+    let app = &obs.app;
+    let target_list: Vec<Value> = targets.values().cloned().collect();
+    let mut live_list = match &opts.cache {
+        Some(CacheHandle(cache)) => {
+            cache
+                .live_for(&target_list, Some(&app.name), INSTANCE_LABEL)
+                .await
+        }
+        None => {
+            cluster
+                .live_for(&target_list, Some(&app.name), INSTANCE_LABEL)
+                .await
+        }
+    }
+    .map_err(cluster_err)?;
+    // Resources the app had (its status lists them) that git no longer declares, in
+    // namespaces or kinds desired no longer uses: still the app's, to be pruned. (An empty
+    // render must still see them, for the allowEmpty guard.)
+    let found: std::collections::BTreeSet<ResourceKey> =
+        live_list.iter().filter_map(ResourceKey::of).collect();
+    for key in previous_resources(app_obj) {
+        if targets.contains_key(&key) || found.contains(&key) {
+            continue;
+        }
+        if let Ok(Some(obj)) = cluster
+            .get_object(&key.group, &key.kind, &key.namespace, &key.name)
+            .await
+            && plumb_diff::compare::is_tracked_by(&obj, &app.name)
+        {
+            live_list.push(obj);
+        }
+    }
+    compare_live(obs, live_list, &opts.settings)?;
+    obs.compare_time += started.elapsed();
+    Ok(())
 }
 
 /// The resources `status.resources` lists.
@@ -798,9 +829,12 @@ pub async fn sync_app_with(
         });
     }
     let result = async {
-        let obs = observe(cluster, app, opts, request.revision.as_deref()).await?;
+        // The project judges the rendered objects before any request for them (not even a
+        // LIST of a refused kind).
+        let mut obs = observe_desired(cluster, app, opts, request.revision.as_deref()).await?;
         let op = execute::Operation::manual(app, initiated_by, request, now);
         refuse_operation(cluster, app, &admission, &obs, &op, now).await?;
+        observe_live(cluster, app, opts, &mut obs).await?;
         let mut outcome = execute::execute(cluster, app, obs, opts, op, false, now).await?;
         outcome.timings.total = started.elapsed();
         Ok(outcome)
@@ -981,8 +1015,9 @@ pub async fn resume_app(
     let target = route::connect(home, app, &admission.cluster, opts, now).await?;
     let (cluster, opts) = (&target.routed(home), target.options(opts));
     let result = async {
-        let obs = observe(cluster, app, opts, op.revision.as_deref()).await?;
+        let mut obs = observe_desired(cluster, app, opts, op.revision.as_deref()).await?;
         refuse_operation(cluster, app, &admission, &obs, &op, now).await?;
+        observe_live(cluster, app, opts, &mut obs).await?;
         let automated = op.initiated_by.automated;
         let mut outcome = execute::execute(cluster, app, obs, opts, op, automated, now).await?;
         outcome.timings.total = started.elapsed();
