@@ -203,6 +203,10 @@ fn log_event(e: Event<'_>) {
             "app": format!("{}/{}", app.0, app.1),
             "ignored": "its namespace is neither the control namespace nor in --application-namespaces",
         })),
+        Event::DestinationDropped { secret } => log_line(json!({
+            "destination": secret,
+            "dropped": "no app used it in two refresh intervals",
+        })),
     }
 }
 

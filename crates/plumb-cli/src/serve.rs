@@ -83,7 +83,7 @@ impl Metrics {
             Event::Removed { app } => {
                 c.apps.remove(&(app.0.clone(), app.1.clone()));
             }
-            Event::Ignored { .. } => {}
+            Event::Ignored { .. } | Event::DestinationDropped { .. } => {}
         }
     }
 

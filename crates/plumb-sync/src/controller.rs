@@ -111,6 +111,9 @@ pub enum Event<'a> {
     Removed { app: &'a AppKey },
     /// An Application in a namespace the controller does not serve: ignored (reported once).
     Ignored { app: &'a AppKey },
+    /// The connection and watch cache of a destination no app used in two refresh intervals
+    /// were dropped (`namespace/name` of its cluster Secret).
+    DestinationDropped { secret: &'a str },
 }
 
 /// Why an app was reconciled.
@@ -375,6 +378,11 @@ impl Controller {
                         unreachable.remove(&key);
                     }
                     schedule.finished(key, Instant::now(), wait, random_below(opts.jitter));
+                    // A destination no app asked for in two refresh intervals is one no app
+                    // uses any more: its connection and watch cache go.
+                    for secret in self.destinations.drop_idle(2 * opts.refresh + opts.jitter) {
+                        log(Event::DestinationDropped { secret: &secret });
+                    }
                 }
                 Some(change) = remote_changes.recv() => {
                     // Another cluster's objects; its Applications are not ours to serve.

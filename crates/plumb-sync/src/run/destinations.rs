@@ -38,6 +38,8 @@ pub struct Connections {
     probe_timeout: Duration,
     /// Connection attempts made (new connections, not probes).
     attempts: std::sync::atomic::AtomicU64,
+    /// When each Secret's connection was last asked for (by any app).
+    used: Mutex<HashMap<String, Instant>>,
 }
 
 #[derive(Default)]
@@ -89,6 +91,7 @@ impl Connections {
             probe_every: Duration::from_secs(10),
             probe_timeout: Duration::from_secs(5),
             attempts: std::sync::atomic::AtomicU64::new(0),
+            used: Mutex::new(HashMap::new()),
         }
     }
 
@@ -129,7 +132,37 @@ impl Connections {
         }
     }
 
+    /// Drops the connections (and stops the watch caches) no app asked for within `idle`:
+    /// the controller reconciles every app at least once a refresh interval, so a
+    /// connection unused for longer is one no app uses any more (its apps were deleted or
+    /// now aim elsewhere). Returns the Secrets dropped. A connection in use is kept.
+    pub fn drop_idle(&self, idle: Duration) -> Vec<String> {
+        let now = Instant::now();
+        let stale: Vec<String> = lock(&self.used)
+            .iter()
+            .filter(|(_, at)| now.saturating_duration_since(**at) > idle)
+            .map(|(k, _)| k.clone())
+            .collect();
+        let mut dropped = Vec::new();
+        for key in stale {
+            let slot = lock(&self.slots).get(&key).cloned();
+            if let Some(slot) = slot {
+                let Ok(guard) = slot.try_lock() else {
+                    continue;
+                };
+                guard.stop();
+                drop(guard);
+                lock(&self.slots).remove(&key);
+            }
+            lock(&self.used).remove(&key);
+            dropped.push(key);
+        }
+        dropped.sort();
+        dropped
+    }
+
     fn slot(&self, secret: &str) -> Arc<tokio::sync::Mutex<Slot>> {
+        lock(&self.used).insert(secret.to_string(), Instant::now());
         lock(&self.slots)
             .entry(secret.to_string())
             .or_default()
@@ -316,5 +349,29 @@ mod tests {
         // The Secret gone: its entry goes.
         connections.retain(&Clusters::in_cluster_only());
         assert_eq!(connections.secrets(), Vec::<String>::new());
+    }
+
+    #[tokio::test]
+    async fn a_connection_no_app_asks_for_is_dropped_once_idle() {
+        let connections = Connections::new();
+        let down = refused("1");
+        connections.connect(&down).await.err().expect("refused");
+        // Just used: kept however short the idle time.
+        assert_eq!(
+            connections.drop_idle(Duration::from_secs(60)),
+            Vec::<String>::new()
+        );
+        assert_eq!(connections.secrets(), ["plumb-system/down"]);
+        // Unused for longer than the idle time: dropped, and not listed again.
+        let used_at = Instant::now();
+        while Instant::now().saturating_duration_since(used_at) <= Duration::from_millis(1) {
+            std::hint::spin_loop();
+        }
+        assert_eq!(
+            connections.drop_idle(Duration::from_millis(1)),
+            ["plumb-system/down"]
+        );
+        assert_eq!(connections.secrets(), Vec::<String>::new());
+        assert_eq!(connections.drop_idle(Duration::ZERO), Vec::<String>::new());
     }
 }
