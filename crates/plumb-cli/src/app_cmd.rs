@@ -119,6 +119,9 @@ struct SyncCmd {
     /// `hook` runs hooks; `apply` applies without them (Argo CD's sync strategies).
     #[arg(long, default_value = "hook", value_parser = ["hook", "apply"])]
     strategy: String,
+    /// User health scripts the waves judge with, as the controller's.
+    #[command(flatten)]
+    health: crate::health_cmd::HealthScriptArgs,
 }
 
 #[derive(clap::Args)]
@@ -297,7 +300,9 @@ fn cli_user() -> plumb_sync::history::InitiatedBy {
 
 fn sync(cmd: &SyncCmd) -> Result<u8> {
     let args = &cmd.base;
+    let scripts = cmd.health.load_dir()?;
     let (app, c, opts) = args.open()?;
+    c.block_on(cmd.health.install(&c.cluster, scripts))?;
     let now = std::time::SystemTime::now();
     let outcome = if cmd.resume {
         c.block_on(plumb_sync::run::resume_app(&c.cluster, &app, &opts, now))

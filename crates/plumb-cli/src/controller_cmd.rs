@@ -70,7 +70,7 @@ pub struct ControllerArgs {
     #[arg(long, value_name = "ADDR")]
     listen: Option<String>,
     #[command(flatten)]
-    health: crate::health_cmd::ControllerHealthArgs,
+    health: crate::health_cmd::HealthScriptArgs,
 }
 
 const LEASE: &str = "plumb-controller";
@@ -230,7 +230,8 @@ async fn run_async(
         std::env::var("HOSTNAME").unwrap_or_else(|_| "plumb".into()),
         std::process::id()
     );
-    crate::health_cmd::install_for_controller(&cluster, &args.health).await?;
+    let scripts = args.health.load_dir()?;
+    args.health.install(&cluster, scripts).await?;
     let renew_every = Duration::from_secs((args.lease_duration / 3).max(1));
     let metrics = Arc::new(crate::serve::Metrics::default());
     if let Some(addr) = &args.listen {

@@ -46,11 +46,12 @@ pub fn checker(settings: Option<&PathBuf>, dir: Option<&PathBuf>) -> Result<Chec
     Ok(Checker::new(custom, LuaLimits::default()))
 }
 
-/// Health customizations for the controller: read once at start, used by every sync wave and
-/// app health it computes.
+/// Health customizations for a process that syncs (the controller, `plumb app sync`): read
+/// once at start, used by every sync wave and app health it computes.
 #[derive(clap::Args)]
-pub struct ControllerHealthArgs {
-    /// The `argocd-cm` ConfigMap (`NAMESPACE/NAME`) whose health scripts apply.
+pub struct HealthScriptArgs {
+    /// The `argocd-cm` ConfigMap (`NAMESPACE/NAME`) whose health scripts apply (they win over
+    /// --resource-customizations).
     #[arg(long = "settings-configmap", value_name = "NS/NAME")]
     settings_configmap: Option<String>,
     /// A directory in Argo CD's `resource_customizations/<group>/<kind>/health.lua` layout.
@@ -58,34 +59,44 @@ pub struct ControllerHealthArgs {
     resource_customizations: Option<PathBuf>,
 }
 
-/// Reads the controller's health customizations and installs them for the process.
-pub async fn install_for_controller(
-    cluster: &plumb_cluster::Cluster,
-    args: &ControllerHealthArgs,
-) -> Result<()> {
-    let mut custom = Customizations::new();
-    if let Some(key) = &args.settings_configmap {
-        let (ns, name) = key
-            .split_once('/')
-            .ok_or_else(|| anyhow!("--settings-configmap {key}: expected NAMESPACE/NAME"))?;
-        let cm = cluster
-            .get_object("", "ConfigMap", ns, name)
-            .await
-            .map_err(|e| anyhow!("--settings-configmap {key}: {e}"))?
-            .ok_or_else(|| anyhow!("--settings-configmap {key}: not found"))?;
-        custom.extend(
-            Customizations::from_configmap(&cm, &format!("ConfigMap {key}"))
-                .map_err(|e| anyhow!("{e}"))?,
-        );
+impl HealthScriptArgs {
+    /// The `--resource-customizations` directory's scripts: local, so read before connecting.
+    pub fn load_dir(&self) -> Result<Customizations> {
+        match &self.resource_customizations {
+            Some(d) => Customizations::from_dir(d).map_err(|e| anyhow!("{e}")),
+            None => Ok(Customizations::new()),
+        }
     }
-    if let Some(d) = &args.resource_customizations {
-        custom.extend(Customizations::from_dir(d).map_err(|e| anyhow!("{e}"))?);
+
+    /// Reads the `--settings-configmap` scripts, adds `dir` (from [`Self::load_dir`]) after
+    /// them and installs the checker for the process.
+    pub async fn install(
+        &self,
+        cluster: &plumb_cluster::Cluster,
+        dir: Customizations,
+    ) -> Result<()> {
+        let mut custom = Customizations::new();
+        if let Some(key) = &self.settings_configmap {
+            let (ns, name) = key
+                .split_once('/')
+                .ok_or_else(|| anyhow!("--settings-configmap {key}: expected NAMESPACE/NAME"))?;
+            let cm = cluster
+                .get_object("", "ConfigMap", ns, name)
+                .await
+                .map_err(|e| anyhow!("--settings-configmap {key}: {e}"))?
+                .ok_or_else(|| anyhow!("--settings-configmap {key}: not found"))?;
+            custom.extend(
+                Customizations::from_configmap(&cm, &format!("ConfigMap {key}"))
+                    .map_err(|e| anyhow!("{e}"))?,
+            );
+        }
+        custom.extend(dir);
+        if !custom.is_empty() {
+            plumb_health::install(Checker::new(custom, LuaLimits::default()))
+                .map_err(|_| anyhow!("health checks were already set up"))?;
+        }
+        Ok(())
     }
-    if !custom.is_empty() {
-        plumb_health::install(Checker::new(custom, LuaLimits::default()))
-            .map_err(|_| anyhow!("health checks were already set up"))?;
-    }
-    Ok(())
 }
 
 fn str_at<'a>(obj: &'a Value, path: &[&str]) -> &'a str {

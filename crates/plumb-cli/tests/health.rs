@@ -177,3 +177,26 @@ fn a_bad_settings_file_is_an_error() {
     assert_eq!(err, format!("error: {}: data: not a map\n", cm.display()));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `plumb app sync` takes the controller's health-script flags; the directory is read before
+/// anything connects, so a missing one is a one-line error (exit 2) even without a cluster.
+#[test]
+fn app_sync_takes_the_health_script_flags() {
+    let missing = std::env::temp_dir().join(format!("plumb-no-scripts-{}", std::process::id()));
+    let o = plumb(&[
+        "app",
+        "sync",
+        "demo",
+        "--settings-configmap",
+        "argocd/argocd-cm",
+        "--resource-customizations",
+        &missing.display().to_string(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("error: ") && err.contains(&missing.display().to_string()),
+        "{err}"
+    );
+}
