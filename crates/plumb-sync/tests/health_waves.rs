@@ -272,6 +272,67 @@ async fn a_wave_with_a_crd_waits_until_it_is_established() {
     assert_eq!(crd_result.status, "Synced", "{crd_result:?}");
 }
 
+/// One wave holding a new CRD and a custom resource of it (as Argo CD): the CRD is applied
+/// first, the custom resource once the CRD is Established.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_crd_and_its_custom_resource_in_the_same_wave() {
+    let Some(cluster) = testbed("health_crd_same_wave").await else {
+        return;
+    };
+    install_lua();
+    let files = [
+        ("app/crd.json", to_json(crd("cogs", "Cog", "0"))),
+        ("app/cog.json", custom("Cog", "c1", "0")),
+    ];
+    let (apps_ns, dest, name) = setup(&cluster, "crdsame", &files).await;
+    // A dry run first: the custom resource's is skipped while its CRD is new.
+    let app = get_app(&cluster, &apps_ns, &name).await;
+    let request = plumb_sync::request::SyncRequest {
+        dry_run: true,
+        ..Default::default()
+    };
+    let dry = plumb_sync::run::sync_app_with(
+        &cluster,
+        &app,
+        &opts(Duration::from_secs(60)),
+        &request,
+        InitiatedBy::user("alice"),
+        SystemTime::now(),
+    )
+    .await
+    .expect("dry run runs");
+    assert!(dry.succeeded(), "{}", dry.message);
+    let cog = dry
+        .results
+        .iter()
+        .find(|r| r.key.kind == "Cog")
+        .expect("Cog result");
+    assert!(cog.message.contains("dry run skipped"), "{cog:?}");
+    let crd_name = format!("cogs.{GROUP}");
+    let crd_kind = "CustomResourceDefinition";
+    assert!(
+        get(&cluster, "apiextensions.k8s.io", crd_kind, "", &crd_name)
+            .await
+            .is_none(),
+        "a dry run changes nothing"
+    );
+    let out = sync(&cluster, &apps_ns, &name, &opts(Duration::from_secs(60))).await;
+    assert!(out.succeeded(), "{}", out.message);
+    assert!(
+        get(&cluster, GROUP, "Cog", &dest, "c1").await.is_some(),
+        "the custom resource exists"
+    );
+    for r in &out.results {
+        assert_eq!(r.status, "Synced", "{r:?}");
+    }
+    let app = get_app(&cluster, &apps_ns, &name).await;
+    assert_eq!(
+        app["status"]["sync"]["status"], "Synced",
+        "{}",
+        app["status"]
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_lua_progressing_resource_holds_the_next_wave_until_healthy() {
     let Some(cluster) = testbed("health_lua_wave").await else {

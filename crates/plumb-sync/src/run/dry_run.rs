@@ -87,6 +87,12 @@ pub(super) async fn dry_run(
         };
         results.push(r);
     }
+    // Kinds this sync's CRDs define: their custom resources cannot be dry-run while the CRD
+    // is new, so their dry run is skipped (as Argo CD).
+    let defined: Vec<plumb_core::GroupKind> = applies
+        .iter()
+        .filter_map(|(_, obj, _)| plumb_core::GroupKind::defined_by(obj))
+        .collect();
     let steps: Vec<(usize, &Step)> = applies.iter().map(|(i, _, s)| (*i, *s)).collect();
     let objects = applies.into_iter().map(|(_, o, s)| (o, s.validate));
     let answers = cluster
@@ -97,6 +103,16 @@ pub(super) async fn dry_run(
             Err(ClusterError::UnknownKind { .. }) if step.skip_dry_run_on_missing_resource => {
                 results[i].message = format!(
                     "{} dry run skipped (SkipDryRunOnMissingResource=true: the cluster does not serve the kind yet)",
+                    step.key.kind.to_lowercase()
+                );
+            }
+            Err(ClusterError::UnknownKind { .. })
+                if defined
+                    .iter()
+                    .any(|gk| gk.group == step.key.group && gk.kind == step.key.kind) =>
+            {
+                results[i].message = format!(
+                    "{} dry run skipped (its CustomResourceDefinition is applied by this sync)",
                     step.key.kind.to_lowercase()
                 );
             }

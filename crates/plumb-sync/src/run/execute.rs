@@ -712,6 +712,70 @@ impl Exec<'_> {
         Err(fail(format!("deleted to re-create, then: {e}; {restored}")))
     }
 
+    /// Server-side applies `applies` in one request (a Force=true one is re-created when the
+    /// apply is refused) and records each result.
+    async fn server_side_apply(&mut self, applies: Vec<(&Step, Value)>) {
+        if applies.is_empty() {
+            return;
+        }
+        let (steps, objects): (Vec<&Step>, Vec<Value>) = applies.into_iter().unzip();
+        // Force=true objects are kept for a delete-and-create.
+        let forced: Vec<Option<Value>> = steps
+            .iter()
+            .zip(&objects)
+            .map(|(s, o)| s.force.then(|| o.clone()))
+            .collect();
+        // `Validate=false`: sent with fieldValidation=Ignore.
+        let validated = objects.into_iter().zip(steps.iter().map(|s| s.validate));
+        let answers = self
+            .cluster
+            .apply_validating(validated.collect(), FIELD_MANAGER, true, false)
+            .await;
+        for ((step, answer), forced) in steps.into_iter().zip(answers).zip(&forced) {
+            let key = step.key.clone();
+            let answer = match (answer, forced) {
+                (Err(e), Some(obj)) if forced_recreate(&e, true) => {
+                    match self.recreate(obj, true, &e.to_string()).await {
+                        Ok(()) => {
+                            self.applied(step, key, "replaced");
+                            continue;
+                        }
+                        Err(e) => Err(e),
+                    }
+                }
+                (other, _) => other.map(drop).map_err(|e| e.to_string()),
+            };
+            match answer {
+                Ok(()) => self.applied(step, key, "serverside-applied"),
+                Err(e) => {
+                    self.push(step, key, "SyncFailed", e);
+                }
+            }
+        }
+    }
+
+    /// Waits until each CRD of `keys` is Established (or the wave timeout passes: the custom
+    /// resources' applies then fail, naming the kind).
+    async fn wait_established(&self, keys: &[ResourceKey]) {
+        let deadline = std::time::Instant::now() + self.opts.wave_timeout;
+        for key in keys {
+            loop {
+                let established = self.live(key).await.is_some_and(|crd| {
+                    crd.pointer("/status/conditions")
+                        .and_then(Value::as_array)
+                        .is_some_and(|cs| {
+                            cs.iter()
+                                .any(|c| c["type"] == "Established" && c["status"] == "True")
+                        })
+                });
+                if established || std::time::Instant::now() >= deadline {
+                    break;
+                }
+                tokio::time::sleep(self.opts.poll_interval.min(Duration::from_millis(200))).await;
+            }
+        }
+    }
+
     /// Runs one batch; returns the failure message, if any step failed.
     async fn run_batch(
         &mut self,
@@ -830,41 +894,27 @@ impl Exec<'_> {
             }
             applies = kept;
         }
-        if !applies.is_empty() {
-            let (steps, objects): (Vec<&Step>, Vec<Value>) = applies.into_iter().unzip();
-            // Force=true objects are kept for a delete-and-create.
-            let forced: Vec<Option<Value>> = steps
-                .iter()
-                .zip(&objects)
-                .map(|(s, o)| s.force.then(|| o.clone()))
-                .collect();
-            // `Validate=false`: sent with fieldValidation=Ignore.
-            let validated = objects.into_iter().zip(steps.iter().map(|s| s.validate));
-            let answers = self
-                .cluster
-                .apply_validating(validated.collect(), FIELD_MANAGER, true, false)
+        // As Argo CD: a wave's CRDs are applied first; its custom resources of them once the
+        // CRD is Established (the kind is served), so both can share a wave.
+        let crds: Vec<plumb_core::GroupKind> = applies
+            .iter()
+            .filter_map(|(_, obj)| plumb_core::GroupKind::defined_by(obj))
+            .collect();
+        let (first_crds, rest): (Vec<_>, Vec<_>) = applies.into_iter().partition(|(s, _)| {
+            s.key.group == "apiextensions.k8s.io" && s.key.kind == "CustomResourceDefinition"
+        });
+        let waits = rest.iter().any(|(s, _)| {
+            crds.iter()
+                .any(|gk| gk.group == s.key.group && gk.kind == s.key.kind)
+        });
+        if waits {
+            let keys: Vec<ResourceKey> = first_crds.iter().map(|(s, _)| s.key.clone()).collect();
+            self.server_side_apply(first_crds).await;
+            self.wait_established(&keys).await;
+            self.server_side_apply(rest).await;
+        } else {
+            self.server_side_apply(first_crds.into_iter().chain(rest).collect())
                 .await;
-            for ((step, answer), forced) in steps.into_iter().zip(answers).zip(&forced) {
-                let key = step.key.clone();
-                let answer = match (answer, forced) {
-                    (Err(e), Some(obj)) if forced_recreate(&e, true) => {
-                        match self.recreate(obj, true, &e.to_string()).await {
-                            Ok(()) => {
-                                self.applied(step, key, "replaced");
-                                continue;
-                            }
-                            Err(e) => Err(e),
-                        }
-                    }
-                    (other, _) => other.map(drop).map_err(|e| e.to_string()),
-                };
-                match answer {
-                    Ok(()) => self.applied(step, key, "serverside-applied"),
-                    Err(e) => {
-                        self.push(step, key, "SyncFailed", e);
-                    }
-                }
-            }
         }
         // As gitops-engine: a wave's pruned objects are gone before the next wave (and
         // before the sync's final compare), or the wait times out.
