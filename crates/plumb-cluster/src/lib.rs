@@ -89,6 +89,33 @@ impl std::fmt::Debug for Cluster {
     }
 }
 
+/// Retries of a request the API server turned away for now (429 Too Many Requests, 503
+/// Service Unavailable, 504 Gateway Timeout), as client-go does: up to [`RETRY_ATTEMPTS`]
+/// more attempts, waiting an exponential backoff from [`RETRY_MIN_DELAY`] (doubling, with
+/// jitter, at most [`RETRY_MAX_DELAY`]) or the response's `Retry-After` seconds when that is
+/// longer. kube's own default policy (15 retries, delays up to 1000 s) is replaced so that a
+/// throttled request fails within tens of seconds rather than hang a sync.
+pub const RETRY_ATTEMPTS: u32 = 5;
+/// The first retry's backoff (see [`RETRY_ATTEMPTS`]).
+pub const RETRY_MIN_DELAY: std::time::Duration = std::time::Duration::from_millis(200);
+/// The longest backoff between two retries (see [`RETRY_ATTEMPTS`]).
+pub const RETRY_MAX_DELAY: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// A client for `config` whose requests are retried per [`RETRY_ATTEMPTS`].
+fn retrying_client(mut config: kube::Config) -> std::result::Result<kube::Client, String> {
+    use kube::client::{ClientBuilder, retry::RetryPolicy};
+    config.default_retry = false;
+    let policy = RetryPolicy::new(RETRY_MIN_DELAY, RETRY_MAX_DELAY, RETRY_ATTEMPTS, true)
+        .map_err(|e| e.to_string())?;
+    Ok(ClientBuilder::try_from(config)
+        .map_err(|e| e.to_string())?
+        // The retry layer clones the service it wraps: a buffer makes kube's boxed stack
+        // cloneable (kube's own client sits behind one too).
+        .with_layer(&tower::buffer::BufferLayer::new(1024))
+        .with_layer(&tower::retry::RetryLayer::new(policy))
+        .build())
+}
+
 impl Cluster {
     /// Objects per LIST page.
     pub fn list_page_size(&self) -> u32 {
@@ -123,7 +150,7 @@ impl Cluster {
             .trim_end_matches('/')
             .to_string();
         let default_namespace = config.default_namespace.clone();
-        let client = kube::Client::try_from(config).map_err(|e| ClusterError::Kubeconfig {
+        let client = retrying_client(config).map_err(|e| ClusterError::Kubeconfig {
             file: source.clone(),
             reason: error::one_line(&e.to_string()),
         })?;

@@ -59,13 +59,13 @@ pub struct Webhook {
 }
 
 /// A CA and a serving certificate for 127.0.0.1 signed by it.
-struct Certs {
-    ca_pem: String,
-    cert_der: Vec<u8>,
-    key_der: Vec<u8>,
+pub struct Certs {
+    pub ca_pem: String,
+    pub cert_der: Vec<u8>,
+    pub key_der: Vec<u8>,
 }
 
-fn make_certs() -> Certs {
+pub fn make_certs() -> Certs {
     let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
     ca_params
         .distinguished_name
