@@ -7,6 +7,7 @@
 // Each test binary uses its own subset of these helpers.
 #![allow(dead_code)]
 
+pub mod proxy;
 pub mod second_bed;
 pub mod webhook;
 
