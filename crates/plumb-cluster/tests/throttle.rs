@@ -42,6 +42,7 @@ async fn reads_and_applies_turned_away_with_429_are_retried_after_retry_after() 
         refusals: 2,
         retry_after: 1,
         race: None,
+        watch_gone: None,
     })
     .await;
     let cluster = proxy.connect().await;
@@ -67,6 +68,7 @@ async fn reads_and_applies_turned_away_with_429_are_retried_after_retry_after() 
         refusals: 1,
         retry_after: 1,
         race: None,
+        watch_gone: None,
     })
     .await;
     let cluster = proxy.connect().await;
@@ -101,6 +103,7 @@ async fn a_server_that_keeps_answering_429_fails_the_request_after_bounded_retri
         refusals: usize::MAX,
         retry_after: 0,
         race: None,
+        watch_gone: None,
     })
     .await;
     let cluster = proxy.connect().await;

@@ -622,6 +622,52 @@ async fn gone_relists_and_reconciles() {
     assert_eq!(cache.relists_for_test(&kind), 1);
 }
 
+/// A WATCH answered with a `410 Gone` ERROR event (by `support::proxy`, in front of the
+/// test bed) after a change the watch would have carried: the cache LISTs again and has the
+/// change, then follows the cluster from the new LIST.
+#[tokio::test]
+async fn a_watch_answered_410_gone_relists_without_missing_a_change() {
+    let Some(cluster) = testbed("watch_gone_event").await else {
+        return;
+    };
+    let ns = namespace(&cluster, "watch-gone-event", json!({})).await;
+    apply(&cluster, vec![configmap(&ns, "before", json!({}))]).await;
+    let proxy = support::proxy::Proxy::start(support::proxy::Rule {
+        method: axum::http::Method::GET,
+        path: format!("/namespaces/{ns}/configmaps"),
+        refusals: 0,
+        retry_after: 0,
+        race: None,
+        watch_gone: Some((
+            format!("/api/v1/namespaces/{ns}/configmaps"),
+            configmap(&ns, "while-gone", json!({})),
+        )),
+    })
+    .await;
+    let through = proxy.connect().await;
+    let cache = through
+        .watch_cache_in(&[cm_kind()], &ns)
+        .await
+        .expect("watch through the proxy");
+    let mut rx = cache.subscribe();
+    assert!(cache.get(&key("ConfigMap", &ns, "before")).is_some());
+    // The object created just before the 410 is there after the re-LIST.
+    eventually(WAIT, || async {
+        cache.get(&key("ConfigMap", &ns, "while-gone")).map(|_| ())
+    })
+    .await
+    .expect("the change made before the 410 was missed");
+    assert_eq!(cache.relists_for_test(&cm_kind()), 1, "one re-LIST");
+    assert!(
+        proxy.seen().iter().any(|s| s.status == 410),
+        "the proxy answered a WATCH with 410"
+    );
+    // And the cache follows the cluster again.
+    apply(&cluster, vec![configmap(&ns, "after", json!({}))]).await;
+    next_change(&mut rx, &key("ConfigMap", &ns, "after"), ChangeKind::Added).await;
+    assert_eq!(cache.relists_for_test(&cm_kind()), 1);
+}
+
 /// The test bed's admin kubeconfig impersonating `user`, in a temporary file.
 fn impersonating(user: &str) -> (tempdir::Dir, std::path::PathBuf) {
     let admin = std::env::var("KUBECONFIG").expect("KUBECONFIG");

@@ -67,6 +67,7 @@ async fn a_client_side_apply_conflicting_with_another_writer_is_re_read_and_retr
         refusals: 0,
         retry_after: 0,
         race: Some(json!({"metadata": {"labels": {"other": "writer"}}})),
+        watch_gone: None,
     })
     .await;
     let through_proxy = proxy.connect().await;

@@ -30,6 +30,10 @@ pub struct Rule {
     /// object at the request's path with this (so a request pinned to the resourceVersion
     /// read before gets a real 409 Conflict).
     pub race: Option<Value>,
+    /// The first matching WATCH: another writer POSTs this object to this collection path,
+    /// then the proxy answers the WATCH with a `410 Gone` ERROR event (the version it asked
+    /// for is too old), so the change is only seen by a new LIST.
+    pub watch_gone: Option<(String, Value)>,
 }
 
 /// One matching request the proxy saw.
@@ -47,6 +51,8 @@ struct ProxyState {
     rule: Rule,
     /// Every request matching the rule.
     seen: Mutex<Vec<Seen>>,
+    /// The 410 of [`Rule::watch_gone`] was answered.
+    gone_sent: Mutex<bool>,
 }
 
 pub struct Proxy {
@@ -72,6 +78,7 @@ impl Proxy {
             upstream,
             rule,
             seen: Mutex::new(Vec::new()),
+            gone_sent: Mutex::new(false),
         });
 
         let certs = super::webhook::make_certs();
@@ -154,6 +161,40 @@ async fn forward(State(state): State<Arc<ProxyState>>, req: Request) -> Response
             index = Some(seen.len() - 1);
             (refuse, first_pass)
         };
+        let is_watch = req.uri().query().is_some_and(|q| q.contains("watch="));
+        if let (true, Some((path, object))) = (is_watch, &rule.watch_gone) {
+            let first_watch = {
+                let mut seen = state.seen.lock().expect("lock");
+                let first = !std::mem::replace(&mut *state.gone_sent.lock().expect("lock"), true);
+                if let Some(i) = index {
+                    seen[i].status = if first { 410 } else { 0 };
+                }
+                first
+            };
+            if first_watch {
+                let other = axum::http::Request::builder()
+                    .method(axum::http::Method::POST)
+                    .uri(path.as_str())
+                    .header("content-type", "application/json")
+                    .body(kube::client::Body::from(object.to_string().into_bytes()))
+                    .expect("create request");
+                let answer = state.upstream.send(other).await.expect("the other writer");
+                assert!(
+                    answer.status().is_success(),
+                    "the other writer: {}",
+                    answer.status()
+                );
+                let event = json!({"type": "ERROR", "object": {"kind": "Status",
+                    "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                    "message": "too old resource version", "reason": "Expired", "code": 410}});
+                return (
+                    StatusCode::OK,
+                    [("content-type", "application/json")],
+                    format!("{event}\n"),
+                )
+                    .into_response();
+            }
+        }
         if refuse {
             let status = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
                 "reason": "TooManyRequests", "code": 429,
