@@ -86,7 +86,7 @@ pub const TABLE: &[SyncOptionSpec] = &[
         default: "false",
         app: Support::Acted,
         resource: Support::Acted,
-        effect: "`true`: `plumb app sync --dry-run` reports a resource whose kind the cluster does not serve yet (its CRD comes with the same sync) as skipped instead of failed. A real sync has no dry-run step: it applies wave by wave, a CRD's wave before its resources'",
+        effect: "`true`: `plumb app sync --dry-run` reports a resource whose kind the cluster does not serve yet as skipped instead of failed (one whose CRD comes with the same sync is skipped even without it, as Argo CD). A real sync has no dry-run step: it applies wave by wave, a CRD's wave before its resources'",
     },
     SyncOptionSpec {
         name: "Delete",
