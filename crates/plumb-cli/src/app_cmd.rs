@@ -9,6 +9,7 @@ use plumb_core::argo::AppSource;
 use plumb_core::argo::model::Application;
 use plumb_core::duration::GoDuration;
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 #[derive(clap::Args)]
@@ -617,9 +618,36 @@ pub fn format_get_with_window(app: &Value, window: Option<&str>) -> String {
         line("Cluster", &app.spec.destination.name);
     }
     line("Namespace", &app.spec.destination.namespace);
-    line("Repo", &source.repo_url);
-    line("Target", target);
-    line("Path", &source.path);
+    if app.spec.sources.is_empty() {
+        line("Repo", &source.repo_url);
+        line("Target", target);
+        line("Path", &source.path);
+    } else {
+        // A multi-source app: every source, as `argocd app get` lists them.
+        out.push_str("Sources:\n");
+        for s in &app.spec.sources {
+            let _ = writeln!(out, "- {:<18}{}", "Repo:", s.repo_url);
+            for (k, v) in [
+                ("Target:", s.target_revision.as_str()),
+                ("Path:", s.path.as_str()),
+                ("Chart:", s.chart.as_deref().unwrap_or_default()),
+                (
+                    "Ref:",
+                    s.extra
+                        .get("ref")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default(),
+                ),
+            ] {
+                if !v.is_empty() || k == "Target:" {
+                    let _ = writeln!(out, "  {k:<18}{v}");
+                }
+            }
+        }
+    }
+    let mut line = |k: &str, v: &str| {
+        let _ = writeln!(out, "{:<20}{v}", format!("{k}:"));
+    };
     if let Some(w) = window {
         line("Sync Window", w);
     }
@@ -628,7 +656,11 @@ pub fn format_get_with_window(app: &Value, window: Option<&str>) -> String {
         "Sync Status",
         &format!(
             "{sync} {preposition} {}",
-            revision_label(target, &status.sync.revision)
+            if status.sync.revisions.is_empty() {
+                revision_label(target, &status.sync.revision)
+            } else {
+                multi_revision_label(&app.spec.sources, &status.sync.revisions)
+            }
         ),
     );
     line(
@@ -659,7 +691,13 @@ pub fn format_get_with_window(app: &Value, window: Option<&str>) -> String {
         line("Operation", "Sync");
         line(
             "Sync Revision",
-            op.sync_result.as_ref().map_or("", |r| r.revision.as_str()),
+            &op.sync_result.as_ref().map_or(String::new(), |r| {
+                if r.revisions.is_empty() {
+                    r.revision.clone()
+                } else {
+                    r.revisions.join(", ")
+                }
+            }),
         );
         line("Phase", &op.phase);
         line("Start", &go_time(op.started_at));
@@ -709,9 +747,51 @@ pub fn format_get_with_window(app: &Value, window: Option<&str>) -> String {
     out
 }
 
-/// `argocd app history`: ID, DATE (Go's time format), REVISION.
+/// Every source's `TARGET (sha)`, comma-separated (a multi-source app's sync status).
+fn multi_revision_label(sources: &[AppSource], revisions: &[String]) -> String {
+    revisions
+        .iter()
+        .enumerate()
+        .map(|(i, rev)| {
+            let target = sources.get(i).map_or("", |s| s.target_revision.as_str());
+            revision_label(target, rev)
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `argocd app history`: ID, DATE (Go's time format), REVISION. A multi-source app's
+/// history (entries with `sources`): one table per source repository, headed `SOURCE URL`.
 pub fn format_history(app: &Value) -> String {
     let (app, _) = Application::read_lenient(app);
+    if app.status.history.iter().any(|h| !h.sources.is_empty()) {
+        let mut repos: Vec<&str> = Vec::new();
+        let mut rows: BTreeMap<&str, Vec<[String; 3]>> = BTreeMap::new();
+        for h in &app.status.history {
+            for (i, s) in h.sources.iter().enumerate() {
+                let rev = h.revisions.get(i).map_or("", String::as_str);
+                if !repos.contains(&s.repo_url.as_str()) {
+                    repos.push(&s.repo_url);
+                }
+                rows.entry(&s.repo_url).or_default().push([
+                    h.id.to_string(),
+                    go_time(h.deployed_at),
+                    revision_label(&s.target_revision, rev),
+                ]);
+            }
+        }
+        let mut out = String::new();
+        for repo in repos {
+            let mut table_rows = vec![
+                ["SOURCE", repo, ""].map(String::from),
+                ["ID", "DATE", "REVISION"].map(String::from),
+            ];
+            table_rows.extend(rows.remove(repo).unwrap_or_default());
+            out.push_str(&table(&table_rows, 8));
+            out.push('\n');
+        }
+        return out;
+    }
     let source = single_source(&app);
     let mut rows = vec![["ID", "DATE", "REVISION"].map(String::from)];
     for h in &app.status.history {

@@ -273,7 +273,10 @@ impl Operation {
                 .as_ref()
                 .and_then(|s| s.get("apply"))
                 .is_some_and(|v| !v.is_null()),
-            source: sync.source.as_ref().map(source_json::to_value),
+            source: sync.source.as_ref().map(source_json::to_value).or_else(|| {
+                (!sync.sources.is_empty())
+                    .then(|| Value::Array(sync.sources.iter().map(source_json::to_value).collect()))
+            }),
             selected: sync
                 .resources
                 .iter()
@@ -987,6 +990,14 @@ pub(super) fn operation_state(
         json!({"hook": {}})
     });
     sync.source = op.source.as_ref().and_then(|s| model::read(s).ok());
+    // A list: a multi-source rollback's sources.
+    sync.sources = op
+        .source
+        .as_ref()
+        .filter(|s| s.is_array())
+        .and_then(|s| model::read(s).ok())
+        .unwrap_or_default();
+    sync.revisions = obs.revisions.clone();
     // A previous partial sync's list must not make this operation partial when resumed.
     sync.resources = op.selected.iter().map(ResourceSelector::to_model).collect();
     sync.sync_options = obs.sync_options.clone();
@@ -1001,6 +1012,8 @@ pub(super) fn operation_state(
     let result = state.sync_result.get_or_insert_with(Default::default);
     result.revision = obs.revision.clone();
     result.source = Some(obs.source.clone());
+    result.revisions = obs.revisions.clone();
+    result.sources = obs.sources.clone();
     result.resources = results.iter().map(ResourceResult::to_model).collect();
     state
 }
@@ -1164,13 +1177,17 @@ pub(super) async fn execute(
     let history_id = records_history(succeeded, false, partial).then(|| {
         append_history(
             &mut status.history,
-            HistoryEntry::new(
-                obs.revision.clone(),
-                obs.source.clone(),
-                op.started_at,
-                finished,
-                op.initiated_by.clone(),
-            ),
+            HistoryEntry {
+                sources: obs.sources.clone(),
+                revisions: obs.revisions.clone(),
+                ..HistoryEntry::new(
+                    obs.revision.clone(),
+                    obs.source.clone(),
+                    op.started_at,
+                    finished,
+                    op.initiated_by.clone(),
+                )
+            },
             revision_history_limit(app_obj),
         )
     });

@@ -256,6 +256,11 @@ struct Observation {
     namespace: String,
     policy: SyncPolicy,
     source: AppSource,
+    /// Every source and the revision each resolved to (`ref:` sources included), in
+    /// `spec.sources` order: what status records for a multi-source app; empty for one
+    /// with `spec.source`.
+    sources: Vec<AppSource>,
+    revisions: Vec<String>,
     source_type: String,
     revision: String,
     revision_label: String,
@@ -434,7 +439,8 @@ async fn observe_desired(
                 .map_err(|e| e.to_string())?;
             out.push((f.commit.clone(), rendered));
         }
-        Ok::<_, String>(out)
+        let revisions: Vec<String> = fetched.iter().map(|f| f.commit.clone()).collect();
+        Ok::<_, String>((revisions, out))
     })
     .await
     .map_err(|e| fail(format!("rendering stopped: {e}")))?
@@ -442,7 +448,18 @@ async fn observe_desired(
         app: name.clone(),
         reason,
     })?;
+    let (revisions, rendered) = rendered;
     let render_time = started.elapsed();
+    // Argo CD records `sources`/`revisions` when `spec.sources` is given (even one).
+    let multi = app_obj
+        .pointer("/spec/sources")
+        .and_then(Value::as_array)
+        .is_some_and(|a| !a.is_empty());
+    let (sources, revisions) = if multi {
+        (app.sources.clone(), revisions)
+    } else {
+        (Vec::new(), Vec::new())
+    };
     let (revision, source_type, revision_label) = rendered
         .first()
         .map(|(commit, r)| {
@@ -500,6 +517,8 @@ async fn observe_desired(
         namespace,
         policy,
         source,
+        sources,
+        revisions,
         source_type,
         revision,
         revision_label,
@@ -958,6 +977,28 @@ pub async fn rollback_app(
             .map(|i| &history[i])
             .ok_or_else(|| fail("no previous deployment to roll back to".into()))?,
     };
+    // A multi-source deployment: its sources, each at the revision it synced.
+    if !entry.sources.is_empty() {
+        let sources: Vec<Value> = entry
+            .sources
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let mut s = s.clone();
+                if let Some(rev) = entry.revisions.get(i).filter(|r| !r.is_empty()) {
+                    s.target_revision = rev.clone();
+                }
+                source_json::to_value(&s)
+            })
+            .collect();
+        let request = SyncRequest {
+            prune,
+            skip_hooks: true,
+            source: Some(Value::Array(sources)),
+            ..SyncRequest::default()
+        };
+        return sync_app_with(cluster, app, opts, &request, initiated_by, now).await;
+    }
     if entry.revision.is_empty() {
         return Err(fail(format!("deployment {} records no revision", entry.id)));
     }
@@ -978,14 +1019,20 @@ pub async fn rollback_app(
 }
 
 /// The Application with `source` in place of `spec.source` (an operation that renders another
-/// source: a rollback's); the Application itself when `None`.
+/// source: a rollback's), or, when `source` is a list, in place of `spec.sources`; the
+/// Application itself when `None`.
 fn with_source<'a>(app: &'a Value, source: Option<&Value>) -> std::borrow::Cow<'a, Value> {
     let Some(source) = source.filter(|s| !s.is_null()) else {
         return std::borrow::Cow::Borrowed(app);
     };
     let mut changed = app.clone();
     if let Some(spec) = changed.get_mut("spec").and_then(Value::as_object_mut) {
-        spec.insert("source".into(), source.clone());
+        let field = if source.is_array() {
+            "sources"
+        } else {
+            "source"
+        };
+        spec.insert(field.into(), source.clone());
     }
     std::borrow::Cow::Owned(changed)
 }

@@ -99,6 +99,12 @@ pub(super) fn refreshed(
         .compared_to
         .get_or_insert_with(ComparedTo::default);
     compared.source = Some(obs.source.clone());
+    // A multi-source app's every source and revision (a single-source app's are left as
+    // they are, like everything else `sync` holds).
+    if !obs.revisions.is_empty() {
+        compared.sources = obs.sources.clone();
+        status.sync.revisions = obs.revisions.clone();
+    }
     compared.destination = spec.destination;
     compared.ignore_differences = spec.ignore_differences;
     status.health.status = obs.status.health.as_str().into();

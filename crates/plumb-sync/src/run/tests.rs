@@ -1528,3 +1528,76 @@ async fn status_writes_clear_what_the_operation_clears_and_keep_unknown_fields()
     .expect("refresh");
     assert_eq!(app(&cluster)["status"]["operationState"], before);
 }
+
+/// A multi-source app (`spec.sources`): status records every source and its revision as
+/// Argo CD does (`sync.revisions`, `comparedTo.sources`, the operation's and the history
+/// entry's `revisions`/`sources`), and a rollback applies the entry's sources at their
+/// revisions.
+#[tokio::test]
+async fn a_multi_source_app_records_every_revision_and_rolls_back_all_sources() {
+    let (cluster, first) = setup(&[configmap("a", json!({}))], Value::Null);
+    let second = Repo::new(&[configmap("b", json!({}))]);
+    let url = |r: &Repo| format!("file://{}", r.dir.path().display());
+    let head = |r: &Repo| git(r.dir.path(), &["rev-parse", "HEAD"]);
+    set_spec(
+        &cluster,
+        "sources",
+        json!([
+            {"repoURL": url(&first), "path": "app", "targetRevision": "HEAD"},
+            {"repoURL": url(&second), "path": "app", "targetRevision": "HEAD"},
+        ]),
+    );
+    let out = sync(&cluster, &opts()).await;
+    assert!(out.succeeded(), "{}", out.message);
+    let v1 = json!([head(&first), head(&second)]);
+    let got = app(&cluster);
+    let status = &got["status"];
+    assert_eq!(status["sync"]["revisions"], v1);
+    assert_eq!(
+        status["sync"]["comparedTo"]["sources"][1]["repoURL"],
+        url(&second)
+    );
+    assert_eq!(
+        status["operationState"]["operation"]["sync"]["revisions"],
+        v1
+    );
+    assert_eq!(status["operationState"]["syncResult"]["revisions"], v1);
+    assert_eq!(
+        status["operationState"]["syncResult"]["sources"][1]["repoURL"],
+        url(&second)
+    );
+    let entry = &history(&got)[0];
+    assert_eq!(entry["revisions"], v1);
+    assert_eq!(entry["sources"][0]["repoURL"], url(&first));
+    assert_eq!(entry["sources"][1]["repoURL"], url(&second));
+
+    first.commit(&[configmap("a", json!({"v": "2"}))], &[]);
+    second.commit(&[configmap("b", json!({"v": "2"}))], &[]);
+    let out = sync(&cluster, &opts()).await;
+    assert!(out.succeeded(), "{}", out.message);
+    let v2 = json!([head(&first), head(&second)]);
+    assert_eq!(history(&app(&cluster))[1]["revisions"], v2);
+    assert_ne!(v1, v2);
+
+    let out = rollback_app(
+        &cluster,
+        &app(&cluster),
+        &opts(),
+        None,
+        false,
+        InitiatedBy::user("t"),
+        now(),
+    )
+    .await
+    .expect("rollback runs");
+    assert!(out.succeeded(), "{}", out.message);
+    for name in ["a", "b"] {
+        let obj = cluster.object(&cm_key(name)).expect("configmap");
+        assert_eq!(obj.pointer("/metadata/annotations/v"), None, "{obj}");
+    }
+    let got = app(&cluster);
+    assert_eq!(history(&got)[2]["revisions"], v1);
+    let op = &got["status"]["operationState"]["operation"]["sync"];
+    assert_eq!(op["sources"][0]["targetRevision"], v1[0]);
+    assert_eq!(op["sources"][1]["targetRevision"], v1[1]);
+}
