@@ -1,8 +1,8 @@
 //! `plumb doctor APP`: why an app stays OutOfSync — per differing field, who rewrites it
 //! (with evidence), where git declares it, whether it is a loop, and the fix.
 
-use crate::cluster_args::{ClusterArgs, connect, connect_destination};
-use crate::source_args::{AppFrom, SourceArgs, render_sources};
+use crate::cluster_args::{ClusterArgs, Connected, connect, connect_destination};
+use crate::source_args::{AppFrom, SourceArgs, render_sources_on};
 use crate::{EXIT_DIFFERENCES, EXIT_IN_SYNC};
 use anyhow::{Result, anyhow, bail};
 use plumb_core::argo::{Application, Settings};
@@ -68,10 +68,14 @@ fn is_application(o: &Value) -> bool {
 
 /// Every object of a snapshot directory (or of a fresh snapshot of the cluster).
 /// The objects of the snapshot (or of a snapshot of the cluster), each with its file in
-/// the snapshot (`None` for a cluster's).
-fn load_state(args: &DoctorArgs) -> Result<(Vec<Value>, Vec<Option<PathBuf>>)> {
+/// the snapshot (`None` for a cluster's), and with --cluster the app's destination cluster
+/// (charts are rendered for its version and APIs, as `diff --cluster` does).
+type State = (Vec<Value>, Vec<Option<PathBuf>>, Option<Connected>);
+
+fn load_state(args: &DoctorArgs) -> Result<State> {
     let dir: PathBuf;
     let _cleanup;
+    let mut destination = None;
     // An Application read at home whose destination is another cluster: the snapshot of
     // that cluster does not hold it.
     let mut remote_app = None;
@@ -113,6 +117,7 @@ fn load_state(args: &DoctorArgs) -> Result<(Vec<Value>, Vec<Option<PathBuf>>)> {
                 .collect();
             c.block_on(c.cluster.snapshot(app.as_ref(), &namespaces, &dir))
                 .map_err(|e| anyhow!("{e}"))?;
+            destination = Some(c);
             &dir
         }
     };
@@ -127,7 +132,7 @@ fn load_state(args: &DoctorArgs) -> Result<(Vec<Value>, Vec<Option<PathBuf>>)> {
         state.push(app);
         files.push(None);
     }
-    Ok((state, files))
+    Ok((state, files, destination))
 }
 
 /// The Application named `name` (plumb's, else Argo CD's where the server has them).
@@ -202,7 +207,7 @@ fn kustomizations(fs: &dyn plumb_render::source::SourceFs) -> Vec<(String, Value
 }
 
 pub fn run(args: DoctorArgs) -> Result<u8> {
-    let (state, files) = load_state(&args)?;
+    let (state, files, destination) = load_state(&args)?;
     let mut app_file = None;
     let app_obj = match &args.app {
         Some(name) => {
@@ -238,7 +243,7 @@ pub fn run(args: DoctorArgs) -> Result<u8> {
             .app
             .as_ref()
             .map(|_| (&app, AppFrom::Object(app_file.as_deref())));
-        let mut sources = render_sources(&args.source, named)?;
+        let mut sources = render_sources_on(&args.source, named, destination.as_ref())?;
         let mut desired = Vec::new();
         for source in &mut sources {
             let objects = std::mem::take(&mut source.rendered.objects);

@@ -74,17 +74,9 @@ pub enum AppFrom<'a> {
 /// Renders the sources the options and the Application describe (the pipeline's
 /// [`locate`](plumb_render::fetch::locate) → [`fetch`](plumb_render::fetch::fetch) →
 /// [`render_fetched`](plumb_render::render::render_fetched), as the controller runs them):
-/// one per source of the Application, or the one the options name.
-pub fn render_sources(
-    args: &SourceArgs,
-    app: Option<(&Application, AppFrom<'_>)>,
-) -> Result<Vec<RenderedSource>> {
-    render_sources_on(args, app, None)
-}
-
-/// [`render_sources`] for a cluster at hand (`--cluster`): charts are rendered with its
-/// version and API versions (`helm template --kube-version/--api-versions`), as Argo CD
-/// renders them for the destination cluster.
+/// one per source of the Application, or the one the options name. With a cluster at hand
+/// (`--cluster`), charts are rendered with its version and API versions (`helm template
+/// --kube-version/--api-versions`), as Argo CD renders them for the destination cluster.
 pub fn render_sources_on(
     args: &SourceArgs,
     app: Option<(&Application, AppFrom<'_>)>,
