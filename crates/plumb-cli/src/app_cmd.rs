@@ -782,12 +782,16 @@ pub fn format_history(app: &Value) -> String {
         }
         let mut out = String::new();
         for repo in repos {
-            let mut table_rows = vec![
-                ["SOURCE", repo, ""].map(String::from),
-                ["ID", "DATE", "REVISION"].map(String::from),
-            ];
+            // `SOURCE` takes the ID column; the URL does not widen DATE (as a tab writer's
+            // last cell of a line).
+            let mut table_rows = vec![["SOURCE", "", ""].map(String::from)];
+            table_rows.push(["ID", "DATE", "REVISION"].map(String::from));
             table_rows.extend(rows.remove(repo).unwrap_or_default());
-            out.push_str(&table(&table_rows, 8));
+            let text = table(&table_rows, 8);
+            let (_, body) = text.split_once('\n').unwrap_or_default();
+            let date_at = body.find("DATE").unwrap_or(8);
+            let _ = writeln!(out, "{:<date_at$}{repo}", "SOURCE");
+            out.push_str(body);
             out.push('\n');
         }
         return out;
@@ -968,6 +972,28 @@ mod tests {
         assert_eq!(
             format_list(&apps),
             golden.last().unwrap()["list"].as_str().unwrap()
+        );
+    }
+
+    /// A multi-source history: one table per source repository, each revision labelled
+    /// with that source's target; a long URL does not widen the DATE column.
+    #[test]
+    fn multi_source_history_prints_one_table_per_source() {
+        let app = json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "Application",
+            "metadata": {"name": "m"},
+            "spec": {"sources": [{"repoURL": "https://charts.example/", "chart": "web"}]},
+            "status": {"history": [
+                {"id": 3, "deployedAt": "2026-09-20T10:00:00Z", "revisions": ["1.2.2", "abc0000ff"],
+                 "sources": [{"repoURL": "https://charts.example/", "targetRevision": "1.2.*"},
+                             {"repoURL": "https://git.example/a-long-repository-name/values.git"}]}]}});
+        assert_eq!(
+            format_history(&app),
+            "SOURCE  https://charts.example/\n\
+             ID      DATE                           REVISION\n\
+             3       2026-09-20 10:00:00 +0000 UTC  1.2.* (1.2.2)\n\n\
+             SOURCE  https://git.example/a-long-repository-name/values.git\n\
+             ID      DATE                           REVISION\n\
+             3       2026-09-20 10:00:00 +0000 UTC  HEAD (abc0000)\n\n"
         );
     }
 

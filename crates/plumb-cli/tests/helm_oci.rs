@@ -692,6 +692,23 @@ async fn a_multi_source_oci_app_syncs_on_the_test_bed() {
     assert_eq!(o.status.code(), Some(0), "{}", err(&o));
     println!("{}", out(&o));
     assert!(out(&o).contains("1.0.0"), "{}", out(&o));
+    // Both sources' revisions are recorded and printed (one table per source).
+    let values_head = common::git(&values, &["rev-parse", "HEAD"]);
+    let history = out(&o);
+    assert!(
+        history.contains(&format!("SOURCE  {repo}\n"))
+            && history.contains(&format!("HEAD ({})", &values_head.trim()[..7])),
+        "{history}"
+    );
+    let stored = cluster
+        .get_object("plumb.dev", "Application", &app_ns, &name)
+        .await
+        .expect("read")
+        .expect("the Application");
+    assert_eq!(
+        stored["status"]["history"][0]["revisions"],
+        serde_json::json!(["1.0.0", values_head.trim()])
+    );
 }
 
 // ---------------------------------------------------------------------------------------
