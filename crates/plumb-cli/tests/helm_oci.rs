@@ -637,6 +637,7 @@ async fn a_multi_source_oci_app_syncs_on_the_test_bed() {
                 {"repoURL": format!("file://{}", values.display()), "targetRevision": "HEAD",
                  "ref": "values"}],
             "destination": {"server": "https://kubernetes.default.svc", "namespace": ns}}});
+    let secret_text = secret.to_string();
     support::apply(&cluster, vec![secret, app]).await;
 
     let run = |args: &[&str]| {
@@ -709,6 +710,14 @@ async fn a_multi_source_oci_app_syncs_on_the_test_bed() {
         stored["status"]["history"][0]["revisions"],
         serde_json::json!(["1.0.0", values_head.trim()])
     );
+    // doctor --cluster renders the chart for the cluster's version as the sync did: the
+    // ConfigMap's `kube` (from .Capabilities) is no difference.
+    let creds = env.dir.join("repo-creds.json");
+    std::fs::write(&creds, secret_text).expect("write creds");
+    let creds = creds.display().to_string();
+    let o = run(&["doctor", &name, "--cluster", "--repo-creds", &creds]);
+    assert_eq!(o.status.code(), Some(0), "{}{}", out(&o), err(&o));
+    assert!(!out(&o).contains("kube"), "{}", out(&o));
 }
 
 // ---------------------------------------------------------------------------------------
