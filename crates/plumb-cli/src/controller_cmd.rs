@@ -177,6 +177,7 @@ fn log_event(e: Event<'_>) {
                 "synced": outcome.sync.is_some(),
                 "resumed": outcome.resumed,
                 "operation": outcome.sync.as_ref().map(|s| s.phase),
+                "syncTrigger": outcome.sync.as_ref().map(|s| s.trigger.as_str()),
                 "deletion": outcome.deletion.as_ref().map(|d| d.message.as_str()),
                 "ms": ms(took),
             });
@@ -274,7 +275,10 @@ async fn run_async(
             }
         }
     }
+    // Kubernetes Events on the Applications (written in the background, deduplicated).
+    let recorder = plumb_cluster::Recorder::start(&cluster, &me);
     let run = plumb_sync::run::RunOptions {
+        events: Some(plumb_sync::run::EventsHandle(Arc::new(recorder.clone()))),
         self_heal_backoff: plumb_sync::SelfHealBackoff {
             base: Duration::from_secs(args.self_heal_backoff_timeout_seconds),
             factor: args.self_heal_backoff_factor.max(0.0),
@@ -327,6 +331,7 @@ async fn run_async(
 
     if args.once {
         controller.pass(events.clone()).await;
+        recorder.flush(Duration::from_secs(10)).await;
         controller.stop();
         release(&cluster, &args.lease_namespace, &me).await;
         return Ok(EXIT_IN_SYNC);

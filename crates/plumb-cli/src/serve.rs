@@ -29,8 +29,9 @@ pub struct Metrics {
 struct Counters {
     /// Reconciles by result (`ok`, `error`).
     reconciles: BTreeMap<&'static str, u64>,
-    /// Syncs by phase (`Succeeded`, `Failed`).
-    syncs: BTreeMap<&'static str, u64>,
+    /// Syncs by phase (`Succeeded`, `Failed`) and trigger (`manual`, `automated`,
+    /// `self-heal`).
+    syncs: BTreeMap<(&'static str, &'static str), u64>,
     reconcile_seconds_sum: f64,
     reconcile_seconds_count: u64,
     /// Per app (namespace, name): sync status, health status.
@@ -64,7 +65,9 @@ impl Metrics {
                 c.reconcile_seconds_sum += took.as_secs_f64();
                 c.reconcile_seconds_count += 1;
                 if let Some(sync) = &outcome.sync {
-                    *c.syncs.entry(sync.phase).or_default() += 1;
+                    *c.syncs
+                        .entry((sync.phase, sync.trigger.as_str()))
+                        .or_default() += 1;
                 }
                 let key = (app.0.clone(), app.1.clone());
                 if outcome.deletion.is_some() {
@@ -127,12 +130,26 @@ impl Metrics {
             "Application reconciles by result.",
             &by("result", &c.reconciles),
         );
+        let syncs: Vec<(String, String)> = c
+            .syncs
+            .iter()
+            .map(|((phase, trigger), v)| {
+                (
+                    format!(
+                        "{{phase=\"{}\",trigger=\"{}\"}}",
+                        escape(phase),
+                        escape(trigger)
+                    ),
+                    v.to_string(),
+                )
+            })
+            .collect();
         section(
             &mut out,
             "plumb_app_sync_total",
             "counter",
-            "Sync operations run by the controller, by phase.",
-            &by("phase", &c.syncs),
+            "Sync operations run by the controller, by phase and trigger (manual, automated, self-heal).",
+            &syncs,
         );
         let _ = writeln!(
             out,

@@ -1818,11 +1818,40 @@ async fn controller_process_watches_heals_and_hands_over() {
         format!(
             "plumb_app_info{{namespace=\"{app_ns}\",name=\"{name}\",sync_status=\"Synced\",health_status=\"Healthy\"}} 1"
         ),
-        "plumb_app_sync_total{phase=\"Succeeded\"}".to_string(),
+        "plumb_app_sync_total{phase=\"Succeeded\",trigger=\"automated\"}".to_string(),
         "plumb_app_reconcile_total{result=\"ok\"}".to_string(),
     ] {
-        assert!(metrics.contains(&want), "{want} missing from:\n{metrics}");
+        assert!(
+            metrics.contains(&want),
+            "{want} missing from:\n{metrics}\nlog:\n{}",
+            read_log()
+        );
     }
+    // Events on the Application, as Argo CD records them: the automated sync started and
+    // completed, and its status changes.
+    let events = wait_until("the Application's Events", || async {
+        let events = app_events(&cluster, &app_ns, &name).await;
+        let has = |reason: &str, text: &str| {
+            events
+                .iter()
+                .any(|(r, m, _)| r == reason && m.contains(text))
+        };
+        (has("OperationStarted", "Initiated automated sync to '")
+            && has("OperationCompleted", " succeeded")
+            && has("ResourceUpdated", "Updated sync status:  -> Synced")
+            && has("ResourceUpdated", "Updated health status:  -> Healthy"))
+        .then_some(events)
+    })
+    .await;
+    // The first sync and the heal announce the same revision: one Event, counted. (The repo
+    // here is a plain directory, without revisions: every sync of it counts as automated,
+    // none as self-heal; the run's unit test shows the self-heal trigger.)
+    let started: Vec<_> = events
+        .iter()
+        .filter(|(r, _, _)| r == "OperationStarted")
+        .collect();
+    assert_eq!(started.len(), 1, "{events:?}");
+    assert!(started[0].2 >= 2, "counted twice: {events:?}");
 
     // SIGTERM: a clean stop that releases the Lease.
     let status = Command::new("kill")
@@ -2066,4 +2095,36 @@ async fn app_get_names_the_blocking_window_and_list_the_project() {
         [format!("{ns}/web").as_str(), ns.as_str(), "night"],
         "{run}"
     );
+}
+
+/// The Events on Application `name` in `namespace`: (reason, message, count).
+async fn app_events(cluster: &Cluster, namespace: &str, name: &str) -> Vec<(String, String, i64)> {
+    let events = cluster
+        .list_live(
+            &[plumb_core::GroupKind::new("", "Event")],
+            Some(&[namespace.to_string()]),
+            None,
+        )
+        .await
+        .unwrap_or_default();
+    events
+        .iter()
+        .filter(|e| {
+            e.pointer("/involvedObject/name").and_then(Value::as_str) == Some(name)
+                && e.pointer("/involvedObject/kind").and_then(Value::as_str) == Some("Application")
+        })
+        .map(|e| {
+            let s = |p: &str| {
+                e.pointer(p)
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string()
+            };
+            (
+                s("/reason"),
+                s("/message"),
+                e.pointer("/count").and_then(Value::as_i64).unwrap_or(0),
+            )
+        })
+        .collect()
 }

@@ -32,6 +32,7 @@ mod apply;
 mod connect;
 mod discovery;
 mod error;
+pub mod events;
 mod live;
 #[cfg(feature = "memory")]
 pub mod memory;
@@ -43,6 +44,7 @@ pub use api::ClusterApi;
 pub use connect::ConnectOptions;
 pub use discovery::{ApiResources, ResourceInfo};
 pub use error::{ClusterError, Result};
+pub use events::{AppRef, EventSink, EventType, Recorder};
 pub use snapshot::{SnapshotSummary, redact_secret};
 pub use watch::{CHANGE_CAPACITY, Change, ChangeKind, LiveCache};
 pub use write::{

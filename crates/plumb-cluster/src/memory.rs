@@ -1425,3 +1425,54 @@ mod tests {
         assert_eq!(live[0]["spec"]["size"], 1);
     }
 }
+
+/// One event a [`CollectedEvents`] kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CollectedEvent {
+    /// `namespace/name` of the object.
+    pub object: String,
+    pub kind: crate::events::EventType,
+    pub reason: String,
+    pub message: String,
+}
+
+/// An [`EventSink`](crate::events::EventSink) that keeps every event in order, for unit
+/// tests of what the runner records.
+#[derive(Debug, Default)]
+pub struct CollectedEvents {
+    events: Mutex<Vec<CollectedEvent>>,
+}
+
+impl CollectedEvents {
+    /// Every event recorded so far.
+    pub fn all(&self) -> Vec<CollectedEvent> {
+        self.events.lock().map(|e| e.clone()).unwrap_or_default()
+    }
+
+    /// `reason: message` of every event, in order.
+    pub fn lines(&self) -> Vec<String> {
+        self.all()
+            .iter()
+            .map(|e| format!("{}: {}", e.reason, e.message))
+            .collect()
+    }
+}
+
+impl crate::events::EventSink for CollectedEvents {
+    fn record(
+        &self,
+        object: &crate::events::AppRef,
+        kind: crate::events::EventType,
+        reason: &str,
+        message: &str,
+    ) {
+        if let Ok(mut e) = self.events.lock() {
+            e.push(CollectedEvent {
+                object: format!("{}/{}", object.namespace, object.name),
+                kind,
+                reason: reason.to_string(),
+                message: crate::events::clean_message(message),
+            });
+        }
+    }
+}

@@ -141,5 +141,6 @@ pub(super) async fn dry_run(
             ..Timings::default()
         },
         status: obs.status,
+        trigger: SyncTrigger::Manual,
     })
 }

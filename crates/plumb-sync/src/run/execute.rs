@@ -192,6 +192,9 @@ pub(super) struct Operation {
     pub skip_hooks: bool,
     /// The source rendered instead of `spec.source` (a rollback's), as `operation.sync.source`.
     pub source: Option<Value>,
+    /// Who or what started it (a resumed automated operation is `SelfHeal` when its
+    /// self-heal count is above 0).
+    pub trigger: SyncTrigger,
 }
 
 impl Operation {
@@ -209,7 +212,13 @@ impl Operation {
             .and_then(|s| s.auto_heal_attempts_count)
             .unwrap_or(0);
         let prev_retries = prev.and_then(|o| o.retry_count).unwrap_or(0);
+        let trigger = match (initiated_by.automated, reason) {
+            (false, _) => SyncTrigger::Manual,
+            (true, Some(SyncReason::SelfHeal)) => SyncTrigger::SelfHeal,
+            (true, _) => SyncTrigger::Automated,
+        };
         Operation {
+            trigger,
             started_at: now,
             initiated_by,
             self_heal_count: match reason {
@@ -255,7 +264,16 @@ impl Operation {
             return None;
         }
         let sync = op.operation.sync.unwrap_or_default();
+        let trigger = match (
+            op.operation.initiated_by.automated,
+            sync.auto_heal_attempts_count.unwrap_or(0),
+        ) {
+            (false, _) => SyncTrigger::Manual,
+            (true, 0) => SyncTrigger::Automated,
+            (true, _) => SyncTrigger::SelfHeal,
+        };
         Some(Operation {
+            trigger,
             started_at: op.started_at?,
             initiated_by: op.operation.initiated_by,
             self_heal_count: sync.auto_heal_attempts_count.unwrap_or(0),
@@ -1047,7 +1065,12 @@ pub(super) async fn execute(
         message: String::new(),
         stored: StoredStatus::of(app_obj),
     };
+    // An operation resumed was announced when it started.
+    let resumed = Operation::resumed(app_obj).is_some();
     exec.progress("running".into()).await?;
+    if !resumed {
+        events::operation_started(opts, app_obj, &obs, op.trigger);
+    }
 
     let mut failure: Option<String> = None;
     let mut all_tasks_message = "successfully synced (no more tasks)";
@@ -1201,8 +1224,11 @@ pub(super) async fn execute(
         &results,
     ));
     let t = Instant::now();
+    let before = stored.status.clone();
     stored.write_app(cluster, status).await?;
     let write_time = t.elapsed();
+    events::operation_completed(opts, app_obj, &obs, partial, succeeded, &message);
+    events::status_changes(opts, app_obj, &before, &stored.status);
 
     Ok(SyncOutcome {
         phase,
@@ -1219,5 +1245,6 @@ pub(super) async fn execute(
             total: Duration::ZERO,
         },
         status: obs.status,
+        trigger: op.trigger,
     })
 }

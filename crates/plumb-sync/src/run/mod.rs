@@ -121,6 +121,9 @@ pub struct RunOptions {
     /// Connections to destination clusters other than home (see [`route`]); `None`: an app
     /// aimed at another cluster is refused.
     pub destinations: Option<DestinationsHandle>,
+    /// Where the Kubernetes Events on Applications go (see [`events`]): the controller's
+    /// recorder; `None`: no events.
+    pub events: Option<EventsHandle>,
 }
 
 /// A [`plumb_cluster::LiveCache`] in [`RunOptions`].
@@ -152,6 +155,7 @@ impl Default for RunOptions {
             cache: None,
             control_namespace: None,
             destinations: None,
+            events: None,
         }
     }
 }
@@ -215,6 +219,8 @@ pub struct SyncOutcome {
     /// The app's status compared after the sync.
     pub status: AppStatus,
     pub timings: Timings,
+    /// Who or what started the operation.
+    pub trigger: SyncTrigger,
 }
 
 impl SyncOutcome {
@@ -777,7 +783,7 @@ pub async fn refresh_app(
     let (cluster, opts) = (&target.routed(home), target.options(opts));
     let result = async {
         let obs = observe(cluster, app, opts, None).await?;
-        write_refreshed(cluster, app, &obs, now).await?;
+        write_refreshed(cluster, app, &obs, opts, now).await?;
         Ok(obs.status)
     }
     .await;
@@ -1191,7 +1197,7 @@ async fn reconcile_at(
             blocked_by: None,
         });
     }
-    write_refreshed(cluster, app, &obs, now).await?;
+    write_refreshed(cluster, app, &obs, opts, now).await?;
     Ok(ReconcileOutcome {
         decision,
         resumed: false,
@@ -1317,6 +1323,7 @@ async fn write_refreshed(
     cluster: &dyn ClusterApi,
     app: &Value,
     obs: &Observation,
+    opts: &RunOptions,
     now: SystemTime,
 ) -> Result<()> {
     let mut stored = StoredStatus::of(app);
@@ -1330,7 +1337,10 @@ async fn write_refreshed(
     {
         sync.auto_heal_attempts_count = Some(0);
     }
-    stored.write_app(cluster, status).await
+    let before = stored.status.clone();
+    stored.write_app(cluster, status).await?;
+    events::status_changes(opts, app, &before, &stored.status);
+    Ok(())
 }
 
 /// The automated decision's inputs, from the Application's status and what was observed.
@@ -1362,6 +1372,7 @@ fn app_state(app: &Value, obs: &Observation, opts: &RunOptions) -> AppState {
 mod delete;
 pub mod destinations;
 mod dry_run;
+pub mod events;
 mod execute;
 mod route;
 mod status_write;
@@ -1370,5 +1381,6 @@ pub mod tenancy;
 mod tests;
 
 pub use delete::DeletionOutcome;
+pub use events::{EventsHandle, SyncTrigger};
 pub use route::{COMPARISON_ERROR, Destination, Destinations, DestinationsHandle, Routed};
 use status_write::StoredStatus;

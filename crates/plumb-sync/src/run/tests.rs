@@ -1601,3 +1601,93 @@ async fn a_multi_source_app_records_every_revision_and_rolls_back_all_sources() 
     assert_eq!(op["sources"][0]["targetRevision"], v1[0]);
     assert_eq!(op["sources"][1]["targetRevision"], v1[1]);
 }
+
+/// Events on the Application (Argo CD's reasons and wording): an automated sync announces
+/// itself and its end and the status changes it made; a self-heal is one too; a failed
+/// sync ends with a Warning naming the failure. Each sync outcome names its trigger.
+#[tokio::test]
+async fn syncs_record_events_with_argo_cds_reasons_and_their_trigger() {
+    use plumb_cluster::events::EventType;
+    use plumb_cluster::memory::CollectedEvents;
+    let (cluster, repo) = setup(
+        &[configmap("config", json!({}))],
+        json!({"automated": {"selfHeal": true}}),
+    );
+    let sink = Arc::new(CollectedEvents::default());
+    let mut state = ReconcileState {
+        options: RunOptions {
+            events: Some(EventsHandle(sink.clone())),
+            ..opts()
+        },
+    };
+    let first = reconcile_once(&cluster, &app(&cluster), now(), &mut state)
+        .await
+        .expect("reconcile");
+    let synced = first.sync.expect("an automated sync");
+    assert!(synced.succeeded(), "{}", synced.message);
+    assert_eq!(synced.trigger, SyncTrigger::Automated);
+    let rev = git(repo.dir.path(), &["rev-parse", "HEAD"]);
+    let rev = rev.trim();
+    assert_eq!(
+        sink.lines(),
+        [
+            format!("OperationStarted: Initiated automated sync to '{rev}'"),
+            format!("OperationCompleted: Sync operation to {rev} succeeded"),
+            "ResourceUpdated: Updated sync status:  -> Synced".to_string(),
+            "ResourceUpdated: Updated health status:  -> Healthy".to_string(),
+        ]
+    );
+    assert!(
+        sink.all()
+            .iter()
+            .all(|e| e.object == format!("{APPS}/{APP}") && e.kind == EventType::Normal)
+    );
+
+    // A hand edit: self-heal, the same revision again.
+    let mut edited = cluster.object(&cm_key("config")).expect("config");
+    edited["data"]["k"] = json!("edited by hand");
+    cluster.put(edited).expect("edit");
+    let later = now() + Duration::from_secs(3600);
+    let healed = reconcile_once(&cluster, &app(&cluster), later, &mut state)
+        .await
+        .expect("reconcile")
+        .sync
+        .expect("a self-heal sync");
+    assert_eq!(healed.trigger, SyncTrigger::SelfHeal);
+    assert_eq!(
+        sink.lines()[4..],
+        [
+            format!("OperationStarted: Initiated automated sync to '{rev}'"),
+            format!("OperationCompleted: Sync operation to {rev} succeeded"),
+        ]
+    );
+
+    // A manual sync that fails: a Warning with the failure, after "Initiated sync".
+    cluster.fail(
+        Verb::Apply,
+        cm_key("config"),
+        ClusterError::Api {
+            code: 422,
+            message: "ConfigMap \"config\" is invalid".into(),
+        },
+    );
+    let before = sink.all().len();
+    let failed = sync(&cluster, &state.options).await;
+    assert!(!failed.succeeded());
+    assert_eq!(failed.trigger, SyncTrigger::Manual);
+    let got = sink.all()[before..].to_vec();
+    assert_eq!(
+        got[0].message,
+        format!("Initiated sync to '{rev}'"),
+        "{got:?}"
+    );
+    assert_eq!(got[1].reason, "OperationCompleted");
+    assert_eq!(got[1].kind, EventType::Warning);
+    assert!(
+        got[1]
+            .message
+            .starts_with(&format!("Sync operation to {rev} failed: "))
+            && got[1].message.contains("is invalid"),
+        "{got:?}"
+    );
+}

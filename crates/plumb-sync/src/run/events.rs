@@ -1,0 +1,151 @@
+//! The Kubernetes Events the runner records on an Application, through
+//! [`RunOptions::events`] (the controller's [`plumb_cluster::Recorder`]; `None`: none), with
+//! Argo CD's reasons and wording:
+//!
+//! - `OperationStarted` (Normal) when a sync operation starts (not when an interrupted one
+//!   is resumed): `Initiated automated sync to '<revision>'`, or `Initiated sync to
+//!   '<revision>'` for one a user started;
+//! - `OperationCompleted` when it ends: `Sync operation to <revision> succeeded` (Normal) or
+//!   `Sync operation to <revision> failed: <message>` (Warning); `Partial sync operation`
+//!   for a sync of selected resources;
+//! - `ResourceUpdated` (Normal) when a status write changes the sync status
+//!   (`Updated sync status: OutOfSync -> Synced`) or the health status
+//!   (`Updated health status: Progressing -> Healthy`).
+//!
+//! Messages carry revisions, status names and the operation's message, which the status
+//! holds too: never a secret value. Recording never waits and never fails.
+
+use super::{Observation, RunOptions};
+use plumb_cluster::events::{AppRef, EventSink, EventType};
+use plumb_core::argo::model::ApplicationStatus;
+use serde_json::Value;
+use std::sync::Arc;
+
+/// Argo CD's reason for an operation started.
+pub const OPERATION_STARTED: &str = "OperationStarted";
+/// Argo CD's reason for an operation ended.
+pub const OPERATION_COMPLETED: &str = "OperationCompleted";
+/// Argo CD's reason for a sync or health status change.
+pub const RESOURCE_UPDATED: &str = "ResourceUpdated";
+
+/// The event sink in [`RunOptions::events`].
+#[derive(Clone)]
+pub struct EventsHandle(pub Arc<dyn EventSink>);
+
+impl std::fmt::Debug for EventsHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("EventSink")
+    }
+}
+
+/// Who or what started a sync operation (the `trigger` label of `plumb_app_sync_total`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SyncTrigger {
+    /// A user (`plumb app sync`, rollback, a resumed operation a user started).
+    Manual,
+    /// Automated sync: a new revision, or a retry of a failed sync.
+    Automated,
+    /// Self-heal: an automated sync of the revision already synced, the app OutOfSync.
+    SelfHeal,
+}
+
+impl SyncTrigger {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SyncTrigger::Manual => "manual",
+            SyncTrigger::Automated => "automated",
+            SyncTrigger::SelfHeal => "self-heal",
+        }
+    }
+}
+
+/// Records one event on the Application `app` (nothing without a sink or a reference).
+pub fn record(opts: &RunOptions, app: &Value, kind: EventType, reason: &str, message: &str) {
+    if let Some(sink) = &opts.events
+        && let Some(object) = AppRef::of(app)
+    {
+        sink.0.record(&object, kind, reason, message);
+    }
+}
+
+/// The revision (or revisions, for several sources) an operation syncs, as Argo CD names
+/// it in its events.
+fn target(obs: &Observation) -> String {
+    if !obs.revisions.is_empty() {
+        return obs.revisions.join(", ");
+    }
+    if obs.revision.is_empty() {
+        return obs.source.target_revision.clone();
+    }
+    obs.revision.clone()
+}
+
+/// `OperationStarted`.
+pub(super) fn operation_started(
+    opts: &RunOptions,
+    app: &Value,
+    obs: &Observation,
+    trigger: SyncTrigger,
+) {
+    let who = match trigger {
+        SyncTrigger::Manual => "",
+        SyncTrigger::Automated | SyncTrigger::SelfHeal => "automated ",
+    };
+    let message = format!("Initiated {who}sync to '{}'", target(obs));
+    record(opts, app, EventType::Normal, OPERATION_STARTED, &message);
+}
+
+/// `OperationCompleted`: Normal when it succeeded, Warning with its message when not.
+pub(super) fn operation_completed(
+    opts: &RunOptions,
+    app: &Value,
+    obs: &Observation,
+    partial: bool,
+    succeeded: bool,
+    message: &str,
+) {
+    let what = if partial {
+        "Partial sync operation"
+    } else {
+        "Sync operation"
+    };
+    let (kind, text) = if succeeded {
+        (
+            EventType::Normal,
+            format!("{what} to {} succeeded", target(obs)),
+        )
+    } else {
+        (
+            EventType::Warning,
+            format!("{what} to {} failed: {message}", target(obs)),
+        )
+    };
+    record(opts, app, kind, OPERATION_COMPLETED, &text);
+}
+
+/// `ResourceUpdated` for each of sync and health status that `new` changes from `old`
+/// (after the write of `new`).
+pub(super) fn status_changes(
+    opts: &RunOptions,
+    app: &Value,
+    old: &ApplicationStatus,
+    new: &ApplicationStatus,
+) {
+    if opts.events.is_none() {
+        return;
+    }
+    if old.sync.status != new.sync.status {
+        let message = format!(
+            "Updated sync status: {} -> {}",
+            old.sync.status, new.sync.status
+        );
+        record(opts, app, EventType::Normal, RESOURCE_UPDATED, &message);
+    }
+    if old.health.status != new.health.status {
+        let message = format!(
+            "Updated health status: {} -> {}",
+            old.health.status, new.health.status
+        );
+        record(opts, app, EventType::Normal, RESOURCE_UPDATED, &message);
+    }
+}
