@@ -227,6 +227,24 @@ async fn a_namespace_scoped_controller_syncs_its_namespace() {
         .expect("app");
     assert_eq!(good["status"]["sync"]["status"], "Synced", "{}", run.stderr);
     assert_eq!(good["status"]["history"].as_array().map(Vec::len), Some(1));
+    // Its Events, written with the namespaced Role's rights (`--once` flushes them first).
+    let events = admin
+        .list_live(
+            &[plumb_core::GroupKind::new("", "Event")],
+            Some(std::slice::from_ref(&control)),
+            None,
+        )
+        .await
+        .expect("list events");
+    let reasons: Vec<&str> = events
+        .iter()
+        .filter(|e| e.pointer("/involvedObject/name").and_then(Value::as_str) == Some("good"))
+        .filter_map(|e| e["reason"].as_str())
+        .collect();
+    for reason in ["OperationStarted", "OperationCompleted", "ResourceUpdated"] {
+        assert!(reasons.contains(&reason), "{reason} in {reasons:?}");
+    }
+    assert!(!run.stderr.contains("eventError"), "{}", run.stderr);
 
     // The app that declares a cluster-scoped resource: refused by the API server, named, and
     // nothing created; the controller went on (the other app synced) and exited 0.
