@@ -1221,6 +1221,18 @@ impl LiveCache {
         watched.ctx.store.list(namespace)
     }
 
+    /// The cached objects of every namespaced kind watched, in `namespace`: by group and
+    /// kind, then name. No request (a kind not watched is not looked at). What the
+    /// controller looks for orphaned resources in.
+    pub fn in_namespace(&self, namespace: &str) -> Vec<Arc<Value>> {
+        self.inner
+            .watched()
+            .iter()
+            .filter(|w| w.ctx.info.namespaced)
+            .flat_map(|w| w.ctx.store.list(Some(namespace)))
+            .collect()
+    }
+
     /// Changes from now on. Initial LISTs are not announced; a re-LIST after
     /// `410 Gone` announces what it changed. A receiver more than
     /// [`CHANGE_CAPACITY`] changes behind gets `Lagged` and continues with the

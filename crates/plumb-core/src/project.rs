@@ -291,6 +291,17 @@ impl AppProject {
                 }
             }
         }
+        if let Some(orphaned) = &raw.orphaned_resources {
+            for (i, r) in orphaned.ignore.iter().enumerate() {
+                for (field, p) in [("group", &r.group), ("kind", &r.kind), ("name", &r.name)] {
+                    check(
+                        format!("spec.orphanedResources.ignore[{i}].{field}"),
+                        p,
+                        GlobKind::Plain,
+                    )?;
+                }
+            }
+        }
         for (i, ns) in raw.source_namespaces.iter().enumerate() {
             NamespacePattern::new(ns).map_err(|r| err(format!("spec.sourceNamespaces[{i}]"), r))?;
         }
@@ -614,6 +625,32 @@ impl AppProject {
         }
     }
 
+    /// `spec.orphanedResources`: `None` when the project does not monitor orphaned
+    /// resources, else whether an Application gets the `OrphanedResourceWarning` condition
+    /// (`warn`; absent means yes, as Argo CD reads it: the monitoring is turned on by the
+    /// field's presence, `warn: false` keeps it quiet).
+    pub fn orphans_warn(&self) -> Option<bool> {
+        self.spec
+            .orphaned_resources
+            .as_ref()
+            .map(|o| o.warn.unwrap_or(true))
+    }
+
+    /// Whether `spec.orphanedResources.ignore` exempts a resource: an entry matches when
+    /// its `kind` is empty or matches, its `group` matches (empty: the core group only) and
+    /// its `name` is empty or matches (globs where `*` crosses every character, as Argo CD's
+    /// `glob.Match`).
+    pub fn orphan_ignored(&self, group: &str, kind: &str, name: &str) -> bool {
+        let Some(orphaned) = &self.spec.orphaned_resources else {
+            return false;
+        };
+        orphaned.ignore.iter().any(|r| {
+            (r.kind.is_empty() || glob_match(&r.kind, kind, GlobKind::Plain))
+                && glob_match(&r.group, group, GlobKind::Plain)
+                && (r.name.is_empty() || glob_match(&r.name, name, GlobKind::Plain))
+        })
+    }
+
     /// Argo CD's `default` project as it is created: everything permitted.
     pub fn permissive_default() -> AppProject {
         AppProject {
@@ -753,6 +790,42 @@ mod tests {
         AppProject::from_value(&json!({"metadata": {"name": "p"}, "spec": spec}))
             .unwrap_err()
             .to_string()
+    }
+
+    #[test]
+    fn orphaned_resources_settings_and_ignore_globs() {
+        assert_eq!(project(json!({})).orphans_warn(), None);
+        assert_eq!(
+            project(json!({"orphanedResources": {}})).orphans_warn(),
+            Some(true),
+            "present without warn: warns, as Argo CD's IsWarn"
+        );
+        assert_eq!(
+            project(json!({"orphanedResources": {"warn": false}})).orphans_warn(),
+            Some(false)
+        );
+        let p = project(json!({"orphanedResources": {"ignore": [
+            {"group": "", "kind": "ConfigMap", "name": "debug-*"},
+            {"group": "apps"},
+            {"group": "*.example.com", "kind": "Wid?et"},
+        ]}}));
+        assert!(p.orphan_ignored("", "ConfigMap", "debug-1"));
+        assert!(!p.orphan_ignored("", "ConfigMap", "other"));
+        assert!(!p.orphan_ignored("", "Secret", "debug-1"));
+        assert!(
+            p.orphan_ignored("apps", "Deployment", "web"),
+            "empty kind: any"
+        );
+        assert!(
+            !p.orphan_ignored("", "Deployment", "web"),
+            "empty group: core only"
+        );
+        assert!(p.orphan_ignored("a.b.example.com", "Widget", "w"));
+        assert!(!project(json!({})).orphan_ignored("", "ConfigMap", "x"));
+        assert_eq!(
+            error(json!({"orphanedResources": {"ignore": [{"kind": "[x"}]}})),
+            "AppProject p: spec.orphanedResources.ignore[0].kind: invalid glob \"[x\": unclosed character class; missing ']'"
+        );
     }
 
     fn ts(s: &str) -> jiff::Timestamp {

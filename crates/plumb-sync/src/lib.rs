@@ -22,7 +22,9 @@
 //!   health), generated hook names; [`request`]: a manual sync's flags; [`migration`]:
 //!   client-side apply migration of `managedFields`; [`deletion`]: the cascade of a deleted
 //!   Application (which wave goes next, what waits, what stays); [`scope`]: which
-//!   namespaces' Applications the controller serves (`--application-namespaces`).
+//!   namespaces' Applications the controller serves (`--application-namespaces`);
+//!   [`orphans`]: an AppProject's `orphanedResources` — which objects of the destination
+//!   namespace no Application tracks, and the `OrphanedResourceWarning` condition.
 //!
 //! **The runner and the controller do the I/O:**
 //!
@@ -59,6 +61,7 @@ pub mod history;
 pub mod migration;
 pub mod operation;
 pub mod options;
+pub mod orphans;
 pub mod plan;
 pub mod policy;
 pub mod request;

@@ -289,6 +289,8 @@ struct Observation {
     status: AppStatus,
     render_time: Duration,
     compare_time: Duration,
+    /// The orphaned resources of the destination namespace (`None`: not looked at).
+    orphans: Option<crate::orphans::Orphans>,
 }
 
 /// The Application's namespace (empty when it has none).
@@ -556,6 +558,7 @@ async fn observe_desired(
         },
         render_time,
         compare_time: started.elapsed(),
+        orphans: None,
     })
 }
 
@@ -766,6 +769,36 @@ impl Observation {
     }
 }
 
+/// The app's orphaned resources (see [`crate::orphans`]), read from the watch cache: no
+/// request. Without a cache (`--namespaced`, the CLI) they are not looked at and the
+/// condition stays as it was; a project without `orphanedResources` finds none (so a
+/// condition left from before is removed).
+fn look_for_orphans(
+    obs: &mut Observation,
+    project: &plumb_core::project::AppProject,
+    opts: &RunOptions,
+) {
+    let Some(CacheHandle(cache)) = &opts.cache else {
+        return;
+    };
+    let namespace = obs.app.destination_namespace.clone().unwrap_or_default();
+    let own: std::collections::BTreeSet<ResourceKey> =
+        obs.targets.keys().chain(obs.live.keys()).cloned().collect();
+    let live = if project.orphans_warn().is_some() && !namespace.is_empty() {
+        cache.in_namespace(&namespace)
+    } else {
+        Vec::new()
+    };
+    obs.orphans = Some(
+        crate::orphans::find(project, &namespace, &own, live.iter().map(|o| o.as_ref())).unwrap_or(
+            crate::orphans::Orphans {
+                warn: false,
+                resources: Vec::new(),
+            },
+        ),
+    );
+}
+
 // ---------------------------------------------------------------------------------------
 // Public entry points
 
@@ -782,7 +815,8 @@ pub async fn refresh_app(
     let target = route::connect(home, app, &admission.cluster, opts, now).await?;
     let (cluster, opts) = (&target.routed(home), target.options(opts));
     let result = async {
-        let obs = observe(cluster, app, opts, None).await?;
+        let mut obs = observe(cluster, app, opts, None).await?;
+        look_for_orphans(&mut obs, &admission.project, opts);
         write_refreshed(cluster, app, &obs, opts, now).await?;
         Ok(obs.status)
     }
@@ -1167,7 +1201,8 @@ async fn reconcile_at(
     now: SystemTime,
     started: Instant,
 ) -> Result<ReconcileOutcome> {
-    let obs = observe(cluster, app, opts, None).await?;
+    let mut obs = observe(cluster, app, opts, None).await?;
+    look_for_orphans(&mut obs, &admission.project, opts);
     delete::ensure_hook_finalizers(cluster, app, &obs).await?;
     let mut decision = obs
         .automated()

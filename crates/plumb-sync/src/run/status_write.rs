@@ -84,7 +84,7 @@ fn sync_code(s: SyncStatusCode) -> &'static str {
 }
 
 /// `status` with what a compare found: `sync` (status, revision, `comparedTo`), `health`,
-/// `resources`, `reconciledAt`, `sourceType`. What else `sync` and `health` hold is kept.
+/// `resources`, `reconciledAt`, `sourceType`, the `OrphanedResourceWarning` condition. What else `sync` and `health` hold is kept.
 pub(super) fn refreshed(
     mut status: ApplicationStatus,
     app_obj: &Value,
@@ -129,5 +129,6 @@ pub(super) fn refreshed(
         .collect();
     status.reconciled_at = Some(now);
     status.source_type = obs.source_type.clone();
+    crate::orphans::set_condition(&mut status.conditions, obs.orphans.as_ref(), now);
     status
 }
