@@ -134,6 +134,25 @@ pub(crate) fn parse_forbidden(message: &str) -> ForbiddenParts {
     }
 }
 
+/// A credential plugin's failure (`execProviderConfig`, a kubeconfig's `exec`), said
+/// without what kube's message carries — the command with its environment and the plugin's
+/// whole output, any of which may hold a credential. `None` for any other error.
+pub(crate) fn credential_plugin_failure(e: &(dyn std::error::Error + 'static)) -> Option<String> {
+    let auth = match e.downcast_ref::<kube::Error>() {
+        Some(kube::Error::Auth(auth)) => auth,
+        _ => e.downcast_ref::<kube::client::AuthError>()?,
+    };
+    match auth {
+        kube::client::AuthError::AuthExecRun { out, .. } => {
+            Some(format!("the credential plugin failed ({})", out.status))
+        }
+        kube::client::AuthError::AuthExecParse(_) => {
+            Some("the credential plugin's output is not an ExecCredential".to_string())
+        }
+        _ => None,
+    }
+}
+
 /// The messages of an error and all its sources, deduplicated, on one line
 /// (hyper nests "client error (Connect)" around "tcp connect error" around
 /// "Connection refused").
@@ -141,6 +160,10 @@ fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
     let mut parts: Vec<String> = Vec::new();
     let mut current: Option<&(dyn std::error::Error + 'static)> = Some(err);
     while let Some(e) = current {
+        if let Some(said) = credential_plugin_failure(e) {
+            parts.push(said);
+            break;
+        }
         let text = match one_line(&e.to_string()).as_str() {
             // hyper-timeout's connect timeout.
             "deadline has elapsed" => format!(
@@ -229,6 +252,40 @@ mod tests {
             resource: "configmaps".into(),
             namespace: "ctx-ns".into(),
         }
+    }
+
+    /// A failed credential plugin is said in one line without its command line, its
+    /// environment or its output (kube's own message has all three).
+    #[test]
+    fn a_credential_plugin_failure_shows_no_output() {
+        use std::os::unix::process::ExitStatusExt;
+        let failed = || {
+            kube::Error::Auth(kube::client::AuthError::AuthExecRun {
+                cmd: "SECRET_ENV=s3cr3t-env \"/bin/plugin\"".into(),
+                out: Box::new(std::process::Output {
+                    status: std::process::ExitStatus::from_raw(3 << 8),
+                    stdout: b"{\"status\": {\"token\": \"s3cr3t-token\"}}".to_vec(),
+                    stderr: b"token s3cr3t-token\nrefused\n".to_vec(),
+                }),
+            })
+        };
+        // In a request, and where the client is built (the plugin runs there first).
+        let texts = [
+            ClusterError::from_kube(failed(), &ctx()).to_string(),
+            credential_plugin_failure(&failed()).expect("a plugin failure"),
+        ];
+        for text in texts {
+            assert!(
+                text.contains("the credential plugin failed (exit status: 3)"),
+                "{text}"
+            );
+            assert!(!text.contains("s3cr3t"), "{text}");
+            assert_eq!(text.lines().count(), 1, "{text}");
+        }
+        assert_eq!(
+            credential_plugin_failure(&kube::Error::LinesCodecMaxLineLengthExceeded),
+            None
+        );
     }
 
     #[test]

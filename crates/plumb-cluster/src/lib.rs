@@ -110,7 +110,8 @@ fn retrying_client(mut config: kube::Config) -> std::result::Result<kube::Client
     let policy = RetryPolicy::new(RETRY_MIN_DELAY, RETRY_MAX_DELAY, RETRY_ATTEMPTS, true)
         .map_err(|e| e.to_string())?;
     Ok(ClientBuilder::try_from(config)
-        .map_err(|e| e.to_string())?
+        // (A credential plugin runs here: its failure is said without its output.)
+        .map_err(|e| error::credential_plugin_failure(&e).unwrap_or_else(|| e.to_string()))?
         // The retry layer clones the service it wraps: a buffer makes kube's boxed stack
         // cloneable (kube's own client sits behind one too).
         .with_layer(&tower::buffer::BufferLayer::new(1024))
