@@ -56,6 +56,11 @@ struct GetArgs {
     /// A local clone to read instead of the Application's (remote) repoURL, with --refresh.
     #[arg(long, value_name = "DIR", requires = "refresh")]
     repo: Option<std::path::PathBuf>,
+    /// Also list the app's orphaned resources (its project's `spec.orphanedResources`,
+    /// `warn` or not): the objects of its destination namespace no Application tracks, read
+    /// with one LIST per namespaced kind there.
+    #[arg(long)]
+    orphaned: bool,
 }
 
 #[derive(clap::Args)]
@@ -227,7 +232,11 @@ pub fn run(args: AppArgs) -> Result<u8> {
             }
             let app = one_app(&a.app)?;
             let window = sync_window(&a.app, &app)?;
-            format_get_with_window(&app, window.as_deref())
+            let mut text = format_get_with_window(&app, window.as_deref());
+            if a.orphaned {
+                text.push_str(&orphaned(&a.app, &app)?);
+            }
+            text
         }
         AppCommand::History(a) => format_history(&one_app(a)?),
         AppCommand::List(a) => {
@@ -241,12 +250,14 @@ pub fn run(args: AppArgs) -> Result<u8> {
     Ok(EXIT_IN_SYNC)
 }
 
-/// The sync windows' verdict for `app` now, from its project in the control namespace (the
-/// Application's own unless `--control-namespace`); `None` when no window applies or the
-/// project is missing or invalid (its condition says so).
-fn sync_window(args: &NamedArgs, app: &Value) -> Result<Option<String>> {
-    let (typed, _) = Application::read_lenient(app);
-    let project = match typed.spec.project.as_str() {
+/// The app's project from the control namespace (the Application's own unless
+/// `--control-namespace`): `Ok(None)` when it cannot be read, `Err(why)` when it exists and
+/// is invalid. A missing `default` is Argo CD's permissive default.
+fn read_project(
+    args: &NamedArgs,
+    app: &Application,
+) -> Result<Option<Result<plumb_core::project::AppProject, String>>> {
+    let project = match app.spec.project.as_str() {
         "" => plumb_core::project::DEFAULT_PROJECT,
         p => p,
     };
@@ -255,15 +266,98 @@ fn sync_window(args: &NamedArgs, app: &Value) -> Result<Option<String>> {
         .clone()
         .unwrap_or_else(|| args.app_namespace.clone());
     let c = connect(&args.cluster)?;
-    let Ok(Some(obj)) =
-        c.block_on(
+    Ok(
+        match c.block_on(
             c.cluster
                 .get_object("plumb.dev", "AppProject", &control, project),
-        )
-    else {
-        return Ok(None);
+        ) {
+            Ok(Some(obj)) => {
+                Some(plumb_core::project::AppProject::from_value(&obj).map_err(|e| e.to_string()))
+            }
+            Ok(None) if project == plumb_core::project::DEFAULT_PROJECT => {
+                Some(Ok(plumb_core::project::AppProject::permissive_default()))
+            }
+            _ => None,
+        },
+    )
+}
+
+/// `plumb app get --orphaned`: the orphaned resources of the app's destination namespace
+/// (`plumb_sync::orphans::find`, the controller's decision), read from its destination
+/// cluster (`--context` overrides, as for `diff --cluster`).
+fn orphaned(args: &NamedArgs, app_obj: &Value) -> Result<String> {
+    let (app, _) = Application::read_lenient(app_obj);
+    let name = &app.metadata.name;
+    let project = match read_project(args, &app)? {
+        Some(Ok(p)) => p,
+        Some(Err(e)) => bail!("Application {name}: {e}"),
+        None => bail!(
+            "Application {name}: project {:?} not found",
+            app.spec.project
+        ),
     };
-    let Ok(project) = plumb_core::project::AppProject::from_value(&obj) else {
+    if project.orphans_warn().is_none() {
+        return Ok(format!(
+            "\nOrphaned resources: not monitored (project '{}' has no spec.orphanedResources)\n",
+            project.name
+        ));
+    }
+    let namespace = app.spec.destination.namespace.clone();
+    if namespace.is_empty() {
+        return Ok("\nOrphaned resources: none (the app has no destination namespace)\n".into());
+    }
+    let home = connect(&args.cluster)?;
+    let (c, _) = crate::cluster_args::connect_destination(
+        &args.cluster,
+        home,
+        app_obj,
+        args.control_namespace.as_deref(),
+    )?;
+    let (objects, skipped) = c
+        .block_on(c.cluster.namespace_objects(&namespace))
+        .map_err(|e| anyhow!("Application {name}: orphaned resources in {namespace}: {e}"))?;
+    for (gk, why) in &skipped {
+        eprintln!("warning: orphaned resources: {gk} in {namespace} not listed: {why}");
+    }
+    let own: std::collections::BTreeSet<plumb_core::ResourceKey> = app
+        .status
+        .resources
+        .iter()
+        .map(|r| plumb_core::ResourceKey {
+            group: r.group.clone(),
+            kind: r.kind.clone(),
+            namespace: r.namespace.clone(),
+            name: r.name.clone(),
+        })
+        .collect();
+    let found = plumb_sync::orphans::find(&project, &namespace, &own, &objects)
+        .map(|o| o.resources)
+        .unwrap_or_default();
+    if found.is_empty() {
+        return Ok(format!(
+            "\nOrphaned resources: none in namespace {namespace}\n"
+        ));
+    }
+    let mut rows = vec![[
+        "GROUP".to_string(),
+        "KIND".to_string(),
+        "NAMESPACE".to_string(),
+        "NAME".to_string(),
+    ]];
+    rows.extend(
+        found
+            .into_iter()
+            .map(|k| [k.group, k.kind, k.namespace, k.name]),
+    );
+    Ok(format!("\nORPHANED RESOURCES\n{}", table(&rows, 0)))
+}
+
+/// The sync windows' verdict for `app` now, from its project in the control namespace (the
+/// Application's own unless `--control-namespace`); `None` when no window applies or the
+/// project is missing or invalid (its condition says so).
+fn sync_window(args: &NamedArgs, app: &Value) -> Result<Option<String>> {
+    let (typed, _) = Application::read_lenient(app);
+    let Some(Ok(project)) = read_project(args, &typed)? else {
         return Ok(None);
     };
     let d = &typed.spec.destination;

@@ -151,6 +151,47 @@ impl Cluster {
             .await
     }
 
+    /// Every object in `namespace` of every namespaced kind the server serves and lists
+    /// (Events, Endpoints, EndpointSlices and Leases excepted, as in the controller's watch
+    /// cache): one LIST per kind, concurrently, sorted by group, kind and name. A kind
+    /// this client may not list (or whose LIST the server fails) is left out and named in
+    /// the second part of the answer; an unreachable server fails. What `plumb app get
+    /// --orphaned` looks for orphaned resources in (the controller reads its watch cache:
+    /// [`crate::LiveCache::in_namespace`]).
+    pub async fn namespace_objects(
+        &self,
+        namespace: &str,
+    ) -> Result<(Vec<Value>, Vec<(GroupKind, String)>)> {
+        let resources = self.discover().await?;
+        let requests: Vec<ListRequest> = resources
+            .iter()
+            .filter(|info| {
+                info.namespaced
+                    && info.supports("list")
+                    && !crate::snapshot::NEVER_TRACKED
+                        .iter()
+                        .any(|(g, k)| *g == info.group && *k == info.kind)
+            })
+            .map(|info| ListRequest {
+                info: info.clone(),
+                namespace: Some(namespace.to_string()),
+                selector: None,
+            })
+            .collect();
+        let kinds: Vec<GroupKind> = requests.iter().map(|r| r.info.group_kind()).collect();
+        let mut objects = Vec::new();
+        let mut skipped = Vec::new();
+        for (gk, result) in kinds.into_iter().zip(self.list_each(requests).await) {
+            match result {
+                Ok(items) => objects.extend(items),
+                Err(e @ ClusterError::Unreachable { .. }) => return Err(e),
+                Err(e) => skipped.push((gk, e.to_string())),
+            }
+        }
+        objects.sort_by_cached_key(|o| ResourceKey::of(o));
+        Ok((objects, skipped))
+    }
+
     /// The live objects of `kinds`: one LIST per kind across all namespaces, or
     /// one per kind and namespace when `namespaces` is given (cluster-scoped
     /// kinds are always listed once). All LISTs run concurrently. Items carry
