@@ -81,6 +81,11 @@ pub trait ClusterApi: Send + Sync {
         label: (&'a str, &'a str),
     ) -> BoxFuture<'a, Result<Vec<Value>>>;
 
+    /// Every object in `namespace` of every namespaced kind served (the kinds a LIST is
+    /// refused for left out) ([`Cluster::namespace_objects`]): where orphaned resources
+    /// are looked for without a watch cache.
+    fn namespace_objects<'a>(&'a self, namespace: &'a str) -> BoxFuture<'a, Result<Vec<Value>>>;
+
     /// The live object `obj` names, at `obj`'s API version ([`Cluster::get_object_as`]).
     fn get_object_as<'a>(&'a self, obj: &'a Value) -> BoxFuture<'a, Result<Option<Value>>>;
 
@@ -217,6 +222,14 @@ impl ClusterApi for Cluster {
         name: &'a str,
     ) -> BoxFuture<'a, Result<Option<Value>>> {
         Box::pin(Cluster::get_object(self, group, kind, namespace, name))
+    }
+
+    fn namespace_objects<'a>(&'a self, namespace: &'a str) -> BoxFuture<'a, Result<Vec<Value>>> {
+        Box::pin(async move {
+            Cluster::namespace_objects(self, namespace)
+                .await
+                .map(|(objects, _)| objects)
+        })
     }
 
     fn list_labelled<'a>(

@@ -1133,6 +1133,37 @@ impl ClusterApi for MemoryCluster {
         Box::pin(async move { self.get_sync(group, kind, namespace, name) })
     }
 
+    fn namespace_objects<'a>(&'a self, namespace: &'a str) -> BoxFuture<'a, Result<Vec<Value>>> {
+        Box::pin(async move {
+            let mut st = self.lock();
+            let namespaced: Vec<ResourceInfo> = st
+                .kinds
+                .values()
+                .filter(|i| i.namespaced)
+                .cloned()
+                .collect();
+            let mut out = Vec::new();
+            for info in namespaced {
+                let key = ResourceKey {
+                    group: info.group.clone(),
+                    kind: info.kind.clone(),
+                    namespace: namespace.into(),
+                    name: String::new(),
+                };
+                st.request(Verb::List, &key)?;
+                out.extend(
+                    st.objects
+                        .iter()
+                        .filter(|(k, _)| {
+                            k.group == info.group && k.kind == info.kind && k.namespace == namespace
+                        })
+                        .map(|(_, o)| o.clone()),
+                );
+            }
+            Ok(out)
+        })
+    }
+
     fn list_labelled<'a>(
         &'a self,
         group: &'a str,

@@ -769,34 +769,36 @@ impl Observation {
     }
 }
 
-/// The app's orphaned resources (see [`crate::orphans`]), read from the watch cache: no
-/// request. Without a cache (`--namespaced`, the CLI) they are not looked at and the
-/// condition stays as it was; a project without `orphanedResources` finds none (so a
-/// condition left from before is removed).
-fn look_for_orphans(
+/// The app's orphaned resources (see [`crate::orphans`]): from the watch cache when the
+/// runner has one (the controller: no request), else one LIST per namespaced kind in the
+/// destination namespace (`--namespaced`, `plumb app get --refresh`), only when the project
+/// monitors them. A project without `orphanedResources` finds none (so a condition left
+/// from before is removed); a failed LIST leaves the condition as it was.
+async fn look_for_orphans(
+    cluster: &dyn ClusterApi,
     obs: &mut Observation,
     project: &plumb_core::project::AppProject,
     opts: &RunOptions,
 ) {
-    let Some(CacheHandle(cache)) = &opts.cache else {
-        return;
-    };
+    use crate::orphans::{Orphans, find};
     let namespace = obs.app.destination_namespace.clone().unwrap_or_default();
     let own: std::collections::BTreeSet<ResourceKey> =
         obs.targets.keys().chain(obs.live.keys()).cloned().collect();
-    let live = if project.orphans_warn().is_some() && !namespace.is_empty() {
-        cache.in_namespace(&namespace)
+    let found = if project.orphans_warn().is_none() || namespace.is_empty() {
+        find(project, &namespace, &own, std::iter::empty())
+    } else if let Some(CacheHandle(cache)) = &opts.cache {
+        let live = cache.in_namespace(&namespace);
+        find(project, &namespace, &own, live.iter().map(|o| o.as_ref()))
     } else {
-        Vec::new()
+        match cluster.namespace_objects(&namespace).await {
+            Ok(live) => find(project, &namespace, &own, &live),
+            Err(_) => return,
+        }
     };
-    obs.orphans = Some(
-        crate::orphans::find(project, &namespace, &own, live.iter().map(|o| o.as_ref())).unwrap_or(
-            crate::orphans::Orphans {
-                warn: false,
-                resources: Vec::new(),
-            },
-        ),
-    );
+    obs.orphans = Some(found.unwrap_or(Orphans {
+        warn: false,
+        resources: Vec::new(),
+    }));
 }
 
 // ---------------------------------------------------------------------------------------
@@ -816,7 +818,7 @@ pub async fn refresh_app(
     let (cluster, opts) = (&target.routed(home), target.options(opts));
     let result = async {
         let mut obs = observe(cluster, app, opts, None).await?;
-        look_for_orphans(&mut obs, &admission.project, opts);
+        look_for_orphans(cluster, &mut obs, &admission.project, opts).await;
         write_refreshed(cluster, app, &obs, opts, now).await?;
         Ok(obs.status)
     }
@@ -1202,7 +1204,7 @@ async fn reconcile_at(
     started: Instant,
 ) -> Result<ReconcileOutcome> {
     let mut obs = observe(cluster, app, opts, None).await?;
-    look_for_orphans(&mut obs, &admission.project, opts);
+    look_for_orphans(cluster, &mut obs, &admission.project, opts).await;
     delete::ensure_hook_finalizers(cluster, app, &obs).await?;
     let mut decision = obs
         .automated()
@@ -1409,6 +1411,8 @@ pub mod destinations;
 mod dry_run;
 pub mod events;
 mod execute;
+#[cfg(test)]
+mod orphan_tests;
 mod route;
 mod status_write;
 pub mod tenancy;

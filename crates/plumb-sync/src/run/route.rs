@@ -276,6 +276,13 @@ impl ClusterApi for Routed<'_> {
         self.dest.list_labelled(group, kind, namespace, label)
     }
 
+    fn namespace_objects<'a>(
+        &'a self,
+        namespace: &'a str,
+    ) -> BoxFuture<'a, plumb_cluster::Result<Vec<Value>>> {
+        self.dest.namespace_objects(namespace)
+    }
+
     /// The destination's version: charts are rendered for it (`helm --kube-version`).
     fn server_version(&self) -> String {
         self.dest.server_version()
