@@ -188,7 +188,7 @@ impl Cluster {
                 Err(e) => skipped.push((gk, e.to_string())),
             }
         }
-        objects.sort_by_cached_key(|o| ResourceKey::of(o));
+        objects.sort_by_cached_key(ResourceKey::of);
         Ok((objects, skipped))
     }
 

@@ -305,7 +305,7 @@ mod tests {
         };
         let mut c = vec![other.clone()];
         set_condition(&mut c, None, t0);
-        assert_eq!(c, [other.clone()], "not looked at: untouched");
+        assert_eq!(c, std::slice::from_ref(&other), "not looked at: untouched");
         set_condition(&mut c, Some(&found(true, 1)), t0);
         assert_eq!(c.len(), 2);
         assert_eq!(c[1].type_name, "OrphanedResourceWarning");
@@ -319,7 +319,7 @@ mod tests {
         assert_eq!(c[1].last_transition_time, Some(t1));
         // `warn: false`, or none left: removed, the other condition kept.
         set_condition(&mut c, Some(&found(false, 2)), t1);
-        assert_eq!(c, [other.clone()]);
+        assert_eq!(c, std::slice::from_ref(&other));
         set_condition(&mut c, Some(&found(true, 1)), t1);
         set_condition(&mut c, Some(&found(true, 0)), t1);
         assert_eq!(c, [other]);
