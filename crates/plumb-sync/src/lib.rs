@@ -67,6 +67,7 @@ pub mod policy;
 pub mod request;
 pub mod scope;
 pub mod status;
+pub mod webhook;
 
 /// plumb-core's Go durations and RFC 3339 times (one implementation for every crate).
 pub use plumb_core::{duration, time};
