@@ -190,6 +190,23 @@ impl RepoCache {
         outcome.map(|()| path)
     }
 
+    /// Forgets when the repositories whose URL `names` accepts were last fetched, so that
+    /// their next [`RepoCache::checkout`] fetches (a push webhook said they changed). A
+    /// fetch under way is not disturbed.
+    pub fn expire(&self, names: impl Fn(&str) -> bool) -> usize {
+        let Ok(repos) = self.repos.lock() else {
+            return 0;
+        };
+        let mut expired = 0;
+        for (_, attempt) in repos.iter().filter(|(url, _)| names(url)) {
+            if let Ok(mut a) = attempt.lock() {
+                a.at = None;
+                expired += 1;
+            }
+        }
+        expired
+    }
+
     fn clone_mirror(&self, url: &str, path: &Path) -> Result<(), String> {
         std::fs::create_dir_all(&self.dir)
             .map_err(|e| format!("{}: cannot create: {e}", self.dir.display()))?;
@@ -432,6 +449,24 @@ mod tests {
 
         let missing = cache.checkout(&daemon.url("nope.git"));
         assert!(missing.is_err_and(|e| e.starts_with("git clone git://")));
+
+        // Within the interval a checkout reads the mirror as it is, until a push webhook
+        // expires it.
+        let slow = RepoCache::new(root.join("cache"), Duration::from_secs(3600));
+        let mirror = slow.checkout(&url).expect("fetched");
+        std::fs::write(work.join("a.txt"), "3").unwrap();
+        git(&work, &["commit", "-qam", "three"]);
+        git(
+            &work,
+            &["push", "-q", origin.to_str().unwrap(), "main:trunk"],
+        );
+        let third = git(&work, &["rev-parse", "HEAD"]);
+        slow.checkout(&url).expect("cached");
+        assert_eq!(git(&mirror, &["rev-parse", "trunk"]), second);
+        assert_eq!(slow.expire(|u| u.ends_with("/other.git")), 0);
+        assert_eq!(slow.expire(|u| u == url), 1);
+        slow.checkout(&url).expect("fetched");
+        assert_eq!(git(&mirror, &["rev-parse", "trunk"]), third);
         drop(daemon);
         let _ = std::fs::remove_dir_all(&root);
     }

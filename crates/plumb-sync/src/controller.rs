@@ -20,6 +20,11 @@
 //!   apps as home's do; Applications there are not plumb's to serve). A destination that
 //!   cannot be reached fails only its apps (a `ComparisonError` condition naming its server),
 //!   which are tried again after 5 s, doubling up to the refresh interval; the others go on.
+//! - A git push webhook ([`PushRefresher`], see [`crate::webhook`]) queues the apps it names
+//!   at once, and expires their repositories' mirrors so that the refresh fetches.
+
+mod push;
+pub use push::PushRefresher;
 
 use crate::auto::Decision;
 use crate::run::destinations::Connections;
@@ -125,6 +130,8 @@ pub enum Trigger {
     Watch,
     /// The refresh interval (or a backoff) came due.
     Timer,
+    /// A git push webhook named it.
+    Webhook,
 }
 
 impl Trigger {
@@ -133,6 +140,7 @@ impl Trigger {
             Trigger::App => "app",
             Trigger::Watch => "watch",
             Trigger::Timer => "timer",
+            Trigger::Webhook => "webhook",
         }
     }
 }
@@ -184,6 +192,11 @@ pub struct Controller {
     destinations: Arc<Connections>,
     /// Their watch caches' changes (taken by [`Controller::run`]).
     destination_changes: std::sync::Mutex<Option<mpsc::UnboundedReceiver<Change>>>,
+    /// Apps a push webhook asks to refresh now (the receiver is taken by [`Controller::run`]).
+    pushed: (
+        mpsc::UnboundedSender<Vec<AppKey>>,
+        std::sync::Mutex<Option<mpsc::UnboundedReceiver<Vec<AppKey>>>>,
+    ),
 }
 
 impl Controller {
@@ -202,12 +215,14 @@ impl Controller {
             }
         };
         let (tx, rx) = mpsc::unbounded_channel();
+        let (pushed_tx, pushed_rx) = mpsc::unbounded_channel();
         Ok(Controller {
             cluster,
             cache,
             opts,
             destinations: Arc::new(Connections::watching(tx)),
             destination_changes: std::sync::Mutex::new(Some(rx)),
+            pushed: (pushed_tx, std::sync::Mutex::new(Some(pushed_rx))),
         })
     }
 
@@ -223,6 +238,17 @@ impl Controller {
         }
         run.destinations = Some(DestinationsHandle(self.destinations.clone()));
         run
+    }
+
+    /// A handle that refreshes the apps a git push concerns, now (see [`PushRefresher`]).
+    pub fn push_refresher(&self) -> PushRefresher {
+        PushRefresher::new(
+            self.cache.clone(),
+            self.opts.scope(),
+            self.opts.app_namespace.clone(),
+            self.opts.run.repos.clone(),
+            self.pushed.0.clone(),
+        )
     }
 
     /// The destination connections (cluster Secrets `namespace/name`) made so far.
@@ -294,6 +320,13 @@ impl Controller {
         let mut changes = self.cache.subscribe();
         let mut remote_changes = self
             .destination_changes
+            .lock()
+            .ok()
+            .and_then(|mut r| r.take())
+            .unwrap_or_else(|| mpsc::unbounded_channel().1);
+        let mut pushed = self
+            .pushed
+            .1
             .lock()
             .ok()
             .and_then(|mut r| r.take())
@@ -382,6 +415,11 @@ impl Controller {
                     // uses any more: its connection and watch cache go.
                     for secret in self.destinations.drop_idle(2 * opts.refresh + opts.jitter) {
                         log(Event::DestinationDropped { secret: &secret });
+                    }
+                }
+                Some(keys) = pushed.recv() => {
+                    for key in keys {
+                        schedule.refresh_now(key, Instant::now());
                     }
                 }
                 Some(change) = remote_changes.recv() => {
@@ -534,6 +572,22 @@ impl Schedule {
                 self.again.insert(key, Trigger::Watch);
             } else {
                 self.queue(key, now + self.debounce, Trigger::Watch);
+            }
+        }
+    }
+
+    /// A push webhook named `key`: refreshed now, or right after the reconcile under way
+    /// (which may have read the repository before the push).
+    pub fn refresh_now(&mut self, key: AppKey, now: Instant) {
+        if !self.generations.contains_key(&key) {
+            return; // not (yet) known, or not served: its first sight refreshes it anyway
+        }
+        if self.in_flight.contains(&key) {
+            self.again.insert(key, Trigger::Webhook);
+        } else {
+            self.queue(key.clone(), now, Trigger::Webhook);
+            if let Some(entry) = self.due.get_mut(&key) {
+                entry.1 = Trigger::Webhook;
             }
         }
     }
@@ -759,6 +813,34 @@ mod tests {
         assert_eq!(s.next_due(), None);
         s.queue_all(t0);
         assert_eq!(s.next_due(), None);
+    }
+
+    #[test]
+    fn a_push_queues_known_apps_now_or_right_after_their_reconcile() {
+        let opts = ControllerOptions {
+            app_namespace: Some("apps".into()),
+            ..ControllerOptions::default()
+        };
+        let mut s = Schedule::new(&opts);
+        let t0 = Instant::now();
+        s.know_app(&app("apps", "web", 1), t0);
+        s.start(&key("apps", "web"));
+        s.finished(key("apps", "web"), t0, None, Duration::ZERO);
+        assert_eq!(s.next_due(), Some(t0 + Duration::from_secs(180)));
+        s.refresh_now(key("apps", "web"), t0);
+        assert_eq!(s.ready(t0), [(key("apps", "web"), Trigger::Webhook)]);
+        // During a reconcile (which may have read git before the push): once more after it.
+        s.start(&key("apps", "web"));
+        s.refresh_now(key("apps", "web"), t0);
+        assert!(s.ready(t0).is_empty());
+        s.finished(key("apps", "web"), t0, None, Duration::ZERO);
+        assert_eq!(
+            s.ready(t0 + Duration::from_secs(1)),
+            [(key("apps", "web"), Trigger::Webhook)]
+        );
+        // Unknown apps are not queued.
+        s.refresh_now(key("apps", "api"), t0);
+        assert_eq!(s.due.len(), 1);
     }
 
     #[test]
