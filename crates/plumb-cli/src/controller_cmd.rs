@@ -69,6 +69,16 @@ pub struct ControllerArgs {
     /// (port 0 picks a free port; the address is logged).
     #[arg(long, value_name = "ADDR")]
     listen: Option<String>,
+    /// Secrets of the push webhooks served at `--listen`'s `/api/webhook`: a YAML or JSON
+    /// map, or a Secret manifest (e.g. `argocd-secret`), with Argo CD's keys
+    /// `webhook.github.secret`, `webhook.gitlab.secret`, `webhook.bitbucket.uuid`,
+    /// `webhook.bitbucketserver.secret`, `webhook.gogs.secret`, and `webhook.gitea.secret`.
+    /// A provider without a secret is accepted unauthenticated.
+    #[arg(long, value_name = "FILE", requires = "listen")]
+    webhook_secret_file: Option<std::path::PathBuf>,
+    /// The largest push webhook body accepted, in bytes (larger: 413).
+    #[arg(long, value_name = "BYTES", default_value_t = crate::serve::DEFAULT_WEBHOOK_MAX_BYTES)]
+    webhook_max_payload_bytes: usize,
     #[command(flatten)]
     health: crate::health_cmd::HealthScriptArgs,
 }
@@ -211,6 +221,32 @@ fn log_event(e: Event<'_>) {
     }
 }
 
+/// The webhook secrets of `--webhook-secret-file` (none without it). Errors name the file
+/// and key, never a value.
+fn webhook_secrets(path: Option<&std::path::Path>) -> Result<plumb_sync::webhook::Secrets> {
+    let Some(path) = path else {
+        return Ok(plumb_sync::webhook::Secrets::default());
+    };
+    let shown = path.display();
+    let meta =
+        std::fs::metadata(path).map_err(|e| anyhow!("--webhook-secret-file {shown}: {e}"))?;
+    if meta.len() > 1 << 20 {
+        return Err(anyhow!(
+            "--webhook-secret-file {shown}: larger than 1 MiB; expected a map of webhook secrets"
+        ));
+    }
+    let text =
+        std::fs::read_to_string(path).map_err(|e| anyhow!("--webhook-secret-file {shown}: {e}"))?;
+    // The parser's message may quote the file: a secret. Only say what was expected.
+    let doc: serde_json::Value = serde_saphyr::from_str(&text).map_err(|_| {
+        anyhow!("--webhook-secret-file {shown}: not a YAML or JSON map of webhook secrets")
+    })?;
+    let secrets = plumb_sync::webhook::Secrets::from_document(&doc)
+        .map_err(|e| anyhow!("--webhook-secret-file {shown}: {e}"))?;
+    log_line(json!({"webhookSecrets": secrets.configured()}));
+    Ok(secrets)
+}
+
 pub fn run(mut args: ControllerArgs) -> Result<u8> {
     let application_namespaces = plumb_core::glob::NamespaceList::new(&args.application_namespaces)
         .map_err(|e| anyhow!("--application-namespaces: {e}"))?;
@@ -235,6 +271,10 @@ async fn run_async(
     args.health.install(&cluster, scripts).await?;
     let renew_every = Duration::from_secs((args.lease_duration / 3).max(1));
     let metrics = Arc::new(crate::serve::Metrics::default());
+    let webhook = Arc::new(crate::serve::Webhook::new(
+        webhook_secrets(args.webhook_secret_file.as_deref())?,
+        args.webhook_max_payload_bytes.max(1),
+    ));
     if let Some(addr) = &args.listen {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
@@ -244,7 +284,11 @@ async fn run_async(
             .map(|a| a.to_string())
             .unwrap_or_else(|_| addr.clone());
         log_line(json!({"listening": bound}));
-        tokio::spawn(crate::serve::serve(listener, metrics.clone()));
+        tokio::spawn(crate::serve::serve_with_webhook(
+            listener,
+            metrics.clone(),
+            webhook.clone(),
+        ));
     }
     let events: Arc<dyn Fn(Event<'_>) + Send + Sync> = {
         let metrics = metrics.clone();
@@ -316,6 +360,7 @@ async fn run_async(
             e => anyhow!("{e}"),
         })?;
     metrics.set_cache(controller.cache().kinds().len(), controller.cache().len());
+    webhook.attach(controller.push_refresher());
     metrics.set_ready(true);
     log_line(json!({
         "leader": me,

@@ -4,14 +4,27 @@
 //! time, whether this replica leads, the watch cache's size, and `plumb_app_info` per
 //! Application (its sync and health status), as Argo CD's `argocd_app_info`.
 //!
-//! A deliberately small HTTP/1.1 responder on tokio (GET only, one request per connection,
-//! 8 KiB request limit): three fixed routes do not need a web framework.
+//! `POST /api/webhook` takes git push webhooks (GitHub, GitLab, Bitbucket Cloud and Server,
+//! Gitea, Gogs; [`plumb_sync::webhook`]) and refreshes the apps they concern at once
+//! ([`plumb_sync::controller::PushRefresher`]).
+//!
+//! Routes are an `axum` router served by hyper's HTTP/1.1 connection, one request per
+//! connection: at most [`MAX_CONNECTIONS`] at once, each given [`IO_TIMEOUT`] to send its
+//! request and read the answer, request heads up to 16 KiB, webhook bodies up to
+//! `--webhook-max-payload-bytes` (413 beyond, before any of it is read into memory).
 
-use plumb_sync::controller::Event;
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use plumb_sync::controller::{Event, PushRefresher};
+use plumb_sync::webhook::{Headers, Received, Secrets, receive};
+use serde_json::json;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
@@ -208,15 +221,163 @@ fn escape(v: &str) -> String {
 }
 
 /// Connections served at once; more are closed at once (a probe or a scrape needs one).
-const MAX_CONNECTIONS: usize = 32;
-/// How long a client may take to send its request or read the answer.
-const IO_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+pub const MAX_CONNECTIONS: usize = 32;
+/// How long a client may take to send its request (a webhook's body included) and read
+/// the answer: the read deadline.
+pub const IO_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+/// After answering, how long the rest of a refused body is read and dropped, so that the
+/// client reads the answer instead of a connection reset.
+const LINGER: std::time::Duration = std::time::Duration::from_secs(2);
+/// The default `--webhook-max-payload-bytes`: 1 MiB.
+pub const DEFAULT_WEBHOOK_MAX_BYTES: usize = 1 << 20;
 
-/// Serves `metrics` on `listener` until the task is dropped. Each connection is bounded in
-/// time and size, and their number is capped, so no client can hold the controller's file
-/// descriptors or CPU.
-pub async fn serve(listener: TcpListener, metrics: std::sync::Arc<Metrics>) {
-    let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+/// `POST /api/webhook`'s configuration, and the controller's handle once this replica leads.
+pub struct Webhook {
+    secrets: Secrets,
+    max_bytes: usize,
+    target: OnceLock<PushRefresher>,
+}
+
+impl Webhook {
+    pub fn new(secrets: Secrets, max_bytes: usize) -> Webhook {
+        Webhook {
+            secrets,
+            max_bytes,
+            target: OnceLock::new(),
+        }
+    }
+
+    /// This replica leads: pushes refresh its controller's apps from now on.
+    pub fn attach(&self, refresher: PushRefresher) {
+        let _ = self.target.set(refresher);
+    }
+}
+
+impl Default for Webhook {
+    fn default() -> Webhook {
+        Webhook::new(Secrets::default(), DEFAULT_WEBHOOK_MAX_BYTES)
+    }
+}
+
+#[derive(Clone)]
+struct Shared {
+    metrics: Arc<Metrics>,
+    webhook: Arc<Webhook>,
+}
+
+fn text(status: StatusCode, content_type: &'static str, body: String) -> Response {
+    (status, [(header::CONTENT_TYPE, content_type)], body).into_response()
+}
+
+fn router(metrics: Arc<Metrics>, webhook: Arc<Webhook>) -> Router {
+    let max_bytes = webhook.max_bytes;
+    Router::new()
+        .route(
+            "/healthz",
+            get(|| async { text(StatusCode::OK, "text/plain", "ok\n".into()) }),
+        )
+        .route(
+            "/readyz",
+            get(|State(s): State<Shared>| async move {
+                if s.metrics.ready.load(Ordering::Relaxed) {
+                    text(StatusCode::OK, "text/plain", "ok\n".into())
+                } else {
+                    text(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "text/plain",
+                        "starting\n".into(),
+                    )
+                }
+            }),
+        )
+        .route(
+            "/metrics",
+            get(|State(s): State<Shared>| async move {
+                text(
+                    StatusCode::OK,
+                    "text/plain; version=0.0.4",
+                    s.metrics.render(),
+                )
+            }),
+        )
+        .route(
+            "/api/webhook",
+            post(push_webhook).layer(DefaultBodyLimit::max(max_bytes)),
+        )
+        .fallback(|| async { text(StatusCode::NOT_FOUND, "text/plain", "not found\n".into()) })
+        .method_not_allowed_fallback(|| async {
+            text(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "text/plain",
+                "method not allowed\n".into(),
+            )
+        })
+        .with_state(Shared { metrics, webhook })
+}
+
+/// `POST /api/webhook`: 200 with the apps refreshed (JSON), 400 for an unknown or malformed
+/// request, 401 when a configured secret is not proven, 413 for a body over the limit, 503
+/// while this replica does not lead. Each request is logged as a JSON line (never a secret).
+async fn push_webhook(
+    State(s): State<Shared>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    let pairs = headers
+        .iter()
+        .filter_map(|(k, v)| Some((k.as_str(), v.to_str().ok()?)));
+    let received = receive(&Headers::from_pairs(pairs), &body, &s.webhook.secrets);
+    let (status, answer) = match received {
+        Err(e) => {
+            let status = StatusCode::from_u16(e.http_status()).unwrap_or(StatusCode::BAD_REQUEST);
+            (status, json!({"refused": e.to_string()}))
+        }
+        Ok(Received::Ignored { provider, event }) => (
+            StatusCode::OK,
+            json!({"provider": provider.as_str(), "event": event, "ignored": "not a push"}),
+        ),
+        Ok(Received::Push(push)) => match s.webhook.target.get() {
+            None => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                json!({"provider": push.provider.as_str(),
+                    "refused": "this replica does not lead (not reconciling); the leader takes webhooks"}),
+            ),
+            Some(refresher) => {
+                let apps: Vec<String> = refresher
+                    .refresh(&push)
+                    .into_iter()
+                    .map(|(ns, name)| format!("{ns}/{name}"))
+                    .collect();
+                (
+                    StatusCode::OK,
+                    json!({"provider": push.provider.as_str(), "repos": push.repo_urls,
+                        "revisions": push.revisions, "refreshed": apps}),
+                )
+            }
+        },
+    };
+    eprintln!("{}", json!({"webhook": answer, "status": status.as_u16()}));
+    let mut body = answer.to_string();
+    body.push('\n');
+    text(status, "application/json", body)
+}
+
+/// Serves `metrics` on `listener` (with push webhooks answered 503: no controller) until
+/// the task is dropped.
+pub async fn serve(listener: TcpListener, metrics: Arc<Metrics>) {
+    serve_with_webhook(listener, metrics, Arc::new(Webhook::default())).await;
+}
+
+/// Serves `metrics` and `webhook` on `listener` until the task is dropped. Each connection
+/// is bounded in time and size, and their number is capped, so no client can hold the
+/// controller's file descriptors, memory or CPU.
+pub async fn serve_with_webhook(
+    listener: TcpListener,
+    metrics: Arc<Metrics>,
+    webhook: Arc<Webhook>,
+) {
+    let app = router(metrics, webhook);
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     loop {
         let (stream, _) = match listener.accept().await {
             Ok(c) => c,
@@ -230,59 +391,38 @@ pub async fn serve(listener: TcpListener, metrics: std::sync::Arc<Metrics>) {
             drop(stream);
             continue;
         };
-        let metrics = metrics.clone();
+        let app = app.clone();
         tokio::spawn(async move {
-            let _ = tokio::time::timeout(IO_TIMEOUT, respond(stream, &metrics)).await;
+            connection(stream, app).await;
             drop(slot);
         });
     }
 }
 
-/// Reads one request (up to 8 KiB, until the blank line) and answers it.
-async fn respond(mut stream: tokio::net::TcpStream, metrics: &Metrics) {
-    let mut buf = vec![0u8; 8192];
-    let mut len = 0;
-    while len < buf.len() {
-        match stream.read(&mut buf[len..]).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                // Only the new bytes (and three before them) can complete the blank line.
-                let from = len.saturating_sub(3);
-                len += n;
-                if buf[from..len].windows(4).any(|w| w == b"\r\n\r\n") {
-                    break;
-                }
+/// One request on `stream`, then a lingering close.
+async fn connection(stream: tokio::net::TcpStream, app: Router) {
+    let service = hyper_util::service::TowerToHyperService::new(app);
+    let served = hyper::server::conn::http1::Builder::new()
+        .keep_alive(false)
+        .max_buf_size(16 * 1024)
+        .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+        .without_shutdown();
+    let Ok(Ok(parts)) = tokio::time::timeout(IO_TIMEOUT, served).await else {
+        return;
+    };
+    let mut stream = parts.io.into_inner();
+    let _ = stream.shutdown().await;
+    // A body refused unread (413) is still arriving: closing now would reset the
+    // connection and could lose the answer on the client's side.
+    let _ = tokio::time::timeout(LINGER, async {
+        let mut buf = [0u8; 8192];
+        while let Ok(n) = stream.read(&mut buf).await {
+            if n == 0 {
+                break;
             }
         }
-    }
-    let request = String::from_utf8_lossy(&buf[..len]);
-    let mut words = request.split_whitespace();
-    let (method, path) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
-    let (status, content_type, body) = match (method, path) {
-        ("GET", "/healthz") => ("200 OK", "text/plain", "ok\n".to_string()),
-        ("GET", "/readyz") if metrics.ready.load(Ordering::Relaxed) => {
-            ("200 OK", "text/plain", "ok\n".to_string())
-        }
-        ("GET", "/readyz") => (
-            "503 Service Unavailable",
-            "text/plain",
-            "starting\n".to_string(),
-        ),
-        ("GET", "/metrics") => ("200 OK", "text/plain; version=0.0.4", metrics.render()),
-        ("GET", _) => ("404 Not Found", "text/plain", "not found\n".to_string()),
-        _ => (
-            "405 Method Not Allowed",
-            "text/plain",
-            "GET only\n".to_string(),
-        ),
-    };
-    let head = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    let _ = stream.write_all(head.as_bytes()).await;
-    let _ = stream.write_all(body.as_bytes()).await;
-    let _ = stream.shutdown().await;
+    })
+    .await;
 }
 
 #[cfg(test)]
@@ -325,5 +465,67 @@ mod tests {
         let r = ask(addr, b"POST /metrics HTTP/1.1\r\n\r\n", false).await;
         assert!(r.starts_with("HTTP/1.1 405"), "{r}");
         assert_eq!(escape("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+    }
+
+    /// A POST of `body` with `headers`; the body is written from another task, so that an
+    /// answer sent before the whole body is read is still read.
+    async fn post(addr: std::net::SocketAddr, headers: &[(&str, &str)], body: Vec<u8>) -> String {
+        let s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let (mut r, mut w) = s.into_split();
+        let mut head = format!(
+            "POST /api/webhook HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n",
+            body.len()
+        );
+        for (k, v) in headers {
+            head.push_str(&format!("{k}: {v}\r\n"));
+        }
+        head.push_str("\r\n");
+        let writer = tokio::spawn(async move {
+            let _ = w.write_all(head.as_bytes()).await;
+            let _ = w.write_all(&body).await;
+        });
+        let mut out = String::new();
+        r.read_to_string(&mut out).await.unwrap();
+        let _ = writer.await;
+        out
+    }
+
+    #[tokio::test]
+    async fn webhook_answers_by_status() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let secrets = Secrets {
+            github: Some("s3cret".into()),
+            ..Secrets::default()
+        };
+        let webhook = Arc::new(Webhook::new(secrets, 64 * 1024));
+        tokio::spawn(serve_with_webhook(
+            listener,
+            Arc::new(Metrics::default()),
+            webhook,
+        ));
+        let body =
+            br#"{"ref": "refs/heads/main", "repository": {"html_url": "https://github.com/a/b"}}"#;
+        let sig = format!("sha256={}", plumb_sync::webhook::sign_hex("s3cret", body));
+        let r = post(addr, &[("Content-Type", "application/json")], body.to_vec()).await;
+        assert!(r.starts_with("HTTP/1.1 400"), "{r}");
+        let r = post(addr, &[("X-GitHub-Event", "push")], body.to_vec()).await;
+        assert!(r.starts_with("HTTP/1.1 401"), "{r}");
+        assert!(r.contains("not signed"), "{r}");
+        assert!(!r.contains("s3cret"), "{r}");
+        // Signed, but no controller (this replica does not lead).
+        let signed = [
+            ("X-GitHub-Event", "push"),
+            ("X-Hub-Signature-256", sig.as_str()),
+        ];
+        let r = post(addr, &signed, body.to_vec()).await;
+        assert!(r.starts_with("HTTP/1.1 503"), "{r}");
+        // Over the limit: 413, the answer readable although the body was not read.
+        let r = post(addr, &signed, vec![b' '; 4 << 20]).await;
+        assert!(r.starts_with("HTTP/1.1 413"), "{r}");
+        let r = ask(addr, b"GET /api/webhook HTTP/1.1\r\n\r\n", false).await;
+        assert!(r.starts_with("HTTP/1.1 405"), "{r}");
+        let r = ask(addr, b"GET /nope HTTP/1.1\r\n\r\n", false).await;
+        assert!(r.starts_with("HTTP/1.1 404"), "{r}");
     }
 }
