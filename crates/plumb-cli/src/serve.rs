@@ -362,12 +362,6 @@ async fn push_webhook(
     text(status, "application/json", body)
 }
 
-/// Serves `metrics` on `listener` (with push webhooks answered 503: no controller) until
-/// the task is dropped.
-pub async fn serve(listener: TcpListener, metrics: Arc<Metrics>) {
-    serve_with_webhook(listener, metrics, Arc::new(Webhook::default())).await;
-}
-
 /// Serves `metrics` and `webhook` on `listener` until the task is dropped. Each connection
 /// is bounded in time and size, and their number is capped, so no client can hold the
 /// controller's file descriptors, memory or CPU.
@@ -448,7 +442,11 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let metrics = std::sync::Arc::new(Metrics::default());
-        tokio::spawn(serve(listener, metrics.clone()));
+        tokio::spawn(serve_with_webhook(
+            listener,
+            metrics.clone(),
+            Arc::new(Webhook::default()),
+        ));
         let r = ask(addr, b"GET /readyz HTTP/1.1\r\n\r\n", false).await;
         assert!(r.starts_with("HTTP/1.1 503"), "{r}");
         metrics.set_ready(true);

@@ -193,11 +193,10 @@ pub struct Controller {
     /// Their watch caches' changes (taken by [`Controller::run`]).
     destination_changes: std::sync::Mutex<Option<mpsc::UnboundedReceiver<Change>>>,
     /// Apps a push webhook asks to refresh now (the receiver is taken by [`Controller::run`]).
-    pushed: (
-        mpsc::UnboundedSender<Vec<AppKey>>,
-        std::sync::Mutex<Option<mpsc::UnboundedReceiver<Vec<AppKey>>>>,
-    ),
+    pushed: (mpsc::UnboundedSender<Vec<AppKey>>, PushedReceiver),
 }
+
+type PushedReceiver = std::sync::Mutex<Option<mpsc::UnboundedReceiver<Vec<AppKey>>>>;
 
 impl Controller {
     /// Starts the watches (every kind an app could own, and Applications) and returns once
