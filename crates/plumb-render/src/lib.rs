@@ -223,6 +223,8 @@ pub fn parse_str(text: &str, path: &Path) -> Result<Vec<Manifest>, LoadError> {
             let options = serde_saphyr::options! {
                 legacy_octal_numbers: true,
                 alias_limits: yaml_alias_limits(),
+                // Comments are not kept, so no limit on consecutive comment lines applies.
+                emit_comments: false,
             };
             serde_saphyr::from_str_with_options(doc, options)
         });

@@ -408,7 +408,10 @@ fn with_app_parameters<'a>(
     let mut k: Value = if text.trim().is_empty() {
         Value::Object(Default::default())
     } else {
-        serde_saphyr::from_str(&text).map_err(|e| fail(&file, format!("invalid YAML: {e}")))?
+        // Comments are not kept, so no limit on consecutive comment lines applies.
+        let options = serde_saphyr::options! { emit_comments: false };
+        serde_saphyr::from_str_with_options(&text, options)
+            .map_err(|e| fail(&file, format!("invalid YAML: {e}")))?
     };
     let Some(m) = k.as_object_mut() else {
         return Err(fail(&file, "kustomization is not a mapping"));
@@ -552,6 +555,9 @@ impl SourceFs for Overlay<'_> {
     fn revision_label(&self) -> String {
         self.inner.revision_label()
     }
+    fn real_path(&self, path: &str) -> Result<Option<String>, LoadError> {
+        self.inner.real_path(path)
+    }
 }
 
 /// The first of `kustomize` and `kubectl` on PATH.
@@ -591,8 +597,17 @@ fn kustomize_binary(
             None => fail(path, "neither kustomize nor kubectl is on PATH"),
         });
     };
-    let tree = Materialized::new(fs)?;
-    cmd.arg(tree.root.join(path));
+    // A plain directory is read in place; anything else (a git revision, a source with
+    // an edited kustomization) is written out first.
+    let tree;
+    let root = match fs.on_disk() {
+        Some(root) => root,
+        None => {
+            tree = Materialized::new(fs)?;
+            tree.root.as_path()
+        }
+    };
+    cmd.arg(root.join(path));
     let out = run(cmd, path)?;
     parse_tool_output(&out, path)
 }

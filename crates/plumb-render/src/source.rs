@@ -70,6 +70,16 @@ pub trait SourceFs: Sync {
     fn read(&self, path: &str) -> Result<Vec<u8>, LoadError>;
     /// How the tree is shown to users: "HEAD (b5e2be1)", "v1.2 (0a1b2c3)", "working tree".
     fn revision_label(&self) -> String;
+    /// The directory on disk that holds exactly this tree, when there is one (a plain
+    /// directory): external tools can then read it in place instead of from a copy.
+    fn on_disk(&self) -> Option<&Path> {
+        None
+    }
+    /// Where `path` really is (repository-relative, every symlink followed), or None when
+    /// nothing is there.
+    fn real_path(&self, path: &str) -> Result<Option<String>, LoadError> {
+        Ok(self.kind(path)?.map(|_| path.to_string()))
+    }
 }
 
 /// Joins a relative reference (as written in a kustomization or Application) onto a
@@ -290,6 +300,18 @@ impl SourceFs for DirSource {
             return Err(too_big(path, len, self.max_file_bytes));
         }
         Ok(bytes)
+    }
+
+    fn real_path(&self, path: &str) -> Result<Option<String>, LoadError> {
+        Ok(self.resolve(path)?.map(|(real, _)| {
+            real.strip_prefix(&self.root)
+                .map(|r| r.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        }))
+    }
+
+    fn on_disk(&self) -> Option<&Path> {
+        Some(&self.root)
     }
 
     fn revision_label(&self) -> String {
@@ -574,6 +596,15 @@ impl GitSource {
     /// Resolves `path` in the commit's tree, following symlinks. `Ok(None)` when nothing
     /// is there (including dangling links and paths that run through a file).
     fn resolve(&self, repo: &gix::Repository, path: &str) -> Result<Option<Target>, LoadError> {
+        Ok(self.resolve_physical(repo, path)?.map(|(t, _)| t))
+    }
+
+    /// [`Self::resolve`], with the physical path reached (every symlink followed).
+    fn resolve_physical(
+        &self,
+        repo: &gix::Repository,
+        path: &str,
+    ) -> Result<Option<(Target, String)>, LoadError> {
         // Components still to walk, the next one last.
         let mut pending: Vec<String> = normalize(path)?
             .into_iter()
@@ -608,7 +639,9 @@ impl GitSource {
                 Node::Blob => {
                     // A file is only found at the end of the path.
                     let at_end = pending.iter().all(|p| p.is_empty() || p == ".");
-                    return Ok(at_end.then_some(Target::File(entry.id)));
+                    return Ok(
+                        at_end.then(|| (Target::File(entry.id), physical_path(&dirs, &name)))
+                    );
                 }
                 Node::Submodule => {
                     let here = physical_path(&dirs, &name);
@@ -639,8 +672,14 @@ impl GitSource {
                 }
             }
         }
-        Ok(Some(Target::Dir(
-            dirs.last().map_or(self.root_tree, |d| d.1),
+        let physical = dirs
+            .iter()
+            .map(|(d, _)| d.as_str())
+            .collect::<Vec<_>>()
+            .join("/");
+        Ok(Some((
+            Target::Dir(dirs.last().map_or(self.root_tree, |d| d.1)),
+            physical,
         )))
     }
 }
@@ -689,6 +728,12 @@ impl SourceFs for GitSource {
             Some(Target::Dir(_)) => Err(error(path, "is a directory")),
             None => Err(error(path, "no such file")),
         })
+    }
+
+    fn real_path(&self, path: &str) -> Result<Option<String>, LoadError> {
+        Ok(self
+            .with_repo(|repo| self.resolve_physical(repo, path))?
+            .map(|(_, p)| p))
     }
 
     fn revision_label(&self) -> String {

@@ -149,13 +149,11 @@ pub fn generate(
         let name_org = name.as_ref().map(|n| n.org).or(at).unwrap_or(Org::NONE);
         let name = name.map(|n| n.value).unwrap_or_default();
         let namespace = entry_str(k, e, "namespace");
+        // A behavior kustomize does not know is "unspecified", which it treats as create.
         let behavior = match entry_str(k, e, "behavior").map(|b| b.value).as_deref() {
-            None | Some("") | Some("create") => Behavior::Create,
             Some("merge") => Behavior::Merge,
             Some("replace") => Behavior::Replace,
-            Some(other) => {
-                return Err(ctx.kerr(k, at, format!("invalid generator behavior: {other}")));
-            }
+            _ => Behavior::Create,
         };
         let opts = read_options(k, e.get("options"), "options").map_err(|m| ctx.kerr(k, at, m))?;
         let opts = merge_options(opts, global);
@@ -305,7 +303,9 @@ pub fn generate(
             let (t, o) = t.map_or(("Opaque".to_string(), name_org), |t| (t.value, t.org));
             obj.insert("type".into(), Node::str(t, o));
         }
-        if !data.is_empty() {
+        // kustomize gives a Secret without entries `data: {}` (and hashes it so); a
+        // ConfigMap without entries gets no `data`.
+        if secret || !data.is_empty() {
             obj.insert("data".into(), Node::Map(data));
         }
         if !binary.is_empty() {

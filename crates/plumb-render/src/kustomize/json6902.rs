@@ -146,9 +146,20 @@ pub fn apply(doc: &mut Node, ops: &[Op]) -> Result<(), String> {
             "replace" => {
                 let toks = tokens(&op.path)?;
                 let v = value()?;
+                // As kustomize's JSON patch library: replacing a key an existing mapping
+                // lacks adds it; a missing list index or parent is an error.
+                let parent = toks.split_last();
                 match get_mut(doc, &toks) {
                     Some(slot) => *slot = v,
-                    None => return Err(missing(&op.path)),
+                    None => match parent {
+                        Some((last, parents)) => match get_mut(doc, parents) {
+                            Some(Node::Map(m)) => {
+                                m.insert(last.clone(), v);
+                            }
+                            _ => return Err(missing(&op.path)),
+                        },
+                        None => return Err(missing(&op.path)),
+                    },
                 }
             }
             "move" => {

@@ -54,6 +54,8 @@ pub struct Kust {
     /// Repository-relative path of the file and its directory.
     pub path: String,
     pub dir: String,
+    /// `dir` with every symlink followed: files it names must really be in or below it.
+    pub real_dir: String,
     pub file: u32,
     pub src: String,
     pub root: Map,
@@ -235,6 +237,7 @@ mod tests {
             let k = Kust {
                 path: String::new(),
                 dir: String::new(),
+                real_dir: String::new(),
                 file: 0,
                 src: src.to_string(),
                 root: Map::new(),

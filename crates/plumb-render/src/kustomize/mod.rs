@@ -163,6 +163,17 @@ pub fn build(fs: &dyn SourceFs, dir: &str) -> Result<Vec<Rendered>, KustomizeErr
             "config.kubernetes.io/local-config",
         ]) != Some("true")
     });
+    // kustomize writes annotations back only when there are some: `annotations: null`
+    // and `annotations: {}` leave its output (labels stay as written).
+    for r in ra.iter_mut() {
+        if let Some(meta) = r.node.get_mut("metadata").and_then(Node::as_map_mut)
+            && meta
+                .get("annotations")
+                .is_some_and(|a| a.is_null() || a.as_map().is_some_and(|m| m.is_empty()))
+        {
+            meta.remove("annotations");
+        }
+    }
     sort(&ctx, &kust, &mut ra)?;
     let files = ctx.file_names();
     Ok(plumb_core::parallel::map_owned(ra, |r| rendered(&files, r)))
@@ -302,17 +313,60 @@ fn sort(ctx: &Ctx, kust: &Kust, ra: &mut [Res]) -> Result<(), KustomizeError> {
             0
         }
     };
-    // The key of each resource is computed once (a stable sort, as kustomize's).
+    // The key of each resource is computed once.
     ra.sort_by_cached_key(|r| {
         let id = r.cur_id();
-        (
-            rank(&id.kind),
-            id.gvk_string(),
-            id.effective_namespace().to_string(),
-            id.name,
-        )
+        LegacyKey {
+            rank: rank(&id.kind),
+            namespace_kind: id.kind == "Namespace",
+            no_group: id.group.is_empty(),
+            gvk: id.gvk_string(),
+            ns_name: format!(
+                "{}|{}",
+                if id.namespace.is_empty() {
+                    "~X"
+                } else {
+                    &id.namespace
+                },
+                if id.name.is_empty() { "~N" } else { &id.name }
+            ),
+        }
     });
     Ok(())
+}
+
+/// kustomize's legacy order of one resource: the rank of its kind, then its
+/// `group_version_kind` string (reversed between two `Namespace` kinds when one has no
+/// group, as kustomize compares them), then the string `namespace|name` with `~X` for no
+/// namespace and `~N` for no name (so namespaced resources come before those without).
+#[derive(PartialEq, Eq)]
+struct LegacyKey {
+    rank: i64,
+    namespace_kind: bool,
+    no_group: bool,
+    gvk: String,
+    ns_name: String,
+}
+
+impl Ord for LegacyKey {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        if self.gvk != o.gvk {
+            if self.rank != o.rank {
+                return self.rank.cmp(&o.rank);
+            }
+            if self.namespace_kind && o.namespace_kind && (self.no_group || o.no_group) {
+                return o.gvk.cmp(&self.gvk);
+            }
+            return self.gvk.cmp(&o.gvk);
+        }
+        self.ns_name.cmp(&o.ns_name)
+    }
+}
+
+impl PartialOrd for LegacyKey {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
 }
 
 /// Build state: the source, the file table origins point into, the kustomization stack.
@@ -367,7 +421,23 @@ impl Ctx<'_> {
             ));
         }
         match self.fs.kind(&p)? {
-            Some(EntryKind::File) => Ok(p),
+            Some(EntryKind::File) => {
+                // As kustomize: the file itself (a symlink followed) must be in or below
+                // the kustomization's directory (itself with symlinks followed).
+                let real = self.fs.real_path(&p)?.unwrap_or_else(|| p.clone());
+                let d = &k.real_dir;
+                if real != p && !(d.is_empty() || real.starts_with(&format!("{d}/"))) {
+                    return Err(self.kerr(
+                        k,
+                        Some(org),
+                        format!(
+                            "security; file '{p}' is not in or below '{}'",
+                            if k.dir.is_empty() { "." } else { &k.dir }
+                        ),
+                    ));
+                }
+                Ok(p)
+            }
             Some(EntryKind::Dir) => {
                 Err(self.kerr(k, Some(org), format!("'{p}' is a directory, not a file")))
             }
@@ -419,9 +489,19 @@ impl Ctx<'_> {
                 ));
             }
         };
+        // As kustomize: a kustomization that sets nothing (no field, or only null ones,
+        // besides apiVersion and kind) is an error, even a 0-byte file.
+        if root
+            .iter()
+            .all(|(k, v)| k == "apiVersion" || k == "kind" || v.is_null())
+        {
+            return Err(load_error(&path, None, "kustomization.yaml is empty"));
+        }
+        let real_dir = self.fs.real_path(dir)?.unwrap_or_else(|| dir.to_string());
         let kust = Kust {
             path: path.clone(),
             dir: dir.to_string(),
+            real_dir,
             file,
             line_starts: kustfile::line_starts(&src),
             src,

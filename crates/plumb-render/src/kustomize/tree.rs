@@ -320,12 +320,13 @@ pub fn parse_stream(
         }
     });
     let mut options = if dialect == Dialect::Resource {
-        serde_saphyr::options! { legacy_octal_numbers: true, strict_booleans: true, alias_limits: crate::yaml_alias_limits() }
+        serde_saphyr::options! { legacy_octal_numbers: true, strict_booleans: true, alias_limits: crate::yaml_alias_limits(), emit_comments: false }
     } else {
-        serde_saphyr::options! { legacy_octal_numbers: true, alias_limits: crate::yaml_alias_limits() }
+        serde_saphyr::options! { legacy_octal_numbers: true, alias_limits: crate::yaml_alias_limits(), emit_comments: false }
     };
     // Manifest files legitimately hold thousands of documents; the source already caps
-    // file sizes.
+    // file sizes. Comments are not kept: with them on, the parser refuses more than 32
+    // consecutive comment lines while looking ahead (kubebuilder's `config/default` has more).
     options.budget = None;
     let docs: Result<Vec<Option<Spanned<Raw>>>, _> =
         serde_saphyr::from_multiple_with_options(text, options);
@@ -343,7 +344,7 @@ pub fn parse_stream(
             message: crate::yaml_reason(&e),
         }
     })?;
-    Ok(docs
+    let mut docs: Vec<Doc> = docs
         .into_iter()
         .flatten()
         .filter(|d| !d.value.0.is_null())
@@ -351,7 +352,67 @@ pub fn parse_stream(
             line: d.referenced.line() as u32 + line_offset,
             node: d.value.0,
         })
-        .collect())
+        .collect();
+    if !text.ends_with('\n')
+        && let Some(last) = docs.last_mut()
+    {
+        clip_final_block_scalar(text, line_offset, col_offset, &mut last.node);
+    }
+    Ok(docs)
+}
+
+/// A block scalar (`|`, `>`, clip chomping) that ends the text without a final line
+/// break has no final line break in kustomize's reading (Go's YAML), where the parser
+/// underneath adds one: take it off again. The last scalar of the text is the one that
+/// starts last.
+fn clip_final_block_scalar(text: &str, line_offset: u32, col_offset: u32, node: &mut Node) {
+    fn last<'a>(n: &'a mut Node, best: &mut Option<(u32, u32, &'a mut String)>) {
+        match n {
+            Node::Scalar(Scalar::Str(s), o) => {
+                if best
+                    .as_ref()
+                    .is_none_or(|(l, c, _)| (o.line, o.col) > (*l, *c))
+                {
+                    *best = Some((o.line, o.col, s));
+                }
+            }
+            Node::Scalar(..) => {}
+            Node::Seq(v) => v.iter_mut().for_each(|c| last(c, best)),
+            Node::Map(m) => m.values_mut().for_each(|c| last(c, best)),
+        }
+    }
+    let mut best = None;
+    last(node, &mut best);
+    let Some((line, col, s)) = best else {
+        return;
+    };
+    if !s.ends_with('\n') {
+        return;
+    }
+    // A block scalar's origin is its first content line; its header (`key: |`, `- >2`)
+    // ends the line before.
+    let lines: Vec<&str> = text.lines().collect();
+    let Some(first) = line.checked_sub(line_offset + 1).map(|i| i as usize) else {
+        return;
+    };
+    let Some(header_line) = first.checked_sub(1).and_then(|i| lines.get(i)) else {
+        return;
+    };
+    let header_line = match header_line.find(" #") {
+        Some(i) => &header_line[..i],
+        None => header_line,
+    };
+    let header = header_line.split_whitespace().last().unwrap_or("");
+    let clip = header.starts_with(['|', '>']) && header[1..].chars().all(|c| c.is_ascii_digit());
+    // …and it runs to the end of the text: the last line is indented as its content (the
+    // column offset of embedded text is the block's indentation in the kustomization).
+    let indent = col.saturating_sub(col_offset).saturating_sub(1) as usize;
+    let reaches_end = lines.last().is_some_and(|l| {
+        l.trim().is_empty() || l.len() - l.trim_start_matches(' ').len() >= indent
+    }) && lines.len() > first;
+    if clip && reaches_end {
+        s.pop();
+    }
 }
 
 fn org_of(loc: &serde_saphyr::Location) -> Org {
@@ -670,6 +731,30 @@ mod tests {
         let docs = parse_stream("a: yes\nb: 0644\nc: 1.0\n", 0, 0, 0, Dialect::Resource).unwrap();
         let v = docs[0].node.to_json();
         assert_eq!(v, serde_json::json!({"a": "yes", "b": 420, "c": 1}));
+    }
+
+    #[test]
+    fn block_scalar_at_the_end_without_final_newline_has_none() {
+        let v = |t: &str| {
+            parse_stream(t, 0, 0, 0, Dialect::Resource).unwrap()[0]
+                .node
+                .to_json()
+        };
+        assert_eq!(v("a: |\n  x\n  y")["a"], "x\ny");
+        assert_eq!(v("a: |\n  x\n  y\n")["a"], "x\ny\n");
+        assert_eq!(v("b: |\n  x\na: >\n  y")["a"], "y");
+        assert_eq!(v("b: |\n  x\na: >\n  y")["b"], "x\n");
+        assert_eq!(v("a: |+\n  x")["a"], "x\n");
+        assert_eq!(v("a: \"x\\n\"")["a"], "x\n");
+        assert_eq!(v("a: |\n  x\nb: 1")["a"], "x\n");
+        assert_eq!(v("a: |\n  x\nb: {}")["a"], "x\n");
+        // Embedded text (an inline patch, 4 columns in, from line 10).
+        let docs = parse_stream("- op: add\n  value: |\n    x", 0, 10, 4, Dialect::Resource);
+        assert_eq!(docs.unwrap()[0].node.to_json()[0]["value"], "x");
+        assert_eq!(
+            v("l:\n- |2\n   x # not a comment")["l"][0],
+            " x # not a comment"
+        );
     }
 
     #[test]
