@@ -764,11 +764,14 @@ pub fn format_get_with_window(app: &Value, window: Option<&str>) -> String {
             h => h,
         },
     );
-    // Conditions (a refused spec: unknown project or destination), as Argo CD lists them.
+    // Conditions (a refused spec: unknown project or destination), as Argo CD lists them; a
+    // sync loop first.
     if !status.conditions.is_empty() {
         out.push('\n');
         let _ = writeln!(out, "{:<20}MESSAGE", "CONDITION");
-        for c in &status.conditions {
+        let mut conditions: Vec<_> = status.conditions.iter().collect();
+        conditions.sort_by_key(|c| c.type_name != plumb_sync::loops::CONDITION);
+        for c in conditions {
             let _ = writeln!(out, "{:<20}{}", c.type_name, c.message);
         }
     }
@@ -932,7 +935,15 @@ pub fn format_list(apps: &[Value]) -> String {
                 "" => plumb_core::project::DEFAULT_PROJECT.to_string(),
                 p => p.to_string(),
             },
-            a.status.sync.status.clone(),
+            // A recognised sync loop is marked (`OutOfSync (SyncLoop)`).
+            match &a.status.sync_loop {
+                Some(_) => format!(
+                    "{} ({})",
+                    a.status.sync.status,
+                    plumb_sync::loops::CONDITION
+                ),
+                None => a.status.sync.status.clone(),
+            },
             a.status.health.status.clone(),
             match sync_policy(&a) {
                 "Manual" => "Manual",
@@ -1126,5 +1137,26 @@ mod tests {
             ),
             "{out}"
         );
+    }
+
+    #[test]
+    fn a_sync_loop_is_marked_in_list_and_first_in_get() {
+        let mut app = payments();
+        app["status"]["conditions"] = json!([
+            {"type": "ComparisonError", "message": "x"},
+            {"type": "SyncLoop", "message": "revision b5e2be1 synced 3 times"}]);
+        app["status"]["syncLoop"] = json!({"revision": "b5e2be1", "syncs": 3, "fields": []});
+        let out = format_list(&[app.clone()]);
+        assert!(
+            out.lines()
+                .nth(1)
+                .unwrap()
+                .contains("default  OutOfSync (SyncLoop)  Healthy"),
+            "{out}"
+        );
+        let get = format_get(&app);
+        let loop_at = get.find("SyncLoop ").expect("the loop condition");
+        let other_at = get.find("ComparisonError").expect("the other condition");
+        assert!(loop_at < other_at, "{get}");
     }
 }

@@ -65,6 +65,16 @@ pub struct ControllerArgs {
     /// Seconds a leader's Lease stays valid without renewal.
     #[arg(long, default_value_t = 30)]
     lease_duration: u64,
+    /// Syncs of one revision, each followed by the same fields differing, that make a sync
+    /// loop (recorded as the Application's `SyncLoop` condition and `status.syncLoop`);
+    /// 0 turns loop recognition off.
+    #[arg(long, default_value_t = 3)]
+    loop_threshold: u32,
+    /// LoopGuard for every app (otherwise only for apps with the sync option
+    /// `plumb.dev/LoopGuard=true`): in a recognised loop, self-heal stops re-applying the
+    /// looping fields and still heals everything else.
+    #[arg(long)]
+    loop_guard: bool,
     /// Serve /healthz, /readyz and /metrics (Prometheus) on this address, e.g. 0.0.0.0:8082
     /// (port 0 picks a free port; the address is logged).
     #[arg(long, value_name = "ADDR")]
@@ -345,6 +355,11 @@ async fn run_async(
         app_namespace: args.app_namespace.clone(),
         namespaced: args.namespaced,
         application_namespaces,
+        loops: plumb_sync::loops::LoopOptions {
+            threshold: args.loop_threshold,
+            guard_all: args.loop_guard,
+            ..plumb_sync::loops::LoopOptions::default()
+        },
         ..ControllerOptions::default()
     };
     let opts_control = opts.run.control_namespace.clone();

@@ -2,7 +2,8 @@
 //! liveness probe, `/readyz` (200 once this replica reconciles or follows a leader), and
 //! `/metrics` in Prometheus' text format — reconciles and syncs counted by outcome, reconcile
 //! time, whether this replica leads, the watch cache's size, and `plumb_app_info` per
-//! Application (its sync and health status), as Argo CD's `argocd_app_info`.
+//! Application (its sync and health status), as Argo CD's `argocd_app_info`, and
+//! `plumb_app_sync_loop` per Application (1 while it is in a recognised sync loop).
 //!
 //! `POST /api/webhook` takes git push webhooks (GitHub, GitLab, Bitbucket Cloud and Server,
 //! Gitea, Gogs; [`plumb_sync::webhook`]) and refreshes the apps they concern at once
@@ -49,6 +50,8 @@ struct Counters {
     reconcile_seconds_count: u64,
     /// Per app (namespace, name): sync status, health status.
     apps: BTreeMap<(String, String), (String, String)>,
+    /// Per app: whether it is in a recognised sync loop.
+    loops: BTreeMap<(String, String), bool>,
     watch_lagged: u64,
 }
 
@@ -86,7 +89,9 @@ impl Metrics {
                 if outcome.deletion.is_some() {
                     // Being deleted: its series goes (the watch reports when it is gone).
                     c.apps.remove(&key);
+                    c.loops.remove(&key);
                 } else {
+                    c.loops.insert(key.clone(), outcome.looping);
                     let status = (
                         format!("{:?}", outcome.status.sync),
                         outcome.status.health.to_string(),
@@ -98,6 +103,7 @@ impl Metrics {
             Event::Lagged { missed } => c.watch_lagged += *missed,
             Event::Removed { app } => {
                 c.apps.remove(&(app.0.clone(), app.1.clone()));
+                c.loops.remove(&(app.0.clone(), app.1.clone()));
             }
             Event::Ignored { .. } | Event::DestinationDropped { .. } => {}
         }
@@ -193,6 +199,23 @@ impl Metrics {
             "gauge",
             "One series per Application, labelled with its last sync and health status.",
             &apps,
+        );
+        let loops: Vec<(String, String)> = c
+            .loops
+            .iter()
+            .map(|((ns, name), looping)| {
+                (
+                    format!("{{namespace=\"{}\",name=\"{}\"}}", escape(ns), escape(name)),
+                    u8::from(*looping).to_string(),
+                )
+            })
+            .collect();
+        section(
+            &mut out,
+            "plumb_app_sync_loop",
+            "gauge",
+            "1 while the Application is in a recognised sync loop (its SyncLoop condition), else 0.",
+            &loops,
         );
         section(
             &mut out,

@@ -45,7 +45,7 @@ pub use connect::ConnectOptions;
 pub use discovery::{ApiResources, ResourceInfo};
 pub use error::{ClusterError, Result};
 pub use events::{AppRef, EventSink, EventType, Recorder};
-pub use snapshot::{SnapshotSummary, redact_secret};
+pub use snapshot::{SnapshotSummary, context_kinds, redact_secret};
 pub use watch::{CHANGE_CAPACITY, Change, ChangeKind, LiveCache};
 pub use write::{
     APPLICATION_GROUP, APPLICATION_KIND, APPLICATION_PLURAL, APPLICATION_VERSION, Deleted,

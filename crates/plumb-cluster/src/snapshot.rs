@@ -72,6 +72,15 @@ const CONTEXT_KINDS: &[(&str, &str, Scope)] = &[
     ("mutations.gatekeeper.sh", "ModifySet", Scope::All),
 ];
 
+/// The kinds a diagnosis reads besides the app's own objects (namespaces, admission
+/// webhooks and policies, HPAs, CRDs, policy engines' mutators): what a snapshot saves as
+/// context, and what the controller's doctor reads from its watch cache.
+pub fn context_kinds() -> impl Iterator<Item = plumb_core::GroupKind> {
+    CONTEXT_KINDS
+        .iter()
+        .map(|(g, k, _)| plumb_core::GroupKind::new(*g, *k))
+}
+
 /// Kinds never scanned for app objects: high-volume records, not desired state, and
 /// objects the control plane derives from others (Endpoints copy a Service's labels), as
 /// Argo CD's default `resource.exclusions` leave them out.

@@ -228,6 +228,9 @@ pub enum NoSync {
     /// An open sync window of the app's project blocks automated syncs (the reconcile
     /// outcome names the window).
     SyncWindow,
+    /// LoopGuard: in a recognised sync loop, only the looping fields differ (plumb's own;
+    /// see [`crate::loops`]).
+    LoopGuard,
 }
 
 /// An automated-sync decision.

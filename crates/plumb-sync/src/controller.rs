@@ -68,6 +68,9 @@ pub struct ControllerOptions {
     /// `--application-namespaces`: namespaces besides the control namespace
     /// (`run.control_namespace`) whose Applications are served ([`crate::scope`]).
     pub application_namespaces: plumb_core::glob::NamespaceList,
+    /// Sync-loop recognition and LoopGuard ([`crate::loops`]); its `settle` is set to
+    /// `refresh` when the controller starts.
+    pub loops: crate::loops::LoopOptions,
 }
 
 impl ControllerOptions {
@@ -92,6 +95,7 @@ impl Default for ControllerOptions {
             app_namespace: None,
             namespaced: false,
             application_namespaces: Default::default(),
+            loops: crate::loops::LoopOptions::default(),
         }
     }
 }
@@ -194,6 +198,8 @@ pub struct Controller {
     destination_changes: std::sync::Mutex<Option<mpsc::UnboundedReceiver<Change>>>,
     /// Apps a push webhook asks to refresh now (the receiver is taken by [`Controller::run`]).
     pushed: (mpsc::UnboundedSender<Vec<AppKey>>, PushedReceiver),
+    /// Every app's sync-loop tracker.
+    loops: crate::run::LoopsHandle,
 }
 
 type PushedReceiver = std::sync::Mutex<Option<mpsc::UnboundedReceiver<Vec<AppKey>>>>;
@@ -215,7 +221,12 @@ impl Controller {
         };
         let (tx, rx) = mpsc::unbounded_channel();
         let (pushed_tx, pushed_rx) = mpsc::unbounded_channel();
+        let loops = crate::run::LoopsHandle::new(crate::loops::LoopOptions {
+            settle: opts.refresh,
+            ..opts.loops
+        });
         Ok(Controller {
+            loops,
             cluster,
             cache,
             opts,
@@ -236,6 +247,7 @@ impl Controller {
             run.cache = Some(crate::run::CacheHandle(self.cache.clone()));
         }
         run.destinations = Some(DestinationsHandle(self.destinations.clone()));
+        run.loops = Some(self.loops.clone());
         run
     }
 
@@ -448,6 +460,7 @@ impl Controller {
                                 && change.key.kind == plumb_cluster::APPLICATION_KIND
                             {
                                 let key = (change.key.namespace.clone(), change.key.name.clone());
+                                self.loops.forget(&key.0, &key.1);
                                 log(Event::Removed { app: &key });
                             }
                         }

@@ -25,6 +25,9 @@
 //!   namespaces' Applications the controller serves (`--application-namespaces`);
 //!   [`orphans`]: an AppProject's `orphanedResources` — which objects of the destination
 //!   namespace no Application tracks, and the `OrphanedResourceWarning` condition.
+//! - [`loops`]: sync-loop recognition (the same revision synced again and again, the same
+//!   fields differing after each sync), the `SyncLoop` condition's message and LoopGuard's
+//!   fields.
 //!
 //! **The runner and the controller do the I/O:**
 //!
@@ -58,6 +61,7 @@ pub mod auto;
 pub mod backoff;
 pub mod deletion;
 pub mod history;
+pub mod loops;
 pub mod migration;
 pub mod operation;
 pub mod options;

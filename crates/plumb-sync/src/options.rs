@@ -176,6 +176,15 @@ pub const TABLE: &[SyncOptionSpec] = &[
         resource: Support::No,
         effect: "`true`: the destination namespace is created first when missing",
     },
+    // plumb's own options (prefixed `plumb.dev/`; Argo CD does not know them).
+    SyncOptionSpec {
+        name: crate::loops::GUARD_OPTION_NAME,
+        values: BOOL,
+        default: "false",
+        app: Support::Acted,
+        resource: Support::No,
+        effect: "plumb's own. `true`: in a recognised sync loop, automated syncs of that revision leave the looping fields as live has them (as `RespectIgnoreDifferences` does) and are not made when nothing else differs (see [Sync loops](#sync-loops)); `plumb controller --loop-guard` turns it on for every app",
+    },
 ];
 
 /// The row of option `name`.
@@ -303,6 +312,8 @@ pub struct SyncOptions {
     pub fail_on_shared_resource: bool,
     /// `ClientSideApplyMigration=false` turns this off.
     pub client_side_apply_migration: bool,
+    /// `plumb.dev/LoopGuard=true` (plumb's own; see [`crate::loops`]).
+    pub loop_guard: bool,
     /// Options Argo CD does not know (kept so they can be reported).
     pub unknown: Vec<String>,
     /// The destination namespace, for `CreateNamespace=true` (an input, not an option).
@@ -327,6 +338,7 @@ impl Default for SyncOptions {
             prune_propagation_policy: PropagationPolicy::Foreground,
             fail_on_shared_resource: false,
             client_side_apply_migration: true,
+            loop_guard: false,
             unknown: Vec::new(),
             destination_namespace: None,
             prune_confirmed: false,
@@ -363,6 +375,7 @@ impl SyncOptions {
                 "SkipDryRunOnMissingResource=true" => o.skip_dry_run_on_missing_resource = true,
                 "FailOnSharedResource=true" => o.fail_on_shared_resource = true,
                 "ClientSideApplyMigration=false" => o.client_side_apply_migration = false,
+                crate::loops::GUARD_OPTION => o.loop_guard = true,
                 // Argo CD tests these in this order, so the first listed wins a conflict.
                 "PrunePropagationPolicy=background" => {
                     propagation = merge_propagation(propagation, PropagationPolicy::Background)
@@ -676,8 +689,8 @@ mod tests {
         assert_eq!(names.len(), TABLE.len(), "one row per option");
         for s in TABLE {
             assert!(
-                ARGO_DOCUMENTED.contains(&s.name),
-                "{}: not an Argo CD option",
+                ARGO_DOCUMENTED.contains(&s.name) || s.name.starts_with("plumb.dev/"),
+                "{}: not an Argo CD option (nor plumb's own)",
                 s.name
             );
             assert!(!s.effect.is_empty() && !s.values.is_empty(), "{}", s.name);

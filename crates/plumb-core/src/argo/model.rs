@@ -373,6 +373,53 @@ pub struct ApplicationStatus {
     pub source_types: Vec<String>,
     #[serde(skip_serializing_if = "is_default")]
     pub summary: Summary,
+    /// plumb's own: the sync loop the controller recognised (with the `SyncLoop` condition);
+    /// absent when there is none. Argo CD does not have it (and keeps it, as an unknown field).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sync_loop: Option<SyncLoop>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `status.syncLoop`: the same revision synced again and again, the same fields differing
+/// after each sync; per field, who rewrites it, where git declares it and the first fix (the
+/// doctor's finding).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SyncLoop {
+    /// The first of the syncs that made the loop recognised.
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        with = "crate::time::rfc3339_option"
+    )]
+    pub since: Option<SystemTime>,
+    /// The revision synced again and again.
+    pub revision: String,
+    /// How many syncs of it, each followed by the same fields differing, were seen.
+    pub syncs: u32,
+    pub fields: Vec<SyncLoopField>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// One field of a [`SyncLoop`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SyncLoopField {
+    pub group: String,
+    pub kind: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub namespace: String,
+    pub name: String,
+    /// JSON pointer into the live object.
+    pub path: String,
+    /// `mutating webhook platform-policy-mutate`, `controller HorizontalPodAutoscaler …`.
+    pub rewritten_by: String,
+    /// `file:line` in the repository, when the renderer knew it.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub declared_at: String,
+    /// The first fix, in one sentence.
+    pub fix: String,
     #[serde(flatten)]
     pub extra: Extra,
 }

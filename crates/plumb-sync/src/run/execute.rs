@@ -62,6 +62,12 @@ pub(super) fn apply_object(obs: &Observation, key: &ResourceKey) -> Result<Value
     } else {
         target.clone()
     };
+    // LoopGuard: the looping fields as live has them (the same mechanism).
+    if let Some(guard) = obs.guard.as_ref().filter(|g| g.keys.contains(key)) {
+        obj =
+            plumb_diff::respect::normalize_target_for_sync(&obj, obs.live.get(key), &guard.config)
+                .map_err(|e| e.to_string())?;
+    }
     // Never copy a Secret's values into an annotation (kubectl does; plumb does not): a
     // field removed from a Secret in git is then not seen until the next sync removes it.
     if key.group.is_empty() && key.kind == "Secret" {
@@ -1040,12 +1046,27 @@ pub(super) fn operation_state(
 pub(super) async fn execute(
     cluster: &dyn ClusterApi,
     app_obj: &Value,
+    obs: Observation,
+    opts: &RunOptions,
+    op: Operation,
+    automated: bool,
+    now: SystemTime,
+) -> Result<SyncOutcome> {
+    execute_observed(cluster, app_obj, obs, opts, op, automated, now)
+        .await
+        .map(|(outcome, _)| outcome)
+}
+
+/// [`execute`], and the app as compared after the sync.
+pub(super) async fn execute_observed(
+    cluster: &dyn ClusterApi,
+    app_obj: &Value,
     mut obs: Observation,
     opts: &RunOptions,
     mut op: Operation,
     automated: bool,
     now: SystemTime,
-) -> Result<SyncOutcome> {
+) -> Result<(SyncOutcome, Observation)> {
     let clock = Instant::now();
     let prune_enabled = *op
         .prune
@@ -1230,7 +1251,7 @@ pub(super) async fn execute(
     events::operation_completed(opts, app_obj, &obs, partial, succeeded, &message);
     events::status_changes(opts, app_obj, &before, &stored.status);
 
-    Ok(SyncOutcome {
+    let outcome = SyncOutcome {
         phase,
         message,
         revision: obs.revision.clone(),
@@ -1244,7 +1265,8 @@ pub(super) async fn execute(
             write_status: write_time,
             total: Duration::ZERO,
         },
-        status: obs.status,
+        status: obs.status.clone(),
         trigger: op.trigger,
-    })
+    };
+    Ok((outcome, obs))
 }

@@ -124,6 +124,9 @@ pub struct RunOptions {
     /// Where the Kubernetes Events on Applications go (see [`events`]): the controller's
     /// recorder; `None`: no events.
     pub events: Option<EventsHandle>,
+    /// Sync-loop recognition and LoopGuard (the controller's; see [`sync_loop`]); `None`:
+    /// neither.
+    pub loops: Option<LoopsHandle>,
 }
 
 /// A [`plumb_cluster::LiveCache`] in [`RunOptions`].
@@ -156,6 +159,7 @@ impl Default for RunOptions {
             control_namespace: None,
             destinations: None,
             events: None,
+            loops: None,
         }
     }
 }
@@ -244,6 +248,8 @@ pub struct ReconcileOutcome {
     pub deletion: Option<DeletionOutcome>,
     /// The sync window that held back an automated sync (`blocked by sync window ...`).
     pub blocked_by: Option<String>,
+    /// Whether the app is in a recognised sync loop (its status records one) after this pass.
+    pub looping: bool,
 }
 
 /// The controller's state across passes. Everything a decision needs lives in the
@@ -291,6 +297,8 @@ struct Observation {
     compare_time: Duration,
     /// The orphaned resources of the destination namespace (`None`: not looked at).
     orphans: Option<crate::orphans::Orphans>,
+    /// LoopGuard: fields a sync leaves as live has them (see [`sync_loop::guard_sync`]).
+    guard: Option<sync_loop::Guard>,
 }
 
 /// The Application's namespace (empty when it has none).
@@ -357,6 +365,18 @@ async fn observe_desired(
     app_obj: &Value,
     opts: &RunOptions,
     revision: Option<&str>,
+) -> Result<Observation> {
+    observe_desired_with(cluster, app_obj, opts, revision, false).await
+}
+
+/// [`observe_desired`]; `origins`: the desired objects keep where each value was set (what
+/// the doctor's `declaredAt` reads), at the cost of a copy of each object per compare.
+async fn observe_desired_with(
+    cluster: &dyn ClusterApi,
+    app_obj: &Value,
+    opts: &RunOptions,
+    revision: Option<&str>,
+    origins: bool,
 ) -> Result<Observation> {
     let name = app_name(app_obj);
     let fail = |reason: String| RunError::App {
@@ -483,7 +503,11 @@ async fn observe_desired(
         .flat_map(|(_, r)| r.objects)
         .map(|o| {
             let at = o.location();
-            Desired::new(o.object, at)
+            let mut d = Desired::new(o.object, at);
+            if origins {
+                d.origins = o.origins;
+            }
+            d
         })
         .collect();
 
@@ -559,6 +583,7 @@ async fn observe_desired(
         render_time,
         compare_time: started.elapsed(),
         orphans: None,
+        guard: None,
     })
 }
 
@@ -1162,6 +1187,7 @@ pub async fn reconcile_once(
             status: recorded_status(app),
             deletion: Some(deletion),
             blocked_by: None,
+            looping: sync_loop::is_recorded(app),
         });
     }
     // A refresh asked for is this reconcile, whatever it ends in.
@@ -1174,6 +1200,7 @@ pub async fn reconcile_once(
             status: recorded_status(app),
             deletion: None,
             blocked_by: None,
+            looping: sync_loop::is_recorded(app),
         });
     }
     if let Some(outcome) = resume_app(cluster, app, &state.options, now).await? {
@@ -1185,6 +1212,7 @@ pub async fn reconcile_once(
             status,
             deletion: None,
             blocked_by: None,
+            looping: sync_loop::is_recorded(app),
         });
     }
     let admission = tenancy::admit(home, app, &state.options, now).await?;
@@ -1219,11 +1247,28 @@ async fn reconcile_at(
             });
         }
     }
+    // LoopGuard: in a recognised loop, a sync that would only re-apply the looping fields
+    // is not made; one that heals other drift leaves them as live has them.
+    let guarded = match decision {
+        Some(Decision::SyncNow { .. }) => sync_loop::guarded(app, &obs, opts),
+        _ => Default::default(),
+    };
+    if !guarded.is_empty() {
+        if crate::loops::only_guarded(&sync_loop::differing(&obs), &guarded) {
+            decision = Some(Decision::Nothing {
+                why: crate::auto::NoSync::LoopGuard,
+            });
+        } else {
+            sync_loop::guard_sync(&mut obs, &guarded)?;
+        }
+    }
     if let Some(Decision::SyncNow { reason }) = decision {
         let op = execute::Operation::new(app, InitiatedBy::automated(), Some(reason), now);
         refuse_operation(cluster, app, admission, &obs, &op, now).await?;
-        let mut outcome = execute::execute(cluster, app, obs, opts, op, true, now).await?;
+        let (mut outcome, after) =
+            execute::execute_observed(cluster, app, obs, opts, op, true, now).await?;
         outcome.timings.total = started.elapsed();
+        let looping = sync_loop::after_compare(cluster, app, &after, true, opts, now).await?;
         let status = outcome.status.clone();
         return Ok(ReconcileOutcome {
             decision,
@@ -1232,9 +1277,11 @@ async fn reconcile_at(
             status,
             deletion: None,
             blocked_by: None,
+            looping,
         });
     }
     write_refreshed(cluster, app, &obs, opts, now).await?;
+    let looping = sync_loop::after_compare(cluster, app, &obs, false, opts, now).await?;
     Ok(ReconcileOutcome {
         decision,
         resumed: false,
@@ -1242,6 +1289,7 @@ async fn reconcile_at(
         status: obs.status,
         deletion: None,
         blocked_by,
+        looping,
     })
 }
 
@@ -1415,6 +1463,7 @@ mod execute;
 mod orphan_tests;
 mod route;
 mod status_write;
+pub mod sync_loop;
 pub mod tenancy;
 #[cfg(test)]
 mod tests;
@@ -1423,3 +1472,4 @@ pub use delete::DeletionOutcome;
 pub use events::{EventsHandle, SyncTrigger};
 pub use route::{COMPARISON_ERROR, Destination, Destinations, DestinationsHandle, Routed};
 use status_write::StoredStatus;
+pub use sync_loop::LoopsHandle;
