@@ -16,6 +16,8 @@
 #    least once: CPU = (utime+stime) delta / wall from /proc/PID/stat, memory = VmRSS and
 #    VmHWM from /proc/PID/status. The default interval is a third of Argo CD's 180 s, so the
 #    figure is three times the load of the default configuration.
+#    PLUMB_BENCH_LOOPS=compare measures the steady state twice, sync-loop recognition off
+#    (`--loop-threshold 0`) then on, in the same run.
 #
 # Uses the test bed of $TESTBED_DIR/$KUBECONFIG when set; otherwise starts one (no controller
 # manager) and stops it at exit. Builds plumb in release mode.
@@ -105,37 +107,54 @@ echo "initial sync: $synced apps synced, $failed errors, ${once_wall}s wall, $(p
 [ "$failed" = 0 ] || { grep '"error"' "$work/once.log" | head -3 >&2; exit 1; }
 
 # ---- steady state ------------------------------------------------------------------
-"$plumb" controller -N "$apps_ns" --interval "$interval" --jitter 10 --workers 8 \
-  2>"$work/controller.log" &
-pid=$!
-t0=$(date +%s.%N)
-# Started: every app reconciled once (nothing to sync).
-while [ "$(grep -c '"trigger":"app"' "$work/controller.log" || true)" -lt "$apps" ]; do
-  kill -0 "$pid" 2>/dev/null || { tail -5 "$work/controller.log" >&2; exit 1; }
-  sleep 0.5
-done
-t1=$(date +%s.%N)
-startup=$(python3 -c "print(round($t1-$t0,1))")
-start_line=$(grep -m1 '"watching"' "$work/controller.log")
-resynced=$(grep -c '"synced":true' "$work/controller.log" || true)
-echo "controller up: $start_line; all $apps apps reconciled ${startup}s after start ($resynced synced)" >&2
+# steady LABEL [CONTROLLER ARGS...]: one steady-state measurement with its own controller.
+steady() {
+  local label=$1
+  shift
+  "$plumb" controller -N "$apps_ns" --interval "$interval" --jitter 10 --workers 8 "$@" \
+    2>"$work/controller.log" &
+  pid=$!
+  local t0 t1 startup start_line resynced c0 w0 lines0 c1 w1 lines1 rss hwm refreshes syncs errors cores ms_per
+  t0=$(date +%s.%N)
+  # Started: every app reconciled once (nothing to sync).
+  while [ "$(grep -c '"trigger":"app"' "$work/controller.log" || true)" -lt "$apps" ]; do
+    kill -0 "$pid" 2>/dev/null || { tail -5 "$work/controller.log" >&2; exit 1; }
+    sleep 0.5
+  done
+  t1=$(date +%s.%N)
+  startup=$(python3 -c "print(round($t1-$t0,1))")
+  start_line=$(grep -m1 '"watching"' "$work/controller.log")
+  resynced=$(grep -c '"synced":true' "$work/controller.log" || true)
+  echo "controller up${label:+ ($label)}: $start_line; all $apps apps reconciled ${startup}s after start ($resynced synced)" >&2
 
-c0=$(cpu_ticks "$pid"); w0=$(date +%s.%N)
-lines0=$(wc -l <"$work/controller.log")
-sleep "$window"
-c1=$(cpu_ticks "$pid"); w1=$(date +%s.%N)
-lines1=$(wc -l <"$work/controller.log")
-rss=$(status_kb "$pid" VmRSS); hwm=$(status_kb "$pid" VmHWM)
-refreshes=$(tail -n +"$((lines0 + 1))" "$work/controller.log" | head -n "$((lines1 - lines0))" | grep -c '"trigger":"timer"' || true)
-syncs=$(tail -n +"$((lines0 + 1))" "$work/controller.log" | grep -c '"synced":true' || true)
-errors=$(grep -c '"error"' "$work/controller.log" || true)
-cores=$(python3 -c "print(round(($c1-$c0)/$hz/($w1-$w0),3))")
-ms_per=$(python3 -c "print(round(($c1-$c0)/$hz*1000/max($refreshes,1),2))")
+  c0=$(cpu_ticks "$pid"); w0=$(date +%s.%N)
+  lines0=$(wc -l <"$work/controller.log")
+  sleep "$window"
+  c1=$(cpu_ticks "$pid"); w1=$(date +%s.%N)
+  lines1=$(wc -l <"$work/controller.log")
+  rss=$(status_kb "$pid" VmRSS); hwm=$(status_kb "$pid" VmHWM)
+  refreshes=$(tail -n +"$((lines0 + 1))" "$work/controller.log" | head -n "$((lines1 - lines0))" | grep -c '"trigger":"timer"' || true)
+  syncs=$(tail -n +"$((lines0 + 1))" "$work/controller.log" | grep -c '"synced":true' || true)
+  errors=$(grep -c '"error"' "$work/controller.log" || true)
+  cores=$(python3 -c "print(round(($c1-$c0)/$hz/($w1-$w0),3))")
+  ms_per=$(python3 -c "print(round(($c1-$c0)/$hz*1000/max($refreshes,1),2))")
+  kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true
+  pid=""
 
-echo
-echo "controller-1k: $apps Applications x $objects objects ($((apps * objects)) objects), refresh ${interval}s (+<=10s jitter), 8 workers, $(nproc) cores"
-echo "  initial sync (--once): ${once_wall}s wall, peak RSS $((once_rss / 1024)) MB"
-echo "  startup (watch all kinds, reconcile every app once): ${startup}s"
-echo "  steady state over ${window}s: $refreshes refreshes, $syncs syncs, $errors errors"
-echo "  CPU: $cores cores average (${ms_per} ms CPU per app refresh)"
-echo "  memory: RSS $((rss / 1024)) MB now, peak $((hwm / 1024)) MB"
+  echo
+  echo "controller-1k${label:+ ($label)}: $apps Applications x $objects objects ($((apps * objects)) objects), refresh ${interval}s (+<=10s jitter), 8 workers, $(nproc) cores"
+  echo "  initial sync (--once): ${once_wall}s wall, peak RSS $((once_rss / 1024)) MB"
+  echo "  startup (watch all kinds, reconcile every app once): ${startup}s"
+  echo "  steady state over ${window}s: $refreshes refreshes, $syncs syncs, $errors errors"
+  echo "  CPU: $cores cores average (${ms_per} ms CPU per app refresh)"
+  echo "  memory: RSS $((rss / 1024)) MB now, peak $((hwm / 1024)) MB"
+}
+
+# PLUMB_BENCH_LOOPS=compare: the steady state twice in this run, loop recognition off
+# (--loop-threshold 0) and then on (the default), to price it on the same apps and machine.
+if [ "${PLUMB_BENCH_LOOPS:-}" = compare ]; then
+  steady "loop recognition off" --loop-threshold 0
+  steady "loop recognition on"
+else
+  steady ""
+fi
