@@ -5,8 +5,9 @@
 //!
 //! - `the_seed_loop_is_named_on_the_application_and_cleared_after_the_fix`: within 60 s the
 //!   Application carries the `SyncLoop` condition naming the webhook, the file and line and
-//!   the fix, `status.syncLoop` holds the finding, `plumb_app_sync_loop` is 1; after the
-//!   seed's git fix the condition and the finding are gone and the metric is 0.
+//!   the fix, `status.syncLoop` holds the finding, the Event `SyncLoopDetected` is recorded,
+//!   `plumb_app_sync_loop` is 1; after the seed's git fix the condition and the finding are
+//!   gone, `SyncLoopCleared` is recorded and the metric is 0.
 //! - `loop_guard_stops_the_fight_and_still_heals_other_drift`: with
 //!   `plumb.dev/LoopGuard=true`, a hand edit of the Service selector made during the loop is
 //!   healed within 10 s, and the history then stops growing: reconciles keep coming (every
@@ -348,6 +349,19 @@ async fn the_seed_loop_is_named_on_the_application_and_cleared_after_the_fix() {
     assert!(found["syncs"].as_u64().is_some_and(|n| n >= 3), "{found}");
     assert_eq!(found["revision"], a["status"]["sync"]["revision"]);
     wait_loop_metric(&addr, &seed.apps, name, 1).await;
+    // The Event, a Warning carrying the condition's message.
+    wait_until("the SyncLoopDetected Event", || async {
+        app_events(&cluster, &seed.apps, name)
+            .await
+            .iter()
+            .any(|(reason, kind, text)| {
+                reason == "SyncLoopDetected"
+                    && kind == "Warning"
+                    && text.contains("rewritten by mutating webhook platform-policy-mutate")
+            })
+            .then_some(())
+    })
+    .await;
 
     // `plumb app get` shows it first; `plumb app list` marks the app.
     let get = plumb(&["app", "get", name, "--cluster", "-N", &seed.apps]);
@@ -369,7 +383,47 @@ async fn the_seed_loop_is_named_on_the_application_and_cleared_after_the_fix() {
     .await;
     assert_eq!(cleared["status"]["sync"]["status"], "Synced");
     wait_loop_metric(&addr, &seed.apps, name, 0).await;
+    wait_until("the SyncLoopCleared Event", || async {
+        app_events(&cluster, &seed.apps, name)
+            .await
+            .iter()
+            .any(|(reason, kind, _)| reason == "SyncLoopCleared" && kind == "Normal")
+            .then_some(())
+    })
+    .await;
     seed.stop(&cluster).await;
+}
+
+/// The Events on the Application: reason, type, message.
+async fn app_events(
+    cluster: &Cluster,
+    namespace: &str,
+    name: &str,
+) -> Vec<(String, String, String)> {
+    let events = cluster
+        .list_live(
+            &[plumb_core::GroupKind::new("", "Event")],
+            Some(&[namespace.to_string()]),
+            None,
+        )
+        .await
+        .unwrap_or_default();
+    events
+        .iter()
+        .filter(|e| {
+            e.pointer("/involvedObject/name").and_then(Value::as_str) == Some(name)
+                && e.pointer("/involvedObject/kind").and_then(Value::as_str) == Some("Application")
+        })
+        .map(|e| {
+            let s = |p: &str| {
+                e.pointer(p)
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string()
+            };
+            (s("/reason"), s("/type"), s("/message"))
+        })
+        .collect()
 }
 
 /// The `plumb` binary's stdout, then its stderr (on the test bed's kubeconfig).

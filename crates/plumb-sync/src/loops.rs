@@ -114,6 +114,9 @@ pub struct Recognised {
     pub fields: BTreeSet<LoopField>,
 }
 
+/// Syncs a tracker keeps (at least the threshold).
+const MAX_SYNCS: usize = 32;
+
 #[derive(Debug, Clone)]
 struct SyncSeen {
     at: SystemTime,
@@ -149,6 +152,10 @@ impl Tracker {
             return None;
         }
         self.syncs.push_back(SyncSeen { at, differing });
+        // Bounded: a loop without backoff keeps at most this many.
+        while self.syncs.len() > MAX_SYNCS.max(opts.threshold as usize) {
+            self.syncs.pop_front();
+        }
         while self
             .syncs
             .front()

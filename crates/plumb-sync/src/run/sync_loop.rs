@@ -1,7 +1,8 @@
 //! The controller's sync loops, around [`crate::loops`] (the pure recognition): feeding each
 //! compare to the app's tracker, running the doctor on what the reconcile already holds when
 //! a loop is recognised, writing `status.syncLoop` and the `SyncLoop` condition (and removing
-//! them once the loop settles), and LoopGuard's part of a sync.
+//! them once the loop settles) with the Events `SyncLoopDetected` (Warning) and
+//! `SyncLoopCleared` (Normal), and LoopGuard's part of a sync.
 //!
 //! No request is added to a refresh: the tracker is in memory, the recorded loop is read from
 //! the Application already in hand. A diagnosis (only when a loop is first recognised)
@@ -13,6 +14,7 @@
 
 use super::*;
 use crate::loops::{self, LoopField, LoopOptions, Recognised, Tracker};
+use plumb_cluster::events::EventType;
 use plumb_core::argo::model::{self, SyncLoop, SyncLoopField};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -185,7 +187,7 @@ pub(super) async fn after_compare(
         return Ok(true);
     }
     if was && settled {
-        clear(cluster, app).await?;
+        clear(cluster, app, opts).await?;
         return Ok(false);
     }
     Ok(was)
@@ -281,19 +283,55 @@ async fn record(
         },
     );
     status.sync_loop = Some(sync_loop);
-    stored.write_app(cluster, status).await
+    stored.write_app(cluster, status).await?;
+    events::record(
+        opts,
+        &fresh,
+        EventType::Warning,
+        SYNC_LOOP_DETECTED,
+        &message_of(&stored.status),
+    );
+    Ok(())
+}
+
+/// The Event reason of a loop recorded (Warning).
+pub const SYNC_LOOP_DETECTED: &str = "SyncLoopDetected";
+/// The Event reason of a loop cleared (Normal).
+pub const SYNC_LOOP_CLEARED: &str = "SyncLoopCleared";
+
+fn message_of(status: &model::ApplicationStatus) -> String {
+    status
+        .conditions
+        .iter()
+        .find(|c| c.type_name == loops::CONDITION)
+        .map(|c| c.message.clone())
+        .unwrap_or_default()
 }
 
 /// Removes the loop and its condition.
-async fn clear(cluster: &dyn ClusterApi, app: &Value) -> Result<()> {
+async fn clear(cluster: &dyn ClusterApi, app: &Value, opts: &RunOptions) -> Result<()> {
     let fresh = fresh(cluster, app).await?;
     let mut stored = StoredStatus::of(&fresh);
     let mut status = stored.status.clone();
+    let revision = status
+        .sync_loop
+        .as_ref()
+        .map(|l| l.revision.clone())
+        .unwrap_or_default();
     status
         .conditions
         .retain(|c| c.type_name != loops::CONDITION);
     status.sync_loop = None;
-    stored.write_app(cluster, status).await
+    stored.write_app(cluster, status).await?;
+    let short = revision.get(..7).unwrap_or(&revision);
+    events::record(
+        opts,
+        &fresh,
+        EventType::Normal,
+        SYNC_LOOP_CLEARED,
+        &format!("sync loop of revision {short} cleared: Synced for a refresh interval"),
+    );
+    Ok(())
 }
 
 /// The Application as it is now (a sync has just written its status).
