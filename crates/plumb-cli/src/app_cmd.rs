@@ -307,6 +307,18 @@ fn orphaned(args: &NamedArgs, app_obj: &Value) -> Result<String> {
         return Ok("\nOrphaned resources: none (the app has no destination namespace)\n".into());
     }
     let home = connect(&args.cluster)?;
+    // The Applications that exist (by name, in the app's namespace): another app's tracking
+    // on an object counts only when that Application exists, as in Argo CD.
+    let existing: std::collections::BTreeSet<String> = home
+        .block_on(
+            home.cluster
+                .list_applications(Some(&app.metadata.namespace)),
+        )
+        .map_err(|e| anyhow!("Application {name}: listing Applications: {e}"))?
+        .iter()
+        .filter_map(|a| a.pointer("/metadata/name").and_then(Value::as_str))
+        .map(str::to_string)
+        .collect();
     let (c, _) = crate::cluster_args::connect_destination(
         &args.cluster,
         home,
@@ -330,7 +342,15 @@ fn orphaned(args: &NamedArgs, app_obj: &Value) -> Result<String> {
             name: r.name.clone(),
         })
         .collect();
-    let found = plumb_sync::orphans::find(&project, &namespace, &own, &objects)
+    let owners = plumb_sync::orphans::Owners {
+        app: name,
+        // As `plumb app sync` and `get --refresh` track: the default settings' method.
+        method: plumb_sync::run::RunOptions::default()
+            .settings
+            .tracking_method,
+        existing: &existing,
+    };
+    let found = plumb_sync::orphans::find(&project, &namespace, owners, &own, &objects)
         .map(|o| o.resources)
         .unwrap_or_default();
     if found.is_empty() {

@@ -1,6 +1,8 @@
 //! `plumb app get --orphaned` on the test bed: the objects of the app's destination
 //! namespace no Application tracks are listed (also with `warn: false`, where the app has no
-//! condition), the app's own and another app's are not; a project without
+//! condition), the app's own and another existing app's are not (by the tracking method,
+//! annotation by default: an `app.kubernetes.io/instance` label alone, as Helm sets, is no
+//! tracking; an object of a deleted Application is an orphan); a project without
 //! `orphanedResources` says it does not monitor them. Plain `app get` is unchanged.
 
 #[path = "../../plumb-cluster/tests/support/mod.rs"]
@@ -61,19 +63,36 @@ async fn app_get_orphaned_lists_what_no_app_tracks() {
         json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": name, "namespace": dest, "labels": labels}, "data": {"k": "v"}})
     };
+    let tracked = |name: &str, app: &str| {
+        let mut o = cm(name, json!({}));
+        o["metadata"]["annotations"] = json!({
+            "argocd.argoproj.io/tracking-id": format!("{app}:/ConfigMap:{dest}/{name}")});
+        o
+    };
+    let application = |name: &str| {
+        json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "Application",
+            "metadata": {"name": name, "namespace": apps},
+            "spec": {"project": "team",
+                "source": {"repoURL": "https://git.example.com/web", "path": "app"},
+                "destination": {"server": "https://kubernetes.default.svc",
+                    "namespace": dest}}})
+    };
     apply(
         &cluster,
         vec![
             project(&apps, &dest, Some(json!({"warn": false}))),
-            json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "Application",
-                "metadata": {"name": "web", "namespace": apps},
-                "spec": {"project": "team",
-                    "source": {"repoURL": "https://git.example.com/web", "path": "app"},
-                    "destination": {"server": "https://kubernetes.default.svc",
-                        "namespace": dest}}}),
+            application("web"),
+            application("other"),
             cm("by-hand", json!({})),
-            cm("mine", json!({"app.kubernetes.io/instance": "web"})),
-            cm("theirs", json!({"app.kubernetes.io/instance": "other"})),
+            tracked("mine", "web"),
+            tracked("theirs", "other"),
+            // Application `gone` does not exist: what it tracked is an orphan.
+            tracked("of-gone", "gone"),
+            // `helm install`'s label: no tracking under annotation tracking.
+            cm(
+                "helm-made",
+                json!({"app.kubernetes.io/instance": "release"}),
+            ),
             json!({"apiVersion": "v1", "kind": "Secret",
                 "metadata": {"name": "stray", "namespace": dest}, "stringData": {"k": "s3cr3t"}}),
         ],
@@ -92,7 +111,7 @@ async fn app_get_orphaned_lists_what_no_app_tracks() {
     assert_eq!(
         listed,
         format!(
-            "\nORPHANED RESOURCES\nGROUP  KIND       {:<w$}  NAME\n       ConfigMap  {dest}  by-hand\n       Secret     {dest}  stray\n",
+            "\nORPHANED RESOURCES\nGROUP  KIND       {:<w$}  NAME\n       ConfigMap  {dest}  by-hand\n       ConfigMap  {dest}  helm-made\n       ConfigMap  {dest}  of-gone\n       Secret     {dest}  stray\n",
             "NAMESPACE",
             w = dest.len().max(9)
         ),

@@ -81,9 +81,10 @@ pub trait ClusterApi: Send + Sync {
         label: (&'a str, &'a str),
     ) -> BoxFuture<'a, Result<Vec<Value>>>;
 
-    /// Every object in `namespace` of every namespaced kind served (the kinds a LIST is
-    /// refused for left out) ([`Cluster::namespace_objects`]): where orphaned resources
-    /// are looked for without a watch cache.
+    /// Every object in `namespace` of every namespaced kind served
+    /// ([`Cluster::namespace_objects`]): where orphaned resources are looked for without a
+    /// watch cache. A kind whose LIST fails (403) fails the whole answer, so a partial
+    /// list never passes for the namespace's content.
     fn namespace_objects<'a>(&'a self, namespace: &'a str) -> BoxFuture<'a, Result<Vec<Value>>>;
 
     /// The live object `obj` names, at `obj`'s API version ([`Cluster::get_object_as`]).
@@ -226,9 +227,13 @@ impl ClusterApi for Cluster {
 
     fn namespace_objects<'a>(&'a self, namespace: &'a str) -> BoxFuture<'a, Result<Vec<Value>>> {
         Box::pin(async move {
-            Cluster::namespace_objects(self, namespace)
-                .await
-                .map(|(objects, _)| objects)
+            // A kind left out would make its objects look gone (a 403 on every kind: no
+            // orphans at all): the answer is whole or an error (the first kind's).
+            let (objects, skipped) = Cluster::namespace_objects(self, namespace).await?;
+            match skipped.into_iter().next() {
+                Some((_, e)) => Err(e),
+                None => Ok(objects),
+            }
         })
     }
 

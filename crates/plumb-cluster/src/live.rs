@@ -154,15 +154,16 @@ impl Cluster {
     /// Every object in `namespace` of every namespaced kind the server serves and lists
     /// (Events, Endpoints, EndpointSlices and Leases excepted, as in the controller's watch
     /// cache): one LIST per kind, concurrently, sorted by group, kind and name. A kind
-    /// this client may not list (or whose LIST the server fails) is left out and named in
-    /// the second part of the answer; an unreachable server fails. What `plumb app get
+    /// this client may not list (or whose LIST the server fails) is left out and named,
+    /// with its error, in the second part of the answer; an unreachable server fails.
+    /// Discovery is the client's cached one ([`Cluster::api_resources`]). What `plumb app get
     /// --orphaned` looks for orphaned resources in (the controller reads its watch cache:
     /// [`crate::LiveCache::in_namespace`]).
     pub async fn namespace_objects(
         &self,
         namespace: &str,
-    ) -> Result<(Vec<Value>, Vec<(GroupKind, String)>)> {
-        let resources = self.discover().await?;
+    ) -> Result<(Vec<Value>, Vec<(GroupKind, ClusterError)>)> {
+        let resources = self.api_resources().await?;
         let requests: Vec<ListRequest> = resources
             .iter()
             .filter(|info| {
@@ -185,7 +186,7 @@ impl Cluster {
             match result {
                 Ok(items) => objects.extend(items),
                 Err(e @ ClusterError::Unreachable { .. }) => return Err(e),
-                Err(e) => skipped.push((gk, e.to_string())),
+                Err(e) => skipped.push((gk, e)),
             }
         }
         objects.sort_by_cached_key(ResourceKey::of);

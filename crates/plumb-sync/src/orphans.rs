@@ -7,8 +7,12 @@
 //!
 //! - it is in the destination namespace (an app without a destination namespace has none);
 //! - it has no `ownerReferences` (a ReplicaSet is its Deployment's, a Pod its ReplicaSet's);
-//! - it is not one of the app's resources and no Application tracks it (the tracking label
-//!   or a tracking-id annotation naming the object itself);
+//! - it is not one of the app's resources, and it is not tracked by this app or by another
+//!   Application that exists: the owner is read through the configured tracking method
+//!   ([`crate::options::tracked_by_other`]: the tracking-id annotation naming the object
+//!   itself, or the instance label under label tracking), as Argo CD does. So an
+//!   `app.kubernetes.io/instance` label (Helm puts one on everything) means nothing under
+//!   annotation tracking, and an object tracked by a deleted Application is an orphan;
 //! - the project permits its kind in a namespace (a kind the project refuses is an
 //!   administrator's, not the team's);
 //! - it is not one of the objects Kubernetes puts in every namespace — the `default`
@@ -21,6 +25,7 @@
 //! of a sync reads them.
 
 use plumb_core::ResourceKey;
+use plumb_core::argo::TrackingMethod;
 use plumb_core::argo::model::Condition;
 use plumb_core::project::AppProject;
 use serde_json::Value;
@@ -49,6 +54,23 @@ impl Orphans {
     }
 }
 
+/// Who may own a live object: the app looking, the tracking method in use (`argocd-cm`'s
+/// `application.resourceTrackingMethod`) and the Applications that exist (by the name the
+/// tracking carries; see [`owner`] to know which to look up).
+#[derive(Debug, Clone, Copy)]
+pub struct Owners<'a> {
+    pub app: &'a str,
+    pub method: TrackingMethod,
+    pub existing: &'a BTreeSet<String>,
+}
+
+/// The Application name `obj`'s tracking carries under `method` (this app's or another's),
+/// `None` for an untracked or owned object.
+pub fn owner(method: TrackingMethod, obj: &Value) -> Option<&str> {
+    // `tracked_by_other` with no app name: any app's, read through the tracking method.
+    crate::options::tracked_by_other("", method, obj).filter(|o| !o.is_empty())
+}
+
 /// The orphaned resources of an app of `project` deploying to `namespace` among `live`
 /// (objects of any kind and namespace; those elsewhere are skipped). `own`: the app's own
 /// resources (what it declares and what it tracks). `None` when the project does not
@@ -56,6 +78,7 @@ impl Orphans {
 pub fn find<'a>(
     project: &AppProject,
     namespace: &str,
+    owners: Owners<'_>,
     own: &BTreeSet<ResourceKey>,
     live: impl IntoIterator<Item = &'a Value>,
 ) -> Option<Orphans> {
@@ -68,7 +91,7 @@ pub fn find<'a>(
     }
     let mut resources: Vec<ResourceKey> = live
         .into_iter()
-        .filter(|obj| !plumb_core::argo::has_owner(obj) && !tracked(obj))
+        .filter(|obj| !plumb_core::argo::has_owner(obj) && !tracked(owners, obj))
         .filter_map(ResourceKey::of)
         .filter(|k| k.namespace == namespace && !own.contains(k))
         .filter(|k| {
@@ -83,10 +106,9 @@ pub fn find<'a>(
     Some(Orphans { warn, resources })
 }
 
-/// Whether any Application tracks `obj` (its tracking label, or a tracking id naming it).
-fn tracked(obj: &Value) -> bool {
-    plumb_core::value::label(obj, plumb_core::INSTANCE_LABEL).is_some_and(|a| !a.is_empty())
-        || plumb_core::argo::tracking_id_app(obj).is_some()
+/// Whether `obj` is this app's or an existing Application's, by the tracking method.
+fn tracked(owners: Owners<'_>, obj: &Value) -> bool {
+    owner(owners.method, obj).is_some_and(|o| o == owners.app || owners.existing.contains(o))
 }
 
 /// The objects Kubernetes itself creates in namespaces, never orphans (Argo CD's list).
@@ -156,6 +178,15 @@ mod tests {
         }
     }
 
+    /// `web` looking, under annotation tracking (plumb's default), Application `other` exists.
+    fn by_id(existing: &BTreeSet<String>) -> Owners<'_> {
+        Owners {
+            app: "web",
+            method: TrackingMethod::Annotation,
+            existing,
+        }
+    }
+
     fn names(o: &Orphans) -> Vec<String> {
         o.resources
             .iter()
@@ -193,7 +224,7 @@ mod tests {
                 "mine",
                 json!({"labels": {"app.kubernetes.io/instance": "web"}}),
             ),
-            // Another app's, by label and by annotation.
+            // Another app's by annotation; the label means nothing under annotation tracking.
             obj(
                 "v1",
                 "ConfigMap",
@@ -229,36 +260,60 @@ mod tests {
         ]
         .into();
         let p = project(json!({"orphanedResources": {"warn": true}}));
-        let found = find(&p, "web", &own, &live).unwrap();
+        let other: BTreeSet<String> = ["other".to_string()].into();
+        let found = find(&p, "web", by_id(&other), &own, &live).unwrap();
         assert!(found.warn);
         assert_eq!(
             names(&found),
             [
                 "ConfigMap/web/by-hand",
                 "ConfigMap/web/copied-id",
+                "ConfigMap/web/theirs",
                 "Secret/web/empty-label",
                 "Deployment/web/manual",
             ]
         );
-        assert_eq!(found.message(), "Application has 4 orphaned resources");
+        assert_eq!(found.message(), "Application has 5 orphaned resources");
+
+        // Application `other` deleted: what it tracked is orphaned.
+        let gone = BTreeSet::new();
+        let found = find(&p, "web", by_id(&gone), &own, &live).unwrap();
+        assert!(names(&found).contains(&"ConfigMap/web/theirs-by-id".to_string()));
+        assert_eq!(found.resources.len(), 6);
+        // Label tracking: the label names the owner, the annotation means nothing.
+        let label = Owners {
+            method: TrackingMethod::Label,
+            ..by_id(&other)
+        };
+        let found = names(&find(&p, "web", label, &own, &live).unwrap());
+        assert!(!found.contains(&"ConfigMap/web/theirs".to_string()));
+        assert!(found.contains(&"ConfigMap/web/theirs-by-id".to_string()));
 
         // Not monitored: nothing looked at.
-        assert_eq!(find(&project(json!({})), "web", &own, &live), None);
+        assert_eq!(
+            find(&project(json!({})), "web", by_id(&other), &own, &live),
+            None
+        );
         // No destination namespace: none.
-        assert!(find(&p, "", &own, &live).unwrap().resources.is_empty());
+        assert!(
+            find(&p, "", by_id(&other), &own, &live)
+                .unwrap()
+                .resources
+                .is_empty()
+        );
         // `kubernetes` is Kubernetes' only in `default`.
         let svc = [
             obj("v1", "Service", "default", "kubernetes", json!({})),
             obj("v1", "Service", "web", "kubernetes", json!({})),
         ];
         assert!(
-            find(&p, "default", &own, &svc)
+            find(&p, "default", by_id(&other), &own, &svc)
                 .unwrap()
                 .resources
                 .is_empty()
         );
         assert_eq!(
-            names(&find(&p, "web", &own, &svc).unwrap()),
+            names(&find(&p, "web", by_id(&other), &own, &svc).unwrap()),
             ["Service/web/kubernetes"]
         );
     }
@@ -272,18 +327,19 @@ mod tests {
             obj("v1", "ResourceQuota", "web", "quota", json!({})),
         ];
         let none = BTreeSet::new();
+        let no_apps = BTreeSet::new();
         let p = project(json!({
             "orphanedResources": {"warn": false, "ignore": [
                 {"group": "", "kind": "ConfigMap", "name": "debug-*"},
                 {"group": "apps"}]},
             "namespaceResourceBlacklist": [{"group": "", "kind": "ResourceQuota"}]}));
-        let found = find(&p, "web", &none, &live).unwrap();
+        let found = find(&p, "web", by_id(&no_apps), &none, &live).unwrap();
         assert!(!found.warn);
         assert_eq!(names(&found), ["ConfigMap/web/keep"]);
         let white = project(json!({"orphanedResources": {},
             "namespaceResourceWhitelist": [{"group": "apps", "kind": "*"}]}));
         assert_eq!(
-            names(&find(&white, "web", &none, &live).unwrap()),
+            names(&find(&white, "web", by_id(&no_apps), &none, &live).unwrap()),
             ["Deployment/web/manual"]
         );
     }

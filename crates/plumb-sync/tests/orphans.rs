@@ -1,9 +1,10 @@
 //! An AppProject's `orphanedResources` with the real controller on the test bed: a
-//! ConfigMap made by hand in the app's destination namespace gives the app the
-//! `OrphanedResourceWarning` condition ("Application has 1 orphaned resources") within the
-//! deadline, the app stays Synced, an automated sync with prune leaves the ConfigMap alone;
-//! an `ignore` entry naming it, or `warn: false`, clears the condition; deleting the
-//! ConfigMap clears it too.
+//! ConfigMap made by hand in the app's destination namespace, and one still carrying the
+//! tracking id of an Application that does not exist (deleted), give the app the
+//! `OrphanedResourceWarning` condition ("Application has 2 orphaned resources") within the
+//! deadline, the app stays Synced, an automated sync with prune leaves both alone;
+//! an `ignore` entry naming them, or `warn: false`, clears the condition; deleting the
+//! ConfigMaps clears it too.
 
 mod common;
 
@@ -45,9 +46,9 @@ async fn put_project(cluster: &Cluster, ns: &str, dest: &str, orphaned: Value) {
     .await;
 }
 
-async fn by_hand_exists(cluster: &Cluster, ns: &str) -> bool {
+async fn exists(cluster: &Cluster, ns: &str, name: &str) -> bool {
     cluster
-        .get_object("", "ConfigMap", ns, "by-hand")
+        .get_object("", "ConfigMap", ns, name)
         .await
         .expect("get")
         .is_some()
@@ -129,7 +130,11 @@ async fn a_hand_made_configmap_is_an_orphan_warned_about_and_never_pruned() {
     apply(
         &cluster,
         vec![json!({"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": "by-hand", "namespace": dest}, "data": {"k": "mine"}})],
+            "metadata": {"name": "by-hand", "namespace": dest}, "data": {"k": "mine"}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "by-gone-app", "namespace": dest, "annotations": {
+                "argocd.argoproj.io/tracking-id": format!("gone-app:/ConfigMap:{dest}/by-gone-app")}},
+            "data": {"k": "left"}})],
     )
     .await;
     let warned = wait_until("OrphanedResourceWarning", || async {
@@ -137,7 +142,7 @@ async fn a_hand_made_configmap_is_an_orphan_warned_about_and_never_pruned() {
         orphan_warning(&app).map(|m| (m, app))
     })
     .await;
-    assert_eq!(warned.0, "Application has 1 orphaned resources");
+    assert_eq!(warned.0, "Application has 2 orphaned resources");
     assert_eq!(
         common::sync_status(&warned.1),
         "Synced",
@@ -160,13 +165,15 @@ async fn a_hand_made_configmap_is_an_orphan_warned_about_and_never_pruned() {
         after_sync["status"]["operationState"]["operation"]["sync"]["prune"], true,
         "{after_sync:#}"
     );
-    assert!(
-        by_hand_exists(&cluster, &dest).await,
-        "an orphan is never pruned"
-    );
+    for orphan in ["by-hand", "by-gone-app"] {
+        assert!(
+            exists(&cluster, &dest, orphan).await,
+            "an orphan is never pruned: {orphan}"
+        );
+    }
     assert_eq!(
         orphan_warning(&app_now().await).as_deref(),
-        Some("Application has 1 orphaned resources")
+        Some("Application has 2 orphaned resources")
     );
 
     // Ignored by the project: cleared.
@@ -200,18 +207,20 @@ async fn a_hand_made_configmap_is_an_orphan_warned_about_and_never_pruned() {
         orphan_warning(&app_now().await)
     })
     .await;
-    cluster
-        .delete_object(
-            &plumb_core::ResourceKey {
-                group: String::new(),
-                kind: "ConfigMap".into(),
-                namespace: dest.clone(),
-                name: "by-hand".into(),
-            },
-            plumb_cluster::Propagation::Background,
-        )
-        .await
-        .expect("delete");
+    for orphan in ["by-hand", "by-gone-app"] {
+        cluster
+            .delete_object(
+                &plumb_core::ResourceKey {
+                    group: String::new(),
+                    kind: "ConfigMap".into(),
+                    namespace: dest.clone(),
+                    name: orphan.into(),
+                },
+                plumb_cluster::Propagation::Background,
+            )
+            .await
+            .expect("delete");
+    }
     wait_until("the warning cleared by the deletion", || async {
         orphan_warning(&app_now().await).is_none().then_some(())
     })

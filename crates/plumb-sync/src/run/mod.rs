@@ -797,28 +797,60 @@ impl Observation {
 /// The app's orphaned resources (see [`crate::orphans`]): from the watch cache when the
 /// runner has one (the controller: no request), else one LIST per namespaced kind in the
 /// destination namespace (`--namespaced`, `plumb app get --refresh`), only when the project
-/// monitors them. A project without `orphanedResources` finds none (so a condition left
-/// from before is removed); a failed LIST leaves the condition as it was.
+/// monitors them. An object another Application's tracking names counts as that app's only
+/// when the Application exists: one GET (on home) per such name. A project without
+/// `orphanedResources` finds none (so a condition left from before is removed); a failed
+/// or partial LIST, or a failed GET, leaves the condition as it was.
 async fn look_for_orphans(
     cluster: &dyn ClusterApi,
     obs: &mut Observation,
     project: &plumb_core::project::AppProject,
     opts: &RunOptions,
 ) {
-    use crate::orphans::{Orphans, find};
+    use crate::orphans::{Orphans, Owners, find, owner};
     let namespace = obs.app.destination_namespace.clone().unwrap_or_default();
     let own: std::collections::BTreeSet<ResourceKey> =
         obs.targets.keys().chain(obs.live.keys()).cloned().collect();
+    let method = opts.settings.tracking_method;
+    let none = std::collections::BTreeSet::new();
+    let owners = |existing| Owners {
+        app: &obs.app.name,
+        method,
+        existing,
+    };
     let found = if project.orphans_warn().is_none() || namespace.is_empty() {
-        find(project, &namespace, &own, std::iter::empty())
-    } else if let Some(CacheHandle(cache)) = &opts.cache {
-        let live = cache.in_namespace(&namespace);
-        find(project, &namespace, &own, live.iter().map(|o| o.as_ref()))
+        find(project, &namespace, owners(&none), &own, std::iter::empty())
     } else {
-        match cluster.namespace_objects(&namespace).await {
-            Ok(live) => find(project, &namespace, &own, &live),
-            Err(_) => return,
+        let live: Vec<std::sync::Arc<Value>> = if let Some(CacheHandle(cache)) = &opts.cache {
+            cache.in_namespace(&namespace)
+        } else {
+            match cluster.namespace_objects(&namespace).await {
+                Ok(live) => live.into_iter().map(std::sync::Arc::new).collect(),
+                Err(_) => return,
+            }
+        };
+        let named: std::collections::BTreeSet<&str> = live
+            .iter()
+            .filter_map(|o| owner(method, o))
+            .filter(|o| *o != obs.app.name)
+            .collect();
+        let mut existing = std::collections::BTreeSet::new();
+        for name in named {
+            match cluster.get_application(&obs.namespace, name).await {
+                Ok(Some(_)) => {
+                    existing.insert(name.to_string());
+                }
+                Ok(None) => {}
+                Err(_) => return,
+            }
         }
+        find(
+            project,
+            &namespace,
+            owners(&existing),
+            &own,
+            live.iter().map(|o| o.as_ref()),
+        )
     };
     obs.orphans = Some(found.unwrap_or(Orphans {
         warn: false,

@@ -95,9 +95,26 @@ async fn without_a_cache_the_destination_namespace_is_listed() {
                 "destination": {"server": "https://kubernetes.default.svc", "namespace": DEST}}}),
         )
         .expect("application");
+    // Application `other` exists and tracks `theirs`; `gone` was deleted: what it tracked
+    // (`of-gone`, its tracking still on it) is an orphan, and a prune must not take it.
+    cluster
+        .put(
+            json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "Application",
+            "metadata": {"name": "other", "namespace": APPS},
+            "spec": {"project": "team", "source": {"repoURL": "https://git.example.com/o"},
+                "destination": {"server": "https://kubernetes.default.svc", "namespace": DEST}}}),
+        )
+        .expect("application");
+    let tracked = |name: &str, app: &str| {
+        let mut o = configmap(name, json!({}));
+        o["metadata"]["annotations"] = json!({
+            "argocd.argoproj.io/tracking-id": format!("{app}:/ConfigMap:{DEST}/{name}")});
+        o
+    };
     for obj in [
         configmap("by-hand", json!({})),
-        configmap("theirs", json!({"app.kubernetes.io/instance": "other"})),
+        tracked("theirs", "other"),
+        tracked("of-gone", "gone"),
     ] {
         cluster.put(obj).expect("configmap");
     }
@@ -119,7 +136,7 @@ async fn without_a_cache_the_destination_namespace_is_listed() {
         .expect("refresh");
     assert_eq!(
         warning(&app()).as_deref(),
-        Some("Application has 1 orphaned resources")
+        Some("Application has 2 orphaned resources")
     );
     // The namespace was listed kind by kind (Secrets too, which the app does not use).
     assert!(
@@ -153,16 +170,19 @@ async fn without_a_cache_the_destination_namespace_is_listed() {
         name: name.into(),
     };
     assert!(cluster.object(&cm("declared")).is_some());
-    assert!(
-        cluster.object(&cm("by-hand")).is_some(),
-        "an orphan is never pruned"
-    );
+    for orphan in ["by-hand", "of-gone"] {
+        assert!(
+            cluster.object(&cm(orphan)).is_some(),
+            "an orphan is never pruned: {orphan}"
+        );
+    }
     assert!(cluster.writes().iter().all(|r| r.verb != Verb::Delete));
 
     // Ignored: cleared.
     project(
         &cluster,
-        json!({"warn": true, "ignore": [{"group": "", "kind": "ConfigMap", "name": "by-hand"}]}),
+        json!({"warn": true, "ignore": [{"group": "", "kind": "ConfigMap", "name": "by-hand"},
+            {"group": "", "kind": "ConfigMap", "name": "of-gone"}]}),
     );
     refresh_app(&cluster, &app(), &opts, now)
         .await
