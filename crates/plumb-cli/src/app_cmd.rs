@@ -11,6 +11,7 @@ use plumb_core::duration::GoDuration;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 #[derive(clap::Args)]
 pub struct AppArgs {
@@ -387,16 +388,72 @@ fn sync_window(args: &NamedArgs, app: &Value) -> Result<Option<String>> {
 
 impl SyncArgs {
     /// The Application, a connection, and run options reading `--repo` when given.
-    fn open(&self) -> Result<(Value, Connected, plumb_sync::run::RunOptions)> {
+    /// The Events the operation records go to `events` (see [`CliEvents`]).
+    fn open(
+        &self,
+        events: &Arc<CliEvents>,
+    ) -> Result<(Value, Connected, plumb_sync::run::RunOptions)> {
         let app = one_app(&self.app)?;
         let c = connect(&self.app.cluster)?;
         let opts = plumb_sync::run::RunOptions {
             repo_override: self.repo.clone(),
             control_namespace: self.app.control_namespace.clone(),
             destinations: Some(destinations()),
+            events: Some(plumb_sync::run::EventsHandle(events.clone())),
             ..Default::default()
         };
         Ok((app, c, opts))
+    }
+}
+
+/// The Kubernetes Events of a sync, rollback or resume from the command line (as the
+/// controller records them: `OperationStarted`, `OperationCompleted`, `ResourceUpdated`),
+/// kept while it runs and written on the Application when it ends, each awaited
+/// ([`CliEvents::write`]).
+#[derive(Default)]
+struct CliEvents(std::sync::Mutex<Vec<CliEvent>>);
+
+type CliEvent = (
+    plumb_cluster::AppRef,
+    plumb_cluster::EventType,
+    String,
+    String,
+);
+
+impl plumb_cluster::EventSink for CliEvents {
+    fn record(
+        &self,
+        object: &plumb_cluster::AppRef,
+        kind: plumb_cluster::EventType,
+        reason: &str,
+        message: &str,
+    ) {
+        if let Ok(mut q) = self.0.lock() {
+            q.push((object.clone(), kind, reason.into(), message.into()));
+        }
+    }
+}
+
+impl CliEvents {
+    /// Writes the Events kept, in order (deduplicated as the controller's). Best effort: a
+    /// refused write (no RBAC for Events) is one `warning:` line and the rest are dropped;
+    /// the sync's outcome and exit code are unchanged.
+    fn write(&self, c: &Connected) {
+        let pending = self.0.lock().map(|mut q| std::mem::take(&mut *q));
+        let Ok(pending) = pending else { return };
+        if pending.is_empty() {
+            return;
+        }
+        let writer = plumb_cluster::events::EventWriter::new(&c.cluster, "plumb-cli");
+        for (object, kind, reason, message) in pending {
+            if let Err(e) = c.block_on(writer.write(&object, kind, &reason, &message)) {
+                eprintln!(
+                    "warning: Events on Application {} not recorded: {e}",
+                    object.name
+                );
+                break;
+            }
+        }
     }
 }
 
@@ -416,48 +473,55 @@ fn cli_user() -> plumb_sync::history::InitiatedBy {
 fn sync(cmd: &SyncCmd) -> Result<u8> {
     let args = &cmd.base;
     let scripts = cmd.health.load_dir()?;
-    let (app, c, opts) = args.open()?;
+    let events = Arc::new(CliEvents::default());
+    let (app, c, opts) = args.open(&events)?;
     c.block_on(cmd.health.install(&c.cluster, scripts))?;
     let now = std::time::SystemTime::now();
-    let outcome = if cmd.resume {
-        c.block_on(plumb_sync::run::resume_app(&c.cluster, &app, &opts, now))
+    let outcome = (|| -> Result<plumb_sync::run::SyncOutcome> {
+        Ok(if cmd.resume {
+            c.block_on(plumb_sync::run::resume_app(&c.cluster, &app, &opts, now))
+                .map_err(|e| anyhow!("{e}"))?
+                .ok_or_else(|| anyhow!("Application {}: no operation is running", args.app.name))?
+        } else {
+            let request = plumb_sync::request::SyncRequest {
+                prune: cmd.prune,
+                dry_run: cmd.dry_run,
+                revision: cmd.revision.clone(),
+                resources: cmd.resource.clone(),
+                skip_hooks: cmd.strategy == "apply",
+                source: None,
+                rollback: None,
+            };
+            c.block_on(plumb_sync::run::sync_app_with(
+                &c.cluster,
+                &app,
+                &opts,
+                &request,
+                cli_user(),
+                now,
+            ))
             .map_err(|e| anyhow!("{e}"))?
-            .ok_or_else(|| anyhow!("Application {}: no operation is running", args.app.name))?
-    } else {
-        let request = plumb_sync::request::SyncRequest {
-            prune: cmd.prune,
-            dry_run: cmd.dry_run,
-            revision: cmd.revision.clone(),
-            resources: cmd.resource.clone(),
-            skip_hooks: cmd.strategy == "apply",
-            source: None,
-        };
-        c.block_on(plumb_sync::run::sync_app_with(
-            &c.cluster,
-            &app,
-            &opts,
-            &request,
-            cli_user(),
-            now,
-        ))
-        .map_err(|e| anyhow!("{e}"))?
-    };
+        })
+    })();
+    events.write(&c);
+    let outcome = outcome?;
     Ok(report_sync(&args.app.name, &outcome))
 }
 
 fn rollback(args: &RollbackArgs) -> Result<u8> {
-    let (app, c, opts) = args.base.open()?;
-    let outcome = c
-        .block_on(plumb_sync::run::rollback_app(
-            &c.cluster,
-            &app,
-            &opts,
-            args.id,
-            args.prune,
-            cli_user(),
-            std::time::SystemTime::now(),
-        ))
-        .map_err(|e| anyhow!("{e}"))?;
+    let events = Arc::new(CliEvents::default());
+    let (app, c, opts) = args.base.open(&events)?;
+    let outcome = c.block_on(plumb_sync::run::rollback_app(
+        &c.cluster,
+        &app,
+        &opts,
+        args.id,
+        args.prune,
+        cli_user(),
+        std::time::SystemTime::now(),
+    ));
+    events.write(&c);
+    let outcome = outcome.map_err(|e| anyhow!("{e}"))?;
     Ok(report_sync(&args.base.app.name, &outcome))
 }
 

@@ -1373,6 +1373,28 @@ async fn app_commands_sync_and_report() {
     let common = ["--cluster", "-N", app_ns.as_str()];
     let run = plumb(&[&["app", "sync", name.as_str()][..], &common[..]].concat()).await;
     assert_eq!(run.code, Some(0), "{run}");
+    // A user's sync leaves its Events on the Application (written before the command
+    // exits), the start in the API server's words: the revision requested (the target here).
+    let events = app_events(&cluster, &app_ns, &name).await;
+    let has = |reason: &str, text: &str| {
+        events
+            .iter()
+            .any(|(r, m, _)| r == reason && m.as_str() == text)
+    };
+    assert!(
+        has("OperationStarted", "initiated sync to HEAD"),
+        "{events:?}"
+    );
+    assert!(
+        events.iter().any(|(r, m, _)| r == "OperationCompleted"
+            && m.starts_with("Sync operation to ")
+            && m.ends_with(" succeeded")),
+        "{events:?}"
+    );
+    assert!(
+        has("ResourceUpdated", "Updated sync status:  -> Synced"),
+        "{events:?}"
+    );
     let run = plumb(&[&["app", "get", name.as_str()][..], &common[..]].concat()).await;
     assert_eq!(run.code, Some(0), "{run}");
     assert!(

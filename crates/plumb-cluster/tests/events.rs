@@ -35,7 +35,7 @@ async fn the_same_event_twice_is_one_event_counted_twice() {
             &object,
             EventType::Normal,
             "OperationStarted",
-            "Initiated sync to 'abc'",
+            "initiated sync to abc",
         )
         .await
         .expect("create");
@@ -47,7 +47,7 @@ async fn the_same_event_twice_is_one_event_counted_twice() {
             &object,
             EventType::Normal,
             "OperationStarted",
-            "Initiated sync to 'abc'",
+            "initiated sync to abc",
         )
         .await
         .expect("patch");
@@ -60,7 +60,7 @@ async fn the_same_event_twice_is_one_event_counted_twice() {
     assert_eq!(e.count, Some(2));
     assert_eq!(e.type_.as_deref(), Some("Normal"));
     assert_eq!(e.reason.as_deref(), Some("OperationStarted"));
-    assert_eq!(e.message.as_deref(), Some("Initiated sync to 'abc'"));
+    assert_eq!(e.message.as_deref(), Some("initiated sync to abc"));
     let source = e.source.as_ref().expect("source");
     assert_eq!(source.component.as_deref(), Some("plumb-controller"));
     assert_eq!(e.reporting_component.as_deref(), Some("plumb-controller"));
@@ -100,7 +100,7 @@ async fn the_same_event_twice_is_one_event_counted_twice() {
             &object,
             EventType::Normal,
             "OperationStarted",
-            "Initiated sync to 'abc'",
+            "initiated sync to abc",
         )
         .await
         .expect("create again");

@@ -23,6 +23,8 @@ pub struct SyncRequest {
     /// Render this Application source (`spec.source` JSON) instead of the app's own: a
     /// rollback's, from its history entry.
     pub source: Option<serde_json::Value>,
+    /// The history id a rollback returns to (its `OperationStarted` Event names it).
+    pub rollback: Option<i64>,
 }
 
 /// Whether `key` takes part in a sync limited to `selected` (none: every resource does).

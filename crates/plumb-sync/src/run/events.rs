@@ -3,8 +3,9 @@
 //! Argo CD's reasons and wording:
 //!
 //! - `OperationStarted` (Normal) when a sync operation starts (not when an interrupted one
-//!   is resumed): `Initiated automated sync to '<revision>'`, or `Initiated sync to
-//!   '<revision>'` for one a user started;
+//!   is resumed): `Initiated automated sync to '<revision>'` (the controller's words), or,
+//!   for one a user started, the API server's: `initiated sync to <requested revision>`
+//!   and `initiated rollback to <history id>`;
 //! - `OperationCompleted` when it ends: `Sync operation to <revision> succeeded` (Normal) or
 //!   `Sync operation to <revision> failed: <message>` (Warning); `Partial sync operation`
 //!   for a sync of selected resources;
@@ -50,6 +51,16 @@ pub enum SyncTrigger {
 }
 
 impl SyncTrigger {
+    /// The trigger of an operation: a user's is manual; an automated one is self-heal when
+    /// its self-heal count is above 0 (a self-heal sync, or a retry of one), else automated.
+    pub(super) fn of(automated: bool, self_heal_count: i64) -> SyncTrigger {
+        match (automated, self_heal_count) {
+            (false, _) => SyncTrigger::Manual,
+            (true, 0) => SyncTrigger::Automated,
+            (true, _) => SyncTrigger::SelfHeal,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             SyncTrigger::Manual => "manual",
@@ -80,18 +91,30 @@ fn target(obs: &Observation) -> String {
     obs.revision.clone()
 }
 
-/// `OperationStarted`.
+/// `OperationStarted`: the controller's words for an automated sync (the revision it
+/// syncs), the API server's for a user's (the revision requested, else the app's target;
+/// a rollback names the history id).
 pub(super) fn operation_started(
     opts: &RunOptions,
     app: &Value,
     obs: &Observation,
-    trigger: SyncTrigger,
+    op: &super::execute::Operation,
 ) {
-    let who = match trigger {
-        SyncTrigger::Manual => "",
-        SyncTrigger::Automated | SyncTrigger::SelfHeal => "automated ",
+    let message = match (op.trigger, op.rollback) {
+        (SyncTrigger::Manual, Some(id)) => format!("initiated rollback to {id}"),
+        (SyncTrigger::Manual, None) => {
+            let requested = op
+                .revision
+                .clone()
+                .filter(|r| !r.is_empty())
+                .or_else(|| Some(obs.source.target_revision.clone()).filter(|r| !r.is_empty()))
+                .unwrap_or_else(|| target(obs));
+            format!("initiated sync to {requested}")
+        }
+        (SyncTrigger::Automated | SyncTrigger::SelfHeal, _) => {
+            format!("Initiated automated sync to '{}'", target(obs))
+        }
     };
-    let message = format!("Initiated {who}sync to '{}'", target(obs));
     record(opts, app, EventType::Normal, OPERATION_STARTED, &message);
 }
 

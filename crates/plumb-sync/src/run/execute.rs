@@ -198,6 +198,8 @@ pub(super) struct Operation {
     pub skip_hooks: bool,
     /// The source rendered instead of `spec.source` (a rollback's), as `operation.sync.source`.
     pub source: Option<Value>,
+    /// The history id a rollback returns to (for its `OperationStarted` Event).
+    pub rollback: Option<i64>,
     /// Who or what started it (a resumed automated operation is `SelfHeal` when its
     /// self-heal count is above 0).
     pub trigger: SyncTrigger,
@@ -218,20 +220,18 @@ impl Operation {
             .and_then(|s| s.auto_heal_attempts_count)
             .unwrap_or(0);
         let prev_retries = prev.and_then(|o| o.retry_count).unwrap_or(0);
-        let trigger = match (initiated_by.automated, reason) {
-            (false, _) => SyncTrigger::Manual,
-            (true, Some(SyncReason::SelfHeal)) => SyncTrigger::SelfHeal,
-            (true, _) => SyncTrigger::Automated,
+        let self_heal_count = match reason {
+            Some(SyncReason::SelfHeal) => prev_heals + 1,
+            Some(SyncReason::Retry) => prev_heals,
+            _ => 0,
         };
         Operation {
-            trigger,
+            // Derived as for a resumed operation (`resumed`), so a retry after a self-heal
+            // counts as self-heal whether it runs through or is resumed.
+            trigger: SyncTrigger::of(initiated_by.automated, self_heal_count),
             started_at: now,
             initiated_by,
-            self_heal_count: match reason {
-                Some(SyncReason::SelfHeal) => prev_heals + 1,
-                Some(SyncReason::Retry) => prev_heals,
-                _ => 0,
-            },
+            self_heal_count,
             retry_count: match reason {
                 Some(SyncReason::Retry) => prev_retries + 1,
                 _ => 0,
@@ -242,6 +242,7 @@ impl Operation {
             selected: Vec::new(),
             skip_hooks: false,
             source: None,
+            rollback: None,
         }
     }
 
@@ -258,6 +259,7 @@ impl Operation {
             selected: request.resources.clone(),
             skip_hooks: request.skip_hooks,
             source: request.source.clone(),
+            rollback: request.rollback,
             ..Operation::new(app_obj, initiated_by, None, now)
         }
     }
@@ -270,14 +272,10 @@ impl Operation {
             return None;
         }
         let sync = op.operation.sync.unwrap_or_default();
-        let trigger = match (
+        let trigger = SyncTrigger::of(
             op.operation.initiated_by.automated,
             sync.auto_heal_attempts_count.unwrap_or(0),
-        ) {
-            (false, _) => SyncTrigger::Manual,
-            (true, 0) => SyncTrigger::Automated,
-            (true, _) => SyncTrigger::SelfHeal,
-        };
+        );
         Some(Operation {
             trigger,
             started_at: op.started_at?,
@@ -306,6 +304,7 @@ impl Operation {
                 .iter()
                 .filter_map(ResourceSelector::from_model)
                 .collect(),
+            rollback: None,
         })
     }
 
@@ -1090,7 +1089,7 @@ pub(super) async fn execute_observed(
     let resumed = Operation::resumed(app_obj).is_some();
     exec.progress("running".into()).await?;
     if !resumed {
-        events::operation_started(opts, app_obj, &obs, op.trigger);
+        events::operation_started(opts, app_obj, &obs, &op);
     }
 
     let mut failure: Option<String> = None;

@@ -1094,6 +1094,7 @@ pub async fn rollback_app(
             prune,
             skip_hooks: true,
             source: Some(Value::Array(sources)),
+            rollback: Some(entry.id),
             ..SyncRequest::default()
         };
         return sync_app_with(cluster, app, opts, &request, initiated_by, now).await;
@@ -1112,6 +1113,7 @@ pub async fn rollback_app(
             .get("repoURL")
             .is_some_and(|v| !v.is_null())
             .then_some(source),
+        rollback: Some(entry.id),
         ..SyncRequest::default()
     };
     sync_app_with(cluster, app, opts, &request, initiated_by, now).await

@@ -1662,7 +1662,7 @@ async fn syncs_record_events_with_argo_cds_reasons_and_their_trigger() {
         ]
     );
 
-    // A manual sync that fails: a Warning with the failure, after "Initiated sync".
+    // A manual sync that fails: a Warning with the failure, after "initiated sync".
     cluster.fail(
         Verb::Apply,
         cm_key("config"),
@@ -1676,9 +1676,15 @@ async fn syncs_record_events_with_argo_cds_reasons_and_their_trigger() {
     assert!(!failed.succeeded());
     assert_eq!(failed.trigger, SyncTrigger::Manual);
     let got = sink.all()[before..].to_vec();
+    // The API server's words: the revision requested (none: the app's target).
+    let app_obj = app(&cluster);
+    let requested = app_obj["spec"]["source"]["targetRevision"]
+        .as_str()
+        .filter(|r| !r.is_empty())
+        .unwrap_or(rev);
     assert_eq!(
         got[0].message,
-        format!("Initiated sync to '{rev}'"),
+        format!("initiated sync to {requested}"),
         "{got:?}"
     );
     assert_eq!(got[1].reason, "OperationCompleted");
