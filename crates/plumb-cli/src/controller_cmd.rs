@@ -436,6 +436,9 @@ async fn run_async(
     controller.run(events.clone(), stop_rx).await;
     renewal.abort();
     signals.abort();
+    // The last operation's Events (its OperationCompleted) are written before exiting,
+    // within a deadline well inside Kubernetes' 30 s grace period.
+    recorder.flush(Duration::from_secs(5)).await;
     controller.stop();
     let lost = lost.lock().ok().and_then(|l| l.clone());
     match lost {

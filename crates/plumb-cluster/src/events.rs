@@ -335,6 +335,7 @@ enum Job {
 pub struct Recorder {
     queue: mpsc::Sender<Job>,
     writer: Arc<EventWriter>,
+    dropped: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl std::fmt::Debug for Recorder {
@@ -380,7 +381,11 @@ impl Recorder {
                 }
             }
         });
-        Recorder { queue, writer }
+        Recorder {
+            queue,
+            writer,
+            dropped: Arc::default(),
+        }
     }
 
     /// The writer (for a write that must be awaited).
@@ -392,21 +397,43 @@ impl Recorder {
     /// or after `timeout` (`plumb controller --once` flushes before exiting).
     pub async fn flush(&self, timeout: std::time::Duration) {
         let (tx, rx) = oneshot::channel();
-        if self.queue.send(Job::Flush(tx)).await.is_ok() {
-            let _ = tokio::time::timeout(timeout, rx).await;
-        }
+        // The whole wait is bounded: a full queue must not hold up the caller either.
+        let _ = tokio::time::timeout(timeout, async {
+            if self.queue.send(Job::Flush(tx)).await.is_ok() {
+                let _ = rx.await;
+            }
+        })
+        .await;
+    }
+
+    /// How many events a full queue has dropped since the recorder started.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 
 impl EventSink for Recorder {
     fn record(&self, object: &AppRef, kind: EventType, reason: &str, message: &str) {
-        // A full queue drops the event: a reconcile never waits for an Event.
-        let _ = self.queue.try_send(Job::Write {
+        // A full queue drops the event: a reconcile never waits for an Event. Drops are
+        // counted ([`Recorder::dropped`]) and logged, the first and then every 1,000th.
+        if let Err(mpsc::error::TrySendError::Full(_)) = self.queue.try_send(Job::Write {
             object: object.clone(),
             kind,
             reason: reason.to_string(),
             message: message.to_string(),
-        });
+        }) {
+            let n = self
+                .dropped
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                + 1;
+            if n == 1 || n.is_multiple_of(1000) {
+                eprintln!(
+                    "{}",
+                    json!({"event": reason, "app": format!("{}/{}", object.namespace, object.name),
+                        "eventError": "event queue full: event dropped", "eventsDropped": n})
+                );
+            }
+        }
     }
 }
 

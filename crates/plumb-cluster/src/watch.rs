@@ -491,6 +491,15 @@ impl Store {
 
     /// The objects in `namespace` (`None`: all), sorted by namespace and name.
     fn list(&self, namespace: Option<&str>) -> Vec<Arc<Value>> {
+        self.list_where(namespace, |_| true)
+    }
+
+    /// [`Store::list`] of the objects `keep` accepts, chosen before any body is parsed.
+    fn list_where(
+        &self,
+        namespace: Option<&str>,
+        keep: impl Fn(&Stored) -> bool,
+    ) -> Vec<Arc<Value>> {
         let bodies: Vec<Body> = {
             let content = read(&self.content);
             let mut out: Vec<(&String, &String, &Stored)> = content
@@ -498,6 +507,7 @@ impl Store {
                 .iter()
                 .filter(|(ns, _)| namespace.is_none_or(|wanted| wanted == ns.as_str()))
                 .flat_map(|(ns, names)| names.iter().map(move |(name, obj)| (ns, name, obj)))
+                .filter(|(_, _, obj)| keep(obj))
                 .collect();
             out.sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
             out.into_iter()
@@ -1230,6 +1240,18 @@ impl LiveCache {
             .iter()
             .filter(|w| w.ctx.info.namespaced)
             .flat_map(|w| w.ctx.store.list(Some(namespace)))
+            .collect()
+    }
+
+    /// The objects of `namespace` without `ownerReferences` (what orphaned resources are
+    /// looked for in), of every namespaced kind watched: the owned ones (Pods, ReplicaSets,
+    /// …) are skipped before their bodies are parsed.
+    pub fn top_level_in_namespace(&self, namespace: &str) -> Vec<Arc<Value>> {
+        self.inner
+            .watched()
+            .iter()
+            .filter(|w| w.ctx.info.namespaced)
+            .flat_map(|w| w.ctx.store.list_where(Some(namespace), |o| !o.owned))
             .collect()
     }
 

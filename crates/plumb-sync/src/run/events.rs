@@ -11,7 +11,8 @@
 //!   for a sync of selected resources;
 //! - `ResourceUpdated` (Normal) when a status write changes the sync status
 //!   (`Updated sync status: OutOfSync -> Synced`) or the health status
-//!   (`Updated health status: Progressing -> Healthy`).
+//!   (`Updated health status: Progressing -> Healthy`, then ` (<health message>)` when the
+//!   app's health has a message).
 //!
 //! Messages carry revisions, status names and the operation's message, which the status
 //! holds too: never a secret value. Recording never waits and never fails.
@@ -165,10 +166,14 @@ pub(super) fn status_changes(
         record(opts, app, EventType::Normal, RESOURCE_UPDATED, &message);
     }
     if old.health.status != new.health.status {
-        let message = format!(
+        let mut message = format!(
             "Updated health status: {} -> {}",
             old.health.status, new.health.status
         );
+        // Argo CD adds the health message when there is one.
+        if !new.health.message.is_empty() {
+            message.push_str(&format!(" ({})", new.health.message));
+        }
         record(opts, app, EventType::Normal, RESOURCE_UPDATED, &message);
     }
 }

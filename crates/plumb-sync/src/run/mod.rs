@@ -822,7 +822,8 @@ async fn look_for_orphans(
         find(project, &namespace, owners(&none), &own, std::iter::empty())
     } else {
         let live: Vec<std::sync::Arc<Value>> = if let Some(CacheHandle(cache)) = &opts.cache {
-            cache.in_namespace(&namespace)
+            // Owned objects are never orphans: skipped before parsing.
+            cache.top_level_in_namespace(&namespace)
         } else {
             match cluster.namespace_objects(&namespace).await {
                 Ok(live) => live.into_iter().map(std::sync::Arc::new).collect(),
