@@ -158,7 +158,7 @@ impl Cluster {
     /// with its error, in the second part of the answer; an unreachable server fails.
     /// Discovery is the client's cached one ([`Cluster::api_resources`]). What `plumb app get
     /// --orphaned` looks for orphaned resources in (the controller reads its watch cache:
-    /// [`crate::LiveCache::in_namespace`]).
+    /// [`crate::LiveCache::top_level_in_namespace`]).
     pub async fn namespace_objects(
         &self,
         namespace: &str,
