@@ -50,6 +50,10 @@ pub struct DoctorArgs {
     control_namespace: Option<String>,
     #[command(flatten)]
     source: SourceArgs,
+    /// User health scripts the report's health is judged with, as the controller's; with
+    /// --live, the --settings-configmap ConfigMap is looked up in the snapshot.
+    #[command(flatten)]
+    health: crate::health_cmd::HealthScriptArgs,
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value_t = DoctorFormat::Text)]
     output: DoctorFormat,
@@ -70,7 +74,13 @@ fn is_application(o: &Value) -> bool {
 /// The objects of the snapshot (or of a snapshot of the cluster), each with its file in
 /// the snapshot (`None` for a cluster's), and with --cluster the app's destination cluster
 /// (charts are rendered for its version and APIs, as `diff --cluster` does).
-type State = (Vec<Value>, Vec<Option<PathBuf>>, Option<Connected>);
+/// Last, the --settings-configmap ConfigMap, read from the cluster the app is in.
+type State = (
+    Vec<Value>,
+    Vec<Option<PathBuf>>,
+    Option<Connected>,
+    Option<Value>,
+);
 
 fn load_state(args: &DoctorArgs) -> Result<State> {
     let dir: PathBuf;
@@ -79,6 +89,7 @@ fn load_state(args: &DoctorArgs) -> Result<State> {
     // An Application read at home whose destination is another cluster: the snapshot of
     // that cluster does not hold it.
     let mut remote_app = None;
+    let mut settings_cm = None;
     let path: &Path = match &args.live {
         Some(d) => d,
         None => {
@@ -86,6 +97,13 @@ fn load_state(args: &DoctorArgs) -> Result<State> {
                 bail!("pass --live DIR (a plumb snapshot) or --cluster");
             }
             let home = connect(&args.cluster)?;
+            if let Some((ns, name)) = args.health.settings_configmap()? {
+                settings_cm = Some(
+                    home.block_on(home.cluster.get_object("", "ConfigMap", ns, name))
+                        .map_err(|e| anyhow!("--settings-configmap {ns}/{name}: {e}"))?
+                        .ok_or_else(|| anyhow!("--settings-configmap {ns}/{name}: not found"))?,
+                );
+            }
             dir = std::env::temp_dir().join(format!("plumb-doctor-{}", std::process::id()));
             _cleanup = RemoveOnDrop(dir.clone());
             // The snapshot of the app: its objects in its destination namespace (in its
@@ -132,7 +150,23 @@ fn load_state(args: &DoctorArgs) -> Result<State> {
         state.push(app);
         files.push(None);
     }
-    Ok((state, files, destination))
+    if settings_cm.is_none()
+        && let Some((ns, name)) = args.health.settings_configmap()?
+    {
+        let found = state.iter().find(|o| {
+            o.get("apiVersion").and_then(Value::as_str) == Some("v1")
+                && o.get("kind").and_then(Value::as_str) == Some("ConfigMap")
+                && o.pointer("/metadata/namespace").and_then(Value::as_str) == Some(ns)
+                && o.pointer("/metadata/name").and_then(Value::as_str) == Some(name)
+        });
+        settings_cm = Some(found.cloned().ok_or_else(|| {
+            anyhow!(
+                "--settings-configmap {ns}/{name}: not found in the snapshot {}",
+                path.display()
+            )
+        })?);
+    }
+    Ok((state, files, destination, settings_cm))
 }
 
 /// The Application named `name` (plumb's, else Argo CD's where the server has them).
@@ -207,7 +241,10 @@ fn kustomizations(fs: &dyn plumb_render::source::SourceFs) -> Vec<(String, Value
 }
 
 pub fn run(args: DoctorArgs) -> Result<u8> {
-    let (state, files, destination) = load_state(&args)?;
+    // Local scripts first: a bad directory fails before any connection.
+    let scripts = args.health.load_dir()?;
+    let (state, files, destination, settings_cm) = load_state(&args)?;
+    args.health.install_with(settings_cm.as_ref(), scripts)?;
     let mut app_file = None;
     let app_obj = match &args.app {
         Some(name) => {
@@ -304,6 +341,8 @@ pub fn run(args: DoctorArgs) -> Result<u8> {
         // Only what the cluster will rewrite: differences the change itself settles (a new
         // value, a hand edit it overwrites) are not a fight.
         report.findings.retain(|f| f.cause.kind.preflight());
+        // A preflight checks a change, not an app: there is no app health to report.
+        report.health = None;
     }
     if args.fix {
         let Some(source) = source.iter().flatten().next() else {

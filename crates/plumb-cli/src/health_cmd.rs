@@ -68,6 +68,17 @@ impl HealthScriptArgs {
         }
     }
 
+    /// `--settings-configmap` as namespace and name.
+    pub fn settings_configmap(&self) -> Result<Option<(&str, &str)>> {
+        self.settings_configmap
+            .as_deref()
+            .map(|key| {
+                key.split_once('/')
+                    .ok_or_else(|| anyhow!("--settings-configmap {key}: expected NAMESPACE/NAME"))
+            })
+            .transpose()
+    }
+
     /// Reads the `--settings-configmap` scripts, adds `dir` (from [`Self::load_dir`]) after
     /// them and installs the checker for the process.
     pub async fn install(
@@ -75,18 +86,26 @@ impl HealthScriptArgs {
         cluster: &plumb_cluster::Cluster,
         dir: Customizations,
     ) -> Result<()> {
+        let cm = match self.settings_configmap()? {
+            Some((ns, name)) => Some(
+                cluster
+                    .get_object("", "ConfigMap", ns, name)
+                    .await
+                    .map_err(|e| anyhow!("--settings-configmap {ns}/{name}: {e}"))?
+                    .ok_or_else(|| anyhow!("--settings-configmap {ns}/{name}: not found"))?,
+            ),
+            None => None,
+        };
+        self.install_with(cm.as_ref(), dir)
+    }
+
+    /// Installs the checker of the `--settings-configmap` ConfigMap `cm` (already read: from a
+    /// cluster or a snapshot) and `dir` after it.
+    pub fn install_with(&self, cm: Option<&Value>, dir: Customizations) -> Result<()> {
         let mut custom = Customizations::new();
-        if let Some(key) = &self.settings_configmap {
-            let (ns, name) = key
-                .split_once('/')
-                .ok_or_else(|| anyhow!("--settings-configmap {key}: expected NAMESPACE/NAME"))?;
-            let cm = cluster
-                .get_object("", "ConfigMap", ns, name)
-                .await
-                .map_err(|e| anyhow!("--settings-configmap {key}: {e}"))?
-                .ok_or_else(|| anyhow!("--settings-configmap {key}: not found"))?;
+        if let (Some(cm), Some(key)) = (cm, &self.settings_configmap) {
             custom.extend(
-                Customizations::from_configmap(&cm, &format!("ConfigMap {key}"))
+                Customizations::from_configmap(cm, &format!("ConfigMap {key}"))
                     .map_err(|e| anyhow!("{e}"))?,
             );
         }

@@ -200,3 +200,194 @@ fn app_sync_takes_the_health_script_flags() {
         "{err}"
     );
 }
+
+/// A scratch directory, removed at the end of the test.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("plumb-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("scratch dir");
+        Scratch(dir)
+    }
+
+    fn write(&self, rel: &str, text: &str) -> PathBuf {
+        let p = self.0.join(rel);
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("dirs");
+        std::fs::write(&p, text).expect("write");
+        p
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The payments example's snapshot, copied (less the files named) into `dir`.
+fn payments_live(dir: &Path, without: &[&str]) {
+    std::fs::create_dir_all(dir).expect("live dir");
+    let live = repo_root().join("examples/payments/live");
+    for e in std::fs::read_dir(&live).expect("payments live") {
+        let p = e.expect("entry").path();
+        let name = p.file_name().expect("name").to_string_lossy().into_owned();
+        if !without.contains(&name.as_str()) {
+            std::fs::copy(&p, dir.join(&name)).expect("copy");
+        }
+    }
+}
+
+fn doctor(live: &Path, extra: &[&str]) -> Output {
+    let repo = repo_root().join("examples/payments/repo");
+    let mut args = vec![
+        "doctor".to_owned(),
+        "payments-prod".to_owned(),
+        "--live".to_owned(),
+        live.display().to_string(),
+        "--repo".to_owned(),
+        repo.display().to_string(),
+    ];
+    args.extend(extra.iter().map(|s| (*s).to_owned()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    plumb(&args)
+}
+
+fn health_rows(o: &Output) -> (String, Vec<Value>) {
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "stderr: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: Value = serde_json::from_slice(&o.stdout).expect("JSON output");
+    let h = &v["health"];
+    (
+        h["status"].as_str().expect("app health").to_owned(),
+        h["resources"].as_array().expect("resources").clone(),
+    )
+}
+
+fn row<'a>(rows: &'a [Value], kind: &str) -> &'a Value {
+    rows.iter()
+        .find(|r| r["kind"] == kind)
+        .unwrap_or_else(|| panic!("no {kind} row in {rows:?}"))
+}
+
+/// `plumb doctor` judges health with the one `plumb_health` entry: user Lua scripts from
+/// `--resource-customizations` win over the built-in checks, in every output format; a Secret
+/// reaches a script masked, so its value is never printed.
+#[test]
+fn doctor_reports_health_with_the_user_scripts() {
+    let s = Scratch::new("doctor-health-lua");
+    payments_live(&s.0.join("live"), &[]);
+    s.write(
+        "scripts/_/Service/health.lua",
+        "hs = {}\nhs.status = \"Degraded\"\nhs.message = \"no endpoints for \" .. obj.metadata.name\nreturn hs\n",
+    );
+    s.write(
+        "scripts/_/Secret/health.lua",
+        "return {status = \"Progressing\", message = \"password \" .. tostring(obj.data.password)}\n",
+    );
+    let scripts = s.0.join("scripts").display().to_string();
+    let live = s.0.join("live");
+
+    // Without scripts: the built-in checks.
+    let (app, rows) = health_rows(&doctor(&live, &["-o", "json"]));
+    assert_eq!(app, "Healthy");
+    assert_eq!(row(&rows, "Service")["source"], "builtin");
+    assert_eq!(row(&rows, "Secret")["source"], "none");
+
+    let (app, rows) = health_rows(&doctor(
+        &live,
+        &["-o", "json", "--resource-customizations", &scripts],
+    ));
+    assert_eq!(app, "Degraded");
+    let svc = row(&rows, "Service");
+    assert_eq!(
+        (&svc["status"], &svc["message"], &svc["source"]),
+        (
+            &Value::from("Degraded"),
+            &Value::from("no endpoints for payments-api"),
+            &Value::from("lua")
+        )
+    );
+    let secret = row(&rows, "Secret");
+    assert_eq!(secret["source"], "lua");
+    let message = secret["message"].as_str().expect("message");
+    assert!(message.starts_with("password +"), "{message}");
+
+    for format in ["text", "markdown", "json"] {
+        let o = doctor(
+            &live,
+            &["-o", format, "--resource-customizations", &scripts],
+        );
+        let out = String::from_utf8_lossy(&o.stdout);
+        for secret in ["cm90YXRlZC1ieS1oYW5kLWF0LTNhbQ", "rotated-by-hand-at-3am"] {
+            assert!(!out.contains(secret), "{format} prints the secret:\n{out}");
+        }
+        match format {
+            "text" => {
+                assert!(out.contains("\nhealth: Degraded\n"), "{out}");
+                assert!(
+                    out.contains("\n  /Service pay-prod/payments-api Degraded no endpoints for payments-api\n"),
+                    "{out}"
+                );
+            }
+            "markdown" => assert!(out.contains("Health: **Degraded**"), "{out}"),
+            _ => {}
+        }
+    }
+}
+
+/// A resource absent from the cluster is Missing and does not make the app worse (as Argo CD
+/// aggregates); `--settings-configmap` is read from the snapshot with `--live`.
+#[test]
+fn doctor_health_missing_and_settings_from_the_snapshot() {
+    let s = Scratch::new("doctor-health-cm");
+    let live = s.0.join("live");
+    payments_live(&live, &["deployment-payments-api.json"]);
+    let (app, rows) = health_rows(&doctor(&live, &["-o", "json"]));
+    assert_eq!(app, "Healthy");
+    let deploy = row(&rows, "Deployment");
+    assert_eq!(
+        (&deploy["status"], &deploy["source"]),
+        (&Value::from("Missing"), &Value::from("none"))
+    );
+    let text = doctor(&live, &[]);
+    assert!(
+        String::from_utf8_lossy(&text.stdout)
+            .contains("\n  apps/Deployment pay-prod/payments-api Missing\n"),
+        "{}",
+        String::from_utf8_lossy(&text.stdout)
+    );
+
+    // Not in the snapshot: one line, exit 2.
+    let o = doctor(&live, &["--settings-configmap", "argocd/argocd-cm"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--settings-configmap argocd/argocd-cm: not found in the snapshot"),
+        "{err}"
+    );
+
+    s.write(
+        "live/argocd-cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: argocd-cm\n  namespace: argocd\ndata:\n  resource.customizations.health._Service: |\n    return {status = \"Suspended\", message = \"from argocd-cm\"}\n",
+    );
+    let (app, rows) = health_rows(&doctor(
+        &live,
+        &["-o", "json", "--settings-configmap", "argocd/argocd-cm"],
+    ));
+    assert_eq!(app, "Suspended");
+    let svc = row(&rows, "Service");
+    assert_eq!(
+        (&svc["message"], &svc["source"]),
+        (&Value::from("from argocd-cm"), &Value::from("lua"))
+    );
+}

@@ -20,7 +20,7 @@
 //! }
 //! let report = plumb_doctor::Report {
 //!     app: "web".into(), verdict: plumb_doctor::Verdict::InSync,
-//!     loop_evidence: Default::default(), findings: vec![],
+//!     loop_evidence: Default::default(), health: None, findings: vec![],
 //! };
 //! let fixed = plan(&report, &Mem(BTreeMap::new())).unwrap();
 //! assert!(fixed.edits.is_empty() && fixed.changes.is_empty());
@@ -368,6 +368,7 @@ images:
             app: "web".into(),
             verdict: Verdict::Loop,
             loop_evidence: Default::default(),
+            health: None,
             findings,
         }
     }

@@ -28,11 +28,13 @@ pub mod apply;
 pub mod cause;
 pub mod checks;
 pub mod fixes;
+pub mod health;
 pub mod managed;
 pub mod report;
 pub mod selector;
 mod status;
 
+pub use health::{AppHealth, ResourceHealth};
 pub use report::{
     Cause, CauseType, DeclaredAt, Finding, Fix, LoopEvidence, Report, ResourceRef, Verdict,
 };
@@ -280,6 +282,7 @@ pub fn diagnose(inputs: &Inputs<'_>) -> Report {
         app,
         verdict,
         loop_evidence,
+        health: Some(health::assess(inputs.diffs, &live_by_key)),
         findings,
     }
 }

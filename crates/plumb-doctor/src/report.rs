@@ -5,6 +5,7 @@
 //! renderers print only what the findings carry.
 
 pub use crate::cause::CauseType;
+use crate::health::AppHealth;
 use serde::Serialize;
 use serde_json::Value;
 use std::fmt::Write as _;
@@ -67,6 +68,10 @@ pub struct Report {
     pub verdict: Verdict,
     #[serde(rename = "loop")]
     pub loop_evidence: LoopEvidence,
+    /// The app's health and its resources' ([`crate::health`]); `None` for a preflight, which
+    /// has no app.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub health: Option<AppHealth>,
     pub findings: Vec<Finding>,
 }
 
@@ -293,6 +298,18 @@ impl Report {
     /// its evidence, where git declares it, and the fixes.
     pub fn to_text(&self) -> String {
         let mut out = format!("{}: {}\n", self.app, self.headline());
+        if let Some(h) = &self.health {
+            let _ = writeln!(out, "health: {}", h.status);
+            for r in h.resources.iter().filter(|r| r.is_judged()) {
+                let line = format!(
+                    "  {} {} {}",
+                    r.resource,
+                    r.status,
+                    r.message.replace('\n', " ")
+                );
+                let _ = writeln!(out, "{}", line.trim_end());
+            }
+        }
         let mut last: Option<&ResourceRef> = None;
         for f in &self.findings {
             if last != Some(&f.resource) {
@@ -339,6 +356,22 @@ impl Report {
             self.verdict.as_str(),
             self.headline()
         );
+        if let Some(h) = &self.health {
+            let _ = write!(out, "\nHealth: **{}**\n", h.status);
+            let judged: Vec<_> = h.resources.iter().filter(|r| r.is_judged()).collect();
+            if !judged.is_empty() {
+                out.push_str("\n| Resource | Health | Message |\n|---|---|---|\n");
+                for r in judged {
+                    let _ = writeln!(
+                        out,
+                        "| `{}` | {} | {} |",
+                        r.resource,
+                        r.status,
+                        md_cell(&r.message)
+                    );
+                }
+            }
+        }
         if self.findings.is_empty() {
             return out;
         }

@@ -242,6 +242,12 @@ pub fn worst(iter: impl IntoIterator<Item = HealthStatus>) -> HealthStatus {
     })
 }
 
+/// gitops-engine `hook.IsHook`: an Argo CD hook (not only `Skip`) or a Helm hook (not
+/// `crd-install`). Hooks have no place in an app's health or its resource list.
+pub fn is_hook(obj: &Value) -> bool {
+    object::is_hook(obj)
+}
+
 /// Annotation that keeps a resource out of the app's health (`"true"`).
 pub const ANNOTATION_IGNORE_HEALTHCHECK: &str = "argocd.argoproj.io/ignore-healthcheck";
 
