@@ -15,7 +15,7 @@ pub(super) async fn dry_run(
 ) -> Result<SyncOutcome> {
     let started = Instant::now();
     // Judged before any request for the app's resources (a refused kind is not even listed).
-    let mut obs = observe_desired(cluster, app, opts, request.revision.as_deref()).await?;
+    let mut obs = observe_desired(cluster, app, opts, request.revision.as_deref(), &[]).await?;
     super::refuse_resources(admission, &obs)?;
     observe_live(cluster, app, opts, &mut obs).await?;
     let planned: Vec<PlanResource> = obs

@@ -190,6 +190,9 @@ pub(super) struct Operation {
     pub recorded: Vec<ResourceResult>,
     /// The revision the operation syncs (the one it started with, when resumed).
     pub revision: Option<String>,
+    /// A resumed multi-source operation: the revision of each source it started with
+    /// (`operation.sync.revisions`, in `spec.sources` order); empty otherwise.
+    pub revisions: Vec<String>,
     /// Whether it prunes; `None`: as `syncPolicy.automated.prune` says (automated syncs).
     pub prune: Option<bool>,
     /// A partial sync's resources (empty: the whole app).
@@ -238,6 +241,7 @@ impl Operation {
             },
             recorded: Vec::new(),
             revision: None,
+            revisions: Vec::new(),
             prune: None,
             selected: Vec::new(),
             skip_hooks: false,
@@ -289,6 +293,7 @@ impl Operation {
                 .filter_map(ResourceResult::from_model)
                 .collect(),
             revision: Some(sync.revision).filter(|r| !r.is_empty()),
+            revisions: sync.revisions,
             prune: Some(sync.prune),
             skip_hooks: sync
                 .sync_strategy

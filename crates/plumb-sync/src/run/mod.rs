@@ -353,18 +353,23 @@ async fn observe(
     opts: &RunOptions,
     revision: Option<&str>,
 ) -> Result<Observation> {
-    let mut obs = observe_desired(cluster, app_obj, opts, revision).await?;
+    let mut obs = observe_desired(cluster, app_obj, opts, revision, &[]).await?;
     observe_live(cluster, app_obj, opts, &mut obs).await?;
     Ok(obs)
 }
 
 /// The first half of [`observe`]: the app's sources rendered and its desired objects
 /// prepared; no live object read yet (`live`, `diffs` and `resources` empty).
+///
+/// `revision` pins a single-source app; `revisions` (one per source, as a resumed
+/// operation's `operation.sync.revisions`) pins each source of a multi-source app. Only what
+/// is fetched is pinned: the sources recorded in the status stay the spec's.
 async fn observe_desired(
     cluster: &dyn ClusterApi,
     app_obj: &Value,
     opts: &RunOptions,
     revision: Option<&str>,
+    revisions: &[String],
 ) -> Result<Observation> {
     observe_desired_with(cluster, app_obj, opts, revision, false).await
 }
@@ -400,16 +405,24 @@ async fn observe_desired_with(
         repo: opts.repo_override.clone(),
         ..Overrides::default()
     };
+    // Several sources: each at the commit the operation started with, when it recorded one
+    // per source.
+    let pinned =
+        (app.sources.len() > 1 && revisions.len() == app.sources.len()).then_some(revisions);
     let located = app
         .sources
         .iter()
-        .map(|s| {
+        .enumerate()
+        .map(|(i, s)| {
             let mut s = s.clone();
             // A resumed operation syncs the commit it started with (one source: one commit).
             if let Some(rev) = revision
                 && app.sources.len() == 1
             {
                 s.target_revision = rev.to_string();
+            }
+            if let Some(rev) = pinned.and_then(|p| p.get(i)).filter(|r| !r.is_empty()) {
+                s.target_revision = rev.clone();
             }
             locate(&s, &overrides, None)
         })
@@ -950,7 +963,7 @@ pub async fn sync_app_with(
     let result = async {
         // The project judges the rendered objects before any request for them (not even a
         // LIST of a refused kind).
-        let mut obs = observe_desired(cluster, app, opts, request.revision.as_deref()).await?;
+        let mut obs = observe_desired(cluster, app, opts, request.revision.as_deref(), &[]).await?;
         let op = execute::Operation::manual(app, initiated_by, request, now);
         refuse_operation(cluster, app, &admission, &obs, &op, now).await?;
         observe_live(cluster, app, opts, &mut obs).await?;
@@ -1164,7 +1177,8 @@ pub async fn resume_app(
     let target = route::connect(home, app, &admission.cluster, opts, now).await?;
     let (cluster, opts) = (&target.routed(home), target.options(opts));
     let result = async {
-        let mut obs = observe_desired(cluster, app, opts, op.revision.as_deref()).await?;
+        let mut obs =
+            observe_desired(cluster, app, opts, op.revision.as_deref(), &op.revisions).await?;
         refuse_operation(cluster, app, &admission, &obs, &op, now).await?;
         observe_live(cluster, app, opts, &mut obs).await?;
         let automated = op.initiated_by.automated;

@@ -1697,3 +1697,97 @@ async fn syncs_record_events_with_argo_cds_reasons_and_their_trigger() {
         "{got:?}"
     );
 }
+
+/// A multi-source operation stopped midway (the controller restarted) resumes at the
+/// revisions it started with (`operation.sync.revisions`), not at the sources' new heads —
+/// as a single-source one resumes at its `revision`.
+#[tokio::test]
+async fn a_resumed_multi_source_operation_applies_the_revisions_it_started_with() {
+    let (cluster, first) = setup(
+        &[job("migrate", hook("PreSync")), configmap("a", wave(0))],
+        json!({"automated": {"prune": true}}),
+    );
+    let second = Repo::new(&[configmap("b", wave(1))]);
+    let url = |r: &Repo| format!("file://{}", r.dir.path().display());
+    let head = |r: &Repo| git(r.dir.path(), &["rev-parse", "HEAD"]);
+    set_spec(
+        &cluster,
+        "sources",
+        json!([
+            {"repoURL": url(&first), "path": "app", "targetRevision": "HEAD"},
+            {"repoURL": url(&second), "path": "app", "targetRevision": "HEAD"},
+        ]),
+    );
+    let v1 = json!([head(&first), head(&second)]);
+    let migrate = key("batch", "Job", DEST, "migrate");
+    cluster.hold(migrate.clone(), json!({}));
+    let mut state = ReconcileState { options: opts() };
+    let started = now();
+    let app_before = app(&cluster);
+    let pass = reconcile_once(&cluster, &app_before, started, &mut state);
+    // Stopped once the runner reads the hook it created (it waits for its completion).
+    let hook_waited = until(|| {
+        let log = cluster.log();
+        log.iter()
+            .position(|r| r.verb == Verb::Apply && r.key == migrate)
+            .is_some_and(|applied| {
+                log[applied..]
+                    .iter()
+                    .any(|r| r.verb == Verb::Get && r.key == migrate)
+            })
+    });
+    tokio::select! {
+        r = pass => panic!("the pass ended before the hook completed: {:?}", r.map(|o| o.sync)),
+        () = hook_waited => {}
+    }
+    let stopped = app(&cluster);
+    assert_eq!(op_field(&stopped, "phase"), "Running");
+    assert_eq!(
+        stopped["status"]["operationState"]["operation"]["sync"]["revisions"],
+        v1
+    );
+
+    // Both repositories move on while no controller runs.
+    first.commit(
+        &[configmap(
+            "a",
+            json!({"v": "2", "argocd.argoproj.io/sync-wave": "0"}),
+        )],
+        &[],
+    );
+    second.commit(
+        &[configmap(
+            "b",
+            json!({"v": "2", "argocd.argoproj.io/sync-wave": "1"}),
+        )],
+        &[],
+    );
+    assert_ne!(json!([head(&first), head(&second)]), v1);
+
+    cluster.release(&migrate);
+    cluster.clear_log();
+    let later = started + Duration::from_secs(30);
+    let out = reconcile_once(&cluster, &stopped, later, &mut state)
+        .await
+        .expect("reconcile");
+    assert!(out.resumed);
+    let sync = out.sync.expect("the resumed operation");
+    assert!(sync.succeeded(), "{}", sync.message);
+    assert_eq!(object_writes(&cluster), ["apply a", "apply b"]);
+    for name in ["a", "b"] {
+        let obj = cluster.object(&cm_key(name)).expect("configmap");
+        assert_eq!(
+            obj.pointer("/metadata/annotations/v"),
+            None,
+            "{name} applied at its new head: {obj}"
+        );
+    }
+    let done = app(&cluster);
+    let result = &done["status"]["operationState"]["syncResult"];
+    assert_eq!(result["revisions"], v1);
+    // The sources recorded are the spec's, not rewritten to the pinned commits.
+    assert_eq!(result["sources"][0]["targetRevision"], "HEAD");
+    let h = history(&done);
+    assert_eq!(h.len(), 1, "{h:?}");
+    assert_eq!(h[0]["revisions"], v1);
+}
