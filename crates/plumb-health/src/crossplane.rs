@@ -3,18 +3,23 @@
 //! (`pkg.crossplane.io` Provider, Configuration, Function).
 //!
 //! - **Managed, composite, claim**: `Synced` False (the last reconcile hit an error: bad
-//!   credentials, an invalid field) ⇒ Degraded with its message. `Ready` True (with `Synced`
-//!   True or absent) ⇒ Healthy. `Ready` False or Unknown (reason `Creating`, `Unavailable`,
-//!   `Deleting`, ...) ⇒ Progressing. No conditions yet ⇒ Progressing.
-//! - **Packages**: `Installed` False ⇒ Progressing (still unpacking) unless its reason ends in
-//!   `Failed`/`Error` (Degraded); `Healthy` False ⇒ Degraded; both True ⇒ Healthy.
+//!   credentials, an invalid field) ⇒ Degraded with its message. `Ready` read as the generic
+//!   check reads a readiness condition: True ⇒ Healthy; False or Unknown (reason `Creating`,
+//!   `Unavailable`, `Deleting`, ...) ⇒ Progressing, Degraded when the reason is terminal. No
+//!   conditions yet ⇒ Progressing.
+//! - **Packages**: `Healthy` False ⇒ Degraded; `Installed` not True ⇒ Progressing (still
+//!   unpacking) unless its reason is terminal (Degraded); else `Healthy` as a readiness
+//!   condition (True ⇒ Healthy).
+//!
+//! Conditions are looked up through the generic check's one lookup
+//! ([`crate::generic`]'s `first_condition` and `readiness`).
 //! - `apiextensions.crossplane.io` (XRD, Composition) is left to the generic check
 //!   (`Established`/`Offered`).
 
 use serde_json::Value;
 
 use crate::conditions::{cond, no_status};
-use crate::generic::is_terminal_reason;
+use crate::generic::{first_condition, readiness};
 use crate::{Health, HealthStatus};
 
 /// Whether `group` holds Crossplane managed/composite/claim resources.
@@ -33,12 +38,11 @@ pub(crate) fn health(obj: &Value, group: &str) -> Option<Health> {
     if !is_resource_group(group) {
         return None;
     }
-    if let Some(s) = cond(obj, "Synced").filter(|s| s.is_false()) {
-        return Some(Health::new(HealthStatus::Degraded, s.text()));
+    if let Some(h) = first_condition(obj, &[("Synced", "False", HealthStatus::Degraded)]) {
+        return Some(h);
     }
     Some(match cond(obj, "Ready") {
-        Some(r) if r.is_true() => Health::new(HealthStatus::Healthy, r.text()),
-        Some(r) => Health::new(HealthStatus::Progressing, r.text()),
+        Some(r) => readiness(&r),
         None if no_status(obj) || cond(obj, "Synced").is_none() => Health::new(
             HealthStatus::Progressing,
             "Waiting for the resource to be reconciled",
@@ -51,18 +55,13 @@ pub(crate) fn health(obj: &Value, group: &str) -> Option<Health> {
 }
 
 fn package(obj: &Value) -> Health {
-    if let Some(h) = cond(obj, "Healthy").filter(|h| h.is_false()) {
-        return Health::new(HealthStatus::Degraded, h.text());
+    if let Some(h) = first_condition(obj, &[("Healthy", "False", HealthStatus::Degraded)]) {
+        return h;
     }
+    // Not installed yet: Progressing, or Degraded when the reason says it failed.
     match (cond(obj, "Installed"), cond(obj, "Healthy")) {
-        (Some(i), _) if i.is_false() && is_terminal_reason(i.reason) => {
-            Health::new(HealthStatus::Degraded, i.text())
-        }
-        (Some(i), Some(h)) if i.is_true() && h.is_true() => {
-            Health::new(HealthStatus::Healthy, h.text())
-        }
-        (Some(i), _) if !i.is_true() => Health::new(HealthStatus::Progressing, i.text()),
-        (_, Some(h)) => Health::new(HealthStatus::Progressing, h.text()),
+        (Some(i), _) if !i.is_true() => readiness(&i),
+        (_, Some(h)) => readiness(&h),
         _ => Health::new(
             HealthStatus::Progressing,
             "Waiting for the package to be installed",

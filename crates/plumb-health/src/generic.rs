@@ -49,16 +49,34 @@ pub fn health(obj: &Value) -> Option<Health> {
             generation_message(generation, observed),
         ));
     }
-    for (cond_type, status) in [
-        ("Stalled", HealthStatus::Degraded),
-        ("Failed", HealthStatus::Degraded),
-        ("Reconciling", HealthStatus::Progressing),
-    ] {
-        if let Some(c) = cond(obj, cond_type).filter(Cond::is_true) {
-            return Some(Health::new(status, c.text()));
-        }
+    if let Some(h) = first_condition(
+        obj,
+        &[
+            ("Stalled", "True", HealthStatus::Degraded),
+            ("Failed", "True", HealthStatus::Degraded),
+            ("Reconciling", "True", HealthStatus::Progressing),
+        ],
+    ) {
+        return Some(h);
     }
     let c = READY_CONDITIONS.iter().find_map(|t| cond(obj, t))?;
+    Some(readiness(&c))
+}
+
+/// The condition lookup the generic check and the operator checks share: the first
+/// `(type, status, health)` rule whose condition `type` has that `status` (`"True"`,
+/// `"False"`) gives `health`, with the condition's message (else its reason).
+pub(crate) fn first_condition(obj: &Value, rules: &[(&str, &str, HealthStatus)]) -> Option<Health> {
+    rules.iter().find_map(|(cond_type, want, health)| {
+        cond(obj, cond_type)
+            .filter(|c| c.status == *want)
+            .map(|c| Health::new(*health, c.text()))
+    })
+}
+
+/// A readiness condition's health (rules 6–8): True ⇒ Healthy; False with a terminal reason
+/// ⇒ Degraded; False with another reason, or Unknown ⇒ Progressing; with its text.
+pub(crate) fn readiness(c: &Cond<'_>) -> Health {
     let status = if c.is_true() {
         HealthStatus::Healthy
     } else if c.is_false() && is_terminal_reason(c.reason) {
@@ -66,7 +84,7 @@ pub fn health(obj: &Value) -> Option<Health> {
     } else {
         HealthStatus::Progressing
     };
-    Some(Health::new(status, c.text()))
+    Health::new(status, c.text())
 }
 
 #[cfg(test)]
