@@ -145,6 +145,15 @@ mod tests {
                 "Waiting for the resource to be ready",
             ),
             (
+                "ready false with a terminal reason (the generic readiness rule)",
+                bucket(json!([
+                    c("Synced", "True", "ReconcileSuccess", ""),
+                    c("Ready", "False", "ProvisioningFailed", "quota exceeded")
+                ])),
+                Degraded,
+                "quota exceeded",
+            ),
+            (
                 "claim ready",
                 claim(json!([
                     c("Synced", "True", "", ""),
@@ -209,6 +218,12 @@ mod tests {
                 ])),
                 Degraded,
                 "cannot start provider",
+            ),
+            (
+                "healthy without an Installed condition",
+                provider(json!([c("Healthy", "True", "HealthyPackageRevision", "")])),
+                Healthy,
+                "HealthyPackageRevision",
             ),
             (
                 "new",
