@@ -16,11 +16,17 @@
 #    least once: CPU = (utime+stime) delta / wall from /proc/PID/stat, memory = VmRSS and
 #    VmHWM from /proc/PID/status. The default interval is a third of Argo CD's 180 s, so the
 #    figure is three times the load of the default configuration.
-#    PLUMB_BENCH_LOOPS=compare measures the steady state twice, sync-loop recognition off
-#    (`--loop-threshold 0`) then on, in the same run.
+#    PLUMB_BENCH_LOOPS=compare measures the steady state once more first, sync-loop recognition
+#    off (`--loop-threshold 0`), and prints the two CPU figures (recognition is on by default).
+#
+# LUA=1: after that window, the same steady state again with Argo CD Lua health customizations on
+# (`--resource-customizations`, four scripts in Argo CD's layout: one for every ConfigMap the apps
+# deploy, one for Namespaces, two for kinds the bench has none of), measured the same way by a
+# fresh controller, and both printed as CPU seconds (utime+stime) per window and per refresh, with
+# the ratio: the figure a loaded machine does not distort, unlike wall time.
 #
 # Uses the test bed of $TESTBED_DIR/$KUBECONFIG when set; otherwise starts one (no controller
-# manager) and stops it at exit. Builds plumb in release mode.
+# manager) and stops it at exit. Builds plumb in release mode (PLUMB_BIN=path skips the build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -52,8 +58,13 @@ if [ -z "${TESTBED_DIR:-}" ]; then
 fi
 export KUBECONFIG TESTBED_DIR
 
-cargo build -q --release -p plumb-cli
-plumb="$root/target/release/plumb"
+if [ -n "${PLUMB_BIN:-}" ]; then
+  plumb=$PLUMB_BIN
+else
+  cargo build -q --release -p plumb-cli
+  plumb="$root/target/release/plumb"
+fi
+lua=${LUA:-0}
 
 # ---- the app and the Applications -----------------------------------------------
 repo="$work/repo"
@@ -81,6 +92,58 @@ for a in range(apps):
                            "syncOptions": ["CreateNamespace=true"]}}})
 json.dump({"apiVersion": "v1", "kind": "List", "items": items}, open(out, "w"))
 EOF
+# Lua health customizations (LUA=1), in Argo CD's resource_customizations layout.
+scripts="$work/resource_customizations"
+mkdir -p "$scripts/_/ConfigMap" "$scripts/_/Namespace" "$scripts/cert-manager.io/Certificate" \
+  "$scripts/argoproj.io/Rollout"
+cat >"$scripts/_/ConfigMap/health.lua" <<'LUA'
+hs = {}
+if obj.data == nil then
+  hs.status = "Progressing"
+  hs.message = "no data yet"
+  return hs
+end
+local keys = 0
+for k, v in pairs(obj.data) do
+  if v == "" then
+    hs.status = "Degraded"
+    hs.message = "empty value for " .. k
+    return hs
+  end
+  keys = keys + 1
+end
+hs.status = "Healthy"
+hs.message = keys .. " keys"
+return hs
+LUA
+cat >"$scripts/_/Namespace/health.lua" <<'LUA'
+hs = {status = "Healthy", message = ""}
+if obj.status ~= nil and obj.status.phase == "Terminating" then
+  hs.status = "Progressing"
+  hs.message = "terminating"
+end
+return hs
+LUA
+cat >"$scripts/cert-manager.io/Certificate/health.lua" <<'LUA'
+hs = {status = "Progressing", message = "Waiting for certificate"}
+if obj.status ~= nil and obj.status.conditions ~= nil then
+  for i, c in ipairs(obj.status.conditions) do
+    if c.type == "Ready" and c.status == "True" then
+      hs.status = "Healthy"
+      hs.message = c.message
+    end
+  end
+end
+return hs
+LUA
+cat >"$scripts/argoproj.io/Rollout/health.lua" <<'LUA'
+hs = {status = "Progressing", message = ""}
+if obj.status ~= nil and obj.status.phase == "Healthy" then
+  hs.status = "Healthy"
+end
+return hs
+LUA
+
 git -C "$repo" init -q
 git -C "$repo" add -A
 git -C "$repo" -c user.name=bench -c user.email=bench@plumb.invalid commit -qm bench
@@ -107,54 +170,85 @@ echo "initial sync: $synced apps synced, $failed errors, ${once_wall}s wall, $(p
 [ "$failed" = 0 ] || { grep '"error"' "$work/once.log" | head -3 >&2; exit 1; }
 
 # ---- steady state ------------------------------------------------------------------
-# steady LABEL [CONTROLLER ARGS...]: one steady-state measurement with its own controller.
+# steady LABEL [ARGS...]: a controller (with ARGS) started, every app reconciled once, then sampled
+# over the window; sets startup, refreshes, syncs, errors, cpu_s (CPU seconds in the window),
+# cores, ms_per, rss, hwm; stops the controller.
 steady() {
   local label=$1
   shift
+  local log="$work/controller-$label.log"
   "$plumb" controller -N "$apps_ns" --interval "$interval" --jitter 10 --workers 8 "$@" \
-    2>"$work/controller.log" &
+    2>"$log" &
   pid=$!
-  local t0 t1 startup start_line resynced c0 w0 lines0 c1 w1 lines1 rss hwm refreshes syncs errors cores ms_per
+  local t0 t1 c0 c1 w0 w1 lines0 lines1
   t0=$(date +%s.%N)
   # Started: every app reconciled once (nothing to sync).
-  while [ "$(grep -c '"trigger":"app"' "$work/controller.log" || true)" -lt "$apps" ]; do
-    kill -0 "$pid" 2>/dev/null || { tail -5 "$work/controller.log" >&2; exit 1; }
+  while [ "$(grep -c '"trigger":"app"' "$log" || true)" -lt "$apps" ]; do
+    kill -0 "$pid" 2>/dev/null || { tail -5 "$log" >&2; exit 1; }
     sleep 0.5
   done
   t1=$(date +%s.%N)
   startup=$(python3 -c "print(round($t1-$t0,1))")
-  start_line=$(grep -m1 '"watching"' "$work/controller.log")
-  resynced=$(grep -c '"synced":true' "$work/controller.log" || true)
-  echo "controller up${label:+ ($label)}: $start_line; all $apps apps reconciled ${startup}s after start ($resynced synced)" >&2
+  local start_line resynced
+  start_line=$(grep -m1 '"watching"' "$log")
+  resynced=$(grep -c '"synced":true' "$log" || true)
+  echo "controller up ($label): $start_line; all $apps apps reconciled ${startup}s after start ($resynced synced)" >&2
 
   c0=$(cpu_ticks "$pid"); w0=$(date +%s.%N)
-  lines0=$(wc -l <"$work/controller.log")
+  lines0=$(wc -l <"$log")
   sleep "$window"
   c1=$(cpu_ticks "$pid"); w1=$(date +%s.%N)
-  lines1=$(wc -l <"$work/controller.log")
+  lines1=$(wc -l <"$log")
   rss=$(status_kb "$pid" VmRSS); hwm=$(status_kb "$pid" VmHWM)
-  refreshes=$(tail -n +"$((lines0 + 1))" "$work/controller.log" | head -n "$((lines1 - lines0))" | grep -c '"trigger":"timer"' || true)
-  syncs=$(tail -n +"$((lines0 + 1))" "$work/controller.log" | grep -c '"synced":true' || true)
-  errors=$(grep -c '"error"' "$work/controller.log" || true)
+  refreshes=$(tail -n +"$((lines0 + 1))" "$log" | head -n "$((lines1 - lines0))" | grep -c '"trigger":"timer"' || true)
+  syncs=$(tail -n +"$((lines0 + 1))" "$log" | grep -c '"synced":true' || true)
+  errors=$(grep -c '"error"' "$log" || true)
+  cpu_s=$(python3 -c "print(round(($c1-$c0)/$hz,2))")
   cores=$(python3 -c "print(round(($c1-$c0)/$hz/($w1-$w0),3))")
   ms_per=$(python3 -c "print(round(($c1-$c0)/$hz*1000/max($refreshes,1),2))")
-  kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true
+  kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true
   pid=""
+}
 
-  echo
-  echo "controller-1k${label:+ ($label)}: $apps Applications x $objects objects ($((apps * objects)) objects), refresh ${interval}s (+<=10s jitter), 8 workers, $(nproc) cores"
-  echo "  initial sync (--once): ${once_wall}s wall, peak RSS $((once_rss / 1024)) MB"
+report() {
   echo "  startup (watch all kinds, reconcile every app once): ${startup}s"
   echo "  steady state over ${window}s: $refreshes refreshes, $syncs syncs, $errors errors"
-  echo "  CPU: $cores cores average (${ms_per} ms CPU per app refresh)"
+  echo "  CPU: ${cpu_s} s in the window, $cores cores average (${ms_per} ms CPU per app refresh)"
   echo "  memory: RSS $((rss / 1024)) MB now, peak $((hwm / 1024)) MB"
 }
 
-# PLUMB_BENCH_LOOPS=compare: the steady state twice in this run, loop recognition off
-# (--loop-threshold 0) and then on (the default), to price it on the same apps and machine.
 if [ "${PLUMB_BENCH_LOOPS:-}" = compare ]; then
-  steady "loop recognition off" --loop-threshold 0
-  steady "loop recognition on"
-else
-  steady ""
+  steady loops-off --loop-threshold 0
+  off_report=$(report)
+  off_cpu=$cpu_s off_ms=$ms_per off_refreshes=$refreshes
+fi
+steady plain
+plain_report=$(report)
+plain_cpu=$cpu_s plain_ms=$ms_per plain_refreshes=$refreshes
+if [ "$lua" = 1 ]; then
+  steady lua --resource-customizations "$scripts"
+  lua_report=$(report)
+  lua_cpu=$cpu_s lua_ms=$ms_per lua_refreshes=$refreshes
+  # The scripts ran: a ConfigMap has no health without them, Healthy ("N keys") with them.
+  judged=$(kubectl get applications.plumb.dev -n "$apps_ns" app-0000 \
+    -o jsonpath='{.status.resources[0].kind} {.status.resources[0].health.status}')
+  [ "$judged" = "ConfigMap Healthy" ] || { echo "controller-1k: the Lua scripts did not judge the ConfigMaps ($judged)" >&2; exit 1; }
+fi
+
+echo
+echo "controller-1k: $apps Applications x $objects objects ($((apps * objects)) objects), refresh ${interval}s (+<=10s jitter), 8 workers, $(nproc) cores"
+echo "  initial sync (--once): ${once_wall}s wall, peak RSS $((once_rss / 1024)) MB"
+if [ "${PLUMB_BENCH_LOOPS:-}" = compare ]; then
+  echo "with sync-loop recognition off (--loop-threshold 0):"
+  echo "$off_report"
+  echo "with sync-loop recognition on (the default):"
+fi
+echo "$plain_report"
+if [ "${PLUMB_BENCH_LOOPS:-}" = compare ]; then
+  echo "  loop recognition on vs off, same run: ${off_cpu} -> ${plain_cpu} CPU s over ${window}s ($off_refreshes / $plain_refreshes refreshes), ${off_ms} -> ${plain_ms} ms CPU per app refresh: $(python3 -c "print(f'{($plain_ms/$off_ms-1)*100:+.1f}%')")"
+fi
+if [ "$lua" = 1 ]; then
+  echo "with Lua health customizations (--resource-customizations, 4 scripts, one per ConfigMap):"
+  echo "$lua_report"
+  echo "  Lua vs none, same run: ${plain_cpu} -> ${lua_cpu} CPU s over ${window}s ($plain_refreshes / $lua_refreshes refreshes), ${plain_ms} -> ${lua_ms} ms CPU per app refresh: $(python3 -c "print(f'{($lua_ms/$plain_ms-1)*100:+.1f}%')")"
 fi
