@@ -371,7 +371,7 @@ async fn observe_desired(
     revision: Option<&str>,
     revisions: &[String],
 ) -> Result<Observation> {
-    observe_desired_with(cluster, app_obj, opts, revision, false).await
+    observe_desired_with(cluster, app_obj, opts, revision, revisions, false).await
 }
 
 /// [`observe_desired`]; `origins`: the desired objects keep where each value was set (what
@@ -381,6 +381,7 @@ async fn observe_desired_with(
     app_obj: &Value,
     opts: &RunOptions,
     revision: Option<&str>,
+    revisions: &[String],
     origins: bool,
 ) -> Result<Observation> {
     let name = app_name(app_obj);

@@ -214,7 +214,8 @@ async fn record(
     // The compare-after again, of the same revision rendered with origins (where git declares
     // each field) against the live objects it read: no request for them.
     let live: Vec<Value> = obs.live.values().cloned().collect();
-    let mut declared = observe_desired_with(cluster, app, opts, Some(&obs.revision), true).await?;
+    let mut declared =
+        observe_desired_with(cluster, app, opts, Some(&obs.revision), &[], true).await?;
     compare_live(&mut declared, live.clone(), &opts.settings)?;
     let report = plumb_doctor::diagnose(&plumb_doctor::Inputs {
         app: &fresh,
