@@ -45,6 +45,22 @@ pub fn parse_document(text: &str) -> Option<Value> {
         Text::Crlf => return parse_document(&text.replace("\r\n", "\n")),
         Text::Unsupported => return None,
     }
+    match parse_with(text, JsonBuild)? {
+        (Some((v, _)), _) => Some(v),
+        // Empty, blank or comment-only documents deserialize to null.
+        (None, _) => Some(Value::Null),
+    }
+}
+
+/// Whether `text` (one document, LF line breaks) has only characters and lines the fast
+/// path reads; CR LF text is refused too (the positions of [`parse_with`] are the text's).
+pub(crate) fn plain_text(text: &str) -> bool {
+    scan_text(text.as_bytes()) == Text::Plain
+}
+
+/// Parses one document already checked by [`plain_text`] into `build`'s tree. Returns the
+/// root and the byte offset it starts at (`None` for an empty document), and the builder.
+pub(crate) fn parse_with<B: Build>(text: &str, build: B) -> Parsed<B> {
     let mut p = Parser {
         text,
         src: text.as_bytes(),
@@ -53,15 +69,81 @@ pub fn parse_document(text: &str) -> Option<Value> {
         depth: 0,
         nodes: 0,
         comments: 0,
+        b: build,
     };
     p.skip_to_content()?;
     if p.at_eof() {
-        // Empty, blank or comment-only documents deserialize to null.
-        return Some(Value::Null);
+        return Some((None, p.b));
     }
+    let start = p.pos;
     let value = p.node(-1, Ctx::Block)?;
     // Anything left over (a less-indented line after an indented root, say) is not ours.
-    p.at_eof().then_some(value)
+    p.at_eof().then_some((Some((value, start)), p.b))
+}
+
+/// A document's root and where it starts (`None`: empty), and the builder back.
+pub(crate) type Parsed<B> = Option<(Option<(<B as Build>::Node, usize)>, B)>;
+
+/// What the parser builds. Scalars come with the byte offset serde-saphyr reports as their
+/// location (a plain or quoted scalar's first character, a block scalar's first content
+/// character, an empty mapping value's `:`, an empty sequence entry's line end); a builder
+/// may refuse a scalar (`None`), and the document then goes to serde-saphyr.
+pub(crate) trait Build {
+    type Node;
+    type Map;
+    /// A plain scalar's text (folded over its lines), unresolved.
+    fn plain(&mut self, text: &str, at: usize) -> Option<Self::Node>;
+    /// A quoted or block scalar: always a string.
+    fn string(&mut self, s: String, at: usize) -> Option<Self::Node>;
+    /// An empty value (null).
+    fn null(&mut self, at: usize) -> Option<Self::Node>;
+    /// Whether a plain mapping key (already known to read as a string) is the string it spells.
+    fn plain_key(&self, _key: &str) -> bool {
+        true
+    }
+    fn seq(&mut self, items: Vec<Self::Node>) -> Self::Node;
+    fn new_map(&mut self) -> Self::Map;
+    /// Adds an entry; false when the key was already there.
+    fn insert(&mut self, map: &mut Self::Map, key: String, value: Self::Node) -> bool;
+    fn map(&mut self, map: Self::Map) -> Self::Node;
+    /// Whether the builder uses positions: then the few nodes whose location in
+    /// serde-saphyr is not pinned down here (an empty value followed by a comment, a block
+    /// scalar with an explicit indentation) are refused.
+    fn positions(&self) -> bool {
+        false
+    }
+}
+
+/// Builds serde_json values (positions unused).
+struct JsonBuild;
+
+impl Build for JsonBuild {
+    type Node = Value;
+    type Map = Map<String, Value>;
+    fn plain(&mut self, text: &str, _at: usize) -> Option<Value> {
+        Some(match resolve_plain(text)? {
+            Plain::Str => Value::String(text.to_owned()),
+            Plain::Val(v) => v,
+        })
+    }
+    fn string(&mut self, s: String, _at: usize) -> Option<Value> {
+        Some(Value::String(s))
+    }
+    fn null(&mut self, _at: usize) -> Option<Value> {
+        Some(Value::Null)
+    }
+    fn seq(&mut self, items: Vec<Value>) -> Value {
+        Value::Array(items)
+    }
+    fn new_map(&mut self) -> Self::Map {
+        Map::new()
+    }
+    fn insert(&mut self, map: &mut Self::Map, key: String, value: Value) -> bool {
+        map.insert(key, value).is_none()
+    }
+    fn map(&mut self, map: Self::Map) -> Value {
+        Value::Object(map)
+    }
 }
 
 /// What `scan_text` found.
@@ -170,14 +252,14 @@ enum Chomp {
 }
 
 /// How a plain scalar resolves.
-enum Plain {
+pub(crate) enum Plain {
     /// It stays a string.
     Str,
     /// It is null, a boolean or a number.
     Val(Value),
 }
 
-struct Parser<'a> {
+struct Parser<'a, B> {
     text: &'a str,
     src: &'a [u8],
     /// Current byte offset.
@@ -190,6 +272,8 @@ struct Parser<'a> {
     nodes: usize,
     /// Comment lines skipped by the last `skip_to_content`.
     comments: usize,
+    /// What builds the tree.
+    b: B,
 }
 
 /// Whether a byte after an indicator (`-`, `:`) makes it an indicator: space, newline or end.
@@ -197,7 +281,7 @@ fn is_blank(b: Option<&u8>) -> bool {
     matches!(b, None | Some(b' ' | b'\n'))
 }
 
-impl<'a> Parser<'a> {
+impl<B: Build> Parser<'_, B> {
     fn at_eof(&self) -> bool {
         self.pos >= self.src.len()
     }
@@ -298,7 +382,7 @@ impl<'a> Parser<'a> {
     /// Parses the node starting at the current position (never a space), whose parent
     /// collection is indented by `parent` (-1 for the root). Returns with the parser on the
     /// next content line, like every block-level parse.
-    fn node(&mut self, parent: isize, ctx: Ctx) -> Option<Value> {
+    fn node(&mut self, parent: isize, ctx: Ctx) -> Option<B::Node> {
         self.count()?;
         let col = self.pos - self.line_start;
         match self.src[self.pos] {
@@ -331,9 +415,10 @@ impl<'a> Parser<'a> {
                     self.pos = i + 1;
                     return self.block_map(col, Some(s));
                 }
+                let node = self.b.string(s, start)?;
                 self.finish_line()?;
                 self.skip_to_content()?;
-                Some(Value::String(s))
+                Some(node)
             }
             // `?` and `:` start a plain scalar only when something other than a space follows.
             b'?' | b':' if is_blank(self.src.get(self.pos + 1)) => None,
@@ -365,9 +450,9 @@ impl<'a> Parser<'a> {
 
     /// Parses a block mapping whose keys are at column `m`. `first` is its first key when
     /// the caller has already read it (and the `:` after it).
-    fn block_map(&mut self, m: usize, mut first: Option<String>) -> Option<Value> {
+    fn block_map(&mut self, m: usize, mut first: Option<String>) -> Option<B::Node> {
         self.enter()?;
-        let mut map = Map::new();
+        let mut map = self.b.new_map();
         loop {
             let key = match first.take() {
                 Some(k) => k,
@@ -375,7 +460,7 @@ impl<'a> Parser<'a> {
             };
             self.count()?;
             let value = self.map_value(m)?;
-            if map.insert(key, value).is_some() {
+            if !self.b.insert(&mut map, key, value) {
                 // Duplicate keys are an error for serde-saphyr.
                 return None;
             }
@@ -386,7 +471,7 @@ impl<'a> Parser<'a> {
             }
         }
         self.depth -= 1;
-        Some(Value::Object(map))
+        Some(self.b.map(map))
     }
 
     /// Reads a block mapping key and the `:` after it.
@@ -435,7 +520,7 @@ impl<'a> Parser<'a> {
                     return None;
                 }
                 let key = &self.text[start..end];
-                if !plain_key_is_string(key) {
+                if !plain_key_is_string(key) || !self.b.plain_key(key) {
                     return None;
                 }
                 self.pos = i + 1;
@@ -445,7 +530,9 @@ impl<'a> Parser<'a> {
     }
 
     /// Parses a mapping value, the parser standing just after the key's `:`.
-    fn map_value(&mut self, m: usize) -> Option<Value> {
+    fn map_value(&mut self, m: usize) -> Option<B::Node> {
+        // The `:`, where an empty value is.
+        let colon = self.pos - 1;
         let mut i = self.pos;
         while self.src.get(i) == Some(&b' ') {
             i += 1;
@@ -468,7 +555,10 @@ impl<'a> Parser<'a> {
                     }
                     _ => {
                         self.count()?;
-                        Some(Value::Null)
+                        if inline_comment > 0 && self.b.positions() {
+                            return None;
+                        }
+                        self.b.null(colon)
                     }
                 }
             }
@@ -481,7 +571,7 @@ impl<'a> Parser<'a> {
     }
 
     /// Parses a block sequence whose `-` indicators are at column `s`.
-    fn block_seq(&mut self, s: usize) -> Option<Value> {
+    fn block_seq(&mut self, s: usize) -> Option<B::Node> {
         self.enter()?;
         let mut items = Vec::new();
         loop {
@@ -492,6 +582,7 @@ impl<'a> Parser<'a> {
             }
             let item = match self.src.get(i) {
                 None | Some(b'\n' | b'#') => {
+                    let line_end = i;
                     let inline_comment = usize::from(self.src.get(i) == Some(&b'#'));
                     self.pos = self.after_line(i);
                     self.skip_to_content()?;
@@ -502,7 +593,12 @@ impl<'a> Parser<'a> {
                         Some(ind) if ind > s => self.node(s as isize, Ctx::Block)?,
                         _ => {
                             self.count()?;
-                            Value::Null
+                            if (inline_comment > 0 || line_end >= self.src.len())
+                                && self.b.positions()
+                            {
+                                return None;
+                            }
+                            self.b.null(line_end)?
                         }
                     }
                 }
@@ -520,7 +616,7 @@ impl<'a> Parser<'a> {
             }
         }
         self.depth -= 1;
-        Some(Value::Array(items))
+        Some(self.b.seq(items))
     }
 
     /// Scans one line of a plain scalar from `from`. Returns the end of its text (trailing
@@ -550,7 +646,7 @@ impl<'a> Parser<'a> {
     }
 
     /// Parses a plain scalar in block context, possibly continued on more-indented lines.
-    fn plain(&mut self, parent: isize) -> Option<Value> {
+    fn plain(&mut self, parent: isize) -> Option<B::Node> {
         let start = self.pos;
         let (end, mut stop) = self.plain_line(start)?;
         let mut folded: Option<String> = None;
@@ -591,17 +687,8 @@ impl<'a> Parser<'a> {
         self.finish_line()?;
         self.skip_to_content()?;
         match folded {
-            None => {
-                let s = &self.text[start..end];
-                match resolve_plain(s)? {
-                    Plain::Str => Some(Value::String(s.to_owned())),
-                    Plain::Val(v) => Some(v),
-                }
-            }
-            Some(s) => match resolve_plain(&s)? {
-                Plain::Str => Some(Value::String(s)),
-                Plain::Val(v) => Some(v),
-            },
+            None => self.b.plain(&self.text[start..end], start),
+            Some(s) => self.b.plain(&s, start),
         }
     }
 
@@ -750,7 +837,7 @@ impl<'a> Parser<'a> {
 
     /// Parses a literal (`|`) or folded (`>`) block scalar starting at its indicator, for a
     /// node whose parent collection is indented by `n`.
-    fn block_scalar(&mut self, n: usize) -> Option<Value> {
+    fn block_scalar(&mut self, n: usize) -> Option<B::Node> {
         let literal = self.src[self.pos] == b'|';
         let mut i = self.pos + 1;
         let mut explicit = None;
@@ -769,9 +856,14 @@ impl<'a> Parser<'a> {
         if !is_blank(self.src.get(i)) {
             return None;
         }
+        if explicit.is_some() && self.b.positions() {
+            return None;
+        }
         self.pos = i;
         self.finish_line()?;
         let body = self.pos;
+        // Where the first content character is (the scalar's location).
+        let mut first_at = None;
 
         // Content indentation: given, or that of the first non-empty line.
         let ci = match explicit {
@@ -854,6 +946,7 @@ impl<'a> Parser<'a> {
                         Some(_) => out.extend(std::iter::repeat_n('\n', pending)),
                     }
                     out.push_str(&self.text[q..eol]);
+                    first_at.get_or_insert(q);
                     pending = 0;
                     prev = Some(more);
                     q = (eol + 1).min(self.src.len());
@@ -868,7 +961,13 @@ impl<'a> Parser<'a> {
         }
         self.pos = q;
         self.skip_to_content()?;
-        Some(Value::String(out))
+        // An empty block scalar, or one with empty lines first, is left to serde-saphyr
+        // when positions matter: its location is not pinned down.
+        let at = match first_at {
+            Some(at) if self.src[body..at].iter().all(|&c| c == b' ') => at,
+            _ => return self.b.string(out, usize::MAX),
+        };
+        self.b.string(out, at)
     }
 
     /// Skips white space, line breaks and comments inside a flow collection. (serde-saphyr
@@ -893,7 +992,7 @@ impl<'a> Parser<'a> {
     }
 
     /// Parses a flow collection starting at `[` or `{`.
-    fn flow_collection(&mut self) -> Option<Value> {
+    fn flow_collection(&mut self) -> Option<B::Node> {
         self.enter()?;
         let seq = self.src[self.pos] == b'[';
         let close = if seq { b']' } else { b'}' };
@@ -911,9 +1010,9 @@ impl<'a> Parser<'a> {
                     }
                 }
             }
-            Value::Array(items)
+            self.b.seq(items)
         } else {
-            let mut map = Map::new();
+            let mut map = self.b.new_map();
             if self.peek() == Some(b'}') {
                 self.pos += 1;
             } else {
@@ -945,7 +1044,7 @@ impl<'a> Parser<'a> {
                                 return None;
                             }
                             let key = &self.text[start..end];
-                            if !plain_key_is_string(key) {
+                            if !plain_key_is_string(key) || !self.b.plain_key(key) {
                                 return None;
                             }
                             key.to_owned()
@@ -954,7 +1053,7 @@ impl<'a> Parser<'a> {
                     self.pos += 1;
                     self.flow_space()?;
                     let value = self.flow_item(close)?;
-                    if map.insert(key, value).is_some() {
+                    if !self.b.insert(&mut map, key, value) {
                         return None;
                     }
                     if !self.flow_next(close)? {
@@ -962,7 +1061,7 @@ impl<'a> Parser<'a> {
                     }
                 }
             }
-            Value::Object(map)
+            self.b.map(map)
         };
         self.depth -= 1;
         Some(value)
@@ -991,19 +1090,19 @@ impl<'a> Parser<'a> {
     }
 
     /// Parses one flow entry value: a nested collection, a quoted or a plain scalar.
-    fn flow_item(&mut self, close: u8) -> Option<Value> {
+    fn flow_item(&mut self, close: u8) -> Option<B::Node> {
         self.count()?;
         match self.src[self.pos] {
             b'[' | b'{' => self.flow_collection(),
-            q @ (b'"' | b'\'') => Some(Value::String(self.quoted(q)?.0)),
+            q @ (b'"' | b'\'') => {
+                let start = self.pos;
+                let s = self.quoted(q)?.0;
+                self.b.string(s, start)
+            }
             _ => {
                 let start = self.pos;
                 let end = self.flow_plain_end(close)?;
-                let s = &self.text[start..end];
-                match resolve_plain(s)? {
-                    Plain::Str => Some(Value::String(s.to_owned())),
-                    Plain::Val(v) => Some(v),
-                }
+                self.b.plain(&self.text[start..end], start)
             }
         }
     }
@@ -1086,7 +1185,7 @@ fn plain_key_is_string(key: &str) -> bool {
 /// Resolves a plain scalar the way serde-saphyr does for an untyped value: null, a YAML 1.1
 /// boolean, an integer (u64, or i64 when negative), a finite float, or else a string.
 /// `None` where serde-saphyr fails (non-finite floats are rejected by default).
-fn resolve_plain(s: &str) -> Option<Plain> {
+pub(crate) fn resolve_plain(s: &str) -> Option<Plain> {
     let Some(&first) = s.as_bytes().first() else {
         return Some(Plain::Val(Value::Null));
     };

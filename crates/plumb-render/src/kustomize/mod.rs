@@ -35,6 +35,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
+#[doc(hidden)]
+pub use tree::fast_and_slow as __tree_fast_and_slow;
 use tree::{Dialect, Node, Org};
 
 pub use plumb_core::origin::Origin;

@@ -309,6 +309,24 @@ pub fn parse_stream(
     col_offset: u32,
     dialect: Dialect,
 ) -> Result<Vec<Doc>, ParseError> {
+    // Resource files take the fast path when they are in its subset; it gives exactly what
+    // the general parser gives, origins included (`tests/yaml_common` checks both agree).
+    if dialect == Dialect::Resource
+        && let Some(docs) = parse_stream_fast(text, file, line_offset, col_offset)
+    {
+        return Ok(docs);
+    }
+    parse_stream_slow(text, file, line_offset, col_offset, dialect)
+}
+
+/// [`parse_stream`] through serde-saphyr.
+fn parse_stream_slow(
+    text: &str,
+    file: u32,
+    line_offset: u32,
+    col_offset: u32,
+    dialect: Dialect,
+) -> Result<Vec<Doc>, ParseError> {
     FILE.with(|f| f.set(file));
     LINE_OFFSET.with(|f| f.set(line_offset));
     COL_OFFSET.with(|f| f.set(col_offset));
@@ -413,6 +431,194 @@ fn clip_final_block_scalar(text: &str, line_offset: u32, col_offset: u32, node: 
     if clip && reaches_end {
         s.pop();
     }
+}
+
+/// [`parse_stream`] of a resource stream through `yaml_fast`: documents split at `---`
+/// lines, each parsed into nodes with origins. `None` as soon as one document is outside
+/// the fast path's subset (the whole stream then goes to serde-saphyr, which also gives the
+/// errors).
+fn parse_stream_fast(text: &str, file: u32, line_offset: u32, col_offset: u32) -> Option<Vec<Doc>> {
+    let bytes = text.as_bytes();
+    let mut lines = Vec::with_capacity(bytes.len() / 24 + 1);
+    lines.push(0);
+    lines.extend(
+        bytes
+            .iter()
+            .enumerate()
+            .filter(|&(_, &c)| c == b'\n')
+            .map(|(i, _)| i + 1),
+    );
+    let mut build = TreeBuild {
+        text,
+        base: 0,
+        lines: &lines,
+        file,
+        line_offset,
+        col_offset,
+    };
+    let mut docs = Vec::new();
+    let mut start = 0;
+    for (li, &ls) in lines.iter().enumerate() {
+        let end = lines.get(li + 1).map_or(bytes.len(), |&n| n - 1);
+        let last = li + 1 == lines.len();
+        if &bytes[ls..end] != b"---" && !last {
+            continue;
+        }
+        let (doc_end, next) = if last && &bytes[ls..end] != b"---" {
+            (bytes.len(), bytes.len())
+        } else {
+            (ls, (end + 1).min(bytes.len()))
+        };
+        let doc = &text[start..doc_end];
+        if !crate::yaml_fast::plain_text(doc) {
+            return None;
+        }
+        build.base = start;
+        let (root, b) = crate::yaml_fast::parse_with(doc, build)?;
+        build = b;
+        if let Some((node, at)) = root
+            && !node.is_null()
+        {
+            if matches!(node, Node::Scalar(..)) {
+                // serde-saphyr gives a scalar root no origin; such a stream is no manifest.
+                return None;
+            }
+            docs.push(Doc {
+                line: build.org(at)?.line,
+                node,
+            });
+        }
+        start = next;
+    }
+    Some(docs)
+}
+
+/// Builds [`Node`]s for `yaml_fast`, the origins as serde-saphyr reports them.
+struct TreeBuild<'t> {
+    /// The whole stream.
+    text: &'t str,
+    /// Where the document being parsed starts in the stream.
+    base: usize,
+    /// Byte offsets of the stream's line starts.
+    lines: &'t [usize],
+    file: u32,
+    line_offset: u32,
+    col_offset: u32,
+}
+
+impl TreeBuild<'_> {
+    /// The origin of the document's byte `at` (1-based line, column in characters).
+    fn org(&self, at: usize) -> Option<Org> {
+        let abs = self.base.checked_add(at)?;
+        let li = self.lines.partition_point(|&s| s <= abs).checked_sub(1)?;
+        let seg = self.text.get(self.lines[li]..abs)?;
+        let col = if seg.is_ascii() {
+            seg.len()
+        } else {
+            seg.chars().count()
+        };
+        Some(Org {
+            file: self.file,
+            line: u32::try_from(li + 1).ok()? + self.line_offset,
+            col: u32::try_from(col + 1).ok()? + self.col_offset,
+        })
+    }
+
+    /// A string at byte `at`, read as a Go timestamp when it looks like one and its first
+    /// character is a digit (as [`Raw::stamp`] does).
+    fn string_at(&self, s: String, at: usize) -> String {
+        let digit = self
+            .text
+            .as_bytes()
+            .get(self.base + at)
+            .is_some_and(u8::is_ascii_digit);
+        if digit && looks_like_timestamp(&s) {
+            go_timestamp(&s).unwrap_or(s)
+        } else {
+            s
+        }
+    }
+}
+
+impl crate::yaml_fast::Build for TreeBuild<'_> {
+    type Node = Node;
+    type Map = Map;
+
+    fn plain(&mut self, text: &str, at: usize) -> Option<Node> {
+        use crate::yaml_fast::{Plain, resolve_plain};
+        let org = self.org(at)?;
+        let scalar = match resolve_plain(text)? {
+            Plain::Str => Scalar::Str(self.string_at(text.to_owned(), at)),
+            Plain::Val(Value::Null) => Scalar::Null,
+            // Resources read booleans as YAML 1.2 does (`yes` is a string).
+            Plain::Val(Value::Bool(b)) => {
+                if matches!(text, "true" | "True" | "TRUE" | "false" | "False" | "FALSE") {
+                    Scalar::Bool(b)
+                } else {
+                    Scalar::Str(text.to_owned())
+                }
+            }
+            Plain::Val(Value::Number(n)) => Scalar::Num(n),
+            Plain::Val(_) => return None,
+        };
+        Some(Node::Scalar(scalar, org))
+    }
+
+    fn string(&mut self, s: String, at: usize) -> Option<Node> {
+        let org = self.org(at)?;
+        Some(Node::Scalar(Scalar::Str(self.string_at(s, at)), org))
+    }
+
+    fn null(&mut self, at: usize) -> Option<Node> {
+        Some(Node::Scalar(Scalar::Null, self.org(at)?))
+    }
+
+    fn plain_key(&self, key: &str) -> bool {
+        // The key reaches `Key` as a string, or as an integer printed back the same.
+        use crate::yaml_fast::{Plain, resolve_plain};
+        match resolve_plain(key) {
+            Some(Plain::Str) => true,
+            Some(Plain::Val(Value::Number(n))) => n.is_u64() && n.to_string() == key,
+            _ => false,
+        }
+    }
+
+    fn seq(&mut self, items: Vec<Node>) -> Node {
+        Node::Seq(items)
+    }
+
+    fn new_map(&mut self) -> Map {
+        Map::new()
+    }
+
+    fn insert(&mut self, map: &mut Map, key: String, value: Node) -> bool {
+        map.insert(key, value).is_none()
+    }
+
+    fn map(&mut self, map: Map) -> Node {
+        Node::Map(map)
+    }
+
+    fn positions(&self) -> bool {
+        true
+    }
+}
+
+/// For the differential tests: the documents of a resource stream with their origins, from
+/// the fast path and from serde-saphyr, as comparable text; `None` when the fast path
+/// declines (serde-saphyr is then not run: it may overflow a test thread's stack).
+#[doc(hidden)]
+pub fn fast_and_slow(text: &str) -> Option<(String, Result<String, String>)> {
+    let show = |docs: Vec<Doc>| {
+        docs.iter()
+            .map(|d| format!("line {}: {:?}\n", d.line, d.node))
+            .collect::<String>()
+    };
+    let fast = show(parse_stream_fast(text, 3, 0, 0)?);
+    let slow = parse_stream_slow(text, 3, 0, 0, Dialect::Resource)
+        .map(show)
+        .map_err(|e| e.message);
+    Some((fast, slow))
 }
 
 fn org_of(loc: &serde_saphyr::Location) -> Org {

@@ -31,6 +31,7 @@ pub fn saphyr(doc: &str) -> Result<Value, String> {
 /// `Value::eq` (which tells `1` from `1.0`) and on the serialized text (which also tells
 /// `-0.0` from `0.0`).
 pub fn check(doc: &str) -> Outcome {
+    check_tree(doc);
     let fast = plumb_render::yaml_fast::parse_document(doc);
     let slow = saphyr(doc);
     match (fast, slow) {
@@ -81,4 +82,23 @@ pub fn check_crlf_too(doc: &str) -> Outcome {
         assert_eq!(crlf, Outcome::Fast, "CR LF version of {doc:?} fell back");
     }
     outcome
+}
+
+/// The kustomize renderer's parse of `text` as a resource stream: where the fast path
+/// gives nodes, they equal serde-saphyr's, origins and document lines included. Returns
+/// whether the fast path took it.
+pub fn check_tree(text: &str) -> bool {
+    match plumb_render::kustomize::__tree_fast_and_slow(text) {
+        Some((f, Ok(s))) => {
+            assert!(
+                f == s,
+                "origin trees differ for {text:?}\n fast:   {f}\n saphyr: {s}"
+            );
+            true
+        }
+        Some((f, Err(e))) => {
+            panic!("tree fast path accepted {text:?} as {f}, saphyr failed: {e}")
+        }
+        None => false,
+    }
 }
