@@ -14,6 +14,8 @@ pub struct FieldSpec {
     pub kind: String,
     pub path: String,
     pub create: bool,
+    /// `path` split once, on first use.
+    segs: OnceLock<Vec<(String, bool)>>,
 }
 
 impl FieldSpec {
@@ -24,6 +26,7 @@ impl FieldSpec {
             kind: kind.into(),
             path: path.into(),
             create,
+            segs: OnceLock::new(),
         }
     }
 
@@ -32,8 +35,8 @@ impl FieldSpec {
     }
 
     /// The path's segments: (field name, marked as list).
-    pub fn segments(&self) -> Vec<(String, bool)> {
-        split_path(&self.path)
+    pub fn segments(&self) -> &[(String, bool)] {
+        self.segs.get_or_init(|| split_path(&self.path))
     }
 }
 

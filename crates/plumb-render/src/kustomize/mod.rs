@@ -214,23 +214,21 @@ impl Ctx<'_> {
 /// A resource as the API hands it out: JSON plus the origins of its scalars.
 fn rendered(files: &[Arc<str>], r: Res) -> Rendered {
     let mut origins = Vec::new();
-    let object = r.node.to_json_with_origins(&mut origins);
+    let object = r.node.into_json_with_origins(&mut |p, o| {
+        if o.file != u32::MAX {
+            origins.push((
+                p.to_owned(),
+                Origin {
+                    file: files[o.file as usize].clone(),
+                    line: o.line,
+                    column: o.col,
+                },
+            ));
+        }
+    });
     Rendered {
         object,
-        origins: origins
-            .into_iter()
-            .filter(|(_, o)| o.file != u32::MAX)
-            .map(|(p, o)| {
-                (
-                    p,
-                    Origin {
-                        file: files[o.file as usize].clone(),
-                        line: o.line,
-                        column: o.col,
-                    },
-                )
-            })
-            .collect(),
+        origins: origins.into_iter().collect(),
         file: files
             .get(r.file as usize)
             .map(|f| f.to_string())

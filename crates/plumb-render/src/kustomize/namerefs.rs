@@ -102,6 +102,9 @@ pub fn fix(ra: &mut [Res]) -> Result<(), String> {
         by_prev_name,
         by_org_ns,
     };
+    // The (name reference, referrer field spec) pairs that select a group/version/kind,
+    // in table order: worked out once per kind, not once per object.
+    let mut specs_by_gvk: HashMap<(String, String, String), Vec<(usize, usize)>> = HashMap::new();
     for r in ra.iter_mut() {
         let id = r.cur_id();
         let subset = Subset {
@@ -122,21 +125,35 @@ pub fn fix(ra: &mut [Res]) -> Result<(), String> {
             suffixes: &suffixes,
             role_ref,
         };
-        for nr in name_refs() {
-            for fs in nr.referrers.iter().filter(|f| f.selects(&id)) {
-                let target = (nr.group, nr.version, nr.kind);
-                let is_role_ref = fs.path.ends_with("roleRef/name");
-                walk(&mut r.node, &fs.segments(), false, Leaf::Scalar, &mut |n| {
-                    set(n, &referrer, &ix, &subset, target, is_role_ref)
-                })
-                .map_err(|m| {
-                    format!(
-                        "updating name reference in '{}' field of '{}': {m}",
-                        fs.path,
-                        id.display()
-                    )
-                })?;
-            }
+        let table = name_refs();
+        let specs = specs_by_gvk
+            .entry((id.group.clone(), id.version.clone(), id.kind.clone()))
+            .or_insert_with(|| {
+                let mut v = Vec::new();
+                for (n, nr) in table.iter().enumerate() {
+                    for (f, fs) in nr.referrers.iter().enumerate() {
+                        if fs.selects(&id) {
+                            v.push((n, f));
+                        }
+                    }
+                }
+                v
+            });
+        for &(n, f) in specs.iter() {
+            let nr = &table[n];
+            let fs = &nr.referrers[f];
+            let target = (nr.group, nr.version, nr.kind);
+            let is_role_ref = fs.path.ends_with("roleRef/name");
+            walk(&mut r.node, fs.segments(), false, Leaf::Scalar, &mut |n| {
+                set(n, &referrer, &ix, &subset, target, is_role_ref)
+            })
+            .map_err(|m| {
+                format!(
+                    "updating name reference in '{}' field of '{}': {m}",
+                    fs.path,
+                    id.display()
+                )
+            })?;
         }
     }
     Ok(())

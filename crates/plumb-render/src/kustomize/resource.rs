@@ -85,6 +85,17 @@ impl ResId {
             && self.gvk_selected(&sel.group, &sel.version, &sel.kind)
     }
 
+    /// The id's parts, borrowed.
+    pub fn as_ref(&self) -> IdRef<'_> {
+        IdRef {
+            group: &self.group,
+            version: &self.version,
+            kind: &self.kind,
+            name: &self.name,
+            namespace: &self.namespace,
+        }
+    }
+
     /// A key equal for exactly the ids `equals` considers equal.
     pub fn key(&self) -> (String, String, String, String, String) {
         let ns = if self.is_cluster_scoped() {
@@ -121,6 +132,29 @@ impl ResId {
             or(&self.namespace, "~X"),
             or(&self.name, "~N")
         )
+    }
+}
+
+/// A [`ResId`] borrowed from a resource or an id (no allocation), for hot matching loops.
+#[derive(Clone, Copy)]
+pub struct IdRef<'a> {
+    pub group: &'a str,
+    pub version: &'a str,
+    pub kind: &'a str,
+    pub name: &'a str,
+    pub namespace: &'a str,
+}
+
+impl IdRef<'_> {
+    /// As [`ResId::effective_namespace`].
+    pub fn effective_namespace(&self) -> &str {
+        if NOT_NAMESPACEABLE.contains(&self.kind) {
+            "_non_namespaceable_"
+        } else if self.namespace.is_empty() {
+            "default"
+        } else {
+            self.namespace
+        }
     }
 }
 
@@ -175,6 +209,27 @@ impl Res {
 
     pub fn namespace(&self) -> &str {
         self.node.path_str(&["metadata", "namespace"]).unwrap_or("")
+    }
+
+    /// The current id, borrowed.
+    pub fn cur_id_ref(&self) -> IdRef<'_> {
+        let av = self.api_version();
+        let (group, version) = av.rsplit_once('/').unwrap_or(("", av));
+        IdRef {
+            group,
+            version,
+            kind: self.kind(),
+            name: self.name(),
+            namespace: self.namespace(),
+        }
+    }
+
+    /// The original id, borrowed: the first previous one, or the current one.
+    pub fn org_id_ref(&self) -> IdRef<'_> {
+        match self.prev.first() {
+            Some(id) => id.as_ref(),
+            None => self.cur_id_ref(),
+        }
     }
 
     /// The current id.

@@ -6,14 +6,30 @@ use super::resource::Res;
 use super::tree::{Map, Node};
 use regex::Regex;
 
+/// One anchored pattern: a plain string matches only itself, so it is compared as such
+/// (no regular expression compiled per patch target).
+enum Pat {
+    Literal(String),
+    Re(Regex),
+}
+
+impl Pat {
+    fn is_match(&self, s: &str) -> bool {
+        match self {
+            Pat::Literal(l) => l == s,
+            Pat::Re(re) => re.is_match(s),
+        }
+    }
+}
+
 /// A compiled selector.
 #[derive(Default)]
 pub struct Selector {
-    group: Option<Regex>,
-    version: Option<Regex>,
-    kind: Option<Regex>,
-    name: Option<Regex>,
-    namespace: Option<Regex>,
+    group: Option<Pat>,
+    version: Option<Pat>,
+    kind: Option<Pat>,
+    name: Option<Pat>,
+    namespace: Option<Pat>,
     labels: Option<LabelSelector>,
     annotations: Option<LabelSelector>,
     /// The name pattern when it is a plain name (no regular-expression syntax): only
@@ -32,12 +48,15 @@ fn is_literal(p: &str) -> bool {
         })
 }
 
-fn anchored(field: &str, p: &str) -> Result<Option<Regex>, String> {
+fn anchored(field: &str, p: &str) -> Result<Option<Pat>, String> {
     if p.is_empty() {
         return Ok(None);
     }
+    if is_literal(p) {
+        return Ok(Some(Pat::Literal(p.to_string())));
+    }
     Regex::new(&format!("^(?:{p})$"))
-        .map(Some)
+        .map(|re| Some(Pat::Re(re)))
         .map_err(|e| format!("invalid {field} regex: {e}"))
 }
 
@@ -97,9 +116,9 @@ impl Selector {
     }
 
     pub fn matches(&self, r: &Res) -> bool {
-        let cur = r.cur_id();
-        let org = r.org_id();
-        let m = |re: &Option<Regex>, a: &str, b: &str| {
+        let cur = r.cur_id_ref();
+        let org = r.org_id_ref();
+        let m = |re: &Option<Pat>, a: &str, b: &str| {
             re.as_ref()
                 .is_none_or(|re| re.is_match(a) || re.is_match(b))
         };
@@ -110,13 +129,13 @@ impl Selector {
         ) {
             return false;
         }
-        if !m(&self.name, &org.name, &cur.name) {
+        if !m(&self.name, org.name, cur.name) {
             return false;
         }
-        let one = |re: &Option<Regex>, a: &str| re.as_ref().is_none_or(|re| re.is_match(a));
-        if !one(&self.group, &cur.group)
-            || !one(&self.version, &cur.version)
-            || !one(&self.kind, &cur.kind)
+        let one = |re: &Option<Pat>, a: &str| re.as_ref().is_none_or(|re| re.is_match(a));
+        if !one(&self.group, cur.group)
+            || !one(&self.version, cur.version)
+            || !one(&self.kind, cur.kind)
         {
             return false;
         }

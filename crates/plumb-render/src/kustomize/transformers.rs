@@ -82,7 +82,7 @@ fn namespace(k: &Kust, ra: &mut [Res]) -> Result<(), KustomizeError> {
         for fs in specs.iter().filter(|f| f.selects(&id)) {
             walk(
                 &mut r.node,
-                &fs.segments(),
+                fs.segments(),
                 fs.create,
                 Leaf::Scalar,
                 &mut |n| {
@@ -153,21 +153,15 @@ fn set_pairs(
 ) -> Result<(), KustomizeError> {
     let id = gvk(r);
     for fs in specs.iter().filter(|f| f.selects(&id)) {
-        walk(
-            &mut r.node,
-            &fs.segments(),
-            fs.create,
-            Leaf::Map,
-            &mut |n| {
-                let Some(m) = n.as_map_mut() else {
-                    return Err("expected a mapping for labels or annotations".into());
-                };
-                for (key, v) in pairs {
-                    m.insert(key.clone(), Node::str(v.value.clone(), v.org));
-                }
-                Ok(())
-            },
-        )
+        walk(&mut r.node, fs.segments(), fs.create, Leaf::Map, &mut |n| {
+            let Some(m) = n.as_map_mut() else {
+                return Err("expected a mapping for labels or annotations".into());
+            };
+            for (key, v) in pairs {
+                m.insert(key.clone(), Node::str(v.value.clone(), v.org));
+            }
+            Ok(())
+        })
         .map_err(|m| kerr(k, pairs.first().map(|p| p.1.org), m))?;
     }
     Ok(())

@@ -205,11 +205,13 @@ impl Node {
     }
 
     /// The JSON value plus the origin of every scalar leaf, keyed by RFC 6901 pointer.
+    #[cfg(test)]
     pub fn to_json_with_origins(&self, origins: &mut Vec<(String, Org)>) -> Value {
         let mut path = String::new();
         self.walk_json(&mut path, origins)
     }
 
+    #[cfg(test)]
     fn walk_json(&self, path: &mut String, out: &mut Vec<(String, Org)>) -> Value {
         match self {
             Node::Scalar(s, o) => {
@@ -245,6 +247,60 @@ impl Node {
                 Value::Object(obj)
             }
         }
+    }
+}
+
+impl Node {
+    /// The JSON value, consuming the node (keys and strings move, none is copied); `leaf`
+    /// is called with the RFC 6901 pointer and the origin of every scalar leaf, in order.
+    pub fn into_json_with_origins(self, leaf: &mut dyn FnMut(&str, Org)) -> Value {
+        let mut path = String::new();
+        self.into_walk(&mut path, leaf)
+    }
+
+    fn into_walk(self, path: &mut String, leaf: &mut dyn FnMut(&str, Org)) -> Value {
+        use std::fmt::Write;
+        match self {
+            Node::Scalar(s, o) => {
+                leaf(path, o);
+                scalar_into_json(s)
+            }
+            Node::Seq(items) => {
+                let mut a = Vec::with_capacity(items.len());
+                for (i, n) in items.into_iter().enumerate() {
+                    let len = path.len();
+                    let _ = write!(path, "/{i}");
+                    a.push(n.into_walk(path, leaf));
+                    path.truncate(len);
+                }
+                Value::Array(a)
+            }
+            Node::Map(m) => {
+                let mut entries = Vec::with_capacity(m.len());
+                for (k, n) in m {
+                    let len = path.len();
+                    path.push('/');
+                    if k.contains(['~', '/']) {
+                        path.push_str(&k.replace('~', "~0").replace('/', "~1"));
+                    } else {
+                        path.push_str(&k);
+                    }
+                    let v = n.into_walk(path, leaf);
+                    path.truncate(len);
+                    entries.push((k, v));
+                }
+                // In key order already: the map is built in one pass.
+                Value::Object(entries.into_iter().collect())
+            }
+        }
+    }
+}
+
+/// [`scalar_json`], consuming the scalar.
+fn scalar_into_json(s: Scalar) -> Value {
+    match s {
+        Scalar::Str(s) => Value::String(s),
+        s => scalar_json(&s),
     }
 }
 
