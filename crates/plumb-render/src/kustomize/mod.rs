@@ -821,7 +821,7 @@ fn looks_remote(s: &str) -> bool {
 
 /// The ids of the resources accumulated so far (kept across the `resources` entries of one
 /// kustomization, so that each entry costs its own resources, not all earlier ones).
-type Seen = std::collections::HashSet<(String, String, String, String, String)>;
+type Seen = std::collections::HashSet<String>;
 
 /// Appends resources, refusing a duplicate id. `seen` holds the ids of `ra` (filled on
 /// first use).
@@ -833,11 +833,11 @@ fn append(
     new: Vec<Res>,
     org: Option<Org>,
 ) -> Result<(), KustomizeError> {
-    let seen = seen.get_or_insert_with(|| ra.iter().map(|r| r.cur_id().key()).collect());
+    let seen = seen.get_or_insert_with(|| ra.iter().map(|r| r.cur_id_ref().key()).collect());
     ra.reserve(new.len());
     for r in new {
-        let id = r.cur_id();
-        if !seen.insert(id.key()) {
+        if !seen.insert(r.cur_id_ref().key()) {
+            let id = r.cur_id();
             return Err(ctx.kerr(
                 k,
                 org,

@@ -96,22 +96,6 @@ impl ResId {
         }
     }
 
-    /// A key equal for exactly the ids `equals` considers equal.
-    pub fn key(&self) -> (String, String, String, String, String) {
-        let ns = if self.is_cluster_scoped() {
-            String::new()
-        } else {
-            self.effective_namespace().to_string()
-        };
-        (
-            self.group.clone(),
-            self.version.clone(),
-            self.kind.clone(),
-            self.name.clone(),
-            ns,
-        )
-    }
-
     /// `group_version_kind`, with kustomize's `~G`/`~V`/`~K` for empty parts (its
     /// legacy sort orders unknown kinds by this string).
     pub fn gvk_string(&self) -> String {
@@ -146,6 +130,30 @@ pub struct IdRef<'a> {
 }
 
 impl IdRef<'_> {
+    /// A key equal for exactly the ids [`ResId::equals`] considers equal: group, version,
+    /// kind, name and the effective namespace (none for cluster-scoped kinds), in one string
+    /// (each part length-prefixed, so distinct ids keep distinct keys).
+    pub fn key(&self) -> String {
+        use std::fmt::Write;
+        let ns = if NOT_NAMESPACEABLE.contains(&self.kind) {
+            ""
+        } else {
+            self.effective_namespace()
+        };
+        let mut k = String::with_capacity(
+            self.group.len()
+                + self.version.len()
+                + self.kind.len()
+                + self.name.len()
+                + ns.len()
+                + 16,
+        );
+        for part in [self.group, self.version, self.kind, self.name, ns] {
+            let _ = write!(k, "{}:{part}", part.len());
+        }
+        k
+    }
+
     /// As [`ResId::effective_namespace`].
     pub fn effective_namespace(&self) -> &str {
         if NOT_NAMESPACEABLE.contains(&self.kind) {

@@ -95,8 +95,8 @@ fn namespace(k: &Kust, ra: &mut [Res]) -> Result<(), KustomizeError> {
     }
     let mut seen = std::collections::HashSet::new();
     for r in ra.iter() {
-        let id = r.cur_id();
-        if !seen.insert(id.key()) {
+        if !seen.insert(r.cur_id_ref().key()) {
+            let id = r.cur_id();
             return Err(kerr(
                 k,
                 Some(ns.org),

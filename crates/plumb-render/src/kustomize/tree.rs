@@ -365,11 +365,9 @@ pub fn parse_stream(
     col_offset: u32,
     dialect: Dialect,
 ) -> Result<Vec<Doc>, ParseError> {
-    // Resource files take the fast path when they are in its subset; it gives exactly what
-    // the general parser gives, origins included (`tests/yaml_common` checks both agree).
-    if dialect == Dialect::Resource
-        && let Some(docs) = parse_stream_fast(text, file, line_offset, col_offset)
-    {
+    // The fast path takes text in its subset; it gives exactly what the general parser
+    // gives, origins included (`tests/yaml_common` checks that both agree).
+    if let Some(docs) = parse_stream_fast(text, file, line_offset, col_offset, dialect) {
         return Ok(docs);
     }
     parse_stream_slow(text, file, line_offset, col_offset, dialect)
@@ -493,7 +491,13 @@ fn clip_final_block_scalar(text: &str, line_offset: u32, col_offset: u32, node: 
 /// lines, each parsed into nodes with origins. `None` as soon as one document is outside
 /// the fast path's subset (the whole stream then goes to serde-saphyr, which also gives the
 /// errors).
-fn parse_stream_fast(text: &str, file: u32, line_offset: u32, col_offset: u32) -> Option<Vec<Doc>> {
+fn parse_stream_fast(
+    text: &str,
+    file: u32,
+    line_offset: u32,
+    col_offset: u32,
+    dialect: Dialect,
+) -> Option<Vec<Doc>> {
     let bytes = text.as_bytes();
     let mut lines = Vec::with_capacity(bytes.len() / 24 + 1);
     lines.push(0);
@@ -506,6 +510,7 @@ fn parse_stream_fast(text: &str, file: u32, line_offset: u32, col_offset: u32) -
     );
     let mut build = TreeBuild {
         text,
+        resource: dialect == Dialect::Resource,
         base: 0,
         lines: &lines,
         file,
@@ -553,6 +558,9 @@ fn parse_stream_fast(text: &str, file: u32, line_offset: u32, col_offset: u32) -
 struct TreeBuild<'t> {
     /// The whole stream.
     text: &'t str,
+    /// Resource dialect: YAML 1.2 booleans, plain timestamps in Go's form; else YAML 1.1
+    /// booleans and timestamps as written (as `parse_stream_slow` reads kustomizations).
+    resource: bool,
     /// Where the document being parsed starts in the stream.
     base: usize,
     /// Byte offsets of the stream's line starts.
@@ -583,11 +591,12 @@ impl TreeBuild<'_> {
     /// A string at byte `at`, read as a Go timestamp when it looks like one and its first
     /// character is a digit (as [`Raw::stamp`] does).
     fn string_at(&self, s: String, at: usize) -> String {
-        let digit = self
-            .text
-            .as_bytes()
-            .get(self.base + at)
-            .is_some_and(u8::is_ascii_digit);
+        let digit = self.resource
+            && self
+                .text
+                .as_bytes()
+                .get(self.base + at)
+                .is_some_and(u8::is_ascii_digit);
         if digit && looks_like_timestamp(&s) {
             go_timestamp(&s).unwrap_or(s)
         } else {
@@ -608,7 +617,9 @@ impl crate::yaml_fast::Build for TreeBuild<'_> {
             Plain::Val(Value::Null) => Scalar::Null,
             // Resources read booleans as YAML 1.2 does (`yes` is a string).
             Plain::Val(Value::Bool(b)) => {
-                if matches!(text, "true" | "True" | "TRUE" | "false" | "False" | "FALSE") {
+                if !self.resource
+                    || matches!(text, "true" | "True" | "TRUE" | "false" | "False" | "FALSE")
+                {
                     Scalar::Bool(b)
                 } else {
                     Scalar::Str(text.to_owned())
@@ -660,18 +671,24 @@ impl crate::yaml_fast::Build for TreeBuild<'_> {
     }
 }
 
-/// For the differential tests: the documents of a resource stream with their origins, from
-/// the fast path and from serde-saphyr, as comparable text; `None` when the fast path
-/// declines (serde-saphyr is then not run: it may overflow a test thread's stack).
+/// For the differential tests: the documents of a stream with their origins, read as
+/// resources (`kustomization` false) or as a kustomization, from the fast path and from
+/// serde-saphyr, as comparable text; `None` when the fast path declines (serde-saphyr is
+/// then not run: it may overflow a test thread's stack).
 #[doc(hidden)]
-pub fn fast_and_slow(text: &str) -> Option<(String, Result<String, String>)> {
+pub fn fast_and_slow(text: &str, kustomization: bool) -> Option<(String, Result<String, String>)> {
+    let dialect = if kustomization {
+        Dialect::Kustomization
+    } else {
+        Dialect::Resource
+    };
     let show = |docs: Vec<Doc>| {
         docs.iter()
             .map(|d| format!("line {}: {:?}\n", d.line, d.node))
             .collect::<String>()
     };
-    let fast = show(parse_stream_fast(text, 3, 0, 0)?);
-    let slow = parse_stream_slow(text, 3, 0, 0, Dialect::Resource)
+    let fast = show(parse_stream_fast(text, 3, 0, 0, dialect)?);
+    let slow = parse_stream_slow(text, 3, 0, 0, dialect)
         .map(show)
         .map_err(|e| e.message);
     Some((fast, slow))

@@ -84,15 +84,20 @@ pub fn check_crlf_too(doc: &str) -> Outcome {
     outcome
 }
 
-/// The kustomize renderer's parse of `text` as a resource stream: where the fast path
-/// gives nodes, they equal serde-saphyr's, origins and document lines included. Returns
-/// whether the fast path took it.
+/// The kustomize renderer's parse of `text` as a resource stream and as a kustomization:
+/// where the fast path gives nodes, they equal serde-saphyr's, origins and document lines
+/// included. Returns whether the fast path took it (as resources).
 pub fn check_tree(text: &str) -> bool {
-    match plumb_render::kustomize::__tree_fast_and_slow(text) {
+    check_tree_as(text, true);
+    check_tree_as(text, false)
+}
+
+fn check_tree_as(text: &str, kustomization: bool) -> bool {
+    match plumb_render::kustomize::__tree_fast_and_slow(text, kustomization) {
         Some((f, Ok(s))) => {
             assert!(
                 f == s,
-                "origin trees differ for {text:?}\n fast:   {f}\n saphyr: {s}"
+                "origin trees differ for {text:?} (kustomization: {kustomization})\n fast:   {f}\n saphyr: {s}"
             );
             true
         }
