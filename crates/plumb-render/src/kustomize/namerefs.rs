@@ -47,7 +47,7 @@ struct Cand {
 }
 
 struct Referrer<'a> {
-    id: ResId,
+    id: &'a ResId,
     prefixes: &'a [String],
     suffixes: &'a [String],
     role_ref: Option<(String, String)>,
@@ -56,23 +56,27 @@ struct Referrer<'a> {
 pub fn fix(ra: &mut [Res]) -> Result<(), String> {
     let cands: Vec<Cand> = ra
         .iter()
-        .map(|r| Cand {
-            cur: r.cur_id(),
-            prev: r.prev.clone(),
-            org_id: r.org_id(),
-            raw_namespace: r.namespace().to_string(),
-            name_org: r
-                .node
-                .path(&["metadata", "name"])
-                .and_then(Node::org)
-                .unwrap_or(Org::NONE),
-            ns_org: r
-                .node
-                .path(&["metadata", "namespace"])
-                .and_then(Node::org)
-                .unwrap_or(Org::NONE),
-            prefixes: r.prefixes.clone(),
-            suffixes: r.suffixes.clone(),
+        .map(|r| {
+            let cur = r.cur_id();
+            let org_id = r.prev.first().cloned().unwrap_or_else(|| cur.clone());
+            Cand {
+                cur,
+                prev: r.prev.clone(),
+                org_id,
+                raw_namespace: r.namespace().to_string(),
+                name_org: r
+                    .node
+                    .path(&["metadata", "name"])
+                    .and_then(Node::org)
+                    .unwrap_or(Org::NONE),
+                ns_org: r
+                    .node
+                    .path(&["metadata", "namespace"])
+                    .and_then(Node::org)
+                    .unwrap_or(Org::NONE),
+                prefixes: r.prefixes.clone(),
+                suffixes: r.suffixes.clone(),
+            }
         })
         .collect();
     // Nothing was renamed: nothing to repair.
@@ -111,8 +115,6 @@ pub fn fix(ra: &mut [Res]) -> Result<(), String> {
             referrer: &id,
             rb_namespaces: role_binding_namespaces(r, &id),
         };
-        let prefixes = r.prefixes.clone();
-        let suffixes = r.suffixes.clone();
         let role_ref = r.node.get("roleRef").and_then(|rr| {
             Some((
                 rr.get("apiGroup")?.as_str()?.to_string(),
@@ -120,9 +122,9 @@ pub fn fix(ra: &mut [Res]) -> Result<(), String> {
             ))
         });
         let referrer = Referrer {
-            id: id.clone(),
-            prefixes: &prefixes,
-            suffixes: &suffixes,
+            id: &id,
+            prefixes: &r.prefixes,
+            suffixes: &r.suffixes,
             role_ref,
         };
         let table = name_refs();
