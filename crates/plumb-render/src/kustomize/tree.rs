@@ -367,10 +367,16 @@ pub fn parse_stream(
 ) -> Result<Vec<Doc>, ParseError> {
     // The fast path takes text in its subset; it gives exactly what the general parser
     // gives, origins included (`tests/yaml_common` checks that both agree).
-    if let Some(docs) = parse_stream_fast(text, file, line_offset, col_offset, dialect) {
-        return Ok(docs);
+    let mut docs = match parse_stream_fast(text, file, line_offset, col_offset, dialect) {
+        Some(docs) => docs,
+        None => parse_stream_slow(text, file, line_offset, col_offset, dialect)?,
+    };
+    if !text.ends_with('\n')
+        && let Some(last) = docs.last_mut()
+    {
+        clip_final_block_scalar(text, line_offset, col_offset, &mut last.node);
     }
-    parse_stream_slow(text, file, line_offset, col_offset, dialect)
+    Ok(docs)
 }
 
 /// [`parse_stream`] through serde-saphyr.
@@ -416,7 +422,7 @@ fn parse_stream_slow(
             message: crate::yaml_reason(&e),
         }
     })?;
-    let mut docs: Vec<Doc> = docs
+    Ok(docs
         .into_iter()
         .flatten()
         .filter(|d| !d.value.0.is_null())
@@ -424,13 +430,7 @@ fn parse_stream_slow(
             line: d.referenced.line() as u32 + line_offset,
             node: d.value.0,
         })
-        .collect();
-    if !text.ends_with('\n')
-        && let Some(last) = docs.last_mut()
-    {
-        clip_final_block_scalar(text, line_offset, col_offset, &mut last.node);
-    }
-    Ok(docs)
+        .collect())
 }
 
 /// A block scalar (`|`, `>`, clip chomping) that ends the text without a final line
