@@ -95,8 +95,9 @@ impl std::fmt::Debug for Cluster {
 /// Service Unavailable, 504 Gateway Timeout), as client-go does: up to [`RETRY_ATTEMPTS`]
 /// more attempts, waiting an exponential backoff from [`RETRY_MIN_DELAY`] (doubling, with
 /// jitter, at most [`RETRY_MAX_DELAY`]) or the response's `Retry-After` seconds when that is
-/// longer. kube's own default policy (15 retries, delays up to 1000 s) is replaced so that a
-/// throttled request fails within tens of seconds rather than hang a sync.
+/// longer, but never longer than [`plumb_core::limits::MAX_RETRY_AFTER_SECS`]. kube's own
+/// default policy (15 retries, delays up to 1000 s) is replaced so that a throttled request
+/// fails within minutes at most rather than hang a sync.
 pub const RETRY_ATTEMPTS: u32 = 5;
 /// The first retry's backoff (see [`RETRY_ATTEMPTS`]).
 pub const RETRY_MIN_DELAY: std::time::Duration = std::time::Duration::from_millis(200);
@@ -107,8 +108,10 @@ pub const RETRY_MAX_DELAY: std::time::Duration = std::time::Duration::from_secs(
 fn retrying_client(mut config: kube::Config) -> std::result::Result<kube::Client, String> {
     use kube::client::{ClientBuilder, retry::RetryPolicy};
     config.default_retry = false;
-    let policy = RetryPolicy::new(RETRY_MIN_DELAY, RETRY_MAX_DELAY, RETRY_ATTEMPTS, true)
-        .map_err(|e| e.to_string())?;
+    let policy = CappedRetryAfter(
+        RetryPolicy::new(RETRY_MIN_DELAY, RETRY_MAX_DELAY, RETRY_ATTEMPTS, true)
+            .map_err(|e| e.to_string())?,
+    );
     Ok(ClientBuilder::try_from(config)
         // (A credential plugin runs here: its failure is said without its output.)
         .map_err(|e| error::credential_plugin_failure(&e).unwrap_or_else(|| e.to_string()))?
@@ -117,6 +120,62 @@ fn retrying_client(mut config: kube::Config) -> std::result::Result<kube::Client
         .with_layer(&tower::buffer::BufferLayer::new(1024))
         .with_layer(&tower::retry::RetryLayer::new(policy))
         .build())
+}
+
+/// kube's [`RetryPolicy`](kube::client::retry::RetryPolicy) with the server's `Retry-After`
+/// capped at [`plumb_core::limits::MAX_RETRY_AFTER_SECS`]: kube's policy sleeps for any
+/// number of seconds the server names. A longer value is lowered to the cap while the policy
+/// reads it, and put back after, so the response reaching plumb is untouched.
+#[derive(Clone)]
+struct CappedRetryAfter(kube::client::retry::RetryPolicy);
+
+impl<Res>
+    tower::retry::Policy<http::Request<kube::client::Body>, http::Response<Res>, tower::BoxError>
+    for CappedRetryAfter
+{
+    type Future = tokio::time::Sleep;
+
+    fn retry(
+        &mut self,
+        req: &mut http::Request<kube::client::Body>,
+        result: &mut std::result::Result<http::Response<Res>, tower::BoxError>,
+    ) -> Option<Self::Future> {
+        use plumb_core::limits::MAX_RETRY_AFTER_SECS;
+        let header = http::header::RETRY_AFTER;
+        let original = match result {
+            Ok(response) => match response.headers().get(&header) {
+                Some(v)
+                    if v.to_str()
+                        .ok()
+                        .and_then(|s| s.trim().parse::<u64>().ok())
+                        .is_some_and(|secs| secs > MAX_RETRY_AFTER_SECS) =>
+                {
+                    let original = v.clone();
+                    response
+                        .headers_mut()
+                        .insert(&header, http::HeaderValue::from(MAX_RETRY_AFTER_SECS));
+                    Some(original)
+                }
+                _ => None,
+            },
+            Err(_) => None,
+        };
+        let wait = self.0.retry(req, result);
+        if let (Some(original), Ok(response)) = (original, result) {
+            response.headers_mut().insert(&header, original);
+        }
+        wait
+    }
+
+    fn clone_request(
+        &mut self,
+        req: &http::Request<kube::client::Body>,
+    ) -> Option<http::Request<kube::client::Body>> {
+        tower::retry::Policy::<_, http::Response<Res>, tower::BoxError>::clone_request(
+            &mut self.0,
+            req,
+        )
+    }
 }
 
 impl Cluster {

@@ -1,5 +1,6 @@
 //! An API server that turns requests away (429 Too Many Requests with `Retry-After`):
-//! plumb retries them with backoff, no sooner than `Retry-After`, a bounded number of times.
+//! plumb retries them with backoff, no sooner than `Retry-After` (capped at
+//! `plumb_core::limits::MAX_RETRY_AFTER_SECS`), a bounded number of times.
 //!
 //! `support::proxy`, a TLS proxy in front of the test bed's real API server, answers chosen
 //! requests with 429 and records when each arrived, which is what the assertions are about.
@@ -127,4 +128,47 @@ async fn a_server_that_keeps_answering_429_fails_the_request_after_bounded_retri
     // Backoff, not a busy loop: the retries waited at least the first backoff each.
     assert_spaced(&seen, plumb_cluster::RETRY_MIN_DELAY);
     assert!(started.elapsed() < Duration::from_secs(60));
+}
+
+#[tokio::test]
+async fn a_retry_after_of_an_hour_is_capped() {
+    let Some(direct) = support::testbed("throttle_capped").await else {
+        return;
+    };
+    let ns = support::namespace(&direct, "throttle", json!({})).await;
+    support::apply(&direct, vec![config_map(&ns, "read-me", "one")]).await;
+    let proxy = Proxy::start(Rule {
+        method: axum::http::Method::GET,
+        path: format!("/namespaces/{ns}/configmaps/read-me"),
+        refusals: 1,
+        retry_after: 3600,
+        race: None,
+        watch_gone: None,
+    })
+    .await;
+    let cluster = proxy.connect().await;
+    let live = cluster
+        .get_object("", "ConfigMap", &ns, "read-me")
+        .await
+        .expect("the read succeeds after the capped wait")
+        .expect("the ConfigMap exists");
+    assert_eq!(live.pointer("/data/k"), Some(&json!("one")));
+    let seen = proxy.seen();
+    assert_eq!(
+        seen.iter().map(|s| s.refused).collect::<Vec<_>>(),
+        [true, false],
+        "one refused request, then one passed"
+    );
+    // The retry waited the cap (not the backoff alone), and nowhere near the hour asked for.
+    let cap = Duration::from_secs(plumb_core::limits::MAX_RETRY_AFTER_SECS);
+    let waited = seen[1].at.duration_since(seen[0].at);
+    assert!(waited >= Duration::from_secs(1), "retried after {waited:?}");
+    assert!(
+        waited >= cap,
+        "retried after {waited:?}, before the {cap:?} cap"
+    );
+    assert!(
+        waited < Duration::from_secs(600),
+        "retried after {waited:?}: the 3600 s Retry-After was not capped"
+    );
 }

@@ -30,6 +30,11 @@ pub const MAX_JQ_EXPR_NESTING: usize = 256;
 /// as an error instead of exhausting the stack.
 pub const MAX_JQ_VALUE_NESTING: usize = 512;
 
+/// Longest wait, in seconds, a `Retry-After` header of a throttled API request (429/503/504)
+/// can impose before plumb retries it. A server asking for longer (`Retry-After: 3600`) is
+/// retried after this many seconds instead, so one answer cannot stall a sync for an hour.
+pub const MAX_RETRY_AFTER_SECS: u64 = 30;
+
 /// Longest piece of user input (a jq expression, a pointer) quoted in an error message.
 pub const MAX_QUOTED_INPUT: usize = 200;
 
