@@ -894,6 +894,10 @@ pub fn format_get_with_window(app: &Value, window: Option<&str>) -> String {
             }
         }
         line("Message", &op.message);
+        // Retries of this revision's failed sync (`syncPolicy.retry`); absent before one.
+        if let Some(n) = op.retry_count.filter(|n| *n > 0) {
+            line("Retry Count", &n.to_string());
+        }
     }
     out.push('\n');
     let mut rows = vec![
@@ -1148,7 +1152,8 @@ mod tests {
     /// `testdata/apps-golden.json` was printed by the raw-JSON readers before `app get`,
     /// `history` and `list` read the typed model: the output must stay byte-identical
     /// (Argo CD-written status with multi-source fields, a hook resource, a running and a
-    /// failed operation, an Application without status).
+    /// failed operation, an Application without status). One deliberate change since: the
+    /// failed operation's `retryCount` is shown (`Retry Count:`).
     #[test]
     fn typed_reads_print_what_the_raw_reads_printed() {
         let apps: Vec<Value> = serde_json::from_str(include_str!("testdata/apps.json")).unwrap();

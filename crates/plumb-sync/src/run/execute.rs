@@ -1036,7 +1036,8 @@ pub(super) fn operation_state(
     state.message = message.into();
     state.started_at = Some(op.started_at);
     state.finished_at = finished;
-    state.retry_count = Some(op.retry_count);
+    // Argo CD omits a zero count (`omitempty`): only a retry writes one.
+    state.retry_count = (op.retry_count > 0).then_some(op.retry_count);
     let result = state.sync_result.get_or_insert_with(Default::default);
     result.revision = obs.revision.clone();
     result.source = Some(obs.source.clone());

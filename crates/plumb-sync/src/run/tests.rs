@@ -1791,3 +1791,60 @@ async fn a_resumed_multi_source_operation_applies_the_revisions_it_started_with(
     assert_eq!(h.len(), 1, "{h:?}");
     assert_eq!(h[0]["revisions"], v1);
 }
+
+/// `syncPolicy.retry`: each retry of a failed automated sync records its number in
+/// `status.operationState.retryCount` (absent on the first attempt, as Argo CD omits a zero),
+/// the limit is read back from it, and a retry that succeeds keeps the count.
+#[tokio::test]
+async fn retries_of_a_failed_sync_are_counted_in_retry_count() {
+    let policy = json!({"automated": {},
+        "retry": {"limit": 2, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "1m"}}});
+    let (cluster, _repo) = setup(&[configmap("bad", json!({}))], policy);
+    cluster.fail(
+        Verb::Apply,
+        cm_key("bad"),
+        ClusterError::Api {
+            code: 500,
+            message: "Internal error occurred: failed calling webhook \"down.plumb.test\"".into(),
+        },
+    );
+    let mut state = ReconcileState { options: opts() };
+    let retry_count = |cluster: &MemoryCluster| {
+        app(cluster)
+            .pointer("/status/operationState/retryCount")
+            .cloned()
+    };
+    let mut at = now();
+    let first = reconcile_once(&cluster, &app(&cluster), at, &mut state)
+        .await
+        .expect("reconcile");
+    assert!(!first.sync.expect("the first attempt").succeeded());
+    assert_eq!(op_field(&app(&cluster), "phase"), "Failed");
+    assert_eq!(retry_count(&cluster), None, "no retry yet");
+    // Two retries, each after its backoff: retryCount 1, then 2.
+    for n in 1..=2 {
+        at += Duration::from_secs(120);
+        let out = reconcile_once(&cluster, &app(&cluster), at, &mut state)
+            .await
+            .expect("reconcile");
+        assert!(
+            matches!(
+                out.decision,
+                Some(Decision::SyncNow {
+                    reason: SyncReason::Retry
+                })
+            ),
+            "{:?}",
+            out.decision
+        );
+        assert!(!out.sync.expect("a retry").succeeded());
+        assert_eq!(retry_count(&cluster), Some(json!(n)));
+    }
+    // The limit is used up: no third retry, the count stays.
+    at += Duration::from_secs(120);
+    let out = reconcile_once(&cluster, &app(&cluster), at, &mut state)
+        .await
+        .expect("reconcile");
+    assert!(out.sync.is_none(), "{:?}", out.decision);
+    assert_eq!(retry_count(&cluster), Some(json!(2)));
+}
