@@ -8,81 +8,27 @@
 //! - The API server restarted (etcd kept, testbed/restart-apiserver.sh) while a sync waits
 //!   for wave 0: the operation completes once wave 0 is healthy, with no manual action.
 //! - A mutating webhook with `failurePolicy: Fail` that is down: the sync fails naming the
-//!   webhook, is retried with backoff (`syncPolicy.retry`), and succeeds once it answers.
+//!   webhook, is retried with backoff (`syncPolicy.retry`; each retry counted in
+//!   `operationState.retryCount`, which `plumb app get` shows), and succeeds once it answers.
 //! - A field another manager owns by server-side apply: forced, as Argo CD does.
+//!
+//! Each test's Application, namespaces, repository directory and controller process come
+//! from one fixture, `common/testbed.rs` (`AppBed`).
 
+#[path = "common/testbed.rs"]
+mod fixture;
 #[path = "../../plumb-cluster/tests/support/mod.rs"]
 mod support;
 
+use fixture::{AppBed, Controller, app, op};
 use plumb_cluster::Cluster;
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::SystemTime;
-use support::{apply, namespace, testbed, unique, wait_until};
+use support::{apply, testbed, unique, wait_until};
 
-fn deploy(file: &str) -> Vec<Value> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../deploy")
-        .join(file);
-    let text = std::fs::read_to_string(&path).expect("deploy file");
-    serde_saphyr::from_str_multiple(&text).expect("deploy YAML")
-}
-
-async fn install_application_crd(cluster: &Cluster) {
-    apply(cluster, deploy("crd.yaml")).await;
-    wait_until("applications.plumb.dev being served", || async {
-        cluster.discover().await.ok()?;
-        cluster.list_applications(None).await.ok().map(|_| ())
-    })
-    .await;
-}
-
-/// `plumb controller` for the Applications of `ns` (Lease there too, 3 s), its stderr (JSON
-/// log lines) to `log`.
-fn controller(ns: &str, log: &Path) -> Running {
-    let file = std::fs::File::create(log).expect("log file");
-    Command::new(env!("CARGO_BIN_EXE_plumb"))
-        .args([
-            "controller",
-            "--app-namespace",
-            ns,
-            "--lease-namespace",
-            ns,
-            "--lease-duration",
-            "3",
-            "--interval",
-            "3600",
-            "--jitter",
-            "0",
-        ])
-        .env_remove("KUBERNETES_SERVICE_HOST")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::from(file))
-        .spawn()
-        .map(Running)
-        .expect("plumb controller starts")
-}
-
-/// A controller process the test started: SIGKILLed (through its handle) and reaped when
-/// dropped, also when an assertion fails.
-struct Running(Child);
-
-impl Running {
-    fn alive(&mut self) -> bool {
-        matches!(self.0.try_wait(), Ok(None))
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn kill(child: Running) {
+fn kill(child: Controller) {
     drop(child);
 }
 
@@ -132,19 +78,11 @@ async fn get(cluster: &Cluster, group: &str, kind: &str, ns: &str, name: &str) -
         .expect("get object")
 }
 
-async fn app(cluster: &Cluster, ns: &str, name: &str) -> Value {
-    cluster
-        .get_application(ns, name)
-        .await
-        .expect("get application")
-        .expect("application exists")
-}
-
-fn op(app: &Value, field: &str) -> String {
-    app.pointer(&format!("/status/operationState/{field}"))
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string()
+/// `status.operationState.retryCount` (0 when absent).
+fn retry_count(app: &Value) -> i64 {
+    app.pointer("/status/operationState/retryCount")
+        .and_then(Value::as_i64)
+        .unwrap_or(0)
 }
 
 /// What a cloud controller does: the load balancer gets an address (status subresource).
@@ -179,35 +117,17 @@ async fn cm_value(cluster: &Cluster, ns: &str) -> Option<String> {
         })
 }
 
-fn write(dir: &Path, name: &str, obj: Value) {
-    std::fs::write(
-        dir.join(name),
-        serde_json::to_string_pretty(&obj).expect("json"),
-    )
-    .expect("write");
-}
-
-fn scratch(prefix: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(unique(prefix));
-    std::fs::create_dir_all(dir.join("repo/app")).expect("mkdir");
-    dir
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_controller_killed_mid_sync_is_resumed_by_the_next() {
     let Some(cluster) = testbed("a_controller_killed_mid_sync_is_resumed_by_the_next").await else {
         return;
     };
     let _one_at_a_time = FAULT.lock().await;
-    install_application_crd(&cluster).await;
-    let apps_ns = namespace(&cluster, "fault-kill-apps", json!({})).await;
-    let dest = namespace(&cluster, "fault-kill-dest", json!({})).await;
-    let dir = scratch("plumb-fault-kill");
-    let repo = dir.join("repo/app");
+    let bed = AppBed::new(&cluster, "fault-kill", json!({})).await;
+    let (apps_ns, dest) = (&bed.apps_ns, &bed.dest);
     // Wave 0: a LoadBalancer Service, Progressing until it has an address (nobody assigns one
     // until the test does). Waves 1 and 2: ConfigMaps.
-    write(
-        &repo,
+    bed.write(
         "lb.json",
         json!({"apiVersion": "v1", "kind": "Service",
             "metadata": {"name": "front", "annotations": {"argocd.argoproj.io/sync-wave": "0"}},
@@ -215,8 +135,7 @@ async fn a_controller_killed_mid_sync_is_resumed_by_the_next() {
                      "ports": [{"port": 80, "targetPort": 8080}]}}),
     );
     for (name, wave) in [("one", "1"), ("two", "2")] {
-        write(
-            &repo,
+        bed.write(
             &format!("{name}.json"),
             json!({"apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": {"name": name, "annotations": {"argocd.argoproj.io/sync-wave": wave}},
@@ -224,42 +143,30 @@ async fn a_controller_killed_mid_sync_is_resumed_by_the_next() {
         );
     }
     let name = "waves";
-    apply(
-        &cluster,
-        vec![
-            json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "Application",
-            "metadata": {"name": name, "namespace": apps_ns},
-            "spec": {"project": "default",
-                "source": {"repoURL": format!("file://{}", dir.join("repo").display()),
-                           "path": "app", "targetRevision": "HEAD"},
-                "destination": {"server": "https://kubernetes.default.svc", "namespace": dest},
-                "syncPolicy": {"automated": {"prune": true}}}}),
-        ],
-    )
-    .await;
+    bed.application(&cluster, name, json!({"automated": {"prune": true}}))
+        .await;
 
-    let first_log = dir.join("first.log");
-    let first = controller(&apps_ns, &first_log);
+    let (first, _) = bed.controller("first.log");
     // The first controller is in wave 0's health wait: the operation is Running in the
     // Application's status, the Service exists, the later waves do not.
     let running = wait_until("the sync waiting for wave 0", || async {
-        let a = app(&cluster, &apps_ns, name).await;
+        let a = app(&cluster, apps_ns, name).await;
         (op(&a, "phase") == "Running" && op(&a, "message").starts_with("waiting for")).then_some(a)
     })
     .await;
     kill(first);
     let started_at = op(&running, "startedAt");
-    let service = get(&cluster, "", "Service", &dest, "front")
+    let service = get(&cluster, "", "Service", dest, "front")
         .await
         .expect("wave 0 applied");
     for cm in ["one", "two"] {
         assert!(
-            get(&cluster, "", "ConfigMap", &dest, cm).await.is_none(),
+            get(&cluster, "", "ConfigMap", dest, cm).await.is_none(),
             "{cm} applied before wave 0 was healthy"
         );
     }
     // Still Running with the controller dead: nothing ended the operation.
-    let after_kill = app(&cluster, &apps_ns, name).await;
+    let after_kill = app(&cluster, apps_ns, name).await;
     assert_eq!(op(&after_kill, "phase"), "Running");
     assert!(
         after_kill
@@ -268,12 +175,11 @@ async fn a_controller_killed_mid_sync_is_resumed_by_the_next() {
             .is_none_or(Vec::is_empty)
     );
 
-    assign_lb(&cluster, &dest, "front").await;
+    assign_lb(&cluster, dest, "front").await;
     let healthy_at = SystemTime::now();
-    let second_log = dir.join("second.log");
-    let second = controller(&apps_ns, &second_log);
+    let (second, second_log) = bed.controller("second.log");
     let done = wait_until("the resumed sync ending", || async {
-        let a = app(&cluster, &apps_ns, name).await;
+        let a = app(&cluster, apps_ns, name).await;
         (op(&a, "phase") == "Succeeded").then_some(a)
     })
     .await;
@@ -294,7 +200,7 @@ async fn a_controller_killed_mid_sync_is_resumed_by_the_next() {
     );
     assert!(!log.contains("panicked"), "{log}");
     // Wave 0 not recreated; waves 1 and 2 applied after wave 0 was healthy, in order.
-    let service_now = get(&cluster, "", "Service", &dest, "front")
+    let service_now = get(&cluster, "", "Service", dest, "front")
         .await
         .expect("service");
     assert_eq!(service_now["metadata"]["uid"], service["metadata"]["uid"]);
@@ -304,10 +210,10 @@ async fn a_controller_killed_mid_sync_is_resumed_by_the_next() {
             .and_then(|t| plumb_sync::time::parse_rfc3339(t).ok())
             .expect("creationTimestamp")
     };
-    let one = get(&cluster, "", "ConfigMap", &dest, "one")
+    let one = get(&cluster, "", "ConfigMap", dest, "one")
         .await
         .expect("wave 1");
-    let two = get(&cluster, "", "ConfigMap", &dest, "two")
+    let two = get(&cluster, "", "ConfigMap", dest, "two")
         .await
         .expect("wave 2");
     // creationTimestamp has second resolution.
@@ -325,7 +231,6 @@ async fn a_controller_killed_mid_sync_is_resumed_by_the_next() {
         "wave 1 before wave 0 was healthy"
     );
     assert!(created(&one) <= created(&two), "wave 2 before wave 1");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -334,34 +239,19 @@ async fn a_controller_survives_etcd_paused_for_20_seconds() {
         return;
     };
     let _one_at_a_time = FAULT.lock().await;
-    install_application_crd(&cluster).await;
-    let apps_ns = namespace(&cluster, "fault-etcd-apps", json!({})).await;
-    let dest = namespace(&cluster, "fault-etcd-dest", json!({})).await;
-    let dir = scratch("plumb-fault-etcd");
-    let repo = dir.join("repo/app");
+    let bed = AppBed::new(&cluster, "fault-etcd", json!({})).await;
+    let (apps_ns, dest) = (&bed.apps_ns, &bed.dest);
     let cm = |v: &str| {
         json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"},
             "data": {"k": v}})
     };
-    write(&repo, "cm.json", cm("before"));
+    bed.write("cm.json", cm("before"));
     let name = "steady";
-    apply(
-        &cluster,
-        vec![
-            json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "Application",
-            "metadata": {"name": name, "namespace": apps_ns},
-            "spec": {"project": "default",
-                "source": {"repoURL": format!("file://{}", dir.join("repo").display()),
-                           "path": "app", "targetRevision": "HEAD"},
-                "destination": {"server": "https://kubernetes.default.svc", "namespace": dest},
-                "syncPolicy": {"automated": {"prune": true}}}}),
-        ],
-    )
-    .await;
-    let log = dir.join("controller.log");
-    let mut ctl = controller(&apps_ns, &log);
+    bed.application(&cluster, name, json!({"automated": {"prune": true}}))
+        .await;
+    let (mut ctl, log) = bed.controller("controller.log");
     let synced = |entries: usize| {
-        let (cluster, apps_ns, dest) = (&cluster, &apps_ns, &dest);
+        let cluster = &cluster;
         async move {
             let a = app(cluster, apps_ns, name).await;
             let entries_now = a["status"]["history"].as_array().map_or(0, Vec::len);
@@ -376,7 +266,7 @@ async fn a_controller_survives_etcd_paused_for_20_seconds() {
     // changes meanwhile.
     {
         let _paused = Paused::etcd();
-        write(&repo, "cm.json", cm("after"));
+        bed.write("cm.json", cm("after"));
         tokio::time::sleep(std::time::Duration::from_secs(20)).await;
     }
     assert!(
@@ -388,7 +278,7 @@ async fn a_controller_survives_etcd_paused_for_20_seconds() {
     wait_until("the refresh annotation written", || async {
         cluster
             .patch_application(
-                &apps_ns,
+                apps_ns,
                 name,
                 &json!({"metadata": {"annotations": {"argocd.argoproj.io/refresh": "normal"}}}),
             )
@@ -411,7 +301,6 @@ async fn a_controller_survives_etcd_paused_for_20_seconds() {
     let text = std::fs::read_to_string(&log).unwrap_or_default();
     assert!(!text.contains("panicked"), "{text}");
     drop(ctl);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Whether `manager`'s managedFields entry (operation Apply) owns `data.<key>`.
@@ -433,9 +322,8 @@ async fn a_conflicting_field_manager_is_overridden_as_argo_cd_does() {
         return;
     };
     let _one_at_a_time = FAULT.lock().await;
-    install_application_crd(&cluster).await;
-    let apps_ns = namespace(&cluster, "fault-ssa-apps", json!({})).await;
-    let dest = namespace(&cluster, "fault-ssa-dest", json!({})).await;
+    let bed = AppBed::new(&cluster, "fault-ssa", json!({})).await;
+    let (apps_ns, dest) = (&bed.apps_ns, &bed.dest);
     // Another team's apply owns data.k and data.theirs.
     let theirs = json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "settings", "namespace": dest},
@@ -443,27 +331,16 @@ async fn a_conflicting_field_manager_is_overridden_as_argo_cd_does() {
     for answer in cluster.apply(vec![theirs], "other-team", false).await {
         answer.expect("the other team's apply");
     }
-    let dir = scratch("plumb-fault-ssa");
-    let repo = dir.join("repo/app");
-    write(
-        &repo,
+    bed.write(
         "cm.json",
         json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"},
             "data": {"k": "git"}}),
     );
     let name = "ssa";
-    apply(
+    bed.application(
         &cluster,
-        vec![
-            json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "Application",
-            "metadata": {"name": name, "namespace": apps_ns},
-            "spec": {"project": "default",
-                "source": {"repoURL": format!("file://{}", dir.join("repo").display()),
-                           "path": "app", "targetRevision": "HEAD"},
-                "destination": {"server": "https://kubernetes.default.svc", "namespace": dest},
-                "syncPolicy": {"automated": {"prune": true},
-                               "syncOptions": ["ServerSideApply=true"]}}}),
-        ],
+        name,
+        json!({"automated": {"prune": true}, "syncOptions": ["ServerSideApply=true"]}),
     )
     .await;
     let out = Command::new(env!("CARGO_BIN_EXE_plumb"))
@@ -471,9 +348,9 @@ async fn a_conflicting_field_manager_is_overridden_as_argo_cd_does() {
             "controller",
             "--once",
             "--app-namespace",
-            &apps_ns,
+            apps_ns,
             "--lease-namespace",
-            &apps_ns,
+            apps_ns,
         ])
         .env_remove("KUBERNETES_SERVICE_HOST")
         .stdin(Stdio::null())
@@ -481,9 +358,9 @@ async fn a_conflicting_field_manager_is_overridden_as_argo_cd_does() {
         .expect("plumb controller --once");
     let log = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{log}");
-    let a = app(&cluster, &apps_ns, name).await;
+    let a = app(&cluster, apps_ns, name).await;
     assert_eq!(op(&a, "phase"), "Succeeded", "{log}");
-    let cm = get(&cluster, "", "ConfigMap", &dest, "settings")
+    let cm = get(&cluster, "", "ConfigMap", dest, "settings")
         .await
         .expect("configmap");
     assert_eq!(cm["data"]["k"], "git");
@@ -498,7 +375,6 @@ async fn a_conflicting_field_manager_is_overridden_as_argo_cd_does() {
     );
     assert!(!owns(&cm, "other-team", "k"), "the conflict was forced");
     assert!(owns(&cm, "other-team", "theirs"));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Restarts the test bed's API server (etcd and its data kept); returns once it is ready.
@@ -523,44 +399,27 @@ async fn a_sync_survives_an_api_server_restart() {
         return;
     };
     let _one_at_a_time = FAULT.lock().await;
-    install_application_crd(&cluster).await;
-    let apps_ns = namespace(&cluster, "fault-api-apps", json!({})).await;
-    let dest = namespace(&cluster, "fault-api-dest", json!({})).await;
-    let dir = scratch("plumb-fault-api");
-    let repo = dir.join("repo/app");
-    write(
-        &repo,
+    let bed = AppBed::new(&cluster, "fault-api", json!({})).await;
+    let (apps_ns, dest) = (&bed.apps_ns, &bed.dest);
+    bed.write(
         "lb.json",
         json!({"apiVersion": "v1", "kind": "Service",
             "metadata": {"name": "front", "annotations": {"argocd.argoproj.io/sync-wave": "0"}},
             "spec": {"type": "LoadBalancer", "selector": {"app": "front"},
                      "ports": [{"port": 80, "targetPort": 8080}]}}),
     );
-    write(
-        &repo,
+    bed.write(
         "one.json",
         json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": "one", "annotations": {"argocd.argoproj.io/sync-wave": "1"}},
             "data": {"k": "one"}}),
     );
     let name = "restart";
-    apply(
-        &cluster,
-        vec![
-            json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "Application",
-            "metadata": {"name": name, "namespace": apps_ns},
-            "spec": {"project": "default",
-                "source": {"repoURL": format!("file://{}", dir.join("repo").display()),
-                           "path": "app", "targetRevision": "HEAD"},
-                "destination": {"server": "https://kubernetes.default.svc", "namespace": dest},
-                "syncPolicy": {"automated": {"prune": true}}}}),
-        ],
-    )
-    .await;
-    let log = dir.join("controller.log");
-    let mut ctl = controller(&apps_ns, &log);
+    bed.application(&cluster, name, json!({"automated": {"prune": true}}))
+        .await;
+    let (mut ctl, log) = bed.controller("controller.log");
     wait_until("the sync waiting for wave 0", || async {
-        let a = app(&cluster, &apps_ns, name).await;
+        let a = app(&cluster, apps_ns, name).await;
         (op(&a, "phase") == "Running" && op(&a, "message").starts_with("waiting for")).then_some(())
     })
     .await;
@@ -570,12 +429,12 @@ async fn a_sync_survives_an_api_server_restart() {
         .expect("restart");
     // The new API server answers this client again (its connections were closed).
     wait_until("the API server answering after its restart", || async {
-        cluster.get_application(&apps_ns, name).await.ok().flatten()
+        cluster.get_application(apps_ns, name).await.ok().flatten()
     })
     .await;
-    assign_lb(&cluster, &dest, "front").await;
+    assign_lb(&cluster, dest, "front").await;
     let done = wait_until("the operation ending after the restart", || async {
-        let a = app(&cluster, &apps_ns, name).await;
+        let a = app(&cluster, apps_ns, name).await;
         matches!(op(&a, "phase").as_str(), "Succeeded" | "Failed" | "Error").then_some(a)
     })
     .await;
@@ -588,14 +447,14 @@ async fn a_sync_survives_an_api_server_restart() {
     // Either it resumed and succeeded, or it failed and the retry/self-heal synced it: in both
     // cases the app ends synced with wave 1 applied, without manual action.
     let synced = wait_until("the app synced after the restart", || async {
-        let a = app(&cluster, &apps_ns, name).await;
+        let a = app(&cluster, apps_ns, name).await;
         (op(&a, "phase") == "Succeeded"
             && a.pointer("/status/sync/status").and_then(Value::as_str) == Some("Synced"))
         .then_some(a)
     })
     .await;
     assert!(
-        get(&cluster, "", "ConfigMap", &dest, "one").await.is_some(),
+        get(&cluster, "", "ConfigMap", dest, "one").await.is_some(),
         "wave 1 applied (first outcome: {} {})",
         op(&done, "phase"),
         op(&done, "message")
@@ -606,7 +465,6 @@ async fn a_sync_survives_an_api_server_restart() {
         .unwrap_or_default();
     assert_eq!(history.len(), 1, "{history:?}");
     drop(ctl);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -615,12 +473,11 @@ async fn a_sync_through_a_down_webhook_fails_naming_it_and_is_retried() {
         return;
     };
     let _one_at_a_time = FAULT.lock().await;
-    install_application_crd(&cluster).await;
     let hook = support::webhook::Webhook::start().await;
     let value = support::webhook::selector_value();
     let label = "policy.lab/image-pull";
-    let apps_ns = namespace(&cluster, "fault-hook-apps", json!({})).await;
-    let dest = namespace(&cluster, "fault-hook-dest", json!({label: value})).await;
+    let bed = AppBed::new(&cluster, "fault-hook", json!({label: value})).await;
+    let (apps_ns, dest) = (&bed.apps_ns, &bed.dest);
     // The webhook (for ConfigMaps here) points at a port nothing listens on: down.
     let dead = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
@@ -649,28 +506,22 @@ async fn a_sync_through_a_down_webhook_fails_naming_it_and_is_retried() {
     })
     .await;
 
-    let dir = scratch("plumb-fault-hook");
-    write(
-        &dir.join("repo/app"),
+    bed.write(
         "cm.json",
         json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"},
             "data": {"k": "v"}}),
     );
+    // A commit: retries are counted per revision (`retryCount`), and a plain directory has none.
+    bed.commit();
     let name = "hooked";
-    apply(
+    bed.application(
         &cluster,
-        vec![json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "Application",
-            "metadata": {"name": name, "namespace": apps_ns},
-            "spec": {"project": "default",
-                "source": {"repoURL": format!("file://{}", dir.join("repo").display()),
-                           "path": "app", "targetRevision": "HEAD"},
-                "destination": {"server": "https://kubernetes.default.svc", "namespace": dest},
-                "syncPolicy": {"automated": {"prune": true},
-                    "retry": {"limit": 20, "backoff": {"duration": "1s", "factor": 2, "maxDuration": "4s"}}}}})],
+        name,
+        json!({"automated": {"prune": true},
+            "retry": {"limit": 20, "backoff": {"duration": "1s", "factor": 2, "maxDuration": "4s"}}}),
     )
     .await;
-    let log = dir.join("controller.log");
-    let mut ctl = controller(&apps_ns, &log);
+    let (mut ctl, log) = bed.controller("controller.log");
     // Failed, naming the webhook, and retried: the controller syncs again (after the retry
     // backoff), not only at the next refresh (an hour here).
     let attempts = || {
@@ -681,12 +532,15 @@ async fn a_sync_through_a_down_webhook_fails_naming_it_and_is_retried() {
             .count()
     };
     let failed = wait_until("failed attempts naming the webhook, retried", || async {
-        let a = app(&cluster, &apps_ns, name).await;
-        (op(&a, "message").contains("force-always.plumb.test") && attempts() >= 2).then_some(a)
+        let a = app(&cluster, apps_ns, name).await;
+        (op(&a, "message").contains("force-always.plumb.test")
+            && attempts() >= 2
+            && retry_count(&a) >= 1)
+            .then_some(a)
     })
     .await;
     assert!(
-        get(&cluster, "", "ConfigMap", &dest, "settings")
+        get(&cluster, "", "ConfigMap", dest, "settings")
             .await
             .is_none(),
         "nothing passed the webhook: {}",
@@ -698,13 +552,13 @@ async fn a_sync_through_a_down_webhook_fails_naming_it_and_is_retried() {
     let done = wait_until(
         "the retried sync succeeding once the webhook answers",
         || async {
-            let a = app(&cluster, &apps_ns, name).await;
+            let a = app(&cluster, apps_ns, name).await;
             (op(&a, "phase") == "Succeeded").then_some(a)
         },
     )
     .await;
     assert!(
-        get(&cluster, "", "ConfigMap", &dest, "settings")
+        get(&cluster, "", "ConfigMap", dest, "settings")
             .await
             .is_some()
     );
@@ -717,6 +571,21 @@ async fn a_sync_through_a_down_webhook_fails_naming_it_and_is_retried() {
         .cloned()
         .unwrap_or_default();
     assert_eq!(history.len(), 1, "{history:?}");
+    // The operation that succeeded was a retry: it carries the count, and `app get` shows it.
+    let retries = retry_count(&done);
+    assert!(retries >= 1, "{}", done["status"]["operationState"]);
+    let get = Command::new(env!("CARGO_BIN_EXE_plumb"))
+        .args(["app", "get", name, "--cluster", "-N", apps_ns])
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .stdin(Stdio::null())
+        .output()
+        .expect("plumb app get");
+    let shown = String::from_utf8_lossy(&get.stdout);
+    assert_eq!(get.status.code(), Some(0), "{shown}");
+    assert!(
+        shown.contains(&format!("\nRetry Count:        {retries}\n")),
+        "{shown}"
+    );
     assert!(ctl.alive());
     drop(ctl);
     let _ = cluster
@@ -731,5 +600,4 @@ async fn a_sync_through_a_down_webhook_fails_naming_it_and_is_retried() {
         )
         .await;
     hook.stop().await;
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -5,23 +5,17 @@
 //! the resource, and the controller run without `--namespaced` exits 2 with one line saying what
 //! it could not list, never a panic.
 
+#[path = "common/testbed.rs"]
+mod fixture;
 #[path = "../../plumb-cluster/tests/support/mod.rs"]
 mod support;
 
-use plumb_cluster::Cluster;
+use fixture::{deploy, install_application_crd};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use support::{apply, namespace, testbed, testbed_dir, unique, wait_until};
-
-fn deploy(file: &str) -> Vec<Value> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../deploy")
-        .join(file);
-    let text = std::fs::read_to_string(&path).expect("deploy file");
-    serde_saphyr::from_str_multiple(&text).expect("deploy YAML")
-}
 
 /// `obj` moved to `ns` (and its ServiceAccount subjects to `sa_ns`).
 fn moved(mut obj: Value, ns: &str, sa_ns: &str) -> Value {
@@ -96,15 +90,6 @@ fn plumb(kubeconfig: &Path, args: &[&str]) -> Run {
         run.stderr
     );
     run
-}
-
-async fn install_application_crd(cluster: &Cluster) {
-    apply(cluster, deploy("crd.yaml")).await;
-    wait_until("applications.plumb.dev being served", || async {
-        cluster.discover().await.ok()?;
-        cluster.list_applications(None).await.ok().map(|_| ())
-    })
-    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

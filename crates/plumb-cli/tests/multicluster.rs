@@ -3,29 +3,17 @@
 //! and nothing of it at home, and its status is written at home; `plumb diff --app --cluster`
 //! reads that app's live objects from the second test bed.
 
+#[path = "common/testbed.rs"]
+mod fixture;
 #[path = "../../plumb-cluster/tests/support/mod.rs"]
 mod support;
 
+use fixture::install_application_crd;
 use plumb_cluster::{Cluster, ConnectOptions};
 use serde_json::{Value, json};
 use std::process::{Command, Stdio};
 use support::second_bed::SecondBed;
-use support::{apply, namespace, testbed, unique, wait_until};
-
-async fn install_application_crd(cluster: &Cluster) {
-    let crd_text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../deploy/crd.yaml"
-    ))
-    .expect("deploy/crd.yaml");
-    let docs: Vec<Value> = serde_saphyr::from_str_multiple(&crd_text).expect("CRD YAML");
-    apply(cluster, docs).await;
-    wait_until("applications.plumb.dev being served", || async {
-        cluster.discover().await.ok()?;
-        cluster.resource_for("plumb.dev", "Application").await.ok()
-    })
-    .await;
-}
+use support::{apply, namespace, testbed, unique};
 
 async fn configmap_exists(cluster: &Cluster, ns: &str, name: &str) -> bool {
     cluster
