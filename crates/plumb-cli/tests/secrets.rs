@@ -7,6 +7,20 @@
 //!
 //! Each case runs the binary a dozen times, so this runs [`CASES`] cases; the same
 //! property runs thousands of times in-process in `plumb-diff/tests/secrets.rs`.
+//!
+//! On the test bed (skipped without one, as every test-bed test), the same property for the
+//! commands that read a cluster: random Secrets are stored (with a `last-applied` annotation
+//! holding git's values, sometimes `immutable` so the sync fails with the API server's
+//! message), an Application tracks them, and `plumb app get` (before and after a sync, and
+//! with `--refresh`), `app diff`, `app sync`, `app history`, `app list` and `plumb snapshot`
+//! (by namespace and by `--app`: every file it writes) print no value or its base64
+//! ([`TESTBED_CASES`] cases on one test bed). `app get`/`history`/`list` have one output
+//! format each: that is every format.
+
+#[path = "common/testbed.rs"]
+mod fixture;
+#[path = "../../plumb-cluster/tests/support/mod.rs"]
+mod support;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -17,6 +31,9 @@ use std::path::Path;
 use std::process::Command;
 
 const CASES: u32 = 24;
+
+/// Cases of the test-bed property (each stores objects and runs the binary ten times).
+const TESTBED_CASES: u32 = 16;
 
 fn secret_value() -> impl Strategy<Value = String> {
     prop_oneof![
@@ -193,4 +210,204 @@ fn no_command_prints_a_secret_value_or_its_base64() {
         })
         .unwrap();
     let _ = std::fs::remove_dir_all(&base);
+}
+
+/// One case on the test bed: the Secret's entries, whether the stored Secret is immutable
+/// (the sync then fails with the API server's message), and whether one `data` entry in git
+/// holds its value without base64 (a value the API server and plumb must refuse unechoed).
+type BedCase = (Entries, bool, bool);
+
+fn bed_case() -> impl Strategy<Value = BedCase> {
+    // Mostly neither, so that most cases also sync (and the synced Secret is saved).
+    (
+        entries(),
+        prop::bool::weighted(0.3),
+        prop::bool::weighted(0.3),
+    )
+}
+
+/// Runs `plumb args` against the test bed (`KUBECONFIG` from the environment), with debug
+/// logs; returns its stdout and stderr, headed by the command.
+fn plumb_on_bed(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_plumb"))
+        .args(args)
+        .env("RUST_LOG", "debug")
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .output()
+        .expect("plumb runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.code().is_some_and(|c| c <= 2) && !stderr.contains("panicked"),
+        "{args:?}: {:?}\n{stderr}",
+        out.status
+    );
+    format!(
+        "\n### {args:?} exit {:?}\n{}{stderr}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout)
+    )
+}
+
+/// Every file below `dir`, as text, headed by its path.
+fn files_text(dir: &Path) -> String {
+    let mut all = String::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let bytes = std::fs::read(&path).expect("snapshot file");
+                all.push_str(&format!("\n### {}\n", path.display()));
+                all.push_str(&String::from_utf8_lossy(&bytes));
+            }
+        }
+    }
+    all
+}
+
+/// Stores case `i` on the test bed and returns everything the cluster commands printed and
+/// wrote.
+async fn bed_outputs(
+    cluster: &plumb_cluster::Cluster,
+    bed: &fixture::AppBed,
+    i: usize,
+    (e, immutable, raw): &BedCase,
+) -> String {
+    let (apps_ns, dest) = (bed.apps_ns.as_str(), bed.dest.as_str());
+    // Unique across runs on one test bed: the tracking label must find this case's objects only.
+    let name = support::unique(&format!("leak-{i}"));
+    let secret = format!("creds-{i}");
+    let mut data = Map::new();
+    let mut string_data = Map::new();
+    let mut live_data = Map::new();
+    for (n, (k, d, l, in_string_data)) in e.iter().enumerate() {
+        if *in_string_data {
+            string_data.insert(k.clone(), json!(d));
+        } else if *raw && n == 0 {
+            data.insert(k.clone(), json!(d));
+        } else {
+            data.insert(k.clone(), json!(STANDARD.encode(d)));
+        }
+        live_data.insert(k.clone(), json!(STANDARD.encode(l)));
+    }
+    let desired = json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": secret}, "type": "Opaque", "data": data, "stringData": string_data});
+    let repo = bed.dir.join(format!("repo-{i}/app"));
+    fixture::write_json(&repo, "secret.json", &desired);
+    fixture::write_json(
+        &repo,
+        "cm.json",
+        &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("cm-{i}")},
+            "data": {"k": "v"}}),
+    );
+    let mut live = json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": secret, "namespace": dest,
+            "labels": {"app.kubernetes.io/instance": name},
+            "annotations": {"kubectl.kubernetes.io/last-applied-configuration": desired.to_string()}},
+        "type": "Opaque", "data": live_data});
+    if *immutable {
+        live["immutable"] = json!(true);
+    }
+    let app = json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "Application",
+        "metadata": {"name": name, "namespace": apps_ns},
+        "spec": {"project": "default",
+            "source": {"repoURL": format!("file://{}", repo.parent().expect("repo").display()),
+                       "path": "app", "targetRevision": "HEAD"},
+            "destination": {"server": "https://kubernetes.default.svc", "namespace": dest}}});
+    support::apply(cluster, vec![live, app.clone()]).await;
+    let app_file = bed.dir.join(format!("app-{i}.json"));
+    fixture::write_json(&bed.dir, &format!("app-{i}.json"), &app);
+
+    let app_file = app_file.display().to_string();
+    let by_ns = bed.dir.join(format!("snapshot-{i}"));
+    let by_app = bed.dir.join(format!("snapshot-app-{i}"));
+    let (by_ns_s, by_app_s) = (by_ns.display().to_string(), by_app.display().to_string());
+    let on = ["--cluster", "-N", apps_ns];
+    let runs: Vec<Vec<&str>> = vec![
+        [&["app", "get", name.as_str()][..], &on].concat(),
+        [&["app", "get", name.as_str(), "--refresh"][..], &on].concat(),
+        [&["app", "diff", name.as_str()][..], &on].concat(),
+        [&["app", "sync", name.as_str()][..], &on].concat(),
+        [&["app", "get", name.as_str()][..], &on].concat(),
+        [&["app", "history", name.as_str()][..], &on].concat(),
+        vec!["app", "list", "--cluster", "-N", apps_ns],
+        vec![
+            "snapshot",
+            "--cluster",
+            "-n",
+            dest,
+            "-n",
+            apps_ns,
+            "--out",
+            &by_ns_s,
+        ],
+        vec![
+            "snapshot",
+            "--cluster",
+            "--app",
+            &app_file,
+            "--out",
+            &by_app_s,
+        ],
+    ];
+    let mut all = String::new();
+    for args in runs {
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        let text = tokio::task::spawn_blocking(move || {
+            plumb_on_bed(&args.iter().map(String::as_str).collect::<Vec<_>>())
+        })
+        .await
+        .expect("plumb runner");
+        all.push_str(&text);
+    }
+    all.push_str(&files_text(&by_ns));
+    all.push_str(&files_text(&by_app));
+    all
+}
+
+#[test]
+fn no_cluster_command_prints_or_saves_a_secret_value_or_its_base64() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let Some(cluster) = rt.block_on(support::testbed("secrets_on_the_test_bed")) else {
+        return;
+    };
+    let bed = rt.block_on(fixture::AppBed::new(&cluster, "secrets", json!({})));
+    let mut runner = TestRunner::new(Config {
+        cases: TESTBED_CASES,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let n = std::sync::atomic::AtomicUsize::new(0);
+    let synced_once = std::sync::atomic::AtomicBool::new(false);
+    runner
+        .run(&bed_case(), |case| {
+            let i = n.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let text = rt.block_on(bed_outputs(&cluster, &bed, i, &case));
+            for (_, d, l, _) in &case.0 {
+                for v in [d, l] {
+                    for s in [v.clone(), STANDARD.encode(v)] {
+                        prop_assert!(!text.contains(&s), "{s:?} printed or saved:\n{text}");
+                    }
+                }
+            }
+            // The commands did their work: the Secret was compared, synced or refused, and
+            // saved without its values.
+            prop_assert!(text.contains(&format!("creds-{i}")), "{text}");
+            prop_assert!(text.contains("Operation:          Sync"), "{text}");
+            if text.contains("Phase:              Succeeded") {
+                synced_once.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+            Ok(())
+        })
+        .unwrap();
+    assert!(
+        synced_once.load(std::sync::atomic::Ordering::Relaxed),
+        "no case synced: the property only saw failed syncs"
+    );
 }
