@@ -15,12 +15,13 @@
 //! Each test's Application, namespaces, repository directory and controller process come
 //! from one fixture, `common/testbed.rs` (`AppBed`).
 
+mod common;
 #[path = "common/testbed.rs"]
 mod fixture;
 #[path = "../../plumb-cluster/tests/support/mod.rs"]
 mod support;
 
-use fixture::{AppBed, Controller, app, op};
+use fixture::{AppBed, Controller, app, op, plumb};
 use plumb_cluster::Cluster;
 use serde_json::{Value, json};
 use std::path::Path;
@@ -343,19 +344,14 @@ async fn a_conflicting_field_manager_is_overridden_as_argo_cd_does() {
         json!({"automated": {"prune": true}, "syncOptions": ["ServerSideApply=true"]}),
     )
     .await;
-    let out = Command::new(env!("CARGO_BIN_EXE_plumb"))
-        .args([
-            "controller",
-            "--once",
-            "--app-namespace",
-            apps_ns,
-            "--lease-namespace",
-            apps_ns,
-        ])
-        .env_remove("KUBERNETES_SERVICE_HOST")
-        .stdin(Stdio::null())
-        .output()
-        .expect("plumb controller --once");
+    let out = plumb(&[
+        "controller",
+        "--once",
+        "--app-namespace",
+        apps_ns,
+        "--lease-namespace",
+        apps_ns,
+    ]);
     let log = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{log}");
     let a = app(&cluster, apps_ns, name).await;
@@ -574,12 +570,7 @@ async fn a_sync_through_a_down_webhook_fails_naming_it_and_is_retried() {
     // The operation that succeeded was a retry: it carries the count, and `app get` shows it.
     let retries = retry_count(&done);
     assert!(retries >= 1, "{}", done["status"]["operationState"]);
-    let get = Command::new(env!("CARGO_BIN_EXE_plumb"))
-        .args(["app", "get", name, "--cluster", "-N", apps_ns])
-        .env_remove("KUBERNETES_SERVICE_HOST")
-        .stdin(Stdio::null())
-        .output()
-        .expect("plumb app get");
+    let get = plumb(&["app", "get", name, "--cluster", "-N", apps_ns]);
     let shown = String::from_utf8_lossy(&get.stdout);
     assert_eq!(get.status.code(), Some(0), "{shown}");
     assert!(

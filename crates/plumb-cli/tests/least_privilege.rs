@@ -5,6 +5,7 @@
 //! the resource, and the controller run without `--namespaced` exits 2 with one line saying what
 //! it could not list, never a panic.
 
+mod common;
 #[path = "common/testbed.rs"]
 mod fixture;
 #[path = "../../plumb-cluster/tests/support/mod.rs"]

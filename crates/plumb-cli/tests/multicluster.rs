@@ -3,6 +3,7 @@
 //! and nothing of it at home, and its status is written at home; `plumb diff --app --cluster`
 //! reads that app's live objects from the second test bed.
 
+mod common;
 #[path = "common/testbed.rs"]
 mod fixture;
 #[path = "../../plumb-cluster/tests/support/mod.rs"]

@@ -17,6 +17,7 @@
 //! ([`TESTBED_CASES`] cases on one test bed). `app get`/`history`/`list` have one output
 //! format each: that is every format.
 
+mod common;
 #[path = "common/testbed.rs"]
 mod fixture;
 #[path = "../../plumb-cluster/tests/support/mod.rs"]

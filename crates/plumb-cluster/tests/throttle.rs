@@ -28,20 +28,21 @@ fn assert_spaced(seen: &[Seen], gap: Duration) {
     }
 }
 
-#[tokio::test]
-async fn reads_and_applies_turned_away_with_429_are_retried_after_retry_after() {
-    let Some(direct) = support::testbed("throttle_read_apply").await else {
-        return;
-    };
-    let ns = support::namespace(&direct, "throttle", json!({})).await;
-    support::apply(&direct, vec![config_map(&ns, "read-me", "one")]).await;
-
-    // A read: two 429s, then the object.
+/// Reads the ConfigMap `read-me` (stored first, `data.k: one`, in a new namespace) through a
+/// proxy that refuses the first `refusals` reads with `Retry-After: retry_after`; returns the
+/// namespace and the requests the proxy saw, once the read succeeded after them.
+async fn read_after_refusals(
+    direct: &plumb_cluster::Cluster,
+    refusals: usize,
+    retry_after: u64,
+) -> (String, Vec<Seen>) {
+    let ns = support::namespace(direct, "throttle", json!({})).await;
+    support::apply(direct, vec![config_map(&ns, "read-me", "one")]).await;
     let proxy = Proxy::start(Rule {
         method: axum::http::Method::GET,
         path: format!("/namespaces/{ns}/configmaps/read-me"),
-        refusals: 2,
-        retry_after: 1,
+        refusals,
+        retry_after,
         race: None,
         watch_gone: None,
     })
@@ -54,13 +55,24 @@ async fn reads_and_applies_turned_away_with_429_are_retried_after_retry_after() 
         .expect("the ConfigMap exists");
     assert_eq!(live.pointer("/data/k"), Some(&json!("one")));
     let seen = proxy.seen();
+    let mut want = vec![true; refusals];
+    want.push(false);
     assert_eq!(
         seen.iter().map(|s| s.refused).collect::<Vec<_>>(),
-        [true, true, false],
-        "two refused requests, then one passed"
+        want,
+        "{refusals} refused requests, then one passed"
     );
+    (ns, seen)
+}
+
+#[tokio::test]
+async fn reads_and_applies_turned_away_with_429_are_retried_after_retry_after() {
+    let Some(direct) = support::testbed("throttle_read_apply").await else {
+        return;
+    };
+    // A read: two 429s, then the object.
+    let (ns, seen) = read_after_refusals(&direct, 2, 1).await;
     assert_spaced(&seen, Duration::from_secs(1));
-    drop(proxy);
 
     // A server-side apply (PATCH): one 429, then applied once.
     let proxy = Proxy::start(Rule {
@@ -135,30 +147,7 @@ async fn a_retry_after_of_an_hour_is_capped() {
     let Some(direct) = support::testbed("throttle_capped").await else {
         return;
     };
-    let ns = support::namespace(&direct, "throttle", json!({})).await;
-    support::apply(&direct, vec![config_map(&ns, "read-me", "one")]).await;
-    let proxy = Proxy::start(Rule {
-        method: axum::http::Method::GET,
-        path: format!("/namespaces/{ns}/configmaps/read-me"),
-        refusals: 1,
-        retry_after: 3600,
-        race: None,
-        watch_gone: None,
-    })
-    .await;
-    let cluster = proxy.connect().await;
-    let live = cluster
-        .get_object("", "ConfigMap", &ns, "read-me")
-        .await
-        .expect("the read succeeds after the capped wait")
-        .expect("the ConfigMap exists");
-    assert_eq!(live.pointer("/data/k"), Some(&json!("one")));
-    let seen = proxy.seen();
-    assert_eq!(
-        seen.iter().map(|s| s.refused).collect::<Vec<_>>(),
-        [true, false],
-        "one refused request, then one passed"
-    );
+    let (_, seen) = read_after_refusals(&direct, 1, 3600).await;
     // The retry waited the cap (not the backoff alone), and nowhere near the hour asked for.
     let cap = Duration::from_secs(plumb_core::limits::MAX_RETRY_AFTER_SECS);
     let waited = seen[1].at.duration_since(seen[0].at);

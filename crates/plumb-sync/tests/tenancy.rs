@@ -10,6 +10,7 @@
 
 mod common;
 
+use common::objects::{app_project, deny_window_spec};
 use common::support::{apply, eventually, namespace};
 use common::{app_testbed, application, get_app, git_repo};
 use plumb_cluster::Cluster;
@@ -48,14 +49,7 @@ async fn projects_served(cluster: &Cluster, ns: &str) {
 }
 
 async fn project(cluster: &Cluster, ns: &str, name: &str, spec: Value) {
-    apply(
-        cluster,
-        vec![
-            json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "AppProject",
-            "metadata": {"name": name, "namespace": ns}, "spec": spec}),
-        ],
-    )
-    .await;
+    apply(cluster, vec![app_project(name, ns, spec)]).await;
 }
 
 async fn exists(cluster: &Cluster, group: &str, kind: &str, ns: &str, name: &str) -> bool {
@@ -335,11 +329,7 @@ async fn a_deny_window_holds_automated_syncs_and_manual_sync_lets_a_manual_one_t
     let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "web"},
         "data": {"k": "v"}});
     let (repo, _) = git_repo("tenancy-window", &[("app/cm.json", &to_json(&cm))]);
-    let window = |manual: bool| {
-        json!({"sourceRepos": ["*"], "destinations": [{"server": "*", "namespace": "*"}],
-            "syncWindows": [{"kind": "deny", "schedule": "* * * * *", "duration": "1h",
-                "applications": ["*"], "manualSync": manual}]})
-    };
+    let window = deny_window_spec;
     project(&cluster, &apps, "default", window(false)).await;
     let app = put_app(
         &cluster,

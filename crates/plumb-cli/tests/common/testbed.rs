@@ -8,6 +8,7 @@
 //! ```ignore
 //! #[path = "../../plumb-cluster/tests/support/mod.rs"]
 //! mod support;
+//! mod common;
 //! #[path = "common/testbed.rs"]
 //! mod fixture;
 //! ```
@@ -107,28 +108,7 @@ impl AppBed {
             &["add", "-A"],
             &["commit", "-q", "-m", "app"],
         ] {
-            let out = Command::new("git")
-                .args([
-                    "-c",
-                    "user.name=plumb test",
-                    "-c",
-                    "user.email=test@plumb.invalid",
-                    "-c",
-                    "commit.gpgsign=false",
-                    "-c",
-                    "init.defaultBranch=main",
-                ])
-                .args(args)
-                .current_dir(&dir)
-                .env("GIT_CONFIG_GLOBAL", "/dev/null")
-                .env("GIT_CONFIG_NOSYSTEM", "1")
-                .output()
-                .expect("git runs");
-            assert!(
-                out.status.success(),
-                "git {args:?}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            crate::common::git(&dir, args);
         }
     }
 
@@ -169,6 +149,16 @@ impl Drop for AppBed {
             let _ = std::fs::remove_dir_all(&self.dir);
         }
     }
+}
+
+/// Runs `plumb args` to its end against the test bed (the kubeconfig of the environment).
+pub fn plumb(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_plumb"))
+        .args(args)
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("plumb {args:?}: {e}"))
 }
 
 /// `plumb controller` for the Applications of `ns` (Lease there too, 3 s; refresh every

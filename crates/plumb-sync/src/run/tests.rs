@@ -6,6 +6,8 @@
 //! stop is the sync's future dropped once the request log shows where it is).
 
 use super::*;
+#[path = "../../tests/common/objects.rs"]
+mod objects;
 use crate::request::SyncRequest;
 use plumb_cluster::memory::{MemoryCluster, Verb};
 use std::path::Path;
@@ -129,21 +131,14 @@ fn setup(objects: &[Value], policy: Value) -> (MemoryCluster, Repo) {
             .expect("namespace");
     }
     cluster
-        .put(json!({
-            "apiVersion": "plumb.dev/v1alpha1",
-            "kind": "Application",
-            "metadata": {"name": APP, "namespace": APPS},
-            "spec": {
-                "project": "default",
-                "source": {
-                    "repoURL": format!("file://{}", repo.dir.path().display()),
-                    "path": "app",
-                    "targetRevision": "HEAD",
-                },
-                "destination": {"server": "https://kubernetes.default.svc", "namespace": DEST},
-                "syncPolicy": policy,
-            },
-        }))
+        .put(objects::application(
+            APP,
+            APPS,
+            &format!("file://{}", repo.dir.path().display()),
+            "app",
+            DEST,
+            policy,
+        ))
         .expect("application");
     (cluster, repo)
 }
@@ -767,10 +762,7 @@ fn serve_projects(cluster: &MemoryCluster) {
 fn project(cluster: &MemoryCluster, name: &str, spec: Value) {
     serve_projects(cluster);
     cluster
-        .put(
-            json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "AppProject",
-            "metadata": {"name": name, "namespace": APPS}, "spec": spec}),
-        )
+        .put(objects::app_project(name, APPS, spec))
         .expect("project");
 }
 
@@ -1049,12 +1041,12 @@ async fn an_application_outside_the_control_namespace_needs_source_namespaces() 
     assert!(cluster.object(&cm_key("a")).is_none());
     serve_projects(&cluster);
     cluster
-        .put(
-            json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "AppProject",
-            "metadata": {"name": "default", "namespace": "plumb-system"},
-            "spec": {"sourceRepos": ["*"], "sourceNamespaces": [APPS],
-                "destinations": [{"server": "*", "namespace": "*"}]}}),
-        )
+        .put(objects::app_project(
+            "default",
+            "plumb-system",
+            json!({"sourceRepos": ["*"], "sourceNamespaces": [APPS],
+                "destinations": [{"server": "*", "namespace": "*"}]}),
+        ))
         .expect("project");
     let out = sync_app(
         &cluster,
@@ -1072,11 +1064,7 @@ async fn an_application_outside_the_control_namespace_needs_source_namespaces() 
 async fn a_deny_window_holds_automated_syncs_and_manual_sync_needs_manual_sync() {
     let automated = json!({"automated": {}});
     let (cluster, _repo) = setup(&[configmap("a", json!({}))], automated);
-    let window = |manual: bool| {
-        json!({"sourceRepos": ["*"], "destinations": [{"server": "*", "namespace": "*"}],
-            "syncWindows": [{"kind": "deny", "schedule": "* * * * *", "duration": "1h",
-                "applications": ["*"], "manualSync": manual}]})
-    };
+    let window = objects::deny_window_spec;
     project(&cluster, "default", window(false));
     let mut state = ReconcileState { options: opts() };
     let out = reconcile_once(&cluster, &app(&cluster), now(), &mut state)

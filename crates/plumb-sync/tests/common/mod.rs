@@ -3,12 +3,14 @@
 #![allow(dead_code)]
 
 use plumb_cluster::Cluster;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 #[path = "../../../plumb-cluster/tests/support/mod.rs"]
 pub mod support;
+
+pub mod objects;
 
 /// The repository's `deploy/` directory.
 pub fn deploy_dir() -> PathBuf {
@@ -111,7 +113,7 @@ pub fn commit(dir: &Path, message: &str) -> Option<String> {
     Some(git(dir, &["rev-parse", "HEAD"]))
 }
 
-/// A plumb.dev Application (as an Argo CD one would be, apiVersion changed).
+/// [`objects::application`] for the local repository `repo`.
 pub fn application(
     name: &str,
     namespace: &str,
@@ -120,21 +122,14 @@ pub fn application(
     destination: &str,
     sync_policy: Value,
 ) -> Value {
-    json!({
-        "apiVersion": "plumb.dev/v1alpha1",
-        "kind": "Application",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "project": "default",
-            "source": {
-                "repoURL": format!("file://{}", repo.display()),
-                "path": path,
-                "targetRevision": "HEAD"
-            },
-            "destination": {"server": "https://kubernetes.default.svc", "namespace": destination},
-            "syncPolicy": sync_policy
-        }
-    })
+    objects::application(
+        name,
+        namespace,
+        &format!("file://{}", repo.display()),
+        path,
+        destination,
+        sync_policy,
+    )
 }
 
 /// The Application as stored now.
