@@ -8,6 +8,7 @@
 
 mod common;
 
+use common::objects::app_project;
 use common::support::{apply, unique, wait_until};
 use common::{app_testbed, application, commit, get_app, git_repo, history, write_files};
 use plumb_cluster::Cluster;
@@ -33,17 +34,9 @@ fn orphan_warning(app: &Value) -> Option<String> {
 }
 
 async fn put_project(cluster: &Cluster, ns: &str, dest: &str, orphaned: Value) {
-    apply(
-        cluster,
-        vec![
-            json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "AppProject",
-            "metadata": {"name": "team", "namespace": ns},
-            "spec": {"sourceRepos": ["*"],
-                "destinations": [{"server": "*", "namespace": dest}],
-                "orphanedResources": orphaned}}),
-        ],
-    )
-    .await;
+    let spec = json!({"sourceRepos": ["*"], "destinations": [{"server": "*", "namespace": dest}],
+        "orphanedResources": orphaned});
+    apply(cluster, vec![app_project("team", ns, spec)]).await;
 }
 
 async fn exists(cluster: &Cluster, ns: &str, name: &str) -> bool {

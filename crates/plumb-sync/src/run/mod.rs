@@ -1515,6 +1515,10 @@ mod route;
 mod status_write;
 pub mod sync_loop;
 pub mod tenancy;
+/// The Application and AppProject builders the unit tests share with the test-bed tests.
+#[cfg(test)]
+#[path = "../../tests/common/objects.rs"]
+mod test_objects;
 #[cfg(test)]
 mod tests;
 

@@ -4,6 +4,7 @@
 //! a sync with prune leaves the orphan alone. (The controller's watch-cache path is shown on
 //! the test bed: `tests/orphans.rs`.)
 
+use super::test_objects as objects;
 use super::*;
 use crate::request::SyncRequest;
 use plumb_cluster::memory::{MemoryCluster, Verb};
@@ -36,12 +37,12 @@ fn configmap(name: &str, labels: Value) -> Value {
 
 fn project(cluster: &MemoryCluster, orphaned: Value) {
     cluster
-        .put(
-            json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "AppProject",
-            "metadata": {"name": "team", "namespace": APPS},
-            "spec": {"sourceRepos": ["*"], "destinations": [{"server": "*", "namespace": DEST}],
-                "orphanedResources": orphaned}}),
-        )
+        .put(objects::app_project(
+            "team",
+            APPS,
+            json!({"sourceRepos": ["*"], "destinations": [{"server": "*", "namespace": DEST}],
+                "orphanedResources": orphaned}),
+        ))
         .expect("project");
 }
 

@@ -5,9 +5,8 @@
 //! directories; nothing sleeps (held objects are released after a number of reads, and a
 //! stop is the sync's future dropped once the request log shows where it is).
 
+use super::test_objects as objects;
 use super::*;
-#[path = "../../tests/common/objects.rs"]
-mod objects;
 use crate::request::SyncRequest;
 use plumb_cluster::memory::{MemoryCluster, Verb};
 use std::path::Path;

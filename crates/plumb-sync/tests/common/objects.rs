@@ -1,6 +1,7 @@
 //! The Application and AppProject objects plumb-sync's tests build, in one place: the
-//! runner's unit tests on the in-memory cluster (`src/run/tests.rs`, which includes this
-//! file by path) and the test-bed tests (through `tests/common`) build them the same way.
+//! runner's unit tests on the in-memory cluster (`src/run/tests.rs`, `orphan_tests.rs`; `run`
+//! includes this file by path) and the test-bed tests (through `tests/common`) build them the
+//! same way.
 //! Plain JSON, no cluster.
 
 #![allow(dead_code)] // each user takes its own subset
