@@ -11,6 +11,11 @@ use plumb_render::kustomize::{build, load_file};
 use plumb_render::source::DirSource;
 use std::time::Instant;
 
+/// The allocator the `plumb` binary runs with (plumb-cli's main.rs), so the figures are
+/// those of `plumb render`, not of glibc's allocator.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let [_, root, mode, path] = &args[..] else {
