@@ -1253,7 +1253,10 @@ pub async fn reconcile_once(
             looping: sync_loop::is_recorded(app),
         });
     }
-    if let Some(outcome) = resume_app(cluster, app, &state.options, now).await? {
+    // The large inner futures are boxed: nested in one another they made the reconcile
+    // future too big for a 2 MiB thread stack in debug builds (a stack overflow in the
+    // resume test).
+    if let Some(outcome) = Box::pin(resume_app(cluster, app, &state.options, now)).await? {
         let status = outcome.status.clone();
         return Ok(ReconcileOutcome {
             decision: None,
@@ -1268,7 +1271,15 @@ pub async fn reconcile_once(
     let admission = tenancy::admit(home, app, &state.options, now).await?;
     let target = route::connect(home, app, &admission.cluster, &state.options, now).await?;
     let opts = target.options(&state.options);
-    let result = reconcile_at(&target.routed(home), app, opts, &admission, now, started).await;
+    let result = Box::pin(reconcile_at(
+        &target.routed(home),
+        app,
+        opts,
+        &admission,
+        now,
+        started,
+    ))
+    .await;
     target.report(home, app, result, now).await
 }
 
@@ -1281,7 +1292,7 @@ async fn reconcile_at(
     now: SystemTime,
     started: Instant,
 ) -> Result<ReconcileOutcome> {
-    let mut obs = observe(cluster, app, opts, None).await?;
+    let mut obs = Box::pin(observe(cluster, app, opts, None)).await?;
     look_for_orphans(cluster, &mut obs, &admission.project, opts).await;
     delete::ensure_hook_finalizers(cluster, app, &obs).await?;
     let mut decision = obs
@@ -1315,10 +1326,15 @@ async fn reconcile_at(
     if let Some(Decision::SyncNow { reason }) = decision {
         let op = execute::Operation::new(app, InitiatedBy::automated(), Some(reason), now);
         refuse_operation(cluster, app, admission, &obs, &op, now).await?;
-        let (mut outcome, after) =
-            execute::execute_observed(cluster, app, obs, opts, op, true, now).await?;
+        let (mut outcome, after) = Box::pin(execute::execute_observed(
+            cluster, app, obs, opts, op, true, now,
+        ))
+        .await?;
         outcome.timings.total = started.elapsed();
-        let looping = sync_loop::after_compare(cluster, app, &after, true, opts, now).await?;
+        let looping = Box::pin(sync_loop::after_compare(
+            cluster, app, &after, true, opts, now,
+        ))
+        .await?;
         let status = outcome.status.clone();
         return Ok(ReconcileOutcome {
             decision,
@@ -1331,7 +1347,10 @@ async fn reconcile_at(
         });
     }
     write_refreshed(cluster, app, &obs, opts, now).await?;
-    let looping = sync_loop::after_compare(cluster, app, &obs, false, opts, now).await?;
+    let looping = Box::pin(sync_loop::after_compare(
+        cluster, app, &obs, false, opts, now,
+    ))
+    .await?;
     Ok(ReconcileOutcome {
         decision,
         resumed: false,
