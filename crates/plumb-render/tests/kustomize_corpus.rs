@@ -3,6 +3,9 @@
 
 use plumb_render::kustomize::{KustomizeError, build};
 use plumb_render::source::DirSource;
+mod kustomize_common;
+
+use kustomize_common::{canonical, oracle_documents};
 use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
@@ -23,24 +26,6 @@ fn cases(group: &str) -> Vec<String> {
     v
 }
 
-fn canonical(v: &mut Value) {
-    match v {
-        Value::Number(n) => {
-            if !n.is_i64()
-                && !n.is_u64()
-                && let Some(f) = n.as_f64()
-                && f.fract() == 0.0
-                && f.abs() < 9e15
-            {
-                *v = Value::from(f as i64);
-            }
-        }
-        Value::Array(a) => a.iter_mut().for_each(canonical),
-        Value::Object(m) => m.values_mut().for_each(canonical),
-        _ => {}
-    }
-}
-
 /// `kubectl kustomize` output as JSON values.
 fn oracle(dir: &Path) -> Result<Vec<Value>, String> {
     let out = Command::new("kubectl")
@@ -51,19 +36,7 @@ fn oracle(dir: &Path) -> Result<Vec<Value>, String> {
     if !out.status.success() {
         return Err(String::from_utf8_lossy(&out.stderr).into_owned());
     }
-    let text = String::from_utf8_lossy(&out.stdout);
-    let opts = serde_saphyr::options! { legacy_octal_numbers: true };
-    let docs: Vec<Option<Value>> =
-        serde_saphyr::from_multiple_with_options(&text, opts).map_err(|e| e.to_string())?;
-    Ok(docs
-        .into_iter()
-        .flatten()
-        .filter(|d| !d.is_null())
-        .map(|mut d| {
-            canonical(&mut d);
-            d
-        })
-        .collect())
+    oracle_documents(&String::from_utf8_lossy(&out.stdout)).map_err(|e| e.to_string())
 }
 
 fn diff(a: &Value, b: &Value, path: &str, out: &mut Vec<String>) {

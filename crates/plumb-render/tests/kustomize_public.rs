@@ -12,6 +12,9 @@
 use plumb_core::argo::AppSource;
 use plumb_render::render::{RenderOptions, render};
 use plumb_render::source::DirSource;
+mod kustomize_common;
+
+use kustomize_common::{canonical, oracle_documents};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -57,24 +60,6 @@ fn directories() -> Vec<(String, String)> {
     out
 }
 
-fn canonical(v: &mut Value) {
-    match v {
-        Value::Number(n) => {
-            if !n.is_i64()
-                && !n.is_u64()
-                && let Some(f) = n.as_f64()
-                && f.fract() == 0.0
-                && f.abs() < 9e15
-            {
-                *v = Value::from(f as i64);
-            }
-        }
-        Value::Array(a) => a.iter_mut().for_each(canonical),
-        Value::Object(m) => m.values_mut().for_each(canonical),
-        _ => {}
-    }
-}
-
 /// `kubectl kustomize` output as JSON values, or its first error line.
 fn oracle(dir: &Path) -> Result<Vec<Value>, String> {
     let out = Command::new("kubectl")
@@ -96,19 +81,8 @@ fn oracle(dir: &Path) -> Result<Vec<Value>, String> {
         };
         return Err(line.chars().take(160).collect());
     }
-    let text = String::from_utf8_lossy(&out.stdout);
-    let opts = serde_saphyr::options! { legacy_octal_numbers: true };
-    let docs: Vec<Option<Value>> = serde_saphyr::from_multiple_with_options(&text, opts)
-        .map_err(|e| format!("oracle output does not parse: {e}"))?;
-    Ok(docs
-        .into_iter()
-        .flatten()
-        .filter(|d| !d.is_null())
-        .map(|mut d| {
-            canonical(&mut d);
-            d
-        })
-        .collect())
+    oracle_documents(&String::from_utf8_lossy(&out.stdout))
+        .map_err(|e| format!("oracle output does not parse: {e}"))
 }
 
 fn diff(a: &Value, b: &Value, path: &str, out: &mut Vec<String>) {
