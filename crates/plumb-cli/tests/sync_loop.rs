@@ -13,9 +13,11 @@
 //!   healed within 10 s, and the history then stops growing: reconciles keep coming (every
 //!   refresh) and none syncs, across more than two self-heal backoff steps.
 
+mod common;
 #[path = "../../plumb-cluster/tests/support/mod.rs"]
 mod support;
 
+use common::git;
 use plumb_cluster::Cluster;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -42,30 +44,6 @@ async fn install_application_crd(cluster: &Cluster) {
         cluster.list_applications(None).await.ok().map(|_| ())
     })
     .await;
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args([
-            "-c",
-            "user.name=plumb test",
-            "-c",
-            "user.email=test@plumb.invalid",
-            "-c",
-            "commit.gpgsign=false",
-            "-c",
-            "init.defaultBranch=main",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 fn commit(dir: &Path, message: &str) -> String {
