@@ -184,6 +184,19 @@ async fn a_controller_killed_mid_sync_is_resumed_by_the_next() {
         (op(&a, "phase") == "Succeeded").then_some(a)
     })
     .await;
+    // The controller logs a reconcile after it has written the status that ends it: wait for
+    // that line, not for the status alone, before stopping it.
+    let resumed_line = format!("{apps_ns}/{name}");
+    let log = wait_until(
+        "the second controller logging the resumed operation",
+        || async {
+            let log = std::fs::read_to_string(&second_log).unwrap_or_default();
+            log.lines()
+                .any(|l| l.contains(&resumed_line) && l.contains("\"resumed\":true"))
+                .then_some(log)
+        },
+    )
+    .await;
     kill(second);
 
     // The same operation, resumed (its start time kept), one history entry.
@@ -193,12 +206,6 @@ async fn a_controller_killed_mid_sync_is_resumed_by_the_next() {
         .cloned()
         .unwrap_or_default();
     assert_eq!(history.len(), 1, "{history:?}");
-    let log = std::fs::read_to_string(&second_log).expect("log");
-    assert!(
-        log.lines()
-            .any(|l| l.contains(&format!("{apps_ns}/{name}")) && l.contains("\"resumed\":true")),
-        "the second controller resumed the operation:\n{log}"
-    );
     assert!(!log.contains("panicked"), "{log}");
     // Wave 0 not recreated; waves 1 and 2 applied after wave 0 was healthy, in order.
     let service_now = get(&cluster, "", "Service", dest, "front")
