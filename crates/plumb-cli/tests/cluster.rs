@@ -1866,8 +1866,7 @@ async fn controller_process_watches_heals_and_hands_over() {
     })
     .await;
     // The first sync and the heal announce the same revision: one Event, counted. (The repo
-    // here is a plain directory, without revisions: every sync of it counts as automated,
-    // none as self-heal; the run's unit test shows the self-heal trigger.)
+    // here is a plain directory: its events name the target revision, `HEAD`.)
     let started: Vec<_> = events
         .iter()
         .filter(|(r, _, _)| r == "OperationStarted")

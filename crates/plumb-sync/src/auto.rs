@@ -6,7 +6,9 @@
 //! 1. an operation in progress, or an Application that is not OutOfSync: nothing;
 //! 2. automated prune off and only pruning needed: nothing;
 //! 3. the target revision (and source) differs from the last sync attempt's: sync now
-//!    (once per new revision);
+//!    (once per new revision). A plain directory source has no commit: its revision is the
+//!    digest of its desired objects ([`revision_identity`]), so the same content is the same
+//!    revision and a changed directory a new one;
 //! 4. the last attempt at this revision failed: retry per `syncPolicy.retry`
 //!    (wait for `duration × factor^attempts`, capped; nothing once the limit is exhausted);
 //! 5. it succeeded and self-heal is off: nothing (no second automated sync of a revision);
@@ -50,9 +52,11 @@ impl Default for RetryState {
 /// What an automated-sync decision reads.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AppState {
-    /// The revision the source resolves to now (a commit SHA).
+    /// The revision the source resolves to now: a commit SHA, or for a plain directory the
+    /// digest of its desired objects ([`revision_identity`]).
     pub target_revision: String,
-    /// The revision of the last sync attempt (successful or not), if any.
+    /// The revision of the last sync attempt (successful or not), if any, as
+    /// [`revision_identity`] reads it from `status.operationState.syncResult`.
     pub last_synced_revision: Option<String>,
     /// The outcome of that attempt.
     pub last_sync: Option<LastSync>,
@@ -116,7 +120,9 @@ impl AppState {
         let count = |n: Option<i64>| n.map_or(0, |n| u32::try_from(n.max(0)).unwrap_or(u32::MAX));
         self.retry.attempts = count(op.retry_count);
         let result = op.sync_result.as_ref();
-        self.last_synced_revision = result.map(|r| r.revision.clone()).filter(|r| !r.is_empty());
+        self.last_synced_revision = result
+            .map(|r| revision_identity(&r.revision, &r.content_digest))
+            .filter(|r| !r.is_empty());
         if let (Some(at), false) = (op.finished_at, op.phase.is_empty()) {
             self.last_sync = Some(LastSync {
                 succeeded: op.phase == "Succeeded",
@@ -196,6 +202,39 @@ impl AppState {
             (a, b) => a.or(b),
         }
     }
+}
+
+/// The revision an automated decision compares: the commit `revision` (Argo CD's
+/// `syncResult.revision`), and, when a source is a plain directory (which has no commit),
+/// `content_digest` ([`content_digest`] of the desired objects; `syncResult.contentDigest`,
+/// plumb's own), so that the same content is "already attempted" (a failed sync is retried
+/// per `syncPolicy.retry`, not again at every compare) and a changed directory is a new
+/// revision. Empty when neither identifies anything.
+pub fn revision_identity(revision: &str, content_digest: &str) -> String {
+    match (revision.is_empty(), content_digest.is_empty()) {
+        (_, true) => revision.to_string(),
+        (true, false) => content_digest.to_string(),
+        // A commit and a directory among several sources: both.
+        (false, false) => format!("{revision} {content_digest}"),
+    }
+}
+
+/// The digest of desired objects (`sha256:<hex>` of each object's JSON text, in the order
+/// given): what identifies a plain directory's content for [`revision_identity`].
+/// The rendered objects, not the files: a file no object comes from changes nothing to sync.
+pub fn content_digest<'a>(objects: impl IntoIterator<Item = &'a serde_json::Value>) -> String {
+    let mut ctx = ring::digest::Context::new(&ring::digest::SHA256);
+    for object in objects {
+        // Each JSON text is self-delimiting: no separator is needed between objects.
+        ctx.update(object.to_string().as_bytes());
+    }
+    let hex: String = ctx
+        .finish()
+        .as_ref()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("sha256:{hex}")
 }
 
 /// Why an automated sync starts.
@@ -367,5 +406,126 @@ mod tests {
         let mut s = AppState::new("b5e2be1");
         s.read_last_operation(&ApplicationStatus::default(), &source, "stopped");
         assert_eq!(s, AppState::new("b5e2be1"));
+    }
+
+    #[test]
+    fn a_content_digest_tells_objects_apart_and_not_their_key_order() {
+        let a = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"k": "1"}});
+        let same: serde_json::Value = serde_json::from_str(
+            r#"{"data": {"k": "1"}, "metadata": {"name": "a"}, "kind": "ConfigMap", "apiVersion": "v1"}"#,
+        )
+        .unwrap();
+        let changed = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"k": "2"}});
+        let b = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b"}});
+        let d = content_digest([&a, &b]);
+        assert!(d.starts_with("sha256:") && d.len() == 7 + 64, "{d}");
+        assert!(d[7..].bytes().all(|c| c.is_ascii_hexdigit()), "{d}");
+        assert_eq!(content_digest([&same, &b]), d);
+        assert_ne!(content_digest([&changed, &b]), d);
+        assert_ne!(content_digest([&a]), d, "an object less");
+        assert_ne!(
+            content_digest([&b, &a]),
+            d,
+            "the order is the caller's (sorted by key)"
+        );
+        assert_ne!(content_digest([]), d);
+    }
+
+    #[test]
+    fn revision_identity_is_the_commit_or_a_directorys_digest() {
+        assert_eq!(revision_identity("b5e2be1", ""), "b5e2be1");
+        assert_eq!(revision_identity("", "sha256:ab"), "sha256:ab");
+        assert_eq!(
+            revision_identity("b5e2be1", "sha256:ab"),
+            "b5e2be1 sha256:ab"
+        );
+        assert_eq!(revision_identity("", ""), "");
+    }
+
+    /// The decision for a plain directory app (no commit: `syncResult.revision` empty) whose
+    /// last automated sync failed, as the controller builds it: the target is the digest of
+    /// the desired objects now, the last attempt's is `syncResult.contentDigest`.
+    fn directory_app(now_digest: &str, op: serde_json::Value) -> AppState {
+        let source = AppSource {
+            repo_url: "file:///srv/apps".into(),
+            path: "web".into(),
+            ..AppSource::default()
+        };
+        let mut op = op;
+        op["syncResult"]["source"] = json!({"repoURL": "file:///srv/apps", "path": "web"});
+        let target = revision_identity("", now_digest);
+        let mut s = AppState::new(target.clone());
+        s.retry.policy = RetryPolicy::from_value(
+            &json!({"limit": 2, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "1m"}}),
+        )
+        .unwrap();
+        s.read_last_operation(&status(op), &source, "Operation terminated");
+        s.observe(target, SyncStatusCode::OutOfSync);
+        s
+    }
+
+    #[test]
+    fn a_failed_sync_of_the_same_directory_content_is_retried_per_the_backoff() {
+        let finished = "2026-09-22T19:57:06Z";
+        let at =
+            |secs: u64| crate::time::parse_rfc3339(finished).unwrap() + Duration::from_secs(secs);
+        let failed = |digest: &str, retries: i64| {
+            json!({"phase": "Failed", "message": "one or more objects failed to apply",
+                "finishedAt": finished, "retryCount": retries,
+                "syncResult": {"contentDigest": digest}})
+        };
+        // The first attempt failed: the first retry waits 10s, even when asked at once.
+        let s = directory_app("sha256:aa", failed("sha256:aa", 0));
+        assert_eq!(s.last_synced_revision.as_deref(), Some("sha256:aa"));
+        for now in [at(0), at(1), at(9)] {
+            assert_eq!(
+                automated_decision(&s, now),
+                Decision::WaitUntil {
+                    at: at(10),
+                    reason: SyncReason::Retry
+                }
+            );
+        }
+        assert_eq!(
+            automated_decision(&s, at(10)),
+            Decision::SyncNow {
+                reason: SyncReason::Retry
+            }
+        );
+        // After one retry: 20s.
+        let s = directory_app("sha256:aa", failed("sha256:aa", 1));
+        assert_eq!(
+            automated_decision(&s, at(0)),
+            Decision::WaitUntil {
+                at: at(20),
+                reason: SyncReason::Retry
+            }
+        );
+        // After two (the limit): no more, however long one waits.
+        let s = directory_app("sha256:aa", failed("sha256:aa", 2));
+        assert_eq!(
+            automated_decision(&s, at(3600)),
+            Decision::Nothing {
+                why: NoSync::RetriesExhausted { attempts: 2 }
+            }
+        );
+        // The directory changed (other desired objects): a new revision, synced at once.
+        let s = directory_app("sha256:bb", failed("sha256:aa", 2));
+        assert_eq!(
+            automated_decision(&s, at(0)),
+            Decision::SyncNow {
+                reason: SyncReason::NewRevision
+            }
+        );
+        // A status written before plumb recorded digests: nothing says what was attempted, so
+        // one sync records it (as a new revision), and the next failure is retried per backoff.
+        let s = directory_app("sha256:aa", failed("", 0));
+        assert_eq!(s.last_synced_revision, None);
+        assert_eq!(
+            automated_decision(&s, at(0)),
+            Decision::SyncNow {
+                reason: SyncReason::NewRevision
+            }
+        );
     }
 }

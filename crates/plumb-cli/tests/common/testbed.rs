@@ -99,8 +99,7 @@ impl AppBed {
     }
 
     /// Makes the repository directory a git repository and commits what it holds, so the
-    /// app's revision is a commit (a plain directory's is only "working tree", which the
-    /// automated decision takes for a new revision at every compare).
+    /// app's revision is a commit (a plain directory's is the digest of its desired objects).
     pub fn commit(&self) {
         let dir = self.dir.join("repo");
         for args in [

@@ -829,6 +829,12 @@ pub struct SyncOperationResult {
     pub source: Option<AppSource>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sources: Vec<AppSource>,
+    /// plumb's own: for a source that is a plain directory (no commit, `revision` empty), the
+    /// digest of the desired objects the operation synced (`sha256:<hex>`), which tells the
+    /// same content from a changed directory. Argo CD does not have it (and keeps it, as an
+    /// unknown field).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub content_digest: String,
     #[serde(flatten)]
     pub extra: Extra,
 }

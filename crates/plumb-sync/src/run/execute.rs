@@ -1040,6 +1040,7 @@ pub(super) fn operation_state(
     state.retry_count = (op.retry_count > 0).then_some(op.retry_count);
     let result = state.sync_result.get_or_insert_with(Default::default);
     result.revision = obs.revision.clone();
+    result.content_digest = obs.content_digest.clone();
     result.source = Some(obs.source.clone());
     result.revisions = obs.revisions.clone();
     result.sources = obs.sources.clone();

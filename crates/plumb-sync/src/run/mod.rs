@@ -25,7 +25,9 @@
 //! [`plumb_cluster::Cluster`], or in unit tests the in-memory cluster of `plumb-cluster`'s
 //! `memory` feature; see `run/tests.rs`). Not done here (yet): server-side diff during a sync.
 
-use crate::auto::{AppState, Decision, RetryState, SyncReason, automated_decision};
+use crate::auto::{
+    AppState, Decision, RetryState, SyncReason, automated_decision, revision_identity,
+};
 use crate::backoff::SelfHealBackoff;
 use crate::history::{HistoryEntry, InitiatedBy, append_history, source_json};
 use crate::options::PropagationPolicy;
@@ -276,6 +278,9 @@ struct Observation {
     source_type: String,
     revision: String,
     revision_label: String,
+    /// When a source is a plain directory (no commit): the digest of `targets`, which
+    /// identifies its content (recorded as `syncResult.contentDigest`); empty otherwise.
+    content_digest: String,
     config: DiffConfig,
     /// The objects a sync applies: namespace defaulted, tracking injected.
     targets: BTreeMap<ResourceKey, Value>,
@@ -492,6 +497,8 @@ async fn observe_desired_with(
     })?;
     let (revisions, rendered) = rendered;
     let render_time = started.elapsed();
+    // A plain directory has no commit to tell its content by.
+    let plain_directory = revisions.iter().any(String::is_empty);
     // Argo CD records `sources`/`revisions` when `spec.sources` is given (even one).
     let multi = app_obj
         .pointer("/spec/sources")
@@ -557,6 +564,11 @@ async fn observe_desired_with(
         .map(|(k, p)| (k.clone(), p.desired.object.clone()))
         .collect();
     let generated = prepared.generated.clone();
+    let content_digest = if plain_directory {
+        crate::auto::content_digest(targets.values())
+    } else {
+        String::new()
+    };
     Ok(Observation {
         app,
         name: name.clone(),
@@ -568,6 +580,7 @@ async fn observe_desired_with(
         source_type,
         revision,
         revision_label,
+        content_digest,
         config,
         targets,
         generated,
@@ -1499,7 +1512,8 @@ async fn write_refreshed(
 
 /// The automated decision's inputs, from the Application's status and what was observed.
 fn app_state(app: &Value, obs: &Observation, opts: &RunOptions) -> AppState {
-    let mut state = AppState::new(obs.revision.clone());
+    let target = revision_identity(&obs.revision, &obs.content_digest);
+    let mut state = AppState::new(target.clone());
     let automated = obs
         .policy
         .automated
@@ -1519,7 +1533,7 @@ fn app_state(app: &Value, obs: &Observation, opts: &RunOptions) -> AppState {
     let (status, _) = ApplicationStatus::read_lenient(app);
     state.read_last_operation(&status, &obs.source, execute::TERMINATED);
     state.prune_only = only_pruning_needed(&obs.resources);
-    state.observe(obs.revision.clone(), obs.status.sync);
+    state.observe(target, obs.status.sync);
     state
 }
 

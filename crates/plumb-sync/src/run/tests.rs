@@ -1835,3 +1835,121 @@ async fn retries_of_a_failed_sync_are_counted_in_retry_count() {
     assert!(out.sync.is_none(), "{:?}", out.decision);
     assert_eq!(retry_count(&cluster), Some(json!(2)));
 }
+
+/// A plain directory (not a git repository) as the source has no commit (`revision` ""):
+/// the content digest of its desired objects is what was attempted. A failed automated sync
+/// of the same content is retried per `syncPolicy.retry` — not again at every compare — and
+/// once the limit is used up, nothing more until the directory changes; a change is synced
+/// at once.
+#[tokio::test]
+async fn a_failed_sync_of_a_plain_directory_is_retried_per_the_backoff_until_it_changes() {
+    let policy = json!({"automated": {},
+        "retry": {"limit": 2, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "1m"}}});
+    let (cluster, repo) = setup(&[configmap("bad", json!({}))], policy);
+    std::fs::remove_dir_all(repo.dir.path().join(".git")).expect("no git: a plain directory");
+    cluster.fail(
+        Verb::Apply,
+        cm_key("bad"),
+        ClusterError::Api {
+            code: 500,
+            message: "Internal error occurred: failed calling webhook \"down.plumb.test\"".into(),
+        },
+    );
+    let applies = |cluster: &MemoryCluster| {
+        cluster
+            .log()
+            .iter()
+            .filter(|r| r.verb == Verb::Apply && r.key.name == "bad")
+            .count()
+    };
+    let mut state = ReconcileState { options: opts() };
+    async fn reconcile(
+        cluster: &MemoryCluster,
+        state: &mut ReconcileState,
+        at: SystemTime,
+    ) -> ReconcileOutcome {
+        reconcile_once(cluster, &app(cluster), at, state)
+            .await
+            .expect("reconcile")
+    }
+    let first = reconcile(&cluster, &mut state, now()).await;
+    assert!(!first.sync.expect("the first attempt").succeeded());
+    let recorded = app(&cluster);
+    let digest = recorded
+        .pointer("/status/operationState/syncResult/contentDigest")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    assert!(digest.starts_with("sha256:"), "{recorded:#}");
+    assert_eq!(
+        recorded.pointer("/status/operationState/syncResult/revision"),
+        None,
+        "no fake commit where Argo CD expects one"
+    );
+    assert_eq!(applies(&cluster), 1);
+
+    // Compared again and again at once: each time the retry waits for its backoff.
+    let mut due = None;
+    for _ in 0..3 {
+        let out = reconcile(&cluster, &mut state, now()).await;
+        assert!(out.sync.is_none(), "{:?}", out.decision);
+        match out.decision {
+            Some(Decision::WaitUntil {
+                at,
+                reason: SyncReason::Retry,
+            }) => due = Some(at),
+            other => panic!("wanted a retry waiting for its backoff, got {other:?}"),
+        }
+    }
+    // Each retry when it is due; two (the limit), then nothing more.
+    let mut at = due.expect("a retry is due");
+    for n in 1..=2 {
+        let out = reconcile(&cluster, &mut state, at).await;
+        assert!(
+            matches!(
+                out.decision,
+                Some(Decision::SyncNow {
+                    reason: SyncReason::Retry
+                })
+            ),
+            "retry {n}: {:?}",
+            out.decision
+        );
+        assert!(!out.sync.expect("a retry").succeeded());
+        let out = reconcile(&cluster, &mut state, at).await;
+        match out.decision {
+            Some(Decision::WaitUntil { at: next, .. }) if n < 2 => at = next,
+            Some(Decision::Nothing {
+                why: crate::auto::NoSync::RetriesExhausted { attempts: 2 },
+            }) if n == 2 => {}
+            other => panic!("after retry {n}: {other:?}"),
+        }
+    }
+    let out = reconcile(&cluster, &mut state, at + Duration::from_secs(3600)).await;
+    assert!(out.sync.is_none(), "{:?}", out.decision);
+    assert_eq!(applies(&cluster), 3, "the first attempt and two retries");
+
+    // The directory changes: a new revision, synced at once.
+    let changed = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "bad"}, "data": {"changed": "yes"}});
+    std::fs::write(
+        repo.dir.path().join("app/bad.json"),
+        serde_json::to_string_pretty(&changed).expect("json"),
+    )
+    .expect("write");
+    let out = reconcile(&cluster, &mut state, at + Duration::from_secs(3600)).await;
+    assert_eq!(
+        out.decision,
+        Some(Decision::SyncNow {
+            reason: SyncReason::NewRevision
+        })
+    );
+    assert!(out.sync.is_some());
+    assert_eq!(applies(&cluster), 4);
+    let now_digest = app(&cluster)
+        .pointer("/status/operationState/syncResult/contentDigest")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    assert!(now_digest.starts_with("sha256:") && now_digest != digest);
+}
