@@ -11,6 +11,9 @@
 //!   webhook, is retried with backoff (`syncPolicy.retry`; each retry counted in
 //!   `operationState.retryCount`, which `plumb app get` shows), and succeeds once it answers.
 //! - A field another manager owns by server-side apply: forced, as Argo CD does.
+//! - An automated sync of a plain directory (no commit) that the API server refuses: retried
+//!   per `syncPolicy.retry` (the same content is the same revision), then not again until the
+//!   directory changes, which is synced at once.
 //!
 //! Each test's Application, namespaces, repository directory and controller process come
 //! from one fixture, `common/testbed.rs` (`AppBed`).
@@ -514,7 +517,7 @@ async fn a_sync_through_a_down_webhook_fails_naming_it_and_is_retried() {
         json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"},
             "data": {"k": "v"}}),
     );
-    // A commit: retries are counted per revision (`retryCount`), and a plain directory has none.
+    // A commit (a plain directory is retried alike: see the test after this one).
     bed.commit();
     let name = "hooked";
     bed.application(
@@ -598,4 +601,155 @@ async fn a_sync_through_a_down_webhook_fails_naming_it_and_is_retried() {
         )
         .await;
     hook.stop().await;
+}
+
+/// The controller's log lines about `app` (`ns/name`), parsed.
+fn log_lines(log: &Path, app: &str) -> Vec<Value> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|l| l["app"] == app)
+        .collect()
+}
+
+/// How many of `lines` are reconciles that synced.
+fn syncs(lines: &[Value]) -> usize {
+    lines.iter().filter(|l| l["synced"] == true).count()
+}
+
+/// A plain directory (no git: no commit, `revision` "") whose automated sync the API server
+/// refuses: the same content counts as the same revision, so the failure is retried per
+/// `syncPolicy.retry` — with limit 2, exactly three attempts — and then not again, however
+/// often the app is compared, until the directory changes; the change is synced at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_sync_of_a_plain_directory_is_retried_per_the_backoff_until_it_changes() {
+    let Some(cluster) = testbed("a_failed_sync_of_a_plain_directory").await else {
+        return;
+    };
+    // No fault of the bed here, but the attempts are counted: another test's fault (the API
+    // server restarted) would fail a reconcile in between, and the retry with it.
+    let _one_at_a_time = FAULT.lock().await;
+    let bed = AppBed::new(&cluster, "fault-dir", json!({})).await;
+    let (apps_ns, dest) = (&bed.apps_ns, &bed.dest);
+    let cm = |key: &str| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"},
+            "data": {key: "v"}})
+    };
+    // A data key with a space: invalid, the API server refuses the ConfigMap.
+    bed.write("cm.json", cm("not a key"));
+    let name = "plain";
+    bed.application(
+        &cluster,
+        name,
+        json!({"automated": {"prune": true},
+            "retry": {"limit": 2, "backoff": {"duration": "1s", "factor": 2, "maxDuration": "4s"}}}),
+    )
+    .await;
+    let (mut ctl, log) = bed.controller("controller.log");
+    let key = format!("{apps_ns}/{name}");
+    let read_log = || std::fs::read_to_string(&log).unwrap_or_default();
+
+    // Three failed attempts (the first and two retries), then a reconcile that does not sync:
+    // the limit is used up. (Before plumb identified a directory by its content, each compare
+    // synced it again, about once a second.)
+    let failed = wait_until(
+        "three failed attempts, then a compare that does not sync",
+        || async {
+            let lines = log_lines(&log, &key);
+            let third = lines
+                .iter()
+                .enumerate()
+                .filter(|(_, l)| l["synced"] == true)
+                .nth(2)?
+                .0;
+            if !lines[third + 1..].iter().any(|l| l["synced"] == false) {
+                return None;
+            }
+            let a = app(&cluster, apps_ns, name).await;
+            (op(&a, "phase") == "Failed").then_some(a)
+        },
+    )
+    .await;
+    let lines = log_lines(&log, &key);
+    assert_eq!(syncs(&lines), 3, "log:\n{}", read_log());
+    assert!(
+        lines
+            .iter()
+            .filter(|l| l["synced"] == true)
+            .all(|l| l["operation"] == "Failed"),
+        "log:\n{}",
+        read_log()
+    );
+    assert_eq!(
+        retry_count(&failed),
+        2,
+        "{}",
+        failed["status"]["operationState"]
+    );
+    let digest = failed
+        .pointer("/status/operationState/syncResult/contentDigest")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    assert!(digest.starts_with("sha256:"), "{}", failed["status"]);
+    assert!(
+        get(&cluster, "", "ConfigMap", dest, "settings")
+            .await
+            .is_none(),
+        "refused, never applied"
+    );
+
+    // Compared again (a refresh asked for, twice): no sync, the content is unchanged.
+    let refresh = || async {
+        wait_until("the refresh annotation written", || async {
+            cluster
+                .patch_application(
+                    apps_ns,
+                    name,
+                    &json!({"metadata": {"annotations": {"argocd.argoproj.io/refresh": "normal"}}}),
+                )
+                .await
+                .ok()
+        })
+        .await;
+    };
+    for _ in 0..2 {
+        let seen = log_lines(&log, &key).len();
+        refresh().await;
+        wait_until("the asked-for refresh logged", || async {
+            log_lines(&log, &key)[seen..]
+                .iter()
+                .any(|l| l["trigger"] == "app")
+                .then_some(())
+        })
+        .await;
+    }
+    assert_eq!(syncs(&log_lines(&log, &key)), 3, "log:\n{}", read_log());
+
+    // The directory changes (a valid key now): synced at the next compare.
+    bed.write("cm.json", cm("k"));
+    refresh().await;
+    let done = wait_until("the changed directory synced", || async {
+        let a = app(&cluster, apps_ns, name).await;
+        (op(&a, "phase") == "Succeeded").then_some(a)
+    })
+    .await;
+    assert!(
+        get(&cluster, "", "ConfigMap", dest, "settings")
+            .await
+            .is_some()
+    );
+    let changed = done
+        .pointer("/status/operationState/syncResult/contentDigest")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    assert!(
+        changed.starts_with("sha256:") && changed != digest,
+        "{}",
+        done["status"]
+    );
+    assert_eq!(syncs(&log_lines(&log, &key)), 4, "log:\n{}", read_log());
+    assert!(ctl.alive());
+    drop(ctl);
 }
