@@ -285,18 +285,8 @@ async fn a_controller_survives_etcd_paused_for_20_seconds() {
         "the controller exited while etcd was paused:\n{}",
         std::fs::read_to_string(&log).unwrap_or_default()
     );
-    // A refresh, as `argocd app get --refresh` asks for one, once the API answers again.
-    wait_until("the refresh annotation written", || async {
-        cluster
-            .patch_application(
-                apps_ns,
-                name,
-                &json!({"metadata": {"annotations": {"argocd.argoproj.io/refresh": "normal"}}}),
-            )
-            .await
-            .ok()
-    })
-    .await;
+    // A refresh, once the API answers again.
+    ask_refresh(&cluster, apps_ns, name).await;
     let (stored, now) = wait_until(
         "the change synced and recorded after etcd came back",
         || synced(2),
@@ -603,6 +593,22 @@ async fn a_sync_through_a_down_webhook_fails_naming_it_and_is_retried() {
     hook.stop().await;
 }
 
+/// Asks for a refresh of the Application `ns/name`, as `argocd app get --refresh` does (the
+/// annotation `argocd.argoproj.io/refresh`), retrying the write until the API answers.
+async fn ask_refresh(cluster: &Cluster, ns: &str, name: &str) {
+    wait_until("the refresh annotation written", || async {
+        cluster
+            .patch_application(
+                ns,
+                name,
+                &json!({"metadata": {"annotations": {"argocd.argoproj.io/refresh": "normal"}}}),
+            )
+            .await
+            .ok()
+    })
+    .await;
+}
+
 /// The controller's log lines about `app` (`ns/name`), parsed.
 fn log_lines(log: &Path, app: &str) -> Vec<Value> {
     std::fs::read_to_string(log)
@@ -701,22 +707,9 @@ async fn a_failed_sync_of_a_plain_directory_is_retried_per_the_backoff_until_it_
     );
 
     // Compared again (a refresh asked for, twice): no sync, the content is unchanged.
-    let refresh = || async {
-        wait_until("the refresh annotation written", || async {
-            cluster
-                .patch_application(
-                    apps_ns,
-                    name,
-                    &json!({"metadata": {"annotations": {"argocd.argoproj.io/refresh": "normal"}}}),
-                )
-                .await
-                .ok()
-        })
-        .await;
-    };
     for _ in 0..2 {
         let seen = log_lines(&log, &key).len();
-        refresh().await;
+        ask_refresh(&cluster, apps_ns, name).await;
         wait_until("the asked-for refresh logged", || async {
             log_lines(&log, &key)[seen..]
                 .iter()
@@ -729,7 +722,7 @@ async fn a_failed_sync_of_a_plain_directory_is_retried_per_the_backoff_until_it_
 
     // The directory changes (a valid key now): synced at the next compare.
     bed.write("cm.json", cm("k"));
-    refresh().await;
+    ask_refresh(&cluster, apps_ns, name).await;
     let done = wait_until("the changed directory synced", || async {
         let a = app(&cluster, apps_ns, name).await;
         (op(&a, "phase") == "Succeeded").then_some(a)

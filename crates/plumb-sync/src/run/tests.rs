@@ -1779,14 +1779,12 @@ async fn a_resumed_multi_source_operation_applies_the_revisions_it_started_with(
     assert_eq!(h[0]["revisions"], v1);
 }
 
-/// `syncPolicy.retry`: each retry of a failed automated sync records its number in
-/// `status.operationState.retryCount` (absent on the first attempt, as Argo CD omits a zero),
-/// the limit is read back from it, and a retry that succeeds keeps the count.
-#[tokio::test]
-async fn retries_of_a_failed_sync_are_counted_in_retry_count() {
+/// An automated app (`syncPolicy.retry` limit 2, from 10 s doubling) of one ConfigMap, `bad`,
+/// whose every apply fails (a mutating webhook that is down).
+fn failing_automated_app() -> (MemoryCluster, Repo) {
     let policy = json!({"automated": {},
         "retry": {"limit": 2, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "1m"}}});
-    let (cluster, _repo) = setup(&[configmap("bad", json!({}))], policy);
+    let (cluster, repo) = setup(&[configmap("bad", json!({}))], policy);
     cluster.fail(
         Verb::Apply,
         cm_key("bad"),
@@ -1795,6 +1793,15 @@ async fn retries_of_a_failed_sync_are_counted_in_retry_count() {
             message: "Internal error occurred: failed calling webhook \"down.plumb.test\"".into(),
         },
     );
+    (cluster, repo)
+}
+
+/// `syncPolicy.retry`: each retry of a failed automated sync records its number in
+/// `status.operationState.retryCount` (absent on the first attempt, as Argo CD omits a zero),
+/// the limit is read back from it, and a retry that succeeds keeps the count.
+#[tokio::test]
+async fn retries_of_a_failed_sync_are_counted_in_retry_count() {
+    let (cluster, _repo) = failing_automated_app();
     let mut state = ReconcileState { options: opts() };
     let retry_count = |cluster: &MemoryCluster| {
         app(cluster)
@@ -1843,18 +1850,8 @@ async fn retries_of_a_failed_sync_are_counted_in_retry_count() {
 /// at once.
 #[tokio::test]
 async fn a_failed_sync_of_a_plain_directory_is_retried_per_the_backoff_until_it_changes() {
-    let policy = json!({"automated": {},
-        "retry": {"limit": 2, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "1m"}}});
-    let (cluster, repo) = setup(&[configmap("bad", json!({}))], policy);
+    let (cluster, repo) = failing_automated_app();
     std::fs::remove_dir_all(repo.dir.path().join(".git")).expect("no git: a plain directory");
-    cluster.fail(
-        Verb::Apply,
-        cm_key("bad"),
-        ClusterError::Api {
-            code: 500,
-            message: "Internal error occurred: failed calling webhook \"down.plumb.test\"".into(),
-        },
-    );
     let applies = |cluster: &MemoryCluster| {
         cluster
             .log()
