@@ -229,6 +229,17 @@ ASSERTIONS=$(cat <<'EOF'
 73-patch-targets-after-renames	+	name: p-settings-renamed
 73-patch-targets-after-renames	+	mode: b
 73-patch-targets-after-renames	+	imagePullPolicy: Always
+85-generator-same-name-two-namespaces	+	name: acme-settings-gh5k8797t4$
+85-generator-same-name-two-namespaces	+	name: acme-settings-95chh4bhbk$
+85-generator-same-name-two-namespaces	+	name: acme-flags-8699m96ft7$
+85-generator-same-name-two-namespaces	+	name: acme-flags-dcf7t8k524$
+85-generator-same-name-two-namespaces	+	REPLICAS: "5"
+86-generator-merge-hash-options	+	name: alpha$
+86-generator-merge-hash-options	+	name: beta$
+86-generator-merge-hash-options	+	name: gamma$
+86-generator-merge-hash-options	+	name: epsilon$
+86-generator-merge-hash-options	+	name: zeta$
+86-generator-merge-hash-options	+	name: delta-[a-z0-9]{10}$
 EOF
 )
 

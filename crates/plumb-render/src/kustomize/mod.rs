@@ -857,23 +857,15 @@ fn append(
 fn absorb(ctx: &Ctx, k: &Kust, ra: &mut Vec<Res>, mut g: Res) -> Result<(), KustomizeError> {
     use resource::Behavior;
     let id = g.cur_id();
-    let mut matches: Vec<usize> = ra
+    // By any id (current or previous), namespace included: a generator named like a
+    // resource of another namespace creates its own object (kustomize 5.5 has no
+    // fall-back to a namespace-blind match).
+    let matches: Vec<usize> = ra
         .iter()
         .enumerate()
         .filter(|(_, r)| r.all_ids().iter().any(|x| x.equals(&id)))
         .map(|(i, _)| i)
         .collect();
-    if matches.is_empty() {
-        matches = ra
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| {
-                let c = r.cur_id();
-                c.gvk_equals(&id) && c.name == id.name
-            })
-            .map(|(i, _)| i)
-            .collect();
-    }
     let at = g.node.path(&["metadata", "name"]).and_then(Node::org);
     match matches.len() {
         0 => match g.behavior {
@@ -960,8 +952,10 @@ fn absorb(ctx: &Ctx, k: &Kust, ra: &mut Vec<Res>, mut g: Res) -> Result<(), Kust
             g.prev = old.prev.clone();
             g.prefixes = old.prefixes.clone();
             g.suffixes = old.suffixes.clone();
-            // needsHashSuffix travels with the build annotations of the original.
-            g.needs_hash = old.needs_hash;
+            // The hash suffix stays only when both sides want it: the original's build
+            // annotation is kept, but dropped when the incoming generator disables it
+            // (`disableNameSuffixHash` on either side leaves the plain name).
+            g.needs_hash = old.needs_hash && g.needs_hash;
             g.file = old.file;
             g.line = old.line;
             ra[i] = g;
