@@ -240,6 +240,14 @@ ASSERTIONS=$(cat <<'EOF'
 86-generator-merge-hash-options	+	name: epsilon$
 86-generator-merge-hash-options	+	name: zeta$
 86-generator-merge-hash-options	+	name: delta-[a-z0-9]{10}$
+87-rename-by-patch-updates-references	+	  name: config-reader$
+87-rename-by-patch-updates-references	+	serviceAccountName: batch-runner$
+87-rename-by-patch-updates-references	+	claimName: scratch-fast$
+87-rename-by-patch-updates-references	+	name: jobs-[a-z0-9]{10}$
+87-rename-by-patch-updates-references	+	secretName: tls-secret$
+87-rename-by-patch-updates-references	+	name: legacy-config$
+87-rename-by-patch-updates-references	+	namespace: audit$
+87-rename-by-patch-updates-references	-	ignored-name
 EOF
 )
 

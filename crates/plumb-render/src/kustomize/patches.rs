@@ -369,7 +369,7 @@ pub fn patches(ctx: &mut Ctx, k: &Kust, ra: &mut Vec<Res>) -> Result<(), Kustomi
                 return Err(ctx_err(k, at, "must specify a target for JSON patch"));
             }
             (Patch::Json(ops), Some(sel)) => {
-                apply_json(k, ra, &mut index, &sel, &ops, org)?;
+                apply_json(k, ra, &mut index, &sel, &ops, org, true)?;
             }
         }
     }
@@ -461,12 +461,16 @@ pub fn patches_json6902(ctx: &mut Ctx, k: &Kust, ra: &mut [Res]) -> Result<(), K
                 return Err(ctx_err(k, org, "patchesJson6902 entry is not a JSON patch"));
             }
         };
-        apply_json(k, ra, &mut index, &sel, &ops, org)?;
+        apply_json(k, ra, &mut index, &sel, &ops, org, false)?;
     }
     Ok(())
 }
 
-/// Applies JSON 6902 operations to the resources `sel` selects.
+/// Applies JSON 6902 operations to the resources `sel` selects. With `track` (a
+/// `patches` entry, not the legacy `patchesJson6902`), every selected resource's id is
+/// first recorded as a previous id, as kustomize does: a rename through the patch
+/// (`/metadata/name`) is then followed by name references, and even an unrenamed
+/// resource becomes a candidate of the name reference repair.
 fn apply_json(
     k: &Kust,
     ra: &mut [Res],
@@ -474,9 +478,13 @@ fn apply_json(
     sel: &Selector,
     ops: &[json6902::Op],
     org: Org,
+    track: bool,
 ) -> Result<(), KustomizeError> {
     for i in index.select(ra, sel) {
         let r = &mut ra[i];
+        if track {
+            r.store_previous_id();
+        }
         let name = r.name().to_string();
         json6902::apply(&mut r.node, ops).map_err(|m| ctx_err(k, org, m))?;
         if r.name() != name {
