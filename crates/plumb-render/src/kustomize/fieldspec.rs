@@ -406,8 +406,11 @@ fn pod_paths(specs: &mut Vec<FieldSpec>, leafs: &[&str], kinds: &[(&str, &str)])
     }
 }
 
+/// The kinds whose pod spec may name ConfigMaps and Secrets, and where that spec is
+/// (a `PodTemplate` holds it under `template`, without `spec` around it).
 const POD_KINDS: &[(&str, &str)] = &[
     ("Pod", "spec/"),
+    ("PodTemplate", "template/spec/"),
     ("Deployment", "spec/template/spec/"),
     ("ReplicaSet", "spec/template/spec/"),
     ("DaemonSet", "spec/template/spec/"),
@@ -455,19 +458,9 @@ pub fn name_refs() -> &'static [NameRef] {
                 "",
                 "",
             ),
-            (
-                "Service",
-                "spec/template/spec/containers/env/valueFrom/configMapKeyRef/name",
-                "serving.knative.dev",
-                "v1",
-            ),
-            (
-                "Service",
-                "spec/template/spec/containers/envFrom/configMapRef/name",
-                "serving.knative.dev",
-                "v1",
-            ),
         ] {
+            // (A Knative Service's ConfigMap references are not in kustomize's table,
+            // unlike its `secretKeyRef`: kubectl leaves them unchanged.)
             cm.push(FieldSpec::new(g, v, k, p, false));
         }
         let mut secret = Vec::new();
@@ -656,6 +649,16 @@ pub fn name_refs() -> &'static [NameRef] {
                 version: "v1",
                 kind: "IngressClass",
                 referrers: specs(&[("Ingress", "spec/ingressClassName", "")]),
+            },
+            NameRef {
+                group: "admissionregistration.k8s.io",
+                version: "",
+                kind: "ValidatingAdmissionPolicy",
+                referrers: specs(&[(
+                    "ValidatingAdmissionPolicyBinding",
+                    "spec/policyName",
+                    "admissionregistration.k8s.io",
+                )]),
             },
         ]
     })
