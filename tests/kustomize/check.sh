@@ -253,6 +253,10 @@ ASSERTIONS=$(cat <<'EOF'
 88-namerefs-admission-policy-podtemplate	+	name: ops-registry-pull-v1-[a-z0-9]{10}$
 88-namerefs-admission-policy-podtemplate	+	secretName: ops-batch-credentials-v1-[a-z0-9]{10}$
 88-namerefs-admission-policy-podtemplate	+	name: batch-settings$
+89-nameref-prefix-suffix-sieve	+	            name: a-settings-[a-z0-9]{10}$
+89-nameref-prefix-suffix-sieve	+	            name: b-settings-[a-z0-9]{10}$
+89-nameref-prefix-suffix-sieve	+	            name: p-settings-[a-z0-9]{10}$
+89-nameref-prefix-suffix-sieve	+	            name: settings-[a-z0-9]{10}$
 EOF
 )
 

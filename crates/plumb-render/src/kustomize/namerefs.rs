@@ -1,7 +1,7 @@
 //! Name reference repair: after renames (prefix/suffix, hash suffix, namespace), fields
 //! that hold another object's name are updated the way kustomize's nameReference
 //! transformer does it — candidates are matched by *previous* names, narrowed by kind,
-//! roleRef, namespace and finally by equal prefix/suffix history.
+//! roleRef, namespace and finally by prefix/suffix history (loosely, then strictly).
 
 use super::fieldspec::{Leaf, name_refs, walk};
 use super::resource::{Res, ResId};
@@ -54,6 +54,16 @@ struct Referrer<'a> {
 }
 
 pub fn fix(ra: &mut [Res]) -> Result<(), String> {
+    // kustomize reads every RoleBinding's ServiceAccount subjects (for the namespaces its
+    // references may reach) whether or not anything was renamed, and refuses one whose
+    // `namespace` is there but not a string (`namespace:` left empty is null).
+    for r in ra.iter() {
+        let id = r.cur_id();
+        let org = r.org_id_ref();
+        if org.kind == "RoleBinding" && org.group == "rbac.authorization.k8s.io" {
+            role_binding_namespaces(r, &id)?;
+        }
+    }
     let cands: Vec<Cand> = ra
         .iter()
         .map(|r| {
@@ -113,7 +123,7 @@ pub fn fix(ra: &mut [Res]) -> Result<(), String> {
         let id = r.cur_id();
         let subset = Subset {
             referrer: &id,
-            rb_namespaces: role_binding_namespaces(r, &id),
+            rb_namespaces: role_binding_namespaces(r, &id)?,
         };
         let role_ref = r.node.get("roleRef").and_then(|rr| {
             Some((
@@ -161,22 +171,33 @@ pub fn fix(ra: &mut [Res]) -> Result<(), String> {
     Ok(())
 }
 
-/// The namespaces of a RoleBinding's ServiceAccount subjects.
-fn role_binding_namespaces(r: &Res, id: &ResId) -> Vec<String> {
+/// The namespaces of a RoleBinding's ServiceAccount subjects; an error for a subject whose
+/// `namespace` is present but not a string.
+fn role_binding_namespaces(r: &Res, id: &ResId) -> Result<Vec<String>, String> {
     let mut rb_namespaces = Vec::new();
     if id.kind == "RoleBinding"
         && !id.is_cluster_scoped()
         && let Some(Node::Seq(subjects)) = r.node.get("subjects")
     {
-        for s in subjects {
-            if s.get("kind").and_then(Node::as_str) == Some("ServiceAccount")
-                && let Some(ns) = s.get("namespace").and_then(Node::as_str)
-            {
-                rb_namespaces.push(ns.to_string());
+        for (i, s) in subjects.iter().enumerate() {
+            if s.get("kind").and_then(Node::as_str) != Some("ServiceAccount") {
+                continue;
+            }
+            match s.get("namespace") {
+                None => {}
+                Some(ns) => match ns.as_str() {
+                    Some(ns) => rb_namespaces.push(ns.to_string()),
+                    None => {
+                        return Err(format!(
+                            "invalid input: namespace is blank for resource {} (subjects[{i}].namespace is not a string)",
+                            id.display()
+                        ));
+                    }
+                },
             }
         }
     }
-    rb_namespaces
+    Ok(rb_namespaces)
 }
 
 fn set(
@@ -322,9 +343,12 @@ fn select(
     if pool.len() == 1 {
         return Ok(Some(pool[0]));
     }
-    pool.retain(|&i| {
-        cands[i].prefixes == referrer.prefixes && cands[i].suffixes == referrer.suffixes
-    });
+    // First a loose sieve (no prefixes, or no suffixes, on either side match anything),
+    // then, if that leaves several, a strict one.
+    pool.retain(|&i| affixes_match(&cands[i], referrer, true));
+    if pool.len() > 1 {
+        pool.retain(|&i| affixes_match(&cands[i], referrer, false));
+    }
     match pool.len() {
         0 => Ok(None),
         1 => Ok(Some(pool[0])),
@@ -345,4 +369,24 @@ fn select(
             }
         }
     }
+}
+
+/// kustomize's PrefixesSuffixesEquals: the prefixes, and the suffixes, of a candidate and
+/// a referrer end the same way (the shorter list is the end of the longer; an empty list
+/// matches only an empty one, or anything when `allow_empty`).
+fn affixes_match(c: &Cand, r: &Referrer, allow_empty: bool) -> bool {
+    let same = |a: &[String], b: &[String]| {
+        (allow_empty && (a.is_empty() || b.is_empty())) || same_ending(a, b)
+    };
+    same(&c.prefixes, r.prefixes) && same(&c.suffixes, r.suffixes)
+}
+
+/// Whether the shorter of two lists is the end of the longer (two empty lists are; an
+/// empty and a non-empty one are not).
+fn same_ending(a: &[String], b: &[String]) -> bool {
+    let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    if short.is_empty() {
+        return long.is_empty();
+    }
+    long.ends_with(short)
 }
