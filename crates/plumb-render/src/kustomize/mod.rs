@@ -270,14 +270,22 @@ fn sort(ctx: &Ctx, kust: &Kust, ra: &mut [Res]) -> Result<(), KustomizeError> {
         "MutatingWebhookConfiguration".into(),
         "ValidatingWebhookConfiguration".into(),
     ];
-    if let Some(so) = kust.get("sortOptions") {
+    if let Some(so) = kust.get("sortOptions").filter(|so| !so.is_null()) {
         let m = so
             .as_map()
             .ok_or_else(|| ctx.kerr(kust, so.org(), "sortOptions must be a mapping"))?;
         let order = m.get("order").and_then(Node::as_str).unwrap_or("");
+        let legacy_options = m.get("legacySortOptions").filter(|o| !o.is_null());
         match order {
+            "fifo" if legacy_options.is_some() => {
+                return Err(ctx.kerr(
+                    kust,
+                    legacy_options.and_then(Node::org),
+                    "the field 'sortOptions.legacySortOptions' is set but the selected sort order is 'fifo', not 'legacy'",
+                ));
+            }
             "fifo" => return Ok(()),
-            "legacy" | "" => {}
+            "legacy" => {}
             other => {
                 return Err(ctx.kerr(
                     kust,
