@@ -257,6 +257,10 @@ ASSERTIONS=$(cat <<'EOF'
 89-nameref-prefix-suffix-sieve	+	            name: b-settings-[a-z0-9]{10}$
 89-nameref-prefix-suffix-sieve	+	            name: p-settings-[a-z0-9]{10}$
 89-nameref-prefix-suffix-sieve	+	            name: settings-[a-z0-9]{10}$
+90-patch-schema-kind-and-json-first-document	+	patched: json
+90-patch-schema-kind-and-json-first-document	+	tier: web
+90-patch-schema-kind-and-json-first-document	-	replicas: 9
+90-patch-schema-kind-and-json-first-document	-	ignored
 EOF
 )
 

@@ -70,7 +70,9 @@ fn parse_patch(
     if docs.is_empty() {
         return Err(ctx_err(k, org, "patch is empty"));
     }
-    if docs.len() == 1 && docs[0].node.as_seq().is_some() {
+    // A JSON patch is read as one YAML document: later documents are ignored, as
+    // kustomize 5.5 reads it (a list of documents is no strategic merge patch either).
+    if docs[0].node.as_seq().is_some() {
         let ops = json6902::parse_ops(&docs[0].node).map_err(|m| ctx_err(k, org, m))?;
         return Ok(Patch::Json(ops));
     }
@@ -112,8 +114,18 @@ fn apply_smp(
     {
         m.insert("apiVersion".into(), av.clone());
     }
+    // The merge follows the schema of the patched object's type, or, when that type has
+    // none, of the patch's own kind (with the object's apiVersion), as kyaml's walker
+    // takes the first of its two sources whose type it knows.
+    let patch_kind = patch.get("kind").and_then(Node::as_str).unwrap_or("");
+    let schema_kind = if !known_type(&api_version, &kind_s) && known_type(&api_version, patch_kind)
+    {
+        patch_kind.to_string()
+    } else {
+        kind_s
+    };
     let dest = std::mem::replace(&mut r.node, Node::empty_map());
-    match smp::apply(dest, patch, &api_version, &kind_s)? {
+    match smp::apply(dest, patch, &api_version, &schema_kind)? {
         None => return Ok(false),
         Some(n) => r.node = n,
     }
@@ -141,6 +153,13 @@ fn apply_smp(
     }
     restore(r, &["metadata", "namespace"], namespace);
     Ok(true)
+}
+
+/// Whether the built-in schema knows a type (the strategic merge then follows it).
+fn known_type(api_version: &str, kind: &str) -> bool {
+    let schema = plumb_core::schema::Schema::builtin();
+    schema.root(api_version, kind).is_some()
+        && schema.is_builtin(plumb_core::group_of_api_version(api_version), kind)
 }
 
 /// The resources that have or had a given name (current and previous names), so that a
