@@ -248,6 +248,8 @@ ASSERTIONS=$(cat <<'EOF'
 87-rename-by-patch-updates-references	+	name: legacy-config$
 87-rename-by-patch-updates-references	+	namespace: audit$
 87-rename-by-patch-updates-references	-	ignored-name
+87-rename-by-patch-updates-references	+	  name: cache-v2$
+87-rename-by-patch-updates-references	+	serviceName: cache$
 88-namerefs-admission-policy-podtemplate	+	policyName: ops-max-replicas-v1$
 88-namerefs-admission-policy-podtemplate	+	policyName: cluster-baseline$
 88-namerefs-admission-policy-podtemplate	+	name: ops-registry-pull-v1-[a-z0-9]{10}$

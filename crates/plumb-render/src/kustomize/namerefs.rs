@@ -138,13 +138,21 @@ pub fn fix(ra: &mut [Res]) -> Result<(), String> {
             role_ref,
         };
         let table = name_refs();
+        // The referrer's field specs are chosen by its original kind (with its current
+        // apiVersion), as kustomize picks them by the original id: an object whose kind a
+        // patch changed keeps the references of its first kind.
+        let org_kind = r.prev.first().map_or(id.kind.as_str(), |p| p.kind.as_str());
         let specs = specs_by_gvk
-            .entry((id.group.clone(), id.version.clone(), id.kind.clone()))
+            .entry((id.group.clone(), id.version.clone(), org_kind.to_string()))
             .or_insert_with(|| {
+                let sel = ResId {
+                    kind: org_kind.to_string(),
+                    ..id.clone()
+                };
                 let mut v = Vec::new();
                 for (n, nr) in table.iter().enumerate() {
                     for (f, fs) in nr.referrers.iter().enumerate() {
-                        if fs.selects(&id) {
+                        if fs.selects(&sel) {
                             v.push((n, f));
                         }
                     }
