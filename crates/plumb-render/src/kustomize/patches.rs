@@ -71,7 +71,17 @@ fn parse_patch(
         return Err(ctx_err(k, org, "patch is empty"));
     }
     // A JSON patch is read as one YAML document: later documents are ignored, as
-    // kustomize 5.5 reads it (a list of documents is no strategic merge patch either).
+    // kustomize 5.5 reads it (a list of documents is no strategic merge patch either),
+    // unless the text starts with `[`: it is then decoded as JSON as a whole, which
+    // fails (inline text is trimmed first, a file's is not).
+    let start = if file.is_some() { text } else { text.trim() };
+    if docs.len() > 1 && start.starts_with('[') {
+        return Err(ctx_err(
+            k,
+            org,
+            format!("unable to parse SM or JSON patch from {text:?}"),
+        ));
+    }
     if docs[0].node.as_seq().is_some() {
         let ops = json6902::parse_ops(&docs[0].node).map_err(|m| ctx_err(k, org, m))?;
         return Ok(Patch::Json(ops));
@@ -387,6 +397,14 @@ pub fn patches(ctx: &mut Ctx, k: &Kust, ra: &mut Vec<Res>) -> Result<(), Kustomi
             (Patch::Json(_), None) => {
                 return Err(ctx_err(k, at, "must specify a target for JSON patch"));
             }
+            // `[]` also reads as an empty list of strategic merge patches.
+            (Patch::Json(ops), Some(_)) if ops.is_empty() => {
+                return Err(ctx_err(
+                    k,
+                    org,
+                    "illegally qualifies as both an SM and JSON patch (an empty list)",
+                ));
+            }
             (Patch::Json(ops), Some(sel)) => {
                 apply_json(k, ra, &mut index, &sel, &ops, org, true)?;
             }
@@ -460,6 +478,16 @@ pub fn patches_json6902(ctx: &mut Ctx, k: &Kust, ra: &mut [Res]) -> Result<(), K
                 "must specify the target field in patchesJson6902",
             ));
         };
+        if t.get("name")
+            .and_then(|n| k.text(n))
+            .is_none_or(|n| n.is_empty())
+        {
+            return Err(ctx_err(
+                k,
+                at,
+                "must specify the target name in patchesJson6902",
+            ));
+        }
         let sel = Selector::parse(t, &|n| k.text(n)).map_err(|m| ctx_err(k, at, m))?;
         let (text, file, org) = load_text(
             ctx,
@@ -475,6 +503,9 @@ pub fn patches_json6902(ctx: &mut Ctx, k: &Kust, ra: &mut [Res]) -> Result<(), K
             file.as_ref().map(|(p, i)| (p.as_str(), *i)),
             org,
         )? {
+            Patch::Json(ops) if ops.is_empty() => {
+                return Err(ctx_err(k, org, "patch appears to be empty"));
+            }
             Patch::Json(ops) => ops,
             Patch::Smp(_) => {
                 return Err(ctx_err(k, org, "patchesJson6902 entry is not a JSON patch"));
