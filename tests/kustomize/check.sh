@@ -229,40 +229,40 @@ ASSERTIONS=$(cat <<'EOF'
 73-patch-targets-after-renames	+	name: p-settings-renamed
 73-patch-targets-after-renames	+	mode: b
 73-patch-targets-after-renames	+	imagePullPolicy: Always
-85-generator-same-name-two-namespaces	+	name: acme-settings-gh5k8797t4$
-85-generator-same-name-two-namespaces	+	name: acme-settings-95chh4bhbk$
-85-generator-same-name-two-namespaces	+	name: acme-flags-8699m96ft7$
-85-generator-same-name-two-namespaces	+	name: acme-flags-dcf7t8k524$
-85-generator-same-name-two-namespaces	+	REPLICAS: "5"
-86-generator-merge-hash-options	+	name: alpha$
-86-generator-merge-hash-options	+	name: beta$
-86-generator-merge-hash-options	+	name: gamma$
-86-generator-merge-hash-options	+	name: epsilon$
-86-generator-merge-hash-options	+	name: zeta$
-86-generator-merge-hash-options	+	name: delta-[a-z0-9]{10}$
-87-rename-by-patch-updates-references	+	  name: config-reader$
-87-rename-by-patch-updates-references	+	serviceAccountName: batch-runner$
-87-rename-by-patch-updates-references	+	claimName: scratch-fast$
-87-rename-by-patch-updates-references	+	name: jobs-[a-z0-9]{10}$
-87-rename-by-patch-updates-references	+	secretName: tls-secret$
-87-rename-by-patch-updates-references	+	name: legacy-config$
-87-rename-by-patch-updates-references	+	namespace: audit$
-87-rename-by-patch-updates-references	-	ignored-name
-87-rename-by-patch-updates-references	+	  name: cache-v2$
-87-rename-by-patch-updates-references	+	serviceName: cache$
-88-namerefs-admission-policy-podtemplate	+	policyName: ops-max-replicas-v1$
-88-namerefs-admission-policy-podtemplate	+	policyName: cluster-baseline$
-88-namerefs-admission-policy-podtemplate	+	name: ops-registry-pull-v1-[a-z0-9]{10}$
-88-namerefs-admission-policy-podtemplate	+	secretName: ops-batch-credentials-v1-[a-z0-9]{10}$
-88-namerefs-admission-policy-podtemplate	+	name: batch-settings$
-89-nameref-prefix-suffix-sieve	+	            name: a-settings-[a-z0-9]{10}$
-89-nameref-prefix-suffix-sieve	+	            name: b-settings-[a-z0-9]{10}$
-89-nameref-prefix-suffix-sieve	+	            name: p-settings-[a-z0-9]{10}$
-89-nameref-prefix-suffix-sieve	+	            name: settings-[a-z0-9]{10}$
-90-patch-schema-kind-and-json-first-document	+	patched: json
-90-patch-schema-kind-and-json-first-document	+	tier: web
-90-patch-schema-kind-and-json-first-document	-	replicas: 9
-90-patch-schema-kind-and-json-first-document	-	ignored
+91-generator-same-name-two-namespaces	+	name: acme-settings-gh5k8797t4$
+91-generator-same-name-two-namespaces	+	name: acme-settings-95chh4bhbk$
+91-generator-same-name-two-namespaces	+	name: acme-flags-8699m96ft7$
+91-generator-same-name-two-namespaces	+	name: acme-flags-dcf7t8k524$
+91-generator-same-name-two-namespaces	+	REPLICAS: "5"
+92-generator-merge-hash-options	+	name: alpha$
+92-generator-merge-hash-options	+	name: beta$
+92-generator-merge-hash-options	+	name: gamma$
+92-generator-merge-hash-options	+	name: epsilon$
+92-generator-merge-hash-options	+	name: zeta$
+92-generator-merge-hash-options	+	name: delta-[a-z0-9]{10}$
+93-rename-by-patch-updates-references	+	  name: config-reader$
+93-rename-by-patch-updates-references	+	serviceAccountName: batch-runner$
+93-rename-by-patch-updates-references	+	claimName: scratch-fast$
+93-rename-by-patch-updates-references	+	name: jobs-[a-z0-9]{10}$
+93-rename-by-patch-updates-references	+	secretName: tls-secret$
+93-rename-by-patch-updates-references	+	name: legacy-config$
+93-rename-by-patch-updates-references	+	namespace: audit$
+93-rename-by-patch-updates-references	-	ignored-name
+93-rename-by-patch-updates-references	+	  name: cache-v2$
+93-rename-by-patch-updates-references	+	serviceName: cache$
+94-namerefs-admission-policy-podtemplate	+	policyName: ops-max-replicas-v1$
+94-namerefs-admission-policy-podtemplate	+	policyName: cluster-baseline$
+94-namerefs-admission-policy-podtemplate	+	name: ops-registry-pull-v1-[a-z0-9]{10}$
+94-namerefs-admission-policy-podtemplate	+	secretName: ops-batch-credentials-v1-[a-z0-9]{10}$
+94-namerefs-admission-policy-podtemplate	+	name: batch-settings$
+95-nameref-prefix-suffix-sieve	+	            name: a-settings-[a-z0-9]{10}$
+95-nameref-prefix-suffix-sieve	+	            name: b-settings-[a-z0-9]{10}$
+95-nameref-prefix-suffix-sieve	+	            name: p-settings-[a-z0-9]{10}$
+95-nameref-prefix-suffix-sieve	+	            name: settings-[a-z0-9]{10}$
+96-patch-schema-kind-and-json-first-document	+	patched: json
+96-patch-schema-kind-and-json-first-document	+	tier: web
+96-patch-schema-kind-and-json-first-document	-	replicas: 9
+96-patch-schema-kind-and-json-first-document	-	ignored
 EOF
 )
 
