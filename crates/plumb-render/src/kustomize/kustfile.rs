@@ -47,7 +47,80 @@ pub const SUPPORTED: &[&str] = &[
     "secretGenerator",
     "generatorOptions",
     "sortOptions",
+    "imageTags",
 ];
+
+/// The field of kustomize's Kustomization type a key of a kustomization file sets: Go's
+/// JSON decoding matches field names exactly, else ignoring case.
+fn field_of(key: &str) -> Option<&'static str> {
+    let all = || SUPPORTED.iter().chain(UNSUPPORTED);
+    all()
+        .find(|f| **f == key)
+        .or_else(|| all().find(|f| f.eq_ignore_ascii_case(key)))
+        .copied()
+}
+
+/// A kustomization's top-level mapping as kustomize reads it (its YAML converted to JSON,
+/// then decoded into its Go type): keys spelled in another case name their field, keys
+/// of one field are applied in sorted order (`namePrefix` before `nameprefix`), each
+/// decoded into what the earlier ones left ([`decode_into`]); `imageTags` is appended to
+/// `images` (its FixKustomization). `Err` names a key that is no field, with its origin.
+pub fn normalise(root: Map) -> Result<Map, (String, Option<Org>)> {
+    let mut out = Map::new();
+    // `Map` iterates keys in byte order, as Go's JSON encoder writes them.
+    for (key, v) in root {
+        let Some(field) = field_of(&key) else {
+            return Err((key, v.org()));
+        };
+        let merged = match out.remove(field) {
+            Some(old) => decode_into(old, v),
+            None => v,
+        };
+        out.insert(field.to_string(), merged);
+    }
+    if let Some(Node::Seq(tags)) = out.remove("imageTags") {
+        match out.get_mut("images") {
+            Some(Node::Seq(images)) => images.extend(tags),
+            _ => {
+                out.insert("images".into(), Node::Seq(tags));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `new` decoded into `old` as Go's JSON decoding does it: mappings (Go maps and structs)
+/// keep the keys `new` does not set, lists are decoded element by element into the
+/// existing elements and cut to the new length, a null leaves a scalar (a Go string) as
+/// it was and clears a mapping or list; anything else replaces.
+fn decode_into(old: Node, new: Node) -> Node {
+    match (old, new) {
+        (Node::Map(mut o), Node::Map(n)) => {
+            for (k, v) in n {
+                let merged = match o.remove(&k) {
+                    Some(ov) => decode_into(ov, v),
+                    None => v,
+                };
+                o.insert(k, merged);
+            }
+            Node::Map(o)
+        }
+        (Node::Seq(mut o), Node::Seq(n)) => {
+            o.truncate(n.len());
+            let mut old = o.into_iter();
+            Node::Seq(
+                n.into_iter()
+                    .map(|v| match old.next() {
+                        Some(ov) => decode_into(ov, v),
+                        None => v,
+                    })
+                    .collect(),
+            )
+        }
+        (old @ Node::Scalar(..), new) if new.is_null() => old,
+        (_, new) => new,
+    }
+}
 
 /// A parsed kustomization.
 pub struct Kust {
@@ -191,9 +264,15 @@ pub fn string_map_of(
         Some(Node::Map(m)) => m
             .iter()
             .map(|(key, v)| {
-                if let Node::Scalar(super::tree::Scalar::Bool(_), _) = v {
+                // Values are Go strings: a boolean or number is refused, as JSON decoding does.
+                let other = match v {
+                    Node::Scalar(super::tree::Scalar::Bool(_), _) => Some("bool"),
+                    Node::Scalar(super::tree::Scalar::Num(_), _) => Some("number"),
+                    _ => None,
+                };
+                if let Some(t) = other {
                     return Err(format!(
-                        "json: cannot unmarshal bool into Go struct field Kustomization.{field} of type string"
+                        "json: cannot unmarshal {t} into Go struct field Kustomization.{field} of type string"
                     ));
                 }
                 let s = match v {

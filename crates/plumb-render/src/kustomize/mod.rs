@@ -165,15 +165,40 @@ pub fn build(fs: &dyn SourceFs, dir: &str) -> Result<Vec<Rendered>, KustomizeErr
             "config.kubernetes.io/local-config",
         ]) != Some("true")
     });
-    // kustomize writes annotations back only when there are some: `annotations: null`
-    // and `annotations: {}` leave its output (labels stay as written).
+    // kustomize writes annotations back as strings, and only when there are some:
+    // `annotations: null` and `annotations: {}` leave its output, and a value written as
+    // a number, boolean or null comes out as the text it was written as (`0755`, `~`);
+    // labels stay as written.
+    let mut lines = SourceLines::default();
     for r in ra.iter_mut() {
-        if let Some(meta) = r.node.get_mut("metadata").and_then(Node::as_map_mut)
-            && meta
-                .get("annotations")
-                .is_some_and(|a| a.is_null() || a.as_map().is_some_and(|m| m.is_empty()))
-        {
-            meta.remove("annotations");
+        if let Some(meta) = r.node.get_mut("metadata").and_then(Node::as_map_mut) {
+            match meta.get_mut("annotations") {
+                Some(Node::Map(m)) if !m.is_empty() => {
+                    for v in m.values_mut() {
+                        if let Node::Scalar(tree::Scalar::Str(s), org) = v {
+                            // A plain timestamp was read in Go's form: back to its spelling.
+                            if s.starts_with(|c: char| c.is_ascii_digit())
+                                && tree::looks_like_timestamp(s)
+                                && let Some(raw) = lines.raw_scalar(&ctx, *org)
+                                && raw.starts_with(|c: char| c.is_ascii_digit())
+                            {
+                                *s = raw;
+                            }
+                        } else if let Node::Scalar(_, org) = v {
+                            let org = *org;
+                            let text = lines
+                                .raw_scalar(&ctx, org)
+                                .or_else(|| v.scalar_text())
+                                .unwrap_or_default();
+                            *v = Node::str(text, org);
+                        }
+                    }
+                }
+                Some(a) if a.is_null() || a.as_map().is_some() => {
+                    meta.remove("annotations");
+                }
+                _ => {}
+            }
         }
     }
     sort(&ctx, &kust, &mut ra)?;
@@ -202,6 +227,31 @@ pub fn load_file(fs: &dyn SourceFs, path: &str) -> Result<Vec<Rendered>, LoadErr
     })?;
     let files = ctx.file_names();
     Ok(res.into_iter().map(|r| rendered(&files, r)).collect())
+}
+
+/// Lines of source files, read on demand, to recover how a scalar was spelled.
+#[derive(Default)]
+struct SourceLines {
+    files: HashMap<u32, Vec<String>>,
+}
+
+impl SourceLines {
+    /// The text of the plain scalar at `org` as written (`None` when unknown). A null
+    /// written as nothing at all (`key:`) is the empty string.
+    fn raw_scalar(&mut self, ctx: &Ctx, org: Org) -> Option<String> {
+        if org.file == u32::MAX || org.line == 0 {
+            return None;
+        }
+        let lines = match self.files.entry(org.file) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                let text = ctx.read_text(ctx.files.get(org.file as usize)?).ok()?;
+                e.insert(text.lines().map(str::to_owned).collect())
+            }
+        };
+        let line = lines.get(org.line as usize - 1)?;
+        tree::raw_scalar_in_line(line, org.col)
+    }
 }
 
 impl Ctx<'_> {
@@ -488,7 +538,13 @@ impl Ctx<'_> {
         }
         let root = match docs.into_iter().next().map(|d| d.node) {
             None => tree::Map::new(),
-            Some(Node::Map(m)) => m,
+            Some(Node::Map(m)) => kustfile::normalise(m).map_err(|(key, org)| {
+                load_error(
+                    &path,
+                    org,
+                    format!("invalid Kustomization: json: unknown field \"{key}\""),
+                )
+            })?,
             Some(_) => {
                 return Err(load_error(
                     &path,

@@ -3,32 +3,37 @@
 
 use super::tree::{Map, Node, Org, Scalar};
 
-/// Kinds kustomize treats as not namespaced by kind alone (its `NotNamespaceableKinds`).
-const NOT_NAMESPACEABLE: &[&str] = &[
-    "APIService",
-    "CSIDriver",
-    "CSINode",
-    "CertificateSigningRequest",
-    "Cluster",
-    "ClusterRole",
-    "ClusterRoleBinding",
-    "ComponentStatus",
-    "CustomResourceDefinition",
-    "MutatingWebhookConfiguration",
-    "Namespace",
-    "Node",
-    "PersistentVolume",
-    "PodSecurityPolicy",
-    "PriorityClass",
-    "RuntimeClass",
-    "SelfSubjectAccessReview",
-    "SelfSubjectRulesReview",
-    "StorageClass",
-    "SubjectAccessReview",
-    "TokenReview",
-    "ValidatingWebhookConfiguration",
-    "VolumeAttachment",
-];
+/// Whether kustomize (5.5) takes a type to be cluster-scoped: only the types its built-in
+/// API schema (Kubernetes 1.21) knows as such, by group, version and kind. Any other type
+/// is namespaced for it, a `Namespace` kind of another group, a newer cluster-scoped kind
+/// (`ValidatingAdmissionPolicy`, `flowcontrol/v1` `FlowSchema`) or an alpha version
+/// included (checked against `kubectl kustomize`: corpus case 81).
+pub fn cluster_scoped(group: &str, version: &str, kind: &str) -> bool {
+    let versions: &[&str] = match (group, kind) {
+        (
+            "",
+            "ComponentStatus" | "Namespace" | "Node" | "NodeProxyOptions" | "PersistentVolume",
+        ) => &["v1"],
+        ("flowcontrol.apiserver.k8s.io", "FlowSchema" | "PriorityLevelConfiguration")
+        | ("policy", "PodSecurityPolicy") => &["v1beta1"],
+        (
+            "admissionregistration.k8s.io",
+            "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration",
+        )
+        | ("apiextensions.k8s.io", "CustomResourceDefinition")
+        | ("apiregistration.k8s.io", "APIService")
+        | ("certificates.k8s.io", "CertificateSigningRequest")
+        | ("networking.k8s.io", "IngressClass")
+        | ("node.k8s.io", "RuntimeClass")
+        | ("rbac.authorization.k8s.io", "ClusterRole" | "ClusterRoleBinding")
+        | ("scheduling.k8s.io", "PriorityClass")
+        | ("storage.k8s.io", "CSIDriver" | "CSINode" | "StorageClass" | "VolumeAttachment") => {
+            &["v1", "v1beta1"]
+        }
+        _ => return false,
+    };
+    versions.contains(&version)
+}
 
 /// kustomize's id of a resource: group, version, kind, name, namespace.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
@@ -41,9 +46,9 @@ pub struct ResId {
 }
 
 impl ResId {
-    /// Cluster-scoped by kustomize's kind list.
+    /// Cluster-scoped for kustomize ([`cluster_scoped`]).
     pub fn is_cluster_scoped(&self) -> bool {
-        NOT_NAMESPACEABLE.contains(&self.kind.as_str())
+        cluster_scoped(&self.group, &self.version, &self.kind)
     }
 
     /// `default` for an empty namespace, a marker for cluster-scoped kinds.
@@ -135,7 +140,7 @@ impl IdRef<'_> {
     /// (each part length-prefixed, so distinct ids keep distinct keys).
     pub fn key(&self) -> String {
         use std::fmt::Write;
-        let ns = if NOT_NAMESPACEABLE.contains(&self.kind) {
+        let ns = if cluster_scoped(self.group, self.version, self.kind) {
             ""
         } else {
             self.effective_namespace()
@@ -156,7 +161,7 @@ impl IdRef<'_> {
 
     /// As [`ResId::effective_namespace`].
     pub fn effective_namespace(&self) -> &str {
-        if NOT_NAMESPACEABLE.contains(&self.kind) {
+        if cluster_scoped(self.group, self.version, self.kind) {
             "_non_namespaceable_"
         } else if self.namespace.is_empty() {
             "default"
@@ -312,12 +317,5 @@ fn or_default(s: &str, d: &str) -> String {
         d.to_string()
     } else {
         s.to_string()
-    }
-}
-
-pub fn schema_cluster_scoped(group: &str, kind: &str) -> bool {
-    match plumb_core::schema::Schema::builtin().is_cluster_scoped(group, kind) {
-        Some(b) => b,
-        None => NOT_NAMESPACEABLE.contains(&kind),
     }
 }

@@ -44,7 +44,7 @@ pub fn apply(
         }
         _ => Ty::Unknown,
     };
-    merge(Some(dest), Some(patch), ty)
+    merge(Some(dest), Some(patch), ty, false)
 }
 
 fn child_ty<'s>(ty: Ty<'s>, key: &str) -> Ty<'s> {
@@ -71,7 +71,17 @@ fn elem_ty(ty: Ty<'_>) -> Ty<'_> {
 }
 
 /// Merges one value. `None` for an absent value (or, returned, a cleared one).
-fn merge(dest: Option<Node>, patch: Option<Node>, ty: Ty<'_>) -> Result<Option<Node>, String> {
+///
+/// `alias`: `dest` and `patch` are one and the same node in kyaml. Where the original has
+/// no value for a merged list, kyaml takes the patch's list itself as the destination, so
+/// what the merge deletes from the destination is gone from the patch too: a patch item
+/// without the merge key then deletes the keyed items of its own list (corpus case 82).
+fn merge(
+    dest: Option<Node>,
+    patch: Option<Node>,
+    ty: Ty<'_>,
+    alias: bool,
+) -> Result<Option<Node>, String> {
     let Some(patch) = patch else {
         // kyaml walks the original's fields even where the patch says nothing, so
         // associative lists everywhere get its normalisation (duplicates collapse).
@@ -89,21 +99,24 @@ fn merge(dest: Option<Node>, patch: Option<Node>, ty: Ty<'_>) -> Result<Option<N
                 Directive::Replace => return Ok(Some(Node::Map(pm))),
                 Directive::Merge => {}
             }
-            let dm = match dest {
+            let mut dm = match dest {
                 Some(Node::Map(m)) => m,
                 _ => Map::new(),
             };
+            if alias {
+                dm.remove(DIRECTIVE);
+            }
             let mut out = Map::new();
             for (k, dv) in dm {
                 let cty = child_ty(ty, &k);
                 let pv = pm.remove(&k);
-                if let Some(v) = merge(Some(dv), pv, cty)? {
+                if let Some(v) = merge(Some(dv), pv, cty, alias)? {
                     out.insert(k, v);
                 }
             }
             for (k, pv) in pm {
                 let cty = child_ty(ty, &k);
-                if let Some(v) = merge(None, Some(pv), cty)? {
+                if let Some(v) = merge(None, Some(pv), cty, false)? {
                     out.insert(k, v);
                 }
             }
@@ -120,13 +133,13 @@ fn merge(dest: Option<Node>, patch: Option<Node>, ty: Ty<'_>) -> Result<Option<N
                 Directive::Replace => return Ok(Some(Node::Seq(ps))),
                 Directive::Merge => {}
             }
-            let dest = match dest {
-                Some(Node::Seq(d)) => d,
-                _ => Vec::new(),
+            let (dest, alias) = match dest {
+                Some(Node::Seq(d)) => (d, alias),
+                _ => (ps.clone(), true),
             };
             let keys = list_keys(field);
             let ety = elem_ty(Ty::Field(field));
-            merge_list(dest, ps, &keys, ety).map(|l| Some(Node::Seq(l)))
+            merge_list(dest, ps, &keys, ety, alias).map(|l| Some(Node::Seq(l)))
         }
     }
 }
@@ -145,7 +158,7 @@ fn walk_untouched(d: Node, ty: Ty<'_>) -> Result<Node, String> {
         Node::Seq(items) => match ty {
             Ty::Field(f) if f.merges() => {
                 let keys = list_keys(f);
-                merge_list(items, Vec::new(), &keys, elem_ty(ty)).map(Node::Seq)
+                merge_list(items, Vec::new(), &keys, elem_ty(ty), false).map(Node::Seq)
             }
             _ => Ok(Node::Seq(items)),
         },
@@ -364,11 +377,14 @@ fn merge_values(list: &mut [Vec<String>]) {
     }
 }
 
+/// kyaml's merge of an associative list. `alias`: `patch` is `dest` itself (see [`merge`]),
+/// so patch elements are looked up in the destination as it is at that point.
 fn merge_list(
     dest: Vec<Node>,
     patch: Vec<Node>,
     keys: &[String],
     ety: Ty<'_>,
+    alias: bool,
 ) -> Result<Vec<Node>, String> {
     let primitive = keys.is_empty();
     let keys: Vec<String> = if primitive {
@@ -409,16 +425,20 @@ fn merge_list(
             .iter()
             .copied()
             .find(|&i| matches(&arena.nodes[i]));
-        let p = patch.iter().find(|n| matches(n)).cloned();
+        let p = if alias {
+            d.map(|i| arena.nodes[i].clone())
+        } else {
+            patch.iter().find(|n| matches(n)).cloned()
+        };
         let merged = match d {
             Some(i) => {
                 let old = std::mem::replace(&mut arena.nodes[i], Node::Seq(Vec::new()));
-                let m = merge(Some(old.clone()), p, ety)?;
+                let m = merge(Some(old.clone()), p, ety, alias)?;
                 // Keep the arena slot meaningful even when the element is deleted.
                 arena.nodes[i] = m.clone().unwrap_or(old);
                 m.map(|_| i)
             }
-            None => merge(None, p, ety)?.map(|n| {
+            None => merge(None, p, ety, false)?.map(|n| {
                 arena.nodes.push(n);
                 arena.nodes.len() - 1
             }),

@@ -3,7 +3,7 @@
 
 use super::fieldspec::{self, FieldSpec, Leaf, walk};
 use super::kustfile::{Kust, Spanned, entry_bool, entry_str, string_map_of};
-use super::resource::{Res, schema_cluster_scoped};
+use super::resource::Res;
 use super::tree::{Node, Org, Scalar};
 use super::{Ctx, KustomizeError, patches, replacements};
 use regex::Regex;
@@ -63,7 +63,7 @@ fn namespace(k: &Kust, ra: &mut [Res]) -> Result<(), KustomizeError> {
         }
         r.store_previous_id();
         let id = gvk(r);
-        if !schema_cluster_scoped(&id.group, &id.kind)
+        if !id.is_cluster_scoped()
             && let Some(m) = r.node.map_at(&["metadata"])
         {
             m.insert("namespace".into(), value.clone());
@@ -79,7 +79,13 @@ fn namespace(k: &Kust, ra: &mut [Res]) -> Result<(), KustomizeError> {
                 }
             }
         }
-        for fs in specs.iter().filter(|f| f.selects(&id)) {
+        // The name of a Namespace only when its apiVersion is exactly `v1`: a `Namespace`
+        // kind of another group or version is an ordinary object.
+        let core_namespace = id.group.is_empty() && id.version == "v1";
+        for fs in specs
+            .iter()
+            .filter(|f| f.selects(&id) && (core_namespace || f.path != "metadata/name"))
+        {
             walk(
                 &mut r.node,
                 fs.segments(),
@@ -110,7 +116,8 @@ fn namespace(k: &Kust, ra: &mut [Res]) -> Result<(), KustomizeError> {
     Ok(())
 }
 
-/// `namePrefix` / `nameSuffix` on metadata.name (not of CRDs, APIServices, Namespaces).
+/// `namePrefix` / `nameSuffix` on metadata.name (not of CRDs and Namespaces of any group,
+/// nor of `apiregistration.k8s.io` APIServices).
 fn prefix_suffix(k: &Kust, ra: &mut [Res]) -> Result<(), KustomizeError> {
     let prefix = k.string("namePrefix").map_err(|m| kerr(k, None, m))?;
     let suffix = k.string("nameSuffix").map_err(|m| kerr(k, None, m))?;
@@ -120,10 +127,9 @@ fn prefix_suffix(k: &Kust, ra: &mut [Res]) -> Result<(), KustomizeError> {
         };
         for r in ra.iter_mut() {
             let org = r.org_id();
-            if matches!(
-                org.kind.as_str(),
-                "CustomResourceDefinition" | "APIService" | "Namespace"
-            ) {
+            if matches!(org.kind.as_str(), "CustomResourceDefinition" | "Namespace")
+                || (org.kind == "APIService" && org.group == "apiregistration.k8s.io")
+            {
                 continue;
             }
             if is_prefix {

@@ -400,7 +400,9 @@ fn parse_stream_slow(
     let mut options = if dialect == Dialect::Resource {
         serde_saphyr::options! { legacy_octal_numbers: true, strict_booleans: true, alias_limits: crate::yaml_alias_limits(), emit_comments: false }
     } else {
-        serde_saphyr::options! { legacy_octal_numbers: true, alias_limits: crate::yaml_alias_limits(), emit_comments: false }
+        // kustomize reads a kustomization with Go's YAML v2 into a map: a repeated key
+        // takes the last value.
+        serde_saphyr::options! { legacy_octal_numbers: true, alias_limits: crate::yaml_alias_limits(), emit_comments: false, duplicate_keys: serde_saphyr::DuplicateKeyPolicy::LastWins }
     };
     // Manifest files legitimately hold thousands of documents; the source already caps
     // file sizes. Comments are not kept: with them on, the parser refuses more than 32
@@ -823,7 +825,7 @@ impl<'de> Visitor<'de> for RawVisitor {
     }
 }
 
-fn looks_like_timestamp(s: &str) -> bool {
+pub fn looks_like_timestamp(s: &str) -> bool {
     let b = s.as_bytes();
     b.len() >= 8 && b[..4].iter().all(u8::is_ascii_digit) && b[4] == b'-'
 }
