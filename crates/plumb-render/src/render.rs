@@ -597,13 +597,18 @@ fn kustomize_binary(
             None => fail(path, "neither kustomize nor kubectl is on PATH"),
         });
     };
-    // A plain directory is read in place; anything else (a git revision, a source with
-    // an edited kustomization) is written out first.
+    // Only the directories the build reads: a plain directory is read in place, once
+    // they are known to hold no symlink out of the repository; anything else (a git
+    // revision, a source with an edited kustomization) has just those written out.
+    let dirs = kustomize::build_dirs(fs, path)?;
     let tree;
     let root = match fs.on_disk() {
-        Some(root) => root,
+        Some(root) => {
+            walk_tree(fs, &dirs, &mut |_, _| Ok(()))?;
+            root
+        }
         None => {
-            tree = Materialized::new(fs)?;
+            tree = Materialized::of(fs, &dirs)?;
             tree.root.as_path()
         }
     };
@@ -661,7 +666,7 @@ fn render_helm(
         )
     })?;
     let params = source.helm.clone().unwrap_or_default();
-    let tree = Materialized::new(fs)?;
+    let tree = Materialized::of(fs, &[String::new()])?;
     let chart_dir = tree.root.join(path);
     let mut cmd = Command::new(helm);
     // Argo CD names the release after the Application and puts it in the destination
@@ -781,6 +786,38 @@ fn escape_set_value(v: &str) -> String {
 // ---------------------------------------------------------------------------------------
 // Materializing a source for external tools
 
+/// Visits every entry of the subtrees `dirs` (repository paths; `""` is the whole tree),
+/// directories before what they hold; a symlinked directory that leads back to one of its
+/// own ancestors is not entered again. Listing refuses a symlink that leaves the
+/// repository, so a walk that succeeds proves the subtrees read nothing outside it.
+fn walk_tree(
+    fs: &dyn SourceFs,
+    dirs: &[String],
+    visit: &mut dyn FnMut(&str, EntryKind) -> Result<(), LoadError>,
+) -> Result<(), LoadError> {
+    // Each directory with the real paths of itself and its ancestors.
+    let mut stack: Vec<(String, Vec<String>)> =
+        dirs.iter().rev().map(|d| (d.clone(), Vec::new())).collect();
+    while let Some((dir, mut chain)) = stack.pop() {
+        let real = fs.real_path(&dir)?.unwrap_or_else(|| dir.clone());
+        if chain.contains(&real) {
+            continue;
+        }
+        chain.push(real);
+        if !dir.is_empty() {
+            visit(&dir, EntryKind::Dir)?;
+        }
+        for (name, kind) in fs.list(&dir)? {
+            let rel = child(&dir, &name);
+            match kind {
+                EntryKind::Dir => stack.push((rel, chain.clone())),
+                EntryKind::File => visit(&rel, EntryKind::File)?,
+            }
+        }
+    }
+    Ok(())
+}
+
 /// A source's files written to a private temporary directory, removed on drop. External
 /// renderers see exactly the revision's files (never the work tree) and nothing outside.
 struct Materialized {
@@ -788,30 +825,26 @@ struct Materialized {
 }
 
 impl Materialized {
-    fn new(fs: &dyn SourceFs) -> Result<Materialized, LoadError> {
+    /// The subtrees `dirs` of the source (`""` for all of it), written out.
+    fn of(fs: &dyn SourceFs, dirs: &[String]) -> Result<Materialized, LoadError> {
         static COUNTER: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let root = std::env::temp_dir().join(format!("plumb-src-{}-{n}", std::process::id()));
         let tree = Materialized { root };
         let io = |e: std::io::Error| fail(&tree.root.display().to_string(), e.to_string());
         std::fs::create_dir_all(&tree.root).map_err(io)?;
-        let mut stack = vec![String::new()];
-        while let Some(dir) = stack.pop() {
-            for (name, kind) in fs.list(&dir)? {
-                let rel = child(&dir, &name);
-                let dest = tree.root.join(&rel);
-                match kind {
-                    EntryKind::Dir => {
-                        if name == ".git" {
-                            continue;
-                        }
-                        std::fs::create_dir_all(&dest).map_err(io)?;
-                        stack.push(rel);
+        walk_tree(fs, dirs, &mut |rel, kind| {
+            let dest = tree.root.join(rel);
+            match kind {
+                EntryKind::Dir => std::fs::create_dir_all(&dest).map_err(io),
+                EntryKind::File => {
+                    if let Some(parent) = dest.parent() {
+                        std::fs::create_dir_all(parent).map_err(io)?;
                     }
-                    EntryKind::File => std::fs::write(&dest, fs.read(&rel)?).map_err(io)?,
+                    std::fs::write(&dest, fs.read(rel)?).map_err(io)
                 }
             }
-        }
+        })?;
         Ok(tree)
     }
 }
@@ -846,6 +879,149 @@ mod tests {
         let err = crate::kustomize::build(fs.as_ref(), "k").expect_err("kustomize refuses");
         assert!(err.to_string().contains("missing metadata.name"), "{err}");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A kustomization plumb renders with the kustomize binary (`vars`), over a base two
+    /// directories away, next to an unrelated directory holding a symlink that leaves the
+    /// repository.
+    fn fallback_tree(root: &Path) {
+        use crate::source::tests::{link, write};
+        write(
+            root,
+            "apps/web/kustomization.yaml",
+            "resources:\n- ../../base\nvars:\n- name: SVC\n  objref:\n    kind: Service\n    name: web\n    apiVersion: v1\n",
+        );
+        write(
+            root,
+            "base/kustomization.yaml",
+            "resources:\n- service.yaml\n- configmap.yaml\n",
+        );
+        write(
+            root,
+            "base/service.yaml",
+            "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  ports:\n  - port: 80\n",
+        );
+        write(
+            root,
+            "base/configmap.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n  annotations:\n    url: http://$(SVC)\ndata:\n  revision: one\n",
+        );
+        write(root, "unrelated/notes.txt", "not read by the build\n");
+        link(root, "unrelated/passwd", "/etc/passwd");
+    }
+
+    fn kubectl_kustomize(dir: &Path) -> Vec<Value> {
+        let out = Command::new("kubectl")
+            .arg("kustomize")
+            .arg(dir)
+            .output()
+            .expect("kubectl kustomize (the oracle) runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        crate::parse_str(&String::from_utf8_lossy(&out.stdout), Path::new("-"))
+            .expect("kubectl output parses")
+            .into_iter()
+            .map(|m| m.object)
+            .collect()
+    }
+
+    #[test]
+    fn kustomize_fallback_of_a_git_revision_writes_out_only_the_build_dirs() {
+        use crate::source::tests::{TempDir, commit_all, git, write};
+        let repo = TempDir::new("fallback-git");
+        git(repo.path(), &["init", "-q"]);
+        fallback_tree(repo.path());
+        let expected = kubectl_kustomize(&repo.path().join("apps/web"));
+        assert!(
+            expected
+                .iter()
+                .any(|o| o["metadata"]["annotations"]["url"] == "http://web"),
+            "the oracle substitutes the var: {expected:?}"
+        );
+        commit_all(repo.path(), "fallback tree");
+        // The work tree changes after the commit: the render reads the revision.
+        write(repo.path(), "base/configmap.yaml", "not: [yaml");
+        let fs = crate::source::GitSource::open(repo.path(), Some("HEAD")).expect("open");
+        assert_eq!(
+            kustomize::build_dirs(&fs, "apps/web").expect("dirs"),
+            vec!["apps/web".to_string(), "base".to_string()]
+        );
+        // The whole tree cannot be written out (its escaping symlink is refused), the
+        // build's directories can.
+        assert!(Materialized::of(&fs, &[String::new()]).is_err());
+        let out = render(
+            &fs,
+            "apps/web",
+            &AppSource::default(),
+            &RenderOptions::default(),
+        )
+        .expect("rendered by the kustomize binary");
+        assert!(
+            out.notes.iter().any(|n| n.contains("kustomize binary")),
+            "{:?}",
+            out.notes
+        );
+        let got: Vec<Value> = out.objects.into_iter().map(|o| o.object).collect();
+        assert_eq!(got, expected);
+    }
+
+    #[test]
+    fn kustomize_fallback_in_place_never_reads_outside_the_repository() {
+        use crate::source::tests::{TempDir, link, write};
+        let outside = TempDir::new("fallback-outside");
+        write(
+            outside.path(),
+            "base/secret.yaml",
+            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: leaked\n",
+        );
+        write(
+            outside.path(),
+            "base/kustomization.yaml",
+            "resources:\n- secret.yaml\n",
+        );
+        let repo = TempDir::new("fallback-dir");
+        fallback_tree(repo.path());
+        let fs = crate::source::DirSource::open(repo.path()).expect("open");
+        let opts = RenderOptions::default();
+        // In place, with an escaping symlink elsewhere in the repository: fine.
+        let out = render(&fs, "apps/web", &AppSource::default(), &opts).expect("in place");
+        let got: Vec<Value> = out.objects.into_iter().map(|o| o.object).collect();
+        assert_eq!(got, kubectl_kustomize(&repo.path().join("apps/web")));
+        // A symlink in a directory the build reads that leaves the repository is refused
+        // before the binary runs (kustomize would build the directory it leads to).
+        link(
+            repo.path(),
+            "base/ext",
+            &outside.path().join("base").display().to_string(),
+        );
+        write(
+            repo.path(),
+            "base/kustomization.yaml",
+            "resources:\n- service.yaml\n- configmap.yaml\n- ext\n",
+        );
+        let err = render(&fs, "apps/web", &AppSource::default(), &opts).expect_err("refused");
+        assert!(err.to_string().contains("leaves the repository"), "{err}");
+        std::fs::remove_file(repo.path().join("base/ext")).expect("rm");
+        // So is a kustomization naming a directory outside the repository.
+        let rel = format!(
+            "../../../{}/base",
+            outside.path().file_name().unwrap().to_string_lossy()
+        );
+        write(
+            repo.path(),
+            "apps/web/kustomization.yaml",
+            &format!("resources:\n- {rel}\nvars: []\nconfigurations:\n- cfg.yaml\n"),
+        );
+        write(repo.path(), "apps/web/cfg.yaml", "nameReference: []\n");
+        let err = render(&fs, "apps/web", &AppSource::default(), &opts).expect_err("refused");
+        assert!(
+            err.to_string().contains("apps/web/kustomization.yaml")
+                && err.to_string().contains("leaves the repository"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -1000,7 +1000,7 @@ mod join_tests {
 }
 
 #[cfg(all(test, unix))]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::os::unix::fs::symlink;
     use std::process::Command;
@@ -1008,10 +1008,10 @@ mod tests {
     use std::time::Instant;
 
     /// A directory under the system temp dir, removed on drop.
-    struct TempDir(PathBuf);
+    pub(crate) struct TempDir(PathBuf);
 
     impl TempDir {
-        fn new(tag: &str) -> Self {
+        pub(crate) fn new(tag: &str) -> Self {
             static NEXT: AtomicUsize = AtomicUsize::new(0);
             let n = NEXT.fetch_add(1, Ordering::Relaxed);
             let path =
@@ -1022,7 +1022,7 @@ mod tests {
             Self(fs::canonicalize(&path).unwrap())
         }
 
-        fn path(&self) -> &Path {
+        pub(crate) fn path(&self) -> &Path {
             &self.0
         }
     }
@@ -1034,7 +1034,7 @@ mod tests {
     }
 
     /// Runs git in `dir` with no user or system configuration; returns trimmed stdout.
-    fn git(dir: &Path, args: &[&str]) -> String {
+    pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
         let out = Command::new("git")
             .args(["-c", "user.name=t", "-c", "user.email=t@t"])
             .args(["-c", "commit.gpgsign=false", "-c", "tag.gpgsign=false"])
@@ -1057,19 +1057,19 @@ mod tests {
         String::from_utf8(out.stdout).unwrap().trim().to_owned()
     }
 
-    fn write(root: &Path, rel: &str, content: &str) {
+    pub(crate) fn write(root: &Path, rel: &str, content: &str) {
         let path = root.join(rel);
         fs::create_dir_all(path.parent().unwrap()).unwrap();
         fs::write(path, content).unwrap();
     }
 
-    fn link(root: &Path, rel: &str, target: &str) {
+    pub(crate) fn link(root: &Path, rel: &str, target: &str) {
         let path = root.join(rel);
         fs::create_dir_all(path.parent().unwrap()).unwrap();
         symlink(target, path).unwrap();
     }
 
-    fn commit_all(dir: &Path, message: &str) -> String {
+    pub(crate) fn commit_all(dir: &Path, message: &str) -> String {
         git(dir, &["add", "-A"]);
         git(dir, &["commit", "-q", "-m", message]);
         git(dir, &["rev-parse", "HEAD"])

@@ -130,6 +130,75 @@ pub fn is_kustomization(fs: &dyn SourceFs, dir: &str) -> Result<bool, LoadError>
     Ok(kustomization_file(fs, dir)?.is_some())
 }
 
+/// The directories `kustomize build` of `dir` reads, for running the kustomize binary on
+/// them: `dir` and, recursively, every local directory its kustomizations name in
+/// `resources`, `bases`, `components`, `generators`, `transformers` and `validators`.
+/// Every file a kustomization names must be in or below its own directory, so these
+/// subtrees hold all the build reads besides remote URLs. Sorted, each outermost directory
+/// once (one inside another is covered by it). A reference that leaves the repository is
+/// an error naming the kustomization (kustomize would read it).
+pub fn build_dirs(fs: &dyn SourceFs, dir: &str) -> Result<Vec<String>, LoadError> {
+    const DIR_FIELDS: [&str; 6] = [
+        "resources",
+        "bases",
+        "components",
+        "generators",
+        "transformers",
+        "validators",
+    ];
+    let mut seen = std::collections::BTreeSet::new();
+    let mut stack = vec![dir.to_string()];
+    while let Some(d) = stack.pop() {
+        if !seen.insert(d.clone()) {
+            continue;
+        }
+        let Some(file) = kustomization_file(fs, &d)? else {
+            continue;
+        };
+        let text = String::from_utf8(fs.read(&file)?).map_err(|_| LoadError {
+            file: PathBuf::from(&file),
+            line: None,
+            column: None,
+            message: "not valid UTF-8".into(),
+        })?;
+        // What does not parse, kustomize refuses too: nothing more to read then.
+        let Ok(docs) = tree::parse_stream(&text, 0, 0, 0, Dialect::Kustomization) else {
+            continue;
+        };
+        let Some(Node::Map(root)) = docs.into_iter().next().map(|d| d.node) else {
+            continue;
+        };
+        let Ok(root) = kustfile::normalise(root) else {
+            continue;
+        };
+        for field in DIR_FIELDS {
+            let Some(Node::Seq(items)) = root.get(field) else {
+                continue;
+            };
+            for entry in items.iter().filter_map(Node::as_str) {
+                // Remote bases are kustomize's to fetch; inline plugin configs are no paths.
+                if looks_remote(entry) || entry.contains('\n') {
+                    continue;
+                }
+                let p = join(&d, entry, &file)?;
+                if fs.kind(&p)? == Some(EntryKind::Dir) {
+                    stack.push(p);
+                }
+            }
+        }
+    }
+    let mut out: Vec<String> = Vec::new();
+    for d in seen {
+        let covered = out
+            .iter()
+            .any(|o| o.is_empty() || *o == d || d.starts_with(&format!("{o}/")));
+        if !covered {
+            out.push(d);
+        }
+    }
+    Ok(out)
+}
+
 /// Renders the kustomization in `dir` like `kubectl kustomize` (kustomize 5.5).
 pub fn build(fs: &dyn SourceFs, dir: &str) -> Result<Vec<Rendered>, KustomizeError> {
     let mut ctx = Ctx {
