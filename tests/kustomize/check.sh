@@ -245,6 +245,8 @@ ASSERTIONS=$(cat <<'EOF'
 84-kustomization-field-name-case-and-duplicates	+	image: shop:2.0
 84-kustomization-field-name-case-and-duplicates	+	generated: "true"
 84-kustomization-field-name-case-and-duplicates	-	first: overwritten
+84-kustomization-field-name-case-and-duplicates	+	revisionHistoryLimit: 5
+84-kustomization-field-name-case-and-duplicates	+	replicas: 3
 91-generator-same-name-two-namespaces	+	name: acme-settings-gh5k8797t4$
 91-generator-same-name-two-namespaces	+	name: acme-settings-95chh4bhbk$
 91-generator-same-name-two-namespaces	+	name: acme-flags-8699m96ft7$

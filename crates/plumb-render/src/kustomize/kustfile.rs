@@ -60,11 +60,170 @@ fn field_of(key: &str) -> Option<&'static str> {
         .copied()
 }
 
+/// The shape of a kustomization value, for matching field names as Go's JSON decoding
+/// does: a struct's fields (each with its own shape), a list of one shape, or anything
+/// else (strings, numbers, Go maps such as labels, whose keys are data).
+enum Shape {
+    Leaf,
+    Struct(&'static [(&'static str, Shape)]),
+    List(&'static Shape),
+}
+
+use Shape::{Leaf, List, Struct};
+
+const FIELD_SPEC: Shape = Struct(&[
+    ("group", Leaf),
+    ("version", Leaf),
+    ("kind", Leaf),
+    ("path", Leaf),
+    ("create", Leaf),
+]);
+const SELECTOR: Shape = Struct(&[
+    ("group", Leaf),
+    ("version", Leaf),
+    ("kind", Leaf),
+    ("name", Leaf),
+    ("namespace", Leaf),
+    ("annotationSelector", Leaf),
+    ("labelSelector", Leaf),
+]);
+const PATCH: Shape = Struct(&[
+    ("path", Leaf),
+    ("patch", Leaf),
+    ("target", SELECTOR),
+    ("options", Leaf),
+]);
+const FIELD_OPTIONS: Shape = Struct(&[
+    ("delimiter", Leaf),
+    ("index", Leaf),
+    ("encoding", Leaf),
+    ("create", Leaf),
+]);
+const GENERATOR_OPTIONS: Shape = Struct(&[
+    ("labels", Leaf),
+    ("annotations", Leaf),
+    ("disableNameSuffixHash", Leaf),
+    ("immutable", Leaf),
+]);
+const GENERATOR: Shape = Struct(&[
+    ("namespace", Leaf),
+    ("name", Leaf),
+    ("behavior", Leaf),
+    ("literals", Leaf),
+    ("files", Leaf),
+    ("envs", Leaf),
+    ("options", GENERATOR_OPTIONS),
+    ("type", Leaf),
+]);
+const IMAGE: Shape = Struct(&[
+    ("name", Leaf),
+    ("newName", Leaf),
+    ("tagSuffix", Leaf),
+    ("newTag", Leaf),
+    ("digest", Leaf),
+]);
+const REPLACEMENT: Shape = Struct(&[
+    ("path", Leaf),
+    (
+        "source",
+        Struct(&[
+            ("group", Leaf),
+            ("version", Leaf),
+            ("kind", Leaf),
+            ("name", Leaf),
+            ("namespace", Leaf),
+            ("fieldPath", Leaf),
+            ("options", FIELD_OPTIONS),
+        ]),
+    ),
+    (
+        "targets",
+        List(&Struct(&[
+            ("select", SELECTOR),
+            ("reject", List(&SELECTOR)),
+            ("fieldPaths", Leaf),
+            ("options", FIELD_OPTIONS),
+        ])),
+    ),
+]);
+
+/// The shapes of the implemented fields whose values are structs or lists of structs.
+fn shape_of(field: &str) -> &'static Shape {
+    const PATCHES: Shape = List(&PATCH);
+    const IMAGES: Shape = List(&IMAGE);
+    const GENERATORS: Shape = List(&GENERATOR);
+    const LABELS: Shape = List(&Struct(&[
+        ("pairs", Leaf),
+        ("includeSelectors", Leaf),
+        ("includeTemplates", Leaf),
+        ("fields", List(&FIELD_SPEC)),
+    ]));
+    const REPLICAS: Shape = List(&Struct(&[("name", Leaf), ("count", Leaf)]));
+    const REPLACEMENTS: Shape = List(&REPLACEMENT);
+    const METADATA: Shape = Struct(&[
+        ("name", Leaf),
+        ("namespace", Leaf),
+        ("labels", Leaf),
+        ("annotations", Leaf),
+    ]);
+    const SORT_OPTIONS: Shape = Struct(&[
+        ("order", Leaf),
+        (
+            "legacySortOptions",
+            Struct(&[("orderFirst", Leaf), ("orderLast", Leaf)]),
+        ),
+    ]);
+    match field {
+        "patches" | "patchesJson6902" => &PATCHES,
+        "images" | "imageTags" => &IMAGES,
+        "configMapGenerator" | "secretGenerator" => &GENERATORS,
+        "labels" => &LABELS,
+        "replicas" => &REPLICAS,
+        "replacements" => &REPLACEMENTS,
+        "metadata" => &METADATA,
+        "generatorOptions" => &GENERATOR_OPTIONS,
+        "sortOptions" => &SORT_OPTIONS,
+        _ => &Leaf,
+    }
+}
+
+/// `node` with the field names of its structs matched as Go's JSON decoding matches them
+/// (exactly, else ignoring case; spellings of one field decoded in sorted order). Keys
+/// that name no field are left as they are.
+fn fold_fields(node: Node, shape: &Shape) -> Node {
+    match (node, shape) {
+        (Node::Map(m), Struct(fields)) => {
+            let mut out = Map::new();
+            for (key, v) in m {
+                let found = fields
+                    .iter()
+                    .find(|(f, _)| *f == key)
+                    .or_else(|| fields.iter().find(|(f, _)| f.eq_ignore_ascii_case(&key)));
+                let (key, v) = match found {
+                    Some((f, sub)) => (f.to_string(), fold_fields(v, sub)),
+                    None => (key, v),
+                };
+                let merged = match out.remove(&key) {
+                    Some(old) => decode_into(old, v),
+                    None => v,
+                };
+                out.insert(key, merged);
+            }
+            Node::Map(out)
+        }
+        (Node::Seq(items), List(sub)) => {
+            Node::Seq(items.into_iter().map(|i| fold_fields(i, sub)).collect())
+        }
+        (node, _) => node,
+    }
+}
+
 /// A kustomization's top-level mapping as kustomize reads it (its YAML converted to JSON,
 /// then decoded into its Go type): keys spelled in another case name their field, keys
 /// of one field are applied in sorted order (`namePrefix` before `nameprefix`), each
-/// decoded into what the earlier ones left ([`decode_into`]); `imageTags` is appended to
-/// `images` (its FixKustomization). `Err` names a key that is no field, with its origin.
+/// decoded into what the earlier ones left ([`decode_into`]), and so are the fields of the
+/// entries plumb reads ([`fold_fields`]); `imageTags` is appended to `images` (its
+/// FixKustomization). `Err` names a key that is no field, with its origin.
 pub fn normalise(root: Map) -> Result<Map, (String, Option<Org>)> {
     let mut out = Map::new();
     // `Map` iterates keys in byte order, as Go's JSON encoder writes them.
@@ -72,6 +231,7 @@ pub fn normalise(root: Map) -> Result<Map, (String, Option<Org>)> {
         let Some(field) = field_of(&key) else {
             return Err((key, v.org()));
         };
+        let v = fold_fields(v, shape_of(field));
         let merged = match out.remove(field) {
             Some(old) => decode_into(old, v),
             None => v,
