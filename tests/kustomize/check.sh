@@ -247,6 +247,9 @@ ASSERTIONS=$(cat <<'EOF'
 84-kustomization-field-name-case-and-duplicates	-	first: overwritten
 84-kustomization-field-name-case-and-duplicates	+	revisionHistoryLimit: 5
 84-kustomization-field-name-case-and-duplicates	+	replicas: 3
+85-json6902-add-to-absent-annotations	+	owner: team-payments
+85-json6902-add-to-absent-annotations	+	original-name: feature-flags
+85-json6902-add-to-absent-annotations	+	prometheus.io/scrape: "true"
 91-generator-same-name-two-namespaces	+	name: acme-settings-gh5k8797t4$
 91-generator-same-name-two-namespaces	+	name: acme-settings-95chh4bhbk$
 91-generator-same-name-two-namespaces	+	name: acme-flags-8699m96ft7$

@@ -132,6 +132,14 @@ fn remove(doc: &mut Node, path: &str) -> Result<Node, String> {
 
 /// Applies the operations in order.
 pub fn apply(doc: &mut Node, ops: &[Op]) -> Result<(), String> {
+    // kustomize keeps its build annotations on every object while it builds, so a patch
+    // finds `metadata.annotations` to add to even where the object has none (the build
+    // leaves an empty one out of its output); `metadata.labels` has no such luck.
+    if let Some(Node::Map(meta)) = doc.get_mut("metadata")
+        && meta.get("annotations").is_none_or(Node::is_null)
+    {
+        meta.insert("annotations".into(), Node::empty_map());
+    }
     for op in ops {
         let value = || {
             op.value
