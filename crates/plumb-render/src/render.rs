@@ -405,14 +405,9 @@ fn with_app_parameters<'a>(
         })?;
     let bytes = fs.read(&file)?;
     let text = String::from_utf8(bytes).map_err(|_| fail(&file, "not valid UTF-8"))?;
-    let mut k: Value = if text.trim().is_empty() {
-        Value::Object(Default::default())
-    } else {
-        // Comments are not kept, so no limit on consecutive comment lines applies.
-        let options = serde_saphyr::options! { emit_comments: false };
-        serde_saphyr::from_str_with_options(&text, options)
-            .map_err(|e| fail(&file, format!("invalid YAML: {e}")))?
-    };
+    // Read as kustomize reads it (`nameprefix` is `namePrefix`), so each edit below sets
+    // the field kustomize's build will use, as `kustomize edit` does.
+    let mut k = kustomize::read_kustomization(&text, &file)?;
     let Some(m) = k.as_object_mut() else {
         return Err(fail(&file, "kustomization is not a mapping"));
     };
@@ -1022,6 +1017,40 @@ mod tests {
                 && err.to_string().contains("leaves the repository"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn app_kustomize_parameters_edit_the_field_kustomize_reads() {
+        use crate::source::tests::{TempDir, write};
+        let dir = TempDir::new("app-params");
+        let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  k: v\n";
+        // The kustomization spells fields in lower case and repeats one.
+        write(dir.path(), "app/cm.yaml", cm);
+        write(
+            dir.path(),
+            "app/kustomization.yaml",
+            "resources: [cm.yaml]\nnameprefix: old-\ncommonlabels:\n  team: a\ncommonlabels:\n  team: b\n",
+        );
+        // What `kustomize edit set namePrefix new-` and `edit add label` leave behind.
+        write(dir.path(), "expected/cm.yaml", cm);
+        write(
+            dir.path(),
+            "expected/kustomization.yaml",
+            "resources: [cm.yaml]\nnamePrefix: new-\ncommonLabels:\n  team: b\n  env: prod\n",
+        );
+        let source = AppSource {
+            kustomize: Some(KustomizeSource {
+                name_prefix: "new-".into(),
+                common_labels: [("env".to_string(), "prod".to_string())].into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let fs = crate::source::DirSource::open(dir.path()).expect("open");
+        let out = render(&fs, "app", &source, &RenderOptions::default()).expect("rendered");
+        let got: Vec<Value> = out.objects.into_iter().map(|o| o.object).collect();
+        assert_eq!(got, kubectl_kustomize(&dir.path().join("expected")));
+        assert_eq!(got[0]["metadata"]["name"], "new-settings");
     }
 
     #[test]

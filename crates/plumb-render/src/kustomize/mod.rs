@@ -130,6 +130,34 @@ pub fn is_kustomization(fs: &dyn SourceFs, dir: &str) -> Result<bool, LoadError>
     Ok(kustomization_file(fs, dir)?.is_some())
 }
 
+/// A kustomization file's content as kustomize decodes it, as JSON: field names matched
+/// ignoring case, repeated keys last-wins, spellings of one field merged, `imageTags` in
+/// `images` — what `kustomize edit` works on before it writes the file back. An empty file
+/// is `{}`; a field kustomize does not know is an error naming the file.
+pub fn read_kustomization(text: &str, file: &str) -> Result<serde_json::Value, LoadError> {
+    let fail = |line: Option<usize>, column: Option<usize>, message: String| LoadError {
+        file: PathBuf::from(file),
+        line,
+        column,
+        message,
+    };
+    let docs = tree::parse_stream(text, 0, 0, 0, Dialect::Kustomization)
+        .map_err(|e| fail(e.line, e.column, format!("invalid YAML: {}", e.message)))?;
+    let root = match docs.into_iter().next().map(|d| d.node) {
+        None => tree::Map::new(),
+        Some(Node::Map(m)) => m,
+        Some(_) => return Err(fail(None, None, "kustomization is not a mapping".into())),
+    };
+    let root = kustfile::normalise(root).map_err(|(key, org)| {
+        fail(
+            org.map(|o| o.line as usize),
+            org.map(|o| o.col as usize),
+            format!("invalid Kustomization: json: unknown field \"{key}\""),
+        )
+    })?;
+    Ok(Node::Map(root).to_json())
+}
+
 /// The directories `kustomize build` of `dir` reads, for running the kustomize binary on
 /// them: `dir` and, recursively, every local directory its kustomizations name in
 /// `resources`, `bases`, `components`, `generators`, `transformers` and `validators`.
