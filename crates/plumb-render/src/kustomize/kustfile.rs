@@ -105,13 +105,24 @@ const GENERATOR_OPTIONS: Shape = Struct(&[
     ("disableNameSuffixHash", Leaf),
     ("immutable", Leaf),
 ]);
-const GENERATOR: Shape = Struct(&[
+const CONFIG_MAP_ARGS: Shape = Struct(&[
     ("namespace", Leaf),
     ("name", Leaf),
     ("behavior", Leaf),
     ("literals", Leaf),
     ("files", Leaf),
     ("envs", Leaf),
+    ("env", Leaf),
+    ("options", GENERATOR_OPTIONS),
+]);
+const SECRET_ARGS: Shape = Struct(&[
+    ("namespace", Leaf),
+    ("name", Leaf),
+    ("behavior", Leaf),
+    ("literals", Leaf),
+    ("files", Leaf),
+    ("envs", Leaf),
+    ("env", Leaf),
     ("options", GENERATOR_OPTIONS),
     ("type", Leaf),
 ]);
@@ -151,7 +162,8 @@ const REPLACEMENT: Shape = Struct(&[
 fn shape_of(field: &str) -> &'static Shape {
     const PATCHES: Shape = List(&PATCH);
     const IMAGES: Shape = List(&IMAGE);
-    const GENERATORS: Shape = List(&GENERATOR);
+    const CONFIG_MAPS: Shape = List(&CONFIG_MAP_ARGS);
+    const SECRETS: Shape = List(&SECRET_ARGS);
     const LABELS: Shape = List(&Struct(&[
         ("pairs", Leaf),
         ("includeSelectors", Leaf),
@@ -176,7 +188,8 @@ fn shape_of(field: &str) -> &'static Shape {
     match field {
         "patches" | "patchesJson6902" => &PATCHES,
         "images" | "imageTags" => &IMAGES,
-        "configMapGenerator" | "secretGenerator" => &GENERATORS,
+        "configMapGenerator" => &CONFIG_MAPS,
+        "secretGenerator" => &SECRETS,
         "labels" => &LABELS,
         "replicas" => &REPLICAS,
         "replacements" => &REPLACEMENTS,
@@ -188,10 +201,11 @@ fn shape_of(field: &str) -> &'static Shape {
 }
 
 /// `node` with the field names of its structs matched as Go's JSON decoding matches them
-/// (exactly, else ignoring case; spellings of one field decoded in sorted order). Keys
-/// that name no field are left as they are.
-fn fold_fields(node: Node, shape: &Shape) -> Node {
-    match (node, shape) {
+/// (exactly, else ignoring case; spellings of one field decoded in sorted order). A key
+/// that names no field of its struct is `Err`, with its origin, as kustomize refuses it.
+/// (The struct shapes were recorded from `kubectl kustomize`, field by field.)
+fn fold_fields(node: Node, shape: &Shape) -> Result<Node, (String, Option<Org>)> {
+    Ok(match (node, shape) {
         (Node::Map(m), Struct(fields)) => {
             let mut out = Map::new();
             for (key, v) in m {
@@ -199,23 +213,26 @@ fn fold_fields(node: Node, shape: &Shape) -> Node {
                     .iter()
                     .find(|(f, _)| *f == key)
                     .or_else(|| fields.iter().find(|(f, _)| f.eq_ignore_ascii_case(&key)));
-                let (key, v) = match found {
-                    Some((f, sub)) => (f.to_string(), fold_fields(v, sub)),
-                    None => (key, v),
+                let Some((field, sub)) = found else {
+                    return Err((key, v.org()));
                 };
-                let merged = match out.remove(&key) {
+                let v = fold_fields(v, sub)?;
+                let merged = match out.remove(*field) {
                     Some(old) => decode_into(old, v),
                     None => v,
                 };
-                out.insert(key, merged);
+                out.insert(field.to_string(), merged);
             }
             Node::Map(out)
         }
-        (Node::Seq(items), List(sub)) => {
-            Node::Seq(items.into_iter().map(|i| fold_fields(i, sub)).collect())
-        }
+        (Node::Seq(items), List(sub)) => Node::Seq(
+            items
+                .into_iter()
+                .map(|i| fold_fields(i, sub))
+                .collect::<Result<_, _>>()?,
+        ),
         (node, _) => node,
-    }
+    })
 }
 
 /// A kustomization's top-level mapping as kustomize reads it (its YAML converted to JSON,
@@ -231,7 +248,7 @@ pub fn normalise(root: Map) -> Result<Map, (String, Option<Org>)> {
         let Some(field) = field_of(&key) else {
             return Err((key, v.org()));
         };
-        let v = fold_fields(v, shape_of(field));
+        let v = fold_fields(v, shape_of(field))?;
         let merged = match out.remove(field) {
             Some(old) => decode_into(old, v),
             None => v,
