@@ -377,9 +377,16 @@ impl Kust {
         })
     }
 
+    /// A top-level string field (a Go string: a number or boolean is refused).
     pub fn string(&self, field: &str) -> Result<Option<Spanned>, String> {
         match self.get(field) {
             None => Ok(None),
+            Some(Node::Scalar(super::tree::Scalar::Num(_), _)) => Err(format!(
+                "json: cannot unmarshal number into Go struct field Kustomization.{field} of type string"
+            )),
+            Some(Node::Scalar(super::tree::Scalar::Bool(_), _)) => Err(format!(
+                "json: cannot unmarshal bool into Go struct field Kustomization.{field} of type string"
+            )),
             Some(n) => self
                 .spanned(n)
                 .map(Some)
