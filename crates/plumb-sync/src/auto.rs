@@ -6,7 +6,8 @@
 //! 1. an operation in progress, or an Application that is not OutOfSync: nothing;
 //! 2. automated prune off and only pruning needed: nothing;
 //! 3. the target revision (and source) differs from the last sync attempt's: sync now
-//!    (once per new revision). A plain directory source has no commit: its revision is the
+//!    (once per new revision). With several sources, every source's revision and every
+//!    source are compared: a new commit or an edit of any of them is a new revision. A plain directory source has no commit: its revision is the
 //!    digest of its desired objects ([`revision_identity`]), so the same content is the same
 //!    revision and a changed directory a new one;
 //! 4. the last attempt at this revision failed: retry per `syncPolicy.retry`
@@ -52,8 +53,8 @@ impl Default for RetryState {
 /// What an automated-sync decision reads.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AppState {
-    /// The revision the source resolves to now: a commit SHA, or for a plain directory the
-    /// digest of its desired objects ([`revision_identity`]).
+    /// The revision the source resolves to now: a commit SHA (every source's, for several),
+    /// or for a plain directory the digest of its desired objects ([`revision_identity`]).
     pub target_revision: String,
     /// The revision of the last sync attempt (successful or not), if any, as
     /// [`revision_identity`] reads it from `status.operationState.syncResult`.
@@ -70,8 +71,8 @@ pub struct AppState {
     pub prune_only: bool,
     /// An operation (sync) is running.
     pub operation_in_progress: bool,
-    /// The Application's source changed since the last sync attempt (Argo CD compares the
-    /// source too, so an edited source counts like a new revision).
+    /// The Application's source (any of its sources) changed since the last sync attempt
+    /// (Argo CD compares the sources too, so an edited source counts like a new revision).
     pub source_changed: bool,
     /// Consecutive self-heal syncs since the last sync of a new revision, or since the
     /// Application was last seen Synced.
@@ -107,11 +108,13 @@ impl AppState {
     /// revision and outcome of the last sync attempt and when it finished (a `Failed` one
     /// whose message is `terminated_message` was stopped by someone), its retry count,
     /// consecutive self-heal attempts, and whether `source` (the spec's now) differs from the
-    /// source that attempt used.
+    /// source that attempt used, or for several sources whether any of `sources`
+    /// (`spec.sources` now; empty for one `spec.source`) differs from those it used.
     pub fn read_last_operation(
         &mut self,
         status: &ApplicationStatus,
         source: &AppSource,
+        sources: &[AppSource],
         terminated_message: &str,
     ) {
         let Some(op) = &status.operation_state else {
@@ -121,7 +124,7 @@ impl AppState {
         self.retry.attempts = count(op.retry_count);
         let result = op.sync_result.as_ref();
         self.last_synced_revision = result
-            .map(|r| revision_identity(&r.revision, &r.content_digest))
+            .map(|r| revision_identity(&r.revision, &r.revisions, &r.content_digest))
             .filter(|r| !r.is_empty());
         if let (Some(at), false) = (op.finished_at, op.phase.is_empty()) {
             self.last_sync = Some(LastSync {
@@ -130,9 +133,15 @@ impl AppState {
                 terminated: op.phase == "Failed" && op.message == terminated_message,
             });
         }
-        self.source_changed = result
-            .and_then(|r| r.source.as_ref())
-            .is_some_and(|s| s.to_value() != source.to_value());
+        self.source_changed = result.is_some_and(|r| {
+            let differs = |a: &AppSource, b: &AppSource| a.to_value() != b.to_value();
+            let first = r.source.as_ref().is_some_and(|s| differs(s, source));
+            // Several sources: any of them (an attempt that recorded none says nothing).
+            let any = !r.sources.is_empty()
+                && (r.sources.len() != sources.len()
+                    || r.sources.iter().zip(sources).any(|(a, b)| differs(a, b)));
+            first || any
+        });
         self.self_heal_attempts = count(
             op.operation
                 .sync
@@ -204,18 +213,27 @@ impl AppState {
     }
 }
 
-/// The revision an automated decision compares: the commit `revision` (Argo CD's
-/// `syncResult.revision`), and, when a source is a plain directory (which has no commit),
-/// `content_digest` ([`content_digest`] of the desired objects; `syncResult.contentDigest`,
-/// plumb's own), so that the same content is "already attempted" (a failed sync is retried
-/// per `syncPolicy.retry`, not again at every compare) and a changed directory is a new
-/// revision. Empty when neither identifies anything.
-pub fn revision_identity(revision: &str, content_digest: &str) -> String {
-    match (revision.is_empty(), content_digest.is_empty()) {
-        (_, true) => revision.to_string(),
+/// The revision an automated decision compares (and sync-loop recognition keys on): the
+/// commit `revision` (Argo CD's `syncResult.revision`) or, for several sources, every
+/// source's commit `revisions` in `spec.sources` order (Argo CD compares all of
+/// `syncResult.revisions`: a new commit of any source is a new revision); and, when a source
+/// is a plain directory (which has no commit), `content_digest` ([`content_digest`] of the
+/// desired objects; `syncResult.contentDigest`, plumb's own), so that the same content is
+/// "already attempted" (a failed sync is retried per `syncPolicy.retry`, not again at every
+/// compare) and a changed directory is a new revision. Empty when nothing identifies anything.
+pub fn revision_identity(revision: &str, revisions: &[String], content_digest: &str) -> String {
+    let commits = if revisions.is_empty() {
+        revision.to_string()
+    } else if revisions.iter().all(String::is_empty) {
+        String::new()
+    } else {
+        revisions.join(",")
+    };
+    match (commits.is_empty(), content_digest.is_empty()) {
+        (_, true) => commits,
         (true, false) => content_digest.to_string(),
         // A commit and a directory among several sources: both.
-        (false, false) => format!("{revision} {content_digest}"),
+        (false, false) => format!("{commits} {content_digest}"),
     }
 }
 
@@ -379,6 +397,7 @@ mod tests {
                 "operation": {"sync": {"autoHealAttemptsCount": 3}},
                 "syncResult": {"revision": "72e773b", "source": {"repoURL": "https://git.example/p.git", "path": "dev"}}})),
             &source,
+            &[],
             "stopped",
         );
         assert_eq!(s.last_synced_revision.as_deref(), Some("72e773b"));
@@ -397,6 +416,7 @@ mod tests {
             &status(json!({"phase": "Running", "startedAt": "2026-09-22T19:57:06Z",
                 "syncResult": {"revision": "b5e2be1", "source": {"repoURL": "https://git.example/p.git", "path": "prod"}}})),
             &source,
+            &[],
             "stopped",
         );
         assert!(s.last_sync.is_none() && !s.source_changed);
@@ -404,7 +424,7 @@ mod tests {
 
         // No operation recorded: nothing changes.
         let mut s = AppState::new("b5e2be1");
-        s.read_last_operation(&ApplicationStatus::default(), &source, "stopped");
+        s.read_last_operation(&ApplicationStatus::default(), &source, &[], "stopped");
         assert_eq!(s, AppState::new("b5e2be1"));
     }
 
@@ -433,13 +453,70 @@ mod tests {
 
     #[test]
     fn revision_identity_is_the_commit_or_a_directorys_digest() {
-        assert_eq!(revision_identity("b5e2be1", ""), "b5e2be1");
-        assert_eq!(revision_identity("", "sha256:ab"), "sha256:ab");
+        assert_eq!(revision_identity("b5e2be1", &[], ""), "b5e2be1");
+        assert_eq!(revision_identity("", &[], "sha256:ab"), "sha256:ab");
         assert_eq!(
-            revision_identity("b5e2be1", "sha256:ab"),
+            revision_identity("b5e2be1", &[], "sha256:ab"),
             "b5e2be1 sha256:ab"
         );
-        assert_eq!(revision_identity("", ""), "");
+        assert_eq!(revision_identity("", &[], ""), "");
+    }
+
+    #[test]
+    fn several_sources_are_identified_by_every_sources_commit() {
+        let revs = |r: &[&str]| r.iter().map(ToString::to_string).collect::<Vec<_>>();
+        // `revision` (the first rendered source's) is not all there is.
+        let both = revision_identity("aaa", &revs(&["aaa", "bbb"]), "");
+        assert_eq!(both, "aaa,bbb");
+        assert_ne!(revision_identity("aaa", &revs(&["aaa", "ccc"]), ""), both);
+        // One source in `spec.sources`: its commit, as with `spec.source`.
+        assert_eq!(revision_identity("aaa", &revs(&["aaa"]), ""), "aaa");
+        // Directories only: their digest; a directory beside a commit: both.
+        assert_eq!(
+            revision_identity("", &revs(&["", ""]), "sha256:ab"),
+            "sha256:ab"
+        );
+        assert_eq!(
+            revision_identity("", &revs(&["", "bbb"]), "sha256:ab"),
+            ",bbb sha256:ab"
+        );
+    }
+
+    #[test]
+    fn an_edit_of_any_source_is_a_changed_source() {
+        let source = |path: &str| AppSource {
+            repo_url: "https://git.example/p.git".into(),
+            path: path.into(),
+            ..AppSource::default()
+        };
+        let spec = [source("base"), source("prod")];
+        let read = |recorded: serde_json::Value| {
+            let mut s = AppState::new("aaa,bbb");
+            s.read_last_operation(
+                &status(
+                    json!({"phase": "Succeeded", "finishedAt": "2026-09-22T19:57:06Z",
+                    "syncResult": recorded}),
+                ),
+                &spec[0],
+                &spec,
+                "stopped",
+            );
+            s
+        };
+        let src = |path: &str| json!({"repoURL": "https://git.example/p.git", "path": path});
+        let same = read(json!({"revision": "aaa", "revisions": ["aaa", "bbb"],
+            "source": src("base"), "sources": [src("base"), src("prod")]}));
+        assert!(!same.source_changed);
+        assert_eq!(same.last_synced_revision.as_deref(), Some("aaa,bbb"));
+        let second = read(json!({"revision": "aaa", "revisions": ["aaa", "bbb"],
+            "source": src("base"), "sources": [src("base"), src("dev")]}));
+        assert!(second.source_changed, "the second source's path dev → prod");
+        let fewer = read(json!({"revision": "aaa", "revisions": ["aaa"],
+            "source": src("base"), "sources": [src("base")]}));
+        assert!(fewer.source_changed, "a source added");
+        // An attempt that recorded no sources: only the first is compared.
+        let unrecorded = read(json!({"revision": "aaa", "source": src("base")}));
+        assert!(!unrecorded.source_changed);
     }
 
     /// The decision for a plain directory app (no commit: `syncResult.revision` empty) whose
@@ -453,13 +530,13 @@ mod tests {
         };
         let mut op = op;
         op["syncResult"]["source"] = json!({"repoURL": "file:///srv/apps", "path": "web"});
-        let target = revision_identity("", now_digest);
+        let target = revision_identity("", &[], now_digest);
         let mut s = AppState::new(target.clone());
         s.retry.policy = RetryPolicy::from_value(
             &json!({"limit": 2, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "1m"}}),
         )
         .unwrap();
-        s.read_last_operation(&status(op), &source, "Operation terminated");
+        s.read_last_operation(&status(op), &source, &[], "Operation terminated");
         s.observe(target, SyncStatusCode::OutOfSync);
         s
     }

@@ -8,7 +8,9 @@
 //!
 //! - [`Tracker::synced`] after a sync, with the fields its compare-after found differing.
 //!   A loop is recognised when the last [`LoopOptions::threshold`] syncs (default 3,
-//!   `--loop-threshold`) were all of one revision, lie within [`LoopOptions::window`]
+//!   `--loop-threshold`) were all of one revision (the controller's revision identity,
+//!   [`crate::auto::revision_identity`]: every source's commit, a plain directory's content
+//!   digest), lie within [`LoopOptions::window`]
 //!   (10 minutes: three syncs at the self-heal backoff's cap of 300 s fit in it), and some
 //!   fields differed after every one of them: those fields are the loop.
 //! - [`Tracker::compared`] after any compare (a refresh or a sync): whether the app was
@@ -209,7 +211,9 @@ impl Tracker {
 }
 
 /// The fields of a recorded loop that LoopGuard keeps a sync of `revision` from re-applying
-/// (none when the loop is of another revision).
+/// (none when the loop is of another revision). Both are the controller's revision identity
+/// ([`crate::auto::revision_identity`]), not the bare commit: a plain directory has none, and
+/// one edited to stop the fight is another revision, guarded no more.
 pub fn guarded(recorded: Option<&SyncLoop>, revision: &str) -> BTreeSet<LoopField> {
     recorded
         .filter(|l| l.revision == revision)
@@ -227,10 +231,26 @@ pub fn only_guarded(differing: &BTreeSet<LoopField>, guarded: &BTreeSet<LoopFiel
     !differing.is_empty() && differing.is_subset(guarded)
 }
 
+/// A loop's revision (the identity the controller keys on: a commit, several sources'
+/// commits joined by `,`, a plain directory's `sha256:` content digest, or a commit and a
+/// digest with a space between) shortened for a message: 7 characters of each commit and of
+/// each digest's hex.
+pub fn short_revision(revision: &str) -> String {
+    let short = |s: &str| s.get(..7).unwrap_or(s).to_string();
+    revision
+        .split(' ')
+        .map(|part| match part.strip_prefix("sha256:") {
+            Some(hex) => format!("sha256:{}", short(hex)),
+            None => part.split(',').map(short).collect::<Vec<_>>().join(","),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// The `SyncLoop` condition's message: the loop, then per field the object, the path, who
 /// rewrites it, where git declares it and the first fix.
 pub fn condition_message(l: &SyncLoop) -> String {
-    let short = l.revision.get(..7).unwrap_or(&l.revision);
+    let short = short_revision(&l.revision);
     let mut out = format!(
         "revision {short} synced {} times and the same fields differ after each sync: ",
         l.syncs
@@ -401,6 +421,19 @@ mod tests {
         t.compared(true, at(125));
         assert!(!t.settled(at(150), &opts));
         assert!(t.settled(at(155), &opts));
+    }
+
+    #[test]
+    fn a_short_revision_keeps_seven_characters_of_each_commit_and_digest() {
+        assert_eq!(short_revision("b5e2be1aa"), "b5e2be1");
+        assert_eq!(short_revision("abc"), "abc");
+        assert_eq!(short_revision("sha256:0123456789ab"), "sha256:0123456");
+        assert_eq!(short_revision("aaaaaaaaa,bbbbbbbbb"), "aaaaaaa,bbbbbbb");
+        assert_eq!(
+            short_revision(",bbbbbbbbb sha256:0123456789ab"),
+            ",bbbbbbb sha256:0123456"
+        );
+        assert_eq!(short_revision(""), "");
     }
 
     #[test]

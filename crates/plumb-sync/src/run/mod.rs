@@ -775,6 +775,13 @@ fn compare_live(obs: &mut Observation, live: Vec<Value>, settings: &Settings) ->
 }
 
 impl Observation {
+    /// What identifies the desired state the automated decision compares with the last
+    /// attempt's and sync-loop recognition and LoopGuard key on: every source's commit, and
+    /// a plain directory's content digest ([`revision_identity`]).
+    pub(super) fn identity(&self) -> String {
+        revision_identity(&self.revision, &self.revisions, &self.content_digest)
+    }
+
     /// `syncPolicy.automated` when it is enabled (it decides whether a sync prunes).
     fn automated(&self) -> Option<crate::policy::AutomatedPolicy> {
         self.policy.automated.filter(|a| a.enabled)
@@ -1512,7 +1519,7 @@ async fn write_refreshed(
 
 /// The automated decision's inputs, from the Application's status and what was observed.
 fn app_state(app: &Value, obs: &Observation, opts: &RunOptions) -> AppState {
-    let target = revision_identity(&obs.revision, &obs.content_digest);
+    let target = obs.identity();
     let mut state = AppState::new(target.clone());
     let automated = obs
         .policy
@@ -1531,7 +1538,7 @@ fn app_state(app: &Value, obs: &Observation, opts: &RunOptions) -> AppState {
         attempts: 0,
     };
     let (status, _) = ApplicationStatus::read_lenient(app);
-    state.read_last_operation(&status, &obs.source, execute::TERMINATED);
+    state.read_last_operation(&status, &obs.source, &obs.sources, execute::TERMINATED);
     state.prune_only = only_pruning_needed(&obs.resources);
     state.observe(target, obs.status.sync);
     state

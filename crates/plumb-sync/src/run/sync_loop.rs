@@ -87,7 +87,8 @@ pub(super) fn differing(obs: &Observation) -> BTreeSet<LoopField> {
 }
 
 /// The fields LoopGuard keeps this app's syncs of the observed revision from re-applying:
-/// those of its recorded loop, when LoopGuard is on for it (none otherwise).
+/// those of its recorded loop, when LoopGuard is on for it (none otherwise). The revision is
+/// [`Observation::identity`]: a plain directory edited or a commit of any source is another.
 pub(super) fn guarded(app: &Value, obs: &Observation, opts: &RunOptions) -> BTreeSet<LoopField> {
     let Some(LoopsHandle(book)) = &opts.loops else {
         return BTreeSet::new();
@@ -98,7 +99,7 @@ pub(super) fn guarded(app: &Value, obs: &Observation, opts: &RunOptions) -> BTre
     {
         return BTreeSet::new();
     }
-    loops::guarded(recorded(app).as_ref(), &obs.revision)
+    loops::guarded(recorded(app).as_ref(), &obs.identity())
 }
 
 /// LoopGuard for a sync: the guarded fields become ignore rules that the apply honours as
@@ -168,7 +169,7 @@ pub(super) async fn after_compare(
     let (found, settled) = handle
         .with(app, |t| {
             let found = if synced {
-                t.synced(&obs.revision, now, differing(obs), &options)
+                t.synced(&obs.identity(), now, differing(obs), &options)
             } else {
                 t.compared(in_sync, now);
                 None
@@ -214,8 +215,15 @@ async fn record(
     // The compare-after again, of the same revision rendered with origins (where git declares
     // each field) against the live objects it read: no request for them.
     let live: Vec<Value> = obs.live.values().cloned().collect();
-    let mut declared =
-        observe_desired_with(cluster, app, opts, Some(&obs.revision), &[], true).await?;
+    let mut declared = observe_desired_with(
+        cluster,
+        app,
+        opts,
+        Some(&obs.revision),
+        &obs.revisions,
+        true,
+    )
+    .await?;
     compare_live(&mut declared, live.clone(), &opts.settings)?;
     let report = plumb_doctor::diagnose(&plumb_doctor::Inputs {
         app: &fresh,
@@ -324,7 +332,7 @@ async fn clear(cluster: &dyn ClusterApi, app: &Value, opts: &RunOptions) -> Resu
         .retain(|c| c.type_name != loops::CONDITION);
     status.sync_loop = None;
     stored.write_app(cluster, status).await?;
-    let short = revision.get(..7).unwrap_or(&revision);
+    let short = loops::short_revision(&revision);
     events::record(
         opts,
         &fresh,

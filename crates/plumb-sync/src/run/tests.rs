@@ -1950,3 +1950,186 @@ async fn a_failed_sync_of_a_plain_directory_is_retried_per_the_backoff_until_it_
         .to_string();
     assert!(now_digest.starts_with("sha256:") && now_digest != digest);
 }
+
+/// [`failing_automated_app`] with its `app/` a plain directory (no git: `revision` ""), a
+/// retry limit of 3, loop recognition on (threshold 3) and LoopGuard for every app.
+fn looping_directory_app() -> (MemoryCluster, Repo, ReconcileState) {
+    let (cluster, repo) = failing_automated_app();
+    std::fs::remove_dir_all(repo.dir.path().join(".git")).expect("no git: a plain directory");
+    set_spec(
+        &cluster,
+        "syncPolicy",
+        json!({"automated": {},
+            "retry": {"limit": 3, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "1m"}}}),
+    );
+    let options = RunOptions {
+        loops: Some(LoopsHandle::new(crate::loops::LoopOptions {
+            guard_all: true,
+            ..crate::loops::LoopOptions::default()
+        })),
+        ..opts()
+    };
+    (cluster, repo, ReconcileState { options })
+}
+
+/// Writes the directory's `bad` ConfigMap with `data.v`.
+fn edit_bad(repo: &Repo, v: &str) {
+    let changed = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "bad"}, "data": {"v": v}});
+    std::fs::write(
+        repo.dir.path().join("app/bad.json"),
+        serde_json::to_string_pretty(&changed).expect("json"),
+    )
+    .expect("write");
+}
+
+/// Sync-loop recognition keys a plain directory's syncs on its content, not on its empty
+/// revision: three failed syncs of three different contents (each edit a new revision,
+/// synced at once) leave the same object differing, yet are no loop.
+#[tokio::test]
+async fn syncs_of_different_directory_contents_are_not_one_revisions_loop() {
+    let (cluster, repo, mut state) = looping_directory_app();
+    for (n, v) in ["", "2", "3"].into_iter().enumerate() {
+        if !v.is_empty() {
+            edit_bad(&repo, v);
+        }
+        let out = reconcile_once(&cluster, &app(&cluster), now(), &mut state)
+            .await
+            .expect("reconcile");
+        assert_eq!(
+            out.decision,
+            Some(Decision::SyncNow {
+                reason: SyncReason::NewRevision
+            }),
+            "content {n}"
+        );
+        assert!(!out.sync.expect("a sync").succeeded());
+        assert!(!out.looping, "content {n}: {:#}", app(&cluster)["status"]);
+    }
+    assert_eq!(app(&cluster).pointer("/status/syncLoop"), None);
+}
+
+/// A loop of a plain directory's content is recorded with that content's identity (its
+/// digest, named short in the condition); LoopGuard (on for every app) keeps the next retry
+/// of that content from re-applying the looping object; once the directory is edited it
+/// keeps nothing from the sync of the edit: it is made and applied.
+#[tokio::test]
+async fn a_directory_edited_out_of_its_loop_is_synced_not_guarded() {
+    let (cluster, repo, mut state) = looping_directory_app();
+    // The first attempt and its two retries (10 s, then 20 s later): three syncs of one
+    // content with `bad` differing after each.
+    let mut at = now();
+    let mut looping = false;
+    for n in 0..3 {
+        let out = reconcile_once(&cluster, &app(&cluster), at, &mut state)
+            .await
+            .expect("reconcile");
+        assert!(!out.sync.expect("a sync").succeeded(), "sync {n}");
+        looping = out.looping;
+        at += Duration::from_secs(10 << n);
+    }
+    assert!(looping, "three syncs of one content: a loop");
+    let got = app(&cluster);
+    let digest = got
+        .pointer("/status/operationState/syncResult/contentDigest")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    assert!(digest.starts_with("sha256:"), "{got:#}");
+    assert_eq!(got["status"]["syncLoop"]["revision"], json!(digest));
+    let message = &got["status"]["conditions"][0]["message"];
+    assert!(
+        message
+            .as_str()
+            .unwrap_or_default()
+            .starts_with(&format!("revision {} synced 3 times", &digest[..14])),
+        "{message}"
+    );
+
+    // The third retry of the same content would only re-apply the looping object: not made.
+    let out = reconcile_once(&cluster, &app(&cluster), at, &mut state)
+        .await
+        .expect("reconcile");
+    assert_eq!(
+        out.decision,
+        Some(Decision::Nothing {
+            why: crate::auto::NoSync::LoopGuard
+        })
+    );
+    assert!(out.sync.is_none());
+
+    // The webhook is fixed and the directory edited: a new revision, synced and applied —
+    // not kept from `bad` as the loop's revision was.
+    cluster.clear_failures();
+    edit_bad(&repo, "fixed");
+    let out = reconcile_once(&cluster, &app(&cluster), at, &mut state)
+        .await
+        .expect("reconcile");
+    assert_eq!(
+        out.decision,
+        Some(Decision::SyncNow {
+            reason: SyncReason::NewRevision
+        })
+    );
+    assert!(out.sync.expect("a sync").succeeded());
+    let bad = cluster.object(&cm_key("bad")).expect("applied");
+    assert_eq!(bad.pointer("/data/v"), Some(&json!("fixed")), "{bad:#}");
+}
+
+/// A multi-source app (two git repositories) syncs automatically when any source moves: a
+/// new commit of the second source, or an edit of the second source's spec, is a new
+/// revision (Argo CD compares every source's revision and every source).
+#[tokio::test]
+async fn a_multi_source_app_syncs_a_new_commit_or_spec_edit_of_its_second_source() {
+    let (cluster, first) = setup(&[configmap("a", json!({}))], json!({"automated": {}}));
+    let second = Repo::new(&[configmap("b", json!({}))]);
+    // The second repository's other directory, for the spec edit.
+    let other = second.dir.path().join("other");
+    std::fs::create_dir_all(&other).expect("other dir");
+    std::fs::write(
+        other.join("c.json"),
+        serde_json::to_string_pretty(&configmap("c", json!({}))).expect("json"),
+    )
+    .expect("write");
+    git(second.dir.path(), &["add", "-A"]);
+    git(second.dir.path(), &["commit", "-q", "-m", "other"]);
+    let url = |r: &Repo| format!("file://{}", r.dir.path().display());
+    let sources = |second_path: &str| {
+        json!([
+            {"repoURL": url(&first), "path": "app", "targetRevision": "HEAD"},
+            {"repoURL": url(&second), "path": second_path, "targetRevision": "HEAD"},
+        ])
+    };
+    set_spec(&cluster, "sources", sources("app"));
+    let mut state = ReconcileState { options: opts() };
+    let mut reconcile = async |what: &str| {
+        let out = reconcile_once(&cluster, &app(&cluster), now(), &mut state)
+            .await
+            .expect("reconcile");
+        if let Some(sync) = &out.sync {
+            assert!(sync.succeeded(), "{what}: {}", sync.message);
+        }
+        (out.decision, out.sync.is_some())
+    };
+    let new_revision = Some(Decision::SyncNow {
+        reason: SyncReason::NewRevision,
+    });
+    assert_eq!(reconcile("first").await, (new_revision.clone(), true));
+    assert!(!reconcile("again").await.1, "synced: nothing to do");
+
+    second.commit(&[configmap("b", json!({"v": "2"}))], &[]);
+    assert_eq!(
+        reconcile("a commit of the second source").await,
+        (new_revision.clone(), true)
+    );
+    let b = cluster.object(&cm_key("b")).expect("b");
+    assert_eq!(b.pointer("/metadata/annotations/v"), Some(&json!("2")));
+    assert!(!reconcile("again").await.1);
+
+    set_spec(&cluster, "sources", sources("other"));
+    assert_eq!(
+        reconcile("the second source's path edited").await,
+        (new_revision, true)
+    );
+    assert!(cluster.object(&cm_key("c")).is_some(), "c applied");
+}
