@@ -1796,6 +1796,17 @@ fn failing_automated_app() -> (MemoryCluster, Repo) {
     (cluster, repo)
 }
 
+/// One controller pass over the app at `at`.
+async fn reconcile(
+    cluster: &MemoryCluster,
+    state: &mut ReconcileState,
+    at: SystemTime,
+) -> ReconcileOutcome {
+    reconcile_once(cluster, &app(cluster), at, state)
+        .await
+        .expect("reconcile")
+}
+
 /// `syncPolicy.retry`: each retry of a failed automated sync records its number in
 /// `status.operationState.retryCount` (absent on the first attempt, as Argo CD omits a zero),
 /// the limit is read back from it, and a retry that succeeds keeps the count.
@@ -1860,23 +1871,10 @@ async fn a_failed_sync_of_a_plain_directory_is_retried_per_the_backoff_until_it_
             .count()
     };
     let mut state = ReconcileState { options: opts() };
-    async fn reconcile(
-        cluster: &MemoryCluster,
-        state: &mut ReconcileState,
-        at: SystemTime,
-    ) -> ReconcileOutcome {
-        reconcile_once(cluster, &app(cluster), at, state)
-            .await
-            .expect("reconcile")
-    }
     let first = reconcile(&cluster, &mut state, now()).await;
     assert!(!first.sync.expect("the first attempt").succeeded());
     let recorded = app(&cluster);
-    let digest = recorded
-        .pointer("/status/operationState/syncResult/contentDigest")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
+    let digest = op_field(&recorded, "syncResult/contentDigest");
     assert!(digest.starts_with("sha256:"), "{recorded:#}");
     assert_eq!(
         recorded.pointer("/status/operationState/syncResult/revision"),
@@ -1943,11 +1941,7 @@ async fn a_failed_sync_of_a_plain_directory_is_retried_per_the_backoff_until_it_
     );
     assert!(out.sync.is_some());
     assert_eq!(applies(&cluster), 4);
-    let now_digest = app(&cluster)
-        .pointer("/status/operationState/syncResult/contentDigest")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
+    let now_digest = op_field(&app(&cluster), "syncResult/contentDigest");
     assert!(now_digest.starts_with("sha256:") && now_digest != digest);
 }
 
@@ -1993,9 +1987,7 @@ async fn syncs_of_different_directory_contents_are_not_one_revisions_loop() {
         if !v.is_empty() {
             edit_bad(&repo, v);
         }
-        let out = reconcile_once(&cluster, &app(&cluster), now(), &mut state)
-            .await
-            .expect("reconcile");
+        let out = reconcile(&cluster, &mut state, now()).await;
         assert_eq!(
             out.decision,
             Some(Decision::SyncNow {
@@ -2021,20 +2013,14 @@ async fn a_directory_edited_out_of_its_loop_is_synced_not_guarded() {
     let mut at = now();
     let mut looping = false;
     for n in 0..3 {
-        let out = reconcile_once(&cluster, &app(&cluster), at, &mut state)
-            .await
-            .expect("reconcile");
+        let out = reconcile(&cluster, &mut state, at).await;
         assert!(!out.sync.expect("a sync").succeeded(), "sync {n}");
         looping = out.looping;
         at += Duration::from_secs(10 << n);
     }
     assert!(looping, "three syncs of one content: a loop");
     let got = app(&cluster);
-    let digest = got
-        .pointer("/status/operationState/syncResult/contentDigest")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
+    let digest = op_field(&got, "syncResult/contentDigest");
     assert!(digest.starts_with("sha256:"), "{got:#}");
     assert_eq!(got["status"]["syncLoop"]["revision"], json!(digest));
     let message = &got["status"]["conditions"][0]["message"];
@@ -2047,9 +2033,7 @@ async fn a_directory_edited_out_of_its_loop_is_synced_not_guarded() {
     );
 
     // The third retry of the same content would only re-apply the looping object: not made.
-    let out = reconcile_once(&cluster, &app(&cluster), at, &mut state)
-        .await
-        .expect("reconcile");
+    let out = reconcile(&cluster, &mut state, at).await;
     assert_eq!(
         out.decision,
         Some(Decision::Nothing {
@@ -2062,9 +2046,7 @@ async fn a_directory_edited_out_of_its_loop_is_synced_not_guarded() {
     // not kept from `bad` as the loop's revision was.
     cluster.clear_failures();
     edit_bad(&repo, "fixed");
-    let out = reconcile_once(&cluster, &app(&cluster), at, &mut state)
-        .await
-        .expect("reconcile");
+    let out = reconcile(&cluster, &mut state, at).await;
     assert_eq!(
         out.decision,
         Some(Decision::SyncNow {
@@ -2102,10 +2084,8 @@ async fn a_multi_source_app_syncs_a_new_commit_or_spec_edit_of_its_second_source
     };
     set_spec(&cluster, "sources", sources("app"));
     let mut state = ReconcileState { options: opts() };
-    let mut reconcile = async |what: &str| {
-        let out = reconcile_once(&cluster, &app(&cluster), now(), &mut state)
-            .await
-            .expect("reconcile");
+    let mut pass = async |what: &str| {
+        let out = reconcile(&cluster, &mut state, now()).await;
         if let Some(sync) = &out.sync {
             assert!(sync.succeeded(), "{what}: {}", sync.message);
         }
@@ -2114,21 +2094,21 @@ async fn a_multi_source_app_syncs_a_new_commit_or_spec_edit_of_its_second_source
     let new_revision = Some(Decision::SyncNow {
         reason: SyncReason::NewRevision,
     });
-    assert_eq!(reconcile("first").await, (new_revision.clone(), true));
-    assert!(!reconcile("again").await.1, "synced: nothing to do");
+    assert_eq!(pass("first").await, (new_revision, true));
+    assert!(!pass("again").await.1, "synced: nothing to do");
 
     second.commit(&[configmap("b", json!({"v": "2"}))], &[]);
     assert_eq!(
-        reconcile("a commit of the second source").await,
-        (new_revision.clone(), true)
+        pass("a commit of the second source").await,
+        (new_revision, true)
     );
     let b = cluster.object(&cm_key("b")).expect("b");
     assert_eq!(b.pointer("/metadata/annotations/v"), Some(&json!("2")));
-    assert!(!reconcile("again").await.1);
+    assert!(!pass("again").await.1);
 
     set_spec(&cluster, "sources", sources("other"));
     assert_eq!(
-        reconcile("the second source's path edited").await,
+        pass("the second source's path edited").await,
         (new_revision, true)
     );
     assert!(cluster.object(&cm_key("c")).is_some(), "c applied");
