@@ -785,10 +785,24 @@ impl Exec<'_> {
         }
     }
 
-    /// Waits until each CRD of `keys` is Established (or the wave timeout passes: the custom
-    /// resources' applies then fail, naming the kind).
-    async fn wait_established(&self, keys: &[ResourceKey]) {
+    /// Waits until each CRD of `keys` is Established and each kind of `kinds` is in the
+    /// server's discovery (or the wave timeout passes: the custom resources' applies then
+    /// fail, naming the kind). Established alone is not enough: the API server publishes a new
+    /// group in discovery a moment later, and on a busy server that moment is seconds.
+    async fn wait_served(&self, keys: &[ResourceKey], kinds: &[plumb_core::GroupKind]) {
         let deadline = std::time::Instant::now() + self.opts.wave_timeout;
+        self.wait_established(keys, deadline).await;
+        for gk in kinds {
+            while self.cluster.resource_for(&gk.group, &gk.kind).await.is_err()
+                && std::time::Instant::now() < deadline
+            {
+                tokio::time::sleep(self.opts.poll_interval.min(Duration::from_millis(200))).await;
+            }
+        }
+    }
+
+    /// Waits until each CRD of `keys` is Established, or `deadline`.
+    async fn wait_established(&self, keys: &[ResourceKey], deadline: std::time::Instant) {
         for key in keys {
             loop {
                 let established = self.live(key).await.is_some_and(|crd| {
@@ -934,14 +948,17 @@ impl Exec<'_> {
         let (first_crds, rest): (Vec<_>, Vec<_>) = applies.into_iter().partition(|(s, _)| {
             s.key.group == "apiextensions.k8s.io" && s.key.kind == "CustomResourceDefinition"
         });
-        let waits = rest.iter().any(|(s, _)| {
-            crds.iter()
-                .any(|gk| gk.group == s.key.group && gk.kind == s.key.kind)
-        });
-        if waits {
+        let waited: Vec<plumb_core::GroupKind> = crds
+            .into_iter()
+            .filter(|gk| {
+                rest.iter()
+                    .any(|(s, _)| gk.group == s.key.group && gk.kind == s.key.kind)
+            })
+            .collect();
+        if !waited.is_empty() {
             let keys: Vec<ResourceKey> = first_crds.iter().map(|(s, _)| s.key.clone()).collect();
             self.server_side_apply(first_crds).await;
-            self.wait_established(&keys).await;
+            self.wait_served(&keys, &waited).await;
             self.server_side_apply(rest).await;
         } else {
             self.server_side_apply(first_crds.into_iter().chain(rest).collect())
