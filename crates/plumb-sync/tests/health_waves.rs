@@ -77,6 +77,15 @@ fn crd(plural: &str, kind: &str, wave: &str) -> Value {
     })
 }
 
+/// A kind of its own for one test run, with its plural: the CRD is cluster-wide and stays on
+/// the test bed, so a later run (tests/stress.sh reuses one test bed) must not find it.
+fn fresh_kind(kind: &str) -> (String, String) {
+    let run = common::support::unique("k");
+    let tag = run.trim_start_matches("k-");
+    let kind = format!("{kind}{tag}");
+    (format!("{}s", kind.to_lowercase()), kind)
+}
+
 fn custom(kind: &str, name: &str, wave: &str) -> String {
     to_json(json!({"apiVersion": format!("{GROUP}/v1"), "kind": kind,
         "metadata": {"name": name, "annotations": {"argocd.argoproj.io/sync-wave": wave}},
@@ -223,9 +232,10 @@ async fn a_wave_with_a_crd_waits_until_it_is_established() {
     };
     install_lua();
     // Wave 0: a CRD; wave 1: a custom resource of it; wave 2: a ConfigMap.
+    let (plural, kind) = fresh_kind("Sprocket");
     let files = [
-        ("app/crd.json", to_json(crd("sprockets", "Sprocket", "0"))),
-        ("app/sprocket.json", custom("Sprocket", "s1", "1")),
+        ("app/crd.json", to_json(crd(&plural, &kind, "0"))),
+        ("app/sprocket.json", custom(&kind, "s1", "1")),
         ("app/after.json", configmap("after", "2")),
     ];
     let (apps_ns, dest, name) = setup(&cluster, "crdwave", &files).await;
@@ -236,12 +246,12 @@ async fn a_wave_with_a_crd_waits_until_it_is_established() {
         "apiextensions.k8s.io",
         "CustomResourceDefinition",
         "",
-        &format!("sprockets.{GROUP}"),
+        &format!("{plural}.{GROUP}"),
     )
     .await
     .expect("CRD applied");
     assert!(established(&crd), "{crd}");
-    let sprocket = get(&cluster, GROUP, "Sprocket", &dest, "s1")
+    let sprocket = get(&cluster, GROUP, &kind, &dest, "s1")
         .await
         .expect("the custom resource was applied in wave 1");
     // Created no earlier than the CRD became Established (RFC 3339 UTC seconds compare as text).
@@ -280,9 +290,10 @@ async fn a_crd_and_its_custom_resource_in_the_same_wave() {
         return;
     };
     install_lua();
+    let (plural, kind) = fresh_kind("Cog");
     let files = [
-        ("app/crd.json", to_json(crd("cogs", "Cog", "0"))),
-        ("app/cog.json", custom("Cog", "c1", "0")),
+        ("app/crd.json", to_json(crd(&plural, &kind, "0"))),
+        ("app/cog.json", custom(&kind, "c1", "0")),
     ];
     let (apps_ns, dest, name) = setup(&cluster, "crdsame", &files).await;
     // A dry run first: the custom resource's is skipped while its CRD is new.
@@ -305,10 +316,10 @@ async fn a_crd_and_its_custom_resource_in_the_same_wave() {
     let cog = dry
         .results
         .iter()
-        .find(|r| r.key.kind == "Cog")
+        .find(|r| r.key.kind == kind)
         .expect("Cog result");
     assert!(cog.message.contains("dry run skipped"), "{cog:?}");
-    let crd_name = format!("cogs.{GROUP}");
+    let crd_name = format!("{plural}.{GROUP}");
     let crd_kind = "CustomResourceDefinition";
     assert!(
         get(&cluster, "apiextensions.k8s.io", crd_kind, "", &crd_name)
@@ -319,7 +330,7 @@ async fn a_crd_and_its_custom_resource_in_the_same_wave() {
     let out = sync(&cluster, &apps_ns, &name, &opts(Duration::from_secs(60))).await;
     assert!(out.succeeded(), "{}", out.message);
     assert!(
-        get(&cluster, GROUP, "Cog", &dest, "c1").await.is_some(),
+        get(&cluster, GROUP, &kind, &dest, "c1").await.is_some(),
         "the custom resource exists"
     );
     for r in &out.results {

@@ -793,7 +793,11 @@ impl Exec<'_> {
         let deadline = std::time::Instant::now() + self.opts.wave_timeout;
         self.wait_established(keys, deadline).await;
         for gk in kinds {
-            while self.cluster.resource_for(&gk.group, &gk.kind).await.is_err()
+            while self
+                .cluster
+                .resource_for(&gk.group, &gk.kind)
+                .await
+                .is_err()
                 && std::time::Instant::now() < deadline
             {
                 tokio::time::sleep(self.opts.poll_interval.min(Duration::from_millis(200))).await;
