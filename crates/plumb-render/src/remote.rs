@@ -273,7 +273,6 @@ impl RepoCache {
     /// Runs git (in `dir` when given), without a terminal to prompt on, for at most
     /// [`GIT_TIMEOUT`] (a stalled server must not hold the repository's lock for ever).
     fn git(&self, dir: Option<&Path>, args: &[&str]) -> Result<String, String> {
-        use std::io::Read;
         let mut cmd = Command::new(&self.git);
         if let Some(d) = dir {
             cmd.arg("-C").arg(d);
@@ -282,49 +281,10 @@ impl RepoCache {
             .env("GIT_TERMINAL_PROMPT", "0")
             // A transfer slower than 1 KB/s for 30 s is given up (before the deadline).
             .env("GIT_HTTP_LOW_SPEED_LIMIT", "1000")
-            .env("GIT_HTTP_LOW_SPEED_TIME", "30")
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped());
-        let mut child = cmd.spawn().map_err(|e| format!("cannot run git: {e}"))?;
-        let drain = |pipe: Option<Box<dyn Read + Send>>| {
-            std::thread::spawn(move || {
-                let mut text = String::new();
-                if let Some(mut p) = pipe {
-                    let _ = p.read_to_string(&mut text);
-                }
-                text
-            })
-        };
-        let stdout = drain(
-            child
-                .stdout
-                .take()
-                .map(|p| Box::new(p) as Box<dyn Read + Send>),
-        );
-        let stderr = drain(
-            child
-                .stderr
-                .take()
-                .map(|p| Box::new(p) as Box<dyn Read + Send>),
-        );
-        let deadline = Instant::now() + GIT_TIMEOUT;
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(status)) => break status,
-                Ok(None) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-                Ok(None) => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    return Err(format!("timed out after {}s", GIT_TIMEOUT.as_secs()));
-                }
-                Err(e) => return Err(format!("waiting for git: {e}")),
-            }
-        };
-        let out = stdout.join().unwrap_or_default();
-        let err = stderr.join().unwrap_or_default();
+            .env("GIT_HTTP_LOW_SPEED_TIME", "30");
+        let (status, out, err) = output_within(&mut cmd, GIT_TIMEOUT)?;
+        let out = String::from_utf8_lossy(&out).into_owned();
+        let err = String::from_utf8_lossy(&err);
         if status.success() {
             return Ok(out);
         }
@@ -337,6 +297,64 @@ impl RepoCache {
             .to_string();
         Err(last)
     }
+}
+
+/// Runs `cmd` without input, its output collected, for at most `timeout`: a command
+/// still running then is killed and this is an error ("timed out after Ns").
+pub(crate) fn output_within(
+    cmd: &mut Command,
+    timeout: Duration,
+) -> Result<(std::process::ExitStatus, Vec<u8>, Vec<u8>), String> {
+    use std::io::Read;
+    use std::process::Stdio;
+    let program = cmd.get_program().to_string_lossy().into_owned();
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot run {program}: {e}"))?;
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    };
+    let stdout = drain(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let stderr = drain(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("timed out after {}s", timeout.as_secs()));
+            }
+            Err(e) => return Err(format!("waiting for {program}: {e}")),
+        }
+    };
+    Ok((
+        status,
+        stdout.join().unwrap_or_default(),
+        stderr.join().unwrap_or_default(),
+    ))
 }
 
 #[cfg(test)]

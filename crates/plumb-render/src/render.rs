@@ -14,6 +14,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
 pub use plumb_core::origin::{Origin, Origins};
 
@@ -608,17 +609,35 @@ fn kustomize_binary(
         }
     };
     cmd.arg(root.join(path));
+    // Remote bases over the network only: git would clone a local path or file:// URL.
+    cmd.env("GIT_ALLOW_PROTOCOL", "https:ssh:git:http");
     let out = run(cmd, path)?;
     parse_tool_output(&out, path)
 }
 
+/// The default deadline of one external renderer run (`PLUMB_TOOL_TIMEOUT` seconds
+/// overrides it): a stalled tool (say, kustomize reading a FIFO) must not hang a render.
+pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(120);
+
+fn tool_timeout() -> Duration {
+    std::env::var("PLUMB_TOOL_TIMEOUT")
+        .ok()
+        .and_then(|s| s.trim().parse::<f64>().ok())
+        .filter(|s| *s > 0.0 && s.is_finite())
+        .map_or(DEFAULT_TOOL_TIMEOUT, Duration::from_secs_f64)
+}
+
 fn run(mut cmd: Command, path: &str) -> Result<String, LoadError> {
     let program = cmd.get_program().to_string_lossy().into_owned();
-    let out = cmd
-        .output()
-        .map_err(|e| fail(path, format!("cannot run {program}: {e}")))?;
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
+    let (status, stdout, stderr) =
+        crate::remote::output_within(&mut cmd, tool_timeout()).map_err(|e| {
+            match e.starts_with("timed out") {
+                true => fail(path, format!("{program} {e}")),
+                false => fail(path, e),
+            }
+        })?;
+    if !status.success() {
+        let err = String::from_utf8_lossy(&stderr);
         let first = err
             .lines()
             .find(|l| !l.trim().is_empty())
@@ -627,7 +646,7 @@ fn run(mut cmd: Command, path: &str) -> Result<String, LoadError> {
             .trim_start_matches("Error: ");
         return Err(fail(path, format!("{program} failed: {first}")));
     }
-    String::from_utf8(out.stdout).map_err(|_| fail(path, format!("{program} printed non-UTF-8")))
+    String::from_utf8(stdout).map_err(|_| fail(path, format!("{program} printed non-UTF-8")))
 }
 
 fn parse_tool_output(text: &str, path: &str) -> Result<Vec<RenderedObject>, LoadError> {
@@ -781,19 +800,41 @@ fn escape_set_value(v: &str) -> String {
 // ---------------------------------------------------------------------------------------
 // Materializing a source for external tools
 
+/// The most directories one walk of a source's subtrees enters ([`walk_tree`]).
+const MAX_WALK_ENTRIES: usize = 100_000;
+
 /// Visits every entry of the subtrees `dirs` (repository paths; `""` is the whole tree),
 /// directories before what they hold; a symlinked directory that leads back to one of its
 /// own ancestors is not entered again. Listing refuses a symlink that leaves the
 /// repository, so a walk that succeeds proves the subtrees read nothing outside it.
+/// Symlinks can make the paths to one directory many (2^n for n links that each lead to
+/// the next level twice): past [`MAX_WALK_ENTRIES`] directories the walk is an error.
 fn walk_tree(
     fs: &dyn SourceFs,
     dirs: &[String],
     visit: &mut dyn FnMut(&str, EntryKind) -> Result<(), LoadError>,
 ) -> Result<(), LoadError> {
+    walk_tree_within(fs, dirs, MAX_WALK_ENTRIES, visit)
+}
+
+/// [`walk_tree`] entering at most `limit` directories.
+fn walk_tree_within(
+    fs: &dyn SourceFs,
+    dirs: &[String],
+    limit: usize,
+    visit: &mut dyn FnMut(&str, EntryKind) -> Result<(), LoadError>,
+) -> Result<(), LoadError> {
     // Each directory with the real paths of itself and its ancestors.
     let mut stack: Vec<(String, Vec<String>)> =
         dirs.iter().rev().map(|d| (d.clone(), Vec::new())).collect();
+    let mut budget = limit;
     while let Some((dir, mut chain)) = stack.pop() {
+        budget = budget.checked_sub(1).ok_or_else(|| {
+            fail(
+                &dir,
+                format!("more than {limit} directories to walk (symlinks leading to the same ones many times?)"),
+            )
+        })?;
         let real = fs.real_path(&dir)?.unwrap_or_else(|| dir.clone());
         if chain.contains(&real) {
             continue;
@@ -1017,6 +1058,298 @@ mod tests {
                 && err.to_string().contains("leaves the repository"),
             "{err}"
         );
+    }
+
+    /// A directory outside any repository holding a kustomization of one Secret.
+    fn outside_base() -> crate::source::tests::TempDir {
+        use crate::source::tests::{TempDir, write};
+        let outside = TempDir::new("fallback-outside");
+        write(
+            outside.path(),
+            "base/secret.yaml",
+            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: leaked\n",
+        );
+        write(
+            outside.path(),
+            "base/kustomization.yaml",
+            "resources:\n- secret.yaml\n",
+        );
+        outside
+    }
+
+    /// What makes plumb hand a kustomization to the binary (as in the test above).
+    const FALLBACK: &str = "vars: []\nconfigurations:\n- cfg.yaml\n";
+
+    fn leaks(objects: &[Value]) -> bool {
+        objects.iter().any(|o| {
+            o["metadata"]["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("leaked"))
+        })
+    }
+
+    #[test]
+    fn kustomize_fallback_joins_entries_onto_the_real_directory_as_kustomize_does() {
+        use crate::source::tests::{TempDir, link, write};
+        let outside = outside_base();
+        let repo = TempDir::new("fallback-real-join");
+        let name = outside.path().file_name().unwrap().to_string_lossy();
+        write(
+            repo.path(),
+            "app/kustomization.yaml",
+            &format!("resources:\n- ../a/b/link\n{FALLBACK}"),
+        );
+        write(repo.path(), "app/cfg.yaml", "nameReference: []\n");
+        link(repo.path(), "a/b/link", "../../top");
+        // As written, a/b/link/../../NAME/base is inside the repository (and absent);
+        // kustomize climbs from top, the real directory, out of the repository.
+        write(
+            repo.path(),
+            "top/kustomization.yaml",
+            &format!("resources:\n- ../../{name}/base\n"),
+        );
+        assert!(
+            leaks(&kubectl_kustomize(&repo.path().join("app"))),
+            "kustomize reads outside through the link"
+        );
+        let fs = crate::source::DirSource::open(repo.path()).expect("open");
+        let opts = RenderOptions::default();
+        let err = render(&fs, "app", &AppSource::default(), &opts).expect_err("refused");
+        let msg = err.to_string();
+        assert!(
+            msg.contains("a/b/link/kustomization.yaml")
+                && msg.contains(&format!("../../{name}/base"))
+                && msg.contains("leaves the repository"),
+            "{msg}"
+        );
+        // Natively too, the entry is joined onto the real directory and refused.
+        write(
+            repo.path(),
+            "app/kustomization.yaml",
+            "resources:\n- ../a/b/link\n",
+        );
+        let err = render(&fs, "app", &AppSource::default(), &opts).expect_err("refused");
+        assert!(err.to_string().contains("leaves the repository"), "{err}");
+        // Inside the repository, natively and with the binary, `..` climbs from top.
+        write(
+            repo.path(),
+            "top/kustomization.yaml",
+            "resources:\n- ../other\n",
+        );
+        write(
+            repo.path(),
+            "other/kustomization.yaml",
+            "resources:\n- cm.yaml\n",
+        );
+        write(
+            repo.path(),
+            "other/cm.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: other\n",
+        );
+        let expected = kubectl_kustomize(&repo.path().join("app"));
+        assert_eq!(expected[0]["metadata"]["name"], "other");
+        let native = render(&fs, "app", &AppSource::default(), &opts).expect("native");
+        let got: Vec<Value> = native.objects.into_iter().map(|o| o.object).collect();
+        assert_eq!(got, expected);
+        write(
+            repo.path(),
+            "app/kustomization.yaml",
+            &format!("resources:\n- ../a/b/link\n{FALLBACK}"),
+        );
+        let out = render(&fs, "app", &AppSource::default(), &opts).expect("binary");
+        let got: Vec<Value> = out.objects.into_iter().map(|o| o.object).collect();
+        assert_eq!(got, expected);
+    }
+
+    #[test]
+    fn kustomize_fallback_refuses_entries_through_dot_git() {
+        use crate::source::tests::{TempDir, link, write};
+        let outside = outside_base();
+        let repo = TempDir::new("fallback-dot-git");
+        // A `.git` leading out of the repository, and a nested repository's own files
+        // (its config may hold credentials): both hidden from the source's checks.
+        link(
+            repo.path(),
+            "app/.git",
+            &outside.path().join("base").display().to_string(),
+        );
+        write(repo.path(), "gen/.git/config", "leaked=yes\n");
+        let fs = crate::source::DirSource::open(repo.path()).expect("open");
+        let opts = RenderOptions::default();
+        for (dir, kust, entry) in [
+            ("app", "resources:\n- .git\n", ".git"),
+            (
+                "gen",
+                "configMapGenerator:\n- name: leaked\n  files:\n  - .git/config\n",
+                ".git/config",
+            ),
+            (
+                "gen",
+                "configMapGenerator:\n- name: leaked\n  files:\n  - c=.git/config\n",
+                "c=.git/config",
+            ),
+        ] {
+            write(
+                repo.path(),
+                &format!("{dir}/cfg.yaml"),
+                "nameReference: []\n",
+            );
+            write(
+                repo.path(),
+                &format!("{dir}/kustomization.yaml"),
+                &format!("{kust}{FALLBACK}"),
+            );
+            assert!(
+                leaks(&kubectl_kustomize(&repo.path().join(dir))),
+                "kustomize reads {entry}"
+            );
+            let err = render(&fs, dir, &AppSource::default(), &opts).expect_err("refused");
+            let msg = err.to_string();
+            assert!(
+                msg.contains(&format!("{dir}/kustomization.yaml"))
+                    && msg.contains(&format!("{entry:?}"))
+                    && msg.contains(".git path component"),
+                "{msg}"
+            );
+        }
+    }
+
+    #[test]
+    fn kustomize_fallback_refuses_local_repositories_as_remote_bases() {
+        use crate::source::tests::{TempDir, commit_all, git, write};
+        let outside = outside_base();
+        git(outside.path(), &["init", "-q"]);
+        commit_all(outside.path(), "outside");
+        let repo = TempDir::new("fallback-file-url");
+        write(repo.path(), "app/cfg.yaml", "nameReference: []\n");
+        let fs = crate::source::DirSource::open(repo.path()).expect("open");
+        let opts = RenderOptions::default();
+        let url = format!("file://{}//base", outside.path().display());
+        for entry in [url.clone(), format!("git::{url}")] {
+            write(
+                repo.path(),
+                "app/kustomization.yaml",
+                &format!("resources:\n- {entry}\n{FALLBACK}"),
+            );
+            let err = render(&fs, "app", &AppSource::default(), &opts).expect_err("refused");
+            let msg = err.to_string();
+            assert!(
+                msg.contains("app/kustomization.yaml")
+                    && msg.contains(&format!("{entry:?}"))
+                    && msg.contains("local repository"),
+                "{msg}"
+            );
+        }
+        // kustomize clones it (what the refusal prevents); with git limited to network
+        // protocols, as the fall-back runs it, it cannot.
+        write(
+            repo.path(),
+            "app/kustomization.yaml",
+            &format!("resources:\n- {url}\n"),
+        );
+        assert!(leaks(&kubectl_kustomize(&repo.path().join("app"))));
+        let limited = Command::new("kubectl")
+            .arg("kustomize")
+            .arg(repo.path().join("app"))
+            .env("GIT_ALLOW_PROTOCOL", "https:ssh:git:http")
+            .output()
+            .expect("kubectl runs");
+        assert!(!limited.status.success());
+    }
+
+    #[test]
+    fn kustomize_fallback_refuses_a_kustomization_it_cannot_read() {
+        use crate::source::tests::{TempDir, write};
+        let repo = TempDir::new("fallback-unparsed");
+        write(
+            repo.path(),
+            "app/kustomization.yaml",
+            &format!("resources:\n- ../base\n{FALLBACK}"),
+        );
+        write(repo.path(), "app/cfg.yaml", "nameReference: []\n");
+        write(repo.path(), "base/kustomization.yaml", "resources: [../x\n");
+        let fs = crate::source::DirSource::open(repo.path()).expect("open");
+        let err = kustomize::build_dirs(&fs, "app").expect_err("refused");
+        assert!(
+            err.to_string().contains("base/kustomization.yaml")
+                && err.to_string().contains("invalid YAML"),
+            "{err}"
+        );
+        write(repo.path(), "base/kustomization.yaml", "resourcez: []\n");
+        let err = render(&fs, "app", &AppSource::default(), &RenderOptions::default())
+            .expect_err("refused");
+        assert!(
+            err.to_string().contains("base/kustomization.yaml")
+                && err.to_string().contains("unknown field \"resourcez\""),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn kustomize_fallback_refuses_a_fifo_named_as_a_resource() {
+        use crate::source::tests::{TempDir, write};
+        let repo = TempDir::new("fallback-fifo");
+        write(
+            repo.path(),
+            "app/kustomization.yaml",
+            &format!("resources:\n- pipe.yaml\n{FALLBACK}"),
+        );
+        write(repo.path(), "app/cfg.yaml", "nameReference: []\n");
+        let made = Command::new("mkfifo")
+            .arg(repo.path().join("app/pipe.yaml"))
+            .status()
+            .expect("mkfifo runs");
+        assert!(made.success());
+        let fs = crate::source::DirSource::open(repo.path()).expect("open");
+        let err = render(&fs, "app", &AppSource::default(), &RenderOptions::default())
+            .expect_err("refused before the binary runs");
+        assert!(
+            err.to_string()
+                .contains("\"pipe.yaml\" is not a regular file"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn external_tools_run_against_a_deadline() {
+        let mut cmd = Command::new("sleep");
+        cmd.arg("30");
+        let err = crate::remote::output_within(&mut cmd, Duration::from_millis(200))
+            .expect_err("killed at the deadline");
+        assert_eq!(err, "timed out after 0s");
+        let mut cmd = Command::new("echo");
+        cmd.arg("hi");
+        let (status, out, _) =
+            crate::remote::output_within(&mut cmd, Duration::from_secs(60)).expect("runs");
+        assert!(status.success());
+        assert_eq!(out, b"hi\n");
+    }
+
+    #[test]
+    fn walking_symlinks_that_fan_out_stops_at_a_limit() {
+        use crate::source::tests::{TempDir, link};
+        let repo = TempDir::new("walk-fan-out");
+        // d0/{x,y} -> d1, d1/{x,y} -> d2, …: 2^12 paths to d12.
+        for i in 0..12 {
+            link(repo.path(), &format!("d{i}/x"), &format!("../d{}", i + 1));
+            link(repo.path(), &format!("d{i}/y"), &format!("../d{}", i + 1));
+        }
+        std::fs::create_dir_all(repo.path().join("d12")).expect("mkdir");
+        let fs = crate::source::DirSource::open(repo.path()).expect("open");
+        let err = walk_tree_within(&fs, &["d0".to_string()], 1000, &mut |_, _| Ok(()))
+            .expect_err("limit");
+        assert!(
+            err.to_string().contains("more than 1000 directories"),
+            "{err}"
+        );
+        // Below the limit, every path is walked.
+        let mut n = 0;
+        walk_tree_within(&fs, &["d9".to_string()], 1000, &mut |_, _| {
+            n += 1;
+            Ok(())
+        })
+        .expect("walked");
+        assert_eq!(n, 1 + 2 + 4 + 8);
     }
 
     #[test]

@@ -135,6 +135,11 @@ pub fn is_kustomization(fs: &dyn SourceFs, dir: &str) -> Result<bool, LoadError>
 /// `images` — what `kustomize edit` works on before it writes the file back. An empty file
 /// is `{}`; a field kustomize does not know is an error naming the file.
 pub fn read_kustomization(text: &str, file: &str) -> Result<serde_json::Value, LoadError> {
+    Ok(Node::Map(parse_kustomization(text, file)?).to_json())
+}
+
+/// A kustomization file's content as kustomize decodes it ([`read_kustomization`]).
+fn parse_kustomization(text: &str, file: &str) -> Result<tree::Map, LoadError> {
     let fail = |line: Option<usize>, column: Option<usize>, message: String| LoadError {
         file: PathBuf::from(file),
         line,
@@ -148,14 +153,13 @@ pub fn read_kustomization(text: &str, file: &str) -> Result<serde_json::Value, L
         Some(Node::Map(m)) => m,
         Some(_) => return Err(fail(None, None, "kustomization is not a mapping".into())),
     };
-    let root = kustfile::normalise(root).map_err(|(key, org)| {
+    kustfile::normalise(root).map_err(|(key, org)| {
         fail(
             org.map(|o| o.line as usize),
             org.map(|o| o.col as usize),
             format!("invalid Kustomization: json: unknown field \"{key}\""),
         )
-    })?;
-    Ok(Node::Map(root).to_json())
+    })
 }
 
 /// The directories `kustomize build` of `dir` reads, for running the kustomize binary on
@@ -175,6 +179,8 @@ pub fn build_dirs(fs: &dyn SourceFs, dir: &str) -> Result<Vec<String>, LoadError
         "validators",
     ];
     let mut seen = std::collections::BTreeSet::new();
+    // Real paths already expanded: a symlink cycle ends here (kustomize refuses it).
+    let mut expanded = std::collections::BTreeSet::new();
     let mut stack = vec![dir.to_string()];
     while let Some(d) = stack.pop() {
         if !seen.insert(d.clone()) {
@@ -183,34 +189,38 @@ pub fn build_dirs(fs: &dyn SourceFs, dir: &str) -> Result<Vec<String>, LoadError
         let Some(file) = kustomization_file(fs, &d)? else {
             continue;
         };
+        // kustomize joins entries onto the directory's real path (its loader root); a
+        // copy written out has no symlinks, so there the join is onto `d` as written.
+        let real = fs.real_path(&d)?.unwrap_or_else(|| d.clone());
+        let expand = expanded.insert(real.clone());
+        // What does not parse is an error: kustomize refuses it too, and its entries
+        // would go unchecked.
         let text = String::from_utf8(fs.read(&file)?).map_err(|_| LoadError {
             file: PathBuf::from(&file),
             line: None,
             column: None,
             message: "not valid UTF-8".into(),
         })?;
-        // What does not parse, kustomize refuses too: nothing more to read then.
-        let Ok(docs) = tree::parse_stream(&text, 0, 0, 0, Dialect::Kustomization) else {
-            continue;
-        };
-        let Some(Node::Map(root)) = docs.into_iter().next().map(|d| d.node) else {
-            continue;
-        };
-        let Ok(root) = kustfile::normalise(root) else {
-            continue;
-        };
+        let root = parse_kustomization(&text, &file)?;
+        refuse_hidden_reads(fs, &root, &d, &real, &file)?;
         for field in DIR_FIELDS {
             let Some(Node::Seq(items)) = root.get(field) else {
                 continue;
             };
-            for entry in items.iter().filter_map(Node::as_str) {
+            for item in items {
+                let Some(entry) = item.as_str() else { continue };
                 // Remote bases are kustomize's to fetch; inline plugin configs are no paths.
                 if looks_remote(entry) || entry.contains('\n') {
+                    refuse_local_remote(entry, item, field, &file)?;
                     continue;
                 }
-                let p = join(&d, entry, &file)?;
-                if fs.kind(&p)? == Some(EntryKind::Dir) {
-                    stack.push(p);
+                for p in [
+                    join(&d, entry, &file)?,
+                    joined_on_real(&real, entry, &d, &file)?,
+                ] {
+                    if expand && fs.kind(&p)? == Some(EntryKind::Dir) {
+                        stack.push(p);
+                    }
                 }
             }
         }
@@ -225,6 +235,119 @@ pub fn build_dirs(fs: &dyn SourceFs, dir: &str) -> Result<Vec<String>, LoadError
         }
     }
     Ok(out)
+}
+
+/// `entry` (a path in `file`, whose directory is `dir`) joined onto `real`, the
+/// directory's real path, as kustomize joins it; a `..` climbing out of the repository
+/// from there is an error naming the file and the entry.
+fn joined_on_real(real: &str, entry: &str, dir: &str, file: &str) -> Result<String, LoadError> {
+    join(real, entry, file).map_err(|mut e| {
+        if real != dir {
+            e.message = format!(
+                "{} (kustomize joins it onto {real:?}, where {dir:?} leads)",
+                e.message
+            );
+        }
+        e
+    })
+}
+
+/// Refuses a remote base that is a repository on this machine (`file://…`,
+/// `git::file://…`): kustomize would clone it, reading outside the repository.
+fn refuse_local_remote(entry: &str, item: &Node, field: &str, file: &str) -> Result<(), LoadError> {
+    let url = entry.trim().to_ascii_lowercase();
+    if url
+        .strip_prefix("git::")
+        .unwrap_or(&url)
+        .starts_with("file:")
+    {
+        return Err(LoadError {
+            file: PathBuf::from(file),
+            line: item.org().map(|o| o.line as usize),
+            column: item.org().map(|o| o.col as usize),
+            message: format!(
+                "{field} entry {entry:?} is a local repository; only remote bases (https, ssh, git) and paths inside the repository are allowed"
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Refuses what the kustomize binary would read that a source never shows, so no other
+/// check sees it: any entry of the kustomization in `file` (directory `dir`, really
+/// `real`) with a `.git` path component (hidden by sources, a symlink out or the
+/// repository's own internals), and, in a directory on disk, an entry naming a special
+/// file (a FIFO would hang the build). Label and annotation values, literals and inline
+/// patches are data, not paths.
+fn refuse_hidden_reads(
+    fs: &dyn SourceFs,
+    root: &tree::Map,
+    dir: &str,
+    real: &str,
+    file: &str,
+) -> Result<(), LoadError> {
+    const DATA: [&str; 5] = [
+        "literals",
+        "commonLabels",
+        "commonAnnotations",
+        "labels",
+        "patch",
+    ];
+    let mut stack: Vec<(&str, &Node)> = root.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    while let Some((key, node)) = stack.pop() {
+        if DATA.contains(&key) {
+            continue;
+        }
+        let s = match node {
+            Node::Map(m) => {
+                stack.extend(m.iter().map(|(k, v)| (k.as_str(), v)));
+                continue;
+            }
+            Node::Seq(items) => {
+                stack.extend(items.iter().map(|v| (key, v)));
+                continue;
+            }
+            Node::Scalar(..) => match node.as_str() {
+                Some(s) => s,
+                None => continue,
+            },
+        };
+        let fail = |what: &str| LoadError {
+            file: PathBuf::from(file),
+            line: node.org().map(|o| o.line as usize),
+            column: node.org().map(|o| o.col as usize),
+            message: format!("{key} entry {s:?} {what}"),
+        };
+        // A path, `key=path` (generator files), or inline YAML naming paths.
+        let sep: &[char] = if s.contains('\n') {
+            &[
+                '/', '\\', '=', ' ', '\t', '\n', '\r', ',', '[', ']', '"', '\'',
+            ]
+        } else {
+            &['/', '\\', '=']
+        };
+        if s.split(sep).any(|c| c == ".git") {
+            return Err(fail(
+                "has a .git path component, which plumb refuses (sources hide .git; the kustomize binary would read it)",
+            ));
+        }
+        let Some(disk) = fs.on_disk() else { continue };
+        if s.contains('\n') || looks_remote(s) {
+            continue;
+        }
+        let rel = s.rsplit_once('=').map_or(s, |(_, p)| p);
+        for base in [dir, real] {
+            let Ok(p) = join(base, rel, file) else {
+                continue;
+            };
+            let special =
+                std::fs::metadata(disk.join(&p)).is_ok_and(|m| !m.is_file() && !m.is_dir());
+            if special {
+                return Err(fail("is not a regular file or directory"));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Renders the kustomization in `dir` like `kubectl kustomize` (kustomize 5.5).
@@ -738,7 +861,9 @@ impl Ctx<'_> {
                     field: "resources".into(),
                 });
             }
-            let p = join(&k.dir, &e.value, &k.path)
+            // kustomize joins onto the directory's real path (its loader root), so `..`
+            // climbs from where a symlinked directory leads.
+            let p = join(&k.real_dir, &e.value, &k.path)
                 .map_err(|le| self.kerr(k, Some(e.org), le.message))?;
             match self.fs.kind(&p)? {
                 Some(EntryKind::Dir) => {
@@ -782,7 +907,7 @@ impl Ctx<'_> {
                     field: "components".into(),
                 });
             }
-            let p = join(&k.dir, &c.value, &k.path)
+            let p = join(&k.real_dir, &c.value, &k.path)
                 .map_err(|le| self.kerr(k, Some(c.org), le.message))?;
             if self.fs.kind(&p)? != Some(EntryKind::Dir) {
                 return Err(self.kerr(
@@ -862,7 +987,7 @@ impl Ctx<'_> {
                 if looks_remote(&e.value) {
                     return None;
                 }
-                let p = join(&k.dir, &e.value, &k.path).ok()?;
+                let p = join(&k.real_dir, &e.value, &k.path).ok()?;
                 if self.fs.kind(&p).ok()?? != EntryKind::File {
                     return None;
                 }
