@@ -1,7 +1,7 @@
 //! kustomize's field specs (which field of which kinds a transformer touches) and the
 //! walk that finds (and, with `create`, makes) those fields.
 
-use super::resource::ResId;
+use super::resource::IdRef;
 use super::tree::{Map, Node, Org, Scalar};
 use std::sync::OnceLock;
 
@@ -30,7 +30,7 @@ impl FieldSpec {
         }
     }
 
-    pub fn selects(&self, id: &ResId) -> bool {
+    pub fn selects(&self, id: IdRef) -> bool {
         id.gvk_selected(&self.group, &self.version, &self.kind)
     }
 
@@ -106,7 +106,13 @@ pub fn walk(
                         Node::Map(Map::new())
                     }
                 };
-                let child = m.entry(field.clone()).or_insert_with(make);
+                // The key is copied only when the field is missing.
+                if !m.contains_key(field) {
+                    m.insert(field.clone(), make());
+                }
+                let Some(child) = m.get_mut(field) else {
+                    return Ok(());
+                };
                 if child.is_null() {
                     *child = make();
                 }

@@ -593,21 +593,14 @@ fn sort(ctx: &Ctx, kust: &Kust, ra: &mut [Res]) -> Result<(), KustomizeError> {
     };
     // The key of each resource is computed once.
     ra.sort_by_cached_key(|r| {
-        let id = r.cur_id();
+        let id = r.cur_id_ref();
+        let or = resource::or_str;
         LegacyKey {
-            rank: rank(&id.kind),
+            rank: rank(id.kind),
             namespace_kind: id.kind == "Namespace",
             no_group: id.group.is_empty(),
             gvk: id.gvk_string(),
-            ns_name: format!(
-                "{}|{}",
-                if id.namespace.is_empty() {
-                    "~X"
-                } else {
-                    &id.namespace
-                },
-                if id.name.is_empty() { "~N" } else { &id.name }
-            ),
+            ns_name: [or(id.namespace, "~X"), or(id.name, "~N")].join("|"),
         }
     });
     Ok(())
@@ -1107,7 +1100,7 @@ fn looks_remote(s: &str) -> bool {
 
 /// The ids of the resources accumulated so far (kept across the `resources` entries of one
 /// kustomization, so that each entry costs its own resources, not all earlier ones).
-type Seen = std::collections::HashSet<String>;
+type Seen = resource::IdKeySet;
 
 /// Appends resources, refusing a duplicate id. `seen` holds the ids of `ra` (filled on
 /// first use).

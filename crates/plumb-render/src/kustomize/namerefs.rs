@@ -4,7 +4,7 @@
 //! roleRef, namespace and finally by prefix/suffix history (loosely, then strictly).
 
 use super::fieldspec::{Leaf, name_refs, walk};
-use super::resource::{Res, ResId};
+use super::resource::{IdRef, Res, ResId};
 use super::tree::{Node, Org};
 use std::collections::HashMap;
 
@@ -34,16 +34,24 @@ impl Subset<'_> {
     }
 }
 
-/// What the repair needs to know about a possible referral.
+/// What the repair needs to know about a possible referral (and, for the resource at the
+/// same index, about it as a referrer). `prev`, `prefixes` and `suffixes` are moved out of
+/// the resource for the repair (which changes only name references) and moved back after.
 struct Cand {
     cur: ResId,
     prev: Vec<ResId>,
-    org_id: ResId,
     raw_namespace: String,
     name_org: Org,
     ns_org: Org,
     prefixes: Vec<String>,
     suffixes: Vec<String>,
+}
+
+impl Cand {
+    /// The original id: the first previous one, or the current one.
+    fn org_id(&self) -> &ResId {
+        self.prev.first().unwrap_or(&self.cur)
+    }
 }
 
 struct Referrer<'a> {
@@ -58,41 +66,49 @@ pub fn fix(ra: &mut [Res]) -> Result<(), String> {
     // references may reach) whether or not anything was renamed, and refuses one whose
     // `namespace` is there but not a string (`namespace:` left empty is null).
     for r in ra.iter() {
-        let id = r.cur_id();
         let org = r.org_id_ref();
         if org.kind == "RoleBinding" && org.group == "rbac.authorization.k8s.io" {
-            role_binding_namespaces(r, &id)?;
+            role_binding_namespaces(r, &r.cur_id())?;
         }
     }
-    let cands: Vec<Cand> = ra
-        .iter()
-        .map(|r| {
-            let cur = r.cur_id();
-            let org_id = r.prev.first().cloned().unwrap_or_else(|| cur.clone());
-            Cand {
-                cur,
-                prev: r.prev.clone(),
-                org_id,
-                raw_namespace: r.namespace().to_string(),
-                name_org: r
-                    .node
-                    .path(&["metadata", "name"])
-                    .and_then(Node::org)
-                    .unwrap_or(Org::NONE),
-                ns_org: r
-                    .node
-                    .path(&["metadata", "namespace"])
-                    .and_then(Node::org)
-                    .unwrap_or(Org::NONE),
-                prefixes: r.prefixes.clone(),
-                suffixes: r.suffixes.clone(),
-            }
-        })
-        .collect();
     // Nothing was renamed: nothing to repair.
-    if cands.iter().all(|c| c.prev.is_empty()) {
+    if ra.iter().all(|r| r.prev.is_empty()) {
         return Ok(());
     }
+    let cands: Vec<Cand> = ra
+        .iter_mut()
+        .map(|r| Cand {
+            cur: r.cur_id(),
+            prev: std::mem::take(&mut r.prev),
+            raw_namespace: r.namespace().to_string(),
+            name_org: r
+                .node
+                .path(&["metadata", "name"])
+                .and_then(Node::org)
+                .unwrap_or(Org::NONE),
+            ns_org: r
+                .node
+                .path(&["metadata", "namespace"])
+                .and_then(Node::org)
+                .unwrap_or(Org::NONE),
+            prefixes: std::mem::take(&mut r.prefixes),
+            suffixes: std::mem::take(&mut r.suffixes),
+        })
+        .collect();
+    let result = repair(ra, &cands);
+    for (r, c) in ra.iter_mut().zip(cands) {
+        r.prev = c.prev;
+        r.prefixes = c.prefixes;
+        r.suffixes = c.suffixes;
+    }
+    result
+}
+
+/// Group, version and kind.
+type Gvk<'a> = (&'a str, &'a str, &'a str);
+
+/// Repairs the name references of every resource; `cands[i]` describes `ra[i]`.
+fn repair(ra: &mut [Res], cands: &[Cand]) -> Result<(), String> {
     let mut by_prev_name: HashMap<&str, Vec<usize>> = HashMap::new();
     for (i, c) in cands.iter().enumerate() {
         for p in &c.prev {
@@ -104,26 +120,27 @@ pub fn fix(ra: &mut [Res]) -> Result<(), String> {
     }
     let mut by_org_ns: HashMap<&str, Vec<usize>> = HashMap::new();
     for (i, c) in cands.iter().enumerate() {
-        if !c.org_id.is_cluster_scoped() {
+        if !c.org_id().is_cluster_scoped() {
             by_org_ns
-                .entry(c.org_id.effective_namespace())
+                .entry(c.org_id().effective_namespace())
                 .or_default()
                 .push(i);
         }
     }
     let ix = Index {
-        cands: &cands,
+        cands,
         by_prev_name,
         by_org_ns,
     };
     // The (name reference, referrer field spec) pairs that select a group/version/kind,
     // in table order: worked out once per kind, not once per object.
-    let mut specs_by_gvk: HashMap<(String, String, String), Vec<(usize, usize)>> = HashMap::new();
-    for r in ra.iter_mut() {
-        let id = r.cur_id();
+    let mut specs_by_gvk: HashMap<Gvk, Vec<(usize, usize)>> = HashMap::new();
+    let table = name_refs();
+    for (r, c) in ra.iter_mut().zip(cands) {
+        let id = &c.cur;
         let subset = Subset {
-            referrer: &id,
-            rb_namespaces: role_binding_namespaces(r, &id)?,
+            referrer: id,
+            rb_namespaces: role_binding_namespaces(r, id)?,
         };
         let role_ref = r.node.get("roleRef").and_then(|rr| {
             Some((
@@ -132,27 +149,26 @@ pub fn fix(ra: &mut [Res]) -> Result<(), String> {
             ))
         });
         let referrer = Referrer {
-            id: &id,
-            prefixes: &r.prefixes,
-            suffixes: &r.suffixes,
+            id,
+            prefixes: &c.prefixes,
+            suffixes: &c.suffixes,
             role_ref,
         };
-        let table = name_refs();
         // The referrer's field specs are chosen by its original kind (with its current
         // apiVersion), as kustomize picks them by the original id: an object whose kind a
         // patch changed keeps the references of its first kind.
-        let org_kind = r.prev.first().map_or(id.kind.as_str(), |p| p.kind.as_str());
+        let org_kind = c.prev.first().map_or(id.kind.as_str(), |p| p.kind.as_str());
         let specs = specs_by_gvk
-            .entry((id.group.clone(), id.version.clone(), org_kind.to_string()))
+            .entry((&id.group, &id.version, org_kind))
             .or_insert_with(|| {
-                let sel = ResId {
-                    kind: org_kind.to_string(),
-                    ..id.clone()
+                let sel = IdRef {
+                    kind: org_kind,
+                    ..id.as_ref()
                 };
                 let mut v = Vec::new();
                 for (n, nr) in table.iter().enumerate() {
                     for (f, fs) in nr.referrers.iter().enumerate() {
-                        if fs.selects(&sel) {
+                        if fs.selects(sel) {
                             v.push((n, f));
                         }
                     }
@@ -272,7 +288,8 @@ fn set_mapping(
         Some(ns) => {
             // kustomize groups the whole subset by namespace first, then matches names.
             let in_org = |i: usize| {
-                !cands[i].org_id.is_cluster_scoped() && cands[i].org_id.effective_namespace() == ns
+                !cands[i].org_id().is_cluster_scoped()
+                    && cands[i].org_id().effective_namespace() == ns
             };
             let in_cur = |i: usize| {
                 !cands[i].cur.is_cluster_scoped() && cands[i].cur.effective_namespace() == ns

@@ -78,9 +78,7 @@ impl ResId {
 
     /// Whether a (group, version, kind) selector with empty wildcards selects this id.
     pub fn gvk_selected(&self, group: &str, version: &str, kind: &str) -> bool {
-        (group.is_empty() || group == self.group)
-            && (version.is_empty() || version == self.version)
-            && (kind.is_empty() || kind == self.kind)
+        self.as_ref().gvk_selected(group, version, kind)
     }
 
     /// kustomize's `IsSelectedBy` (exact matching, empty fields are wildcards).
@@ -104,12 +102,7 @@ impl ResId {
     /// `group_version_kind`, with kustomize's `~G`/`~V`/`~K` for empty parts (its
     /// legacy sort orders unknown kinds by this string).
     pub fn gvk_string(&self) -> String {
-        format!(
-            "{}_{}_{}",
-            or_default(&self.group, "~G"),
-            or_default(&self.version, "~V"),
-            or_default(&self.kind, "~K")
-        )
+        self.as_ref().gvk_string()
     }
 
     /// `group_version_kind|namespace|name`, as kustomize prints ids in messages.
@@ -124,6 +117,12 @@ impl ResId {
     }
 }
 
+/// See [`IdRef::key`].
+pub type IdKey = Vec<u8>;
+
+/// A set of [`IdKey`]s (SipHash: names come from the repository, so no weak hash).
+pub type IdKeySet = std::collections::HashSet<IdKey>;
+
 /// A [`ResId`] borrowed from a resource or an id (no allocation), for hot matching loops.
 #[derive(Clone, Copy)]
 pub struct IdRef<'a> {
@@ -136,27 +135,47 @@ pub struct IdRef<'a> {
 
 impl IdRef<'_> {
     /// A key equal for exactly the ids [`ResId::equals`] considers equal: group, version,
-    /// kind, name and the effective namespace (none for cluster-scoped kinds), in one string
-    /// (each part length-prefixed, so distinct ids keep distinct keys).
-    pub fn key(&self) -> String {
-        use std::fmt::Write;
+    /// kind, name and the effective namespace (none for cluster-scoped kinds), in one byte
+    /// string (each part prefixed with its length, so distinct ids keep distinct keys).
+    pub fn key(&self) -> IdKey {
         let ns = if cluster_scoped(self.group, self.version, self.kind) {
             ""
+        } else if self.namespace.is_empty() {
+            "default"
         } else {
-            self.effective_namespace()
+            self.namespace
         };
-        let mut k = String::with_capacity(
-            self.group.len()
-                + self.version.len()
-                + self.kind.len()
-                + self.name.len()
-                + ns.len()
-                + 16,
-        );
-        for part in [self.group, self.version, self.kind, self.name, ns] {
-            let _ = write!(k, "{}:{part}", part.len());
+        let parts = [self.group, self.version, self.kind, self.name, ns];
+        let mut k = Vec::with_capacity(parts.iter().map(|p| p.len() + 4).sum());
+        for part in parts {
+            k.extend_from_slice(&(part.len() as u32).to_le_bytes());
+            k.extend_from_slice(part.as_bytes());
         }
         k
+    }
+
+    /// As [`ResId::gvk_string`].
+    pub fn gvk_string(&self) -> String {
+        let parts = [
+            or_str(self.group, "~G"),
+            or_str(self.version, "~V"),
+            or_str(self.kind, "~K"),
+        ];
+        let mut s = String::with_capacity(parts.iter().map(|p| p.len() + 1).sum());
+        for (i, p) in parts.iter().enumerate() {
+            if i > 0 {
+                s.push('_');
+            }
+            s.push_str(p);
+        }
+        s
+    }
+
+    /// As [`ResId::gvk_selected`].
+    pub fn gvk_selected(&self, group: &str, version: &str, kind: &str) -> bool {
+        (group.is_empty() || group == self.group)
+            && (version.is_empty() || version == self.version)
+            && (kind.is_empty() || kind == self.kind)
     }
 
     /// As [`ResId::effective_namespace`].
@@ -281,7 +300,7 @@ impl Res {
     /// Sets `metadata.name`, keeping `org` as the origin of the new value.
     pub fn set_name(&mut self, name: String, org: Org) {
         if let Some(m) = self.node.map_at(&["metadata"]) {
-            m.insert("name".into(), Node::str(name, org));
+            super::tree::set(m, "name", Node::str(name, org));
         }
     }
 
@@ -318,4 +337,9 @@ fn or_default(s: &str, d: &str) -> String {
     } else {
         s.to_string()
     }
+}
+
+/// `s`, or `d` when `s` is empty.
+pub fn or_str<'a>(s: &'a str, d: &'static str) -> &'a str {
+    if s.is_empty() { d } else { s }
 }

@@ -3,8 +3,8 @@
 
 use super::fieldspec::{self, FieldSpec, Leaf, walk};
 use super::kustfile::{Kust, Spanned, entry_bool, entry_str, string_map_of};
-use super::resource::Res;
-use super::tree::{Node, Org, Scalar};
+use super::resource::{Res, cluster_scoped};
+use super::tree::{self, Node, Org, Scalar};
 use super::{Ctx, KustomizeError, patches, replacements};
 use regex::Regex;
 
@@ -24,10 +24,6 @@ pub fn run(ctx: &mut Ctx, k: &Kust, ra: &mut Vec<Res>) -> Result<(), KustomizeEr
     replicas(k, ra)?;
     images(k, ra)?;
     replacements::run(ctx, k, ra)
-}
-
-fn gvk(r: &Res) -> super::resource::ResId {
-    r.cur_id()
 }
 
 /// `namespace`: metadata.namespace of namespaced kinds, the name of Namespace objects,
@@ -62,13 +58,14 @@ fn namespace(k: &Kust, ra: &mut [Res]) -> Result<(), KustomizeError> {
             continue;
         }
         r.store_previous_id();
-        let id = gvk(r);
-        if !id.is_cluster_scoped()
+        // The id just stored is the current one (the node is changed below).
+        let id = r.prev.last().expect("just stored").as_ref();
+        if !cluster_scoped(id.group, id.version, id.kind)
             && let Some(m) = r.node.map_at(&["metadata"])
         {
-            m.insert("namespace".into(), value.clone());
+            tree::set(m, "namespace", value.clone());
         }
-        if matches!(id.kind.as_str(), "RoleBinding" | "ClusterRoleBinding")
+        if matches!(id.kind, "RoleBinding" | "ClusterRoleBinding")
             && let Some(Node::Seq(subjects)) = r.node.get_mut("subjects")
         {
             for s in subjects.iter_mut() {
@@ -84,7 +81,7 @@ fn namespace(k: &Kust, ra: &mut [Res]) -> Result<(), KustomizeError> {
         let core_namespace = id.group.is_empty() && id.version == "v1";
         for fs in specs
             .iter()
-            .filter(|f| f.selects(&id) && (core_namespace || f.path != "metadata/name"))
+            .filter(|f| f.selects(id) && (core_namespace || f.path != "metadata/name"))
         {
             walk(
                 &mut r.node,
@@ -99,7 +96,8 @@ fn namespace(k: &Kust, ra: &mut [Res]) -> Result<(), KustomizeError> {
             .map_err(|m| kerr(k, Some(ns.org), m))?;
         }
     }
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = super::resource::IdKeySet::default();
+    seen.reserve(ra.len());
     for r in ra.iter() {
         if !seen.insert(r.cur_id_ref().key()) {
             let id = r.cur_id();
@@ -126,8 +124,8 @@ fn prefix_suffix(k: &Kust, ra: &mut [Res]) -> Result<(), KustomizeError> {
             continue;
         };
         for r in ra.iter_mut() {
-            let org = r.org_id();
-            if matches!(org.kind.as_str(), "CustomResourceDefinition" | "Namespace")
+            let org = r.org_id_ref();
+            if matches!(org.kind, "CustomResourceDefinition" | "Namespace")
                 || (org.kind == "APIService" && org.group == "apiregistration.k8s.io")
             {
                 continue;
@@ -157,14 +155,15 @@ fn set_pairs(
     specs: &[FieldSpec],
     pairs: &[(String, Spanned)],
 ) -> Result<(), KustomizeError> {
-    let id = gvk(r);
-    for fs in specs.iter().filter(|f| f.selects(&id)) {
+    let id = r.cur_id_ref();
+    let selected: Vec<&FieldSpec> = specs.iter().filter(|f| f.selects(id)).collect();
+    for fs in selected {
         walk(&mut r.node, fs.segments(), fs.create, Leaf::Map, &mut |n| {
             let Some(m) = n.as_map_mut() else {
                 return Err("expected a mapping for labels or annotations".into());
             };
             for (key, v) in pairs {
-                m.insert(key.clone(), Node::str(v.value.clone(), v.org));
+                tree::set(m, key, Node::str(v.value.clone(), v.org));
             }
             Ok(())
         })

@@ -46,6 +46,16 @@ pub enum Node {
 /// Mappings are kept sorted by key, as `kubectl kustomize` prints them.
 pub type Map = BTreeMap<String, Node>;
 
+/// Sets `key` of `m` to `v`, copying the key only when it is new.
+pub fn set(m: &mut Map, key: &str, v: Node) {
+    match m.get_mut(key) {
+        Some(slot) => *slot = v,
+        None => {
+            m.insert(key.to_string(), v);
+        }
+    }
+}
+
 /// Value equality, ignoring origins; numbers compare numerically (`1` == `1.0`).
 impl PartialEq for Node {
     fn eq(&self, other: &Node) -> bool {
@@ -147,7 +157,11 @@ impl Node {
         let mut cur = self;
         for k in keys {
             let m = cur.as_map_mut()?;
-            let child = m.entry((*k).to_string()).or_insert_with(Node::empty_map);
+            // The key is copied only when the level is missing (the usual case: present).
+            if !m.contains_key(*k) {
+                m.insert((*k).to_string(), Node::empty_map());
+            }
+            let child = m.get_mut(*k)?;
             if child.is_null() {
                 *child = Node::empty_map();
             }
