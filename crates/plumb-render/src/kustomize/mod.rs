@@ -1113,6 +1113,7 @@ fn append(
     org: Option<Org>,
 ) -> Result<(), KustomizeError> {
     let seen = seen.get_or_insert_with(|| ra.iter().map(|r| r.cur_id_ref().key()).collect());
+    seen.reserve(new.len());
     ra.reserve(new.len());
     for r in new {
         if !seen.insert(r.cur_id_ref().key()) {

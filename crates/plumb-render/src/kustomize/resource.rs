@@ -245,14 +245,17 @@ impl Res {
 
     /// The current id, borrowed.
     pub fn cur_id_ref(&self) -> IdRef<'_> {
-        let av = self.api_version();
+        // As api_version(), kind(), name() and namespace(), with `metadata` looked up once.
+        let root = self.node.as_map();
+        let av = field(root, "apiVersion").unwrap_or("");
         let (group, version) = av.rsplit_once('/').unwrap_or(("", av));
+        let meta = root.and_then(|m| m.get("metadata")?.as_map());
         IdRef {
             group,
             version,
-            kind: self.kind(),
-            name: self.name(),
-            namespace: self.namespace(),
+            kind: field(root, "kind").unwrap_or(""),
+            name: field(meta, "name").unwrap_or(""),
+            namespace: field(meta, "namespace").unwrap_or(""),
         }
     }
 
@@ -337,6 +340,11 @@ fn or_default(s: &str, d: &str) -> String {
     } else {
         s.to_string()
     }
+}
+
+/// The string at `k` of a mapping.
+fn field<'a>(m: Option<&'a Map>, k: &str) -> Option<&'a str> {
+    m?.get(k)?.as_str()
 }
 
 /// `s`, or `d` when `s` is empty.

@@ -529,6 +529,7 @@ fn parse_stream_fast(
         resource: dialect == Dialect::Resource,
         base: 0,
         lines: &lines,
+        line_hint: Cell::new(0),
         file,
         line_offset,
         col_offset,
@@ -581,6 +582,9 @@ struct TreeBuild<'t> {
     base: usize,
     /// Byte offsets of the stream's line starts.
     lines: &'t [usize],
+    /// The line of the last origin asked for: scalars come mostly in text order, so the
+    /// next one is usually on that line or a few lines below.
+    line_hint: Cell<usize>,
     file: u32,
     line_offset: u32,
     col_offset: u32,
@@ -590,7 +594,18 @@ impl TreeBuild<'_> {
     /// The origin of the document's byte `at` (1-based line, column in characters).
     fn org(&self, at: usize) -> Option<Org> {
         let abs = self.base.checked_add(at)?;
-        let li = self.lines.partition_point(|&s| s <= abs).checked_sub(1)?;
+        let starts_line = |i: usize| self.lines.get(i).is_some_and(|&s| s <= abs);
+        let mut li = self.line_hint.get();
+        if starts_line(li) {
+            let stop = li + 8;
+            while li < stop && starts_line(li + 1) {
+                li += 1;
+            }
+        }
+        if !starts_line(li) || starts_line(li + 1) {
+            li = self.lines.partition_point(|&s| s <= abs).checked_sub(1)?;
+        }
+        self.line_hint.set(li);
         let seg = self.text.get(self.lines[li]..abs)?;
         let col = if seg.is_ascii() {
             seg.len()
