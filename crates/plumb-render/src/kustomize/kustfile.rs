@@ -325,12 +325,11 @@ pub struct Spanned {
 /// The byte offsets at which the lines of `src` start, as `str::lines` splits them.
 pub fn line_starts(src: &str) -> Vec<usize> {
     let mut v = vec![0];
-    v.extend(
-        src.bytes()
-            .enumerate()
-            .filter(|&(i, b)| b == b'\n' && i + 1 < src.len())
-            .map(|(i, _)| i + 1),
-    );
+    super::tree::newlines(src.as_bytes(), |i| {
+        if i + 1 < src.len() {
+            v.push(i + 1);
+        }
+    });
     v
 }
 

@@ -7,6 +7,7 @@ use super::resource::{Res, cluster_scoped};
 use super::tree::{self, Node, Org, Scalar};
 use super::{Ctx, KustomizeError, patches, replacements};
 use regex::Regex;
+use std::collections::HashMap;
 
 fn kerr(k: &Kust, org: Option<Org>, m: impl Into<String>) -> KustomizeError {
     super::load_error(&k.path, org.filter(|o| o.file == k.file), m)
@@ -152,12 +153,11 @@ fn prefix_suffix(k: &Kust, ra: &mut [Res]) -> Result<(), KustomizeError> {
 fn set_pairs(
     k: &Kust,
     r: &mut Res,
-    specs: &[FieldSpec],
+    specs: &mut SpecsByKind,
     pairs: &[(String, Spanned)],
 ) -> Result<(), KustomizeError> {
-    let id = r.cur_id_ref();
-    let selected: Vec<&FieldSpec> = specs.iter().filter(|f| f.selects(id)).collect();
-    for fs in selected {
+    let selected = specs.selecting(r);
+    for fs in selected.iter().map(|&i| &specs.specs[i]) {
         walk(&mut r.node, fs.segments(), fs.create, Leaf::Map, &mut |n| {
             let Some(m) = n.as_map_mut() else {
                 return Err("expected a mapping for labels or annotations".into());
@@ -170,6 +170,43 @@ fn set_pairs(
         .map_err(|m| kerr(k, pairs.first().map(|p| p.1.org), m))?;
     }
     Ok(())
+}
+
+/// Field specs and, per group/version/kind, which of them select it (worked out once per
+/// kind, not once per object).
+struct SpecsByKind<'s> {
+    specs: &'s [FieldSpec],
+    by_gvk: HashMap<String, std::rc::Rc<[usize]>>,
+    key: String,
+}
+
+impl<'s> SpecsByKind<'s> {
+    fn new(specs: &'s [FieldSpec]) -> Self {
+        SpecsByKind {
+            specs,
+            by_gvk: HashMap::new(),
+            key: String::new(),
+        }
+    }
+
+    /// The indexes of the specs that select `r`'s kind, in order.
+    fn selecting(&mut self, r: &Res) -> std::rc::Rc<[usize]> {
+        let id = r.cur_id_ref();
+        // No part of a group, version or kind holds a slash.
+        self.key.clear();
+        for part in [id.group, id.version, id.kind] {
+            self.key.push_str(part);
+            self.key.push('/');
+        }
+        if let Some(v) = self.by_gvk.get(self.key.as_str()) {
+            return v.clone();
+        }
+        let v: std::rc::Rc<[usize]> = (0..self.specs.len())
+            .filter(|&i| self.specs[i].selects(id))
+            .collect();
+        self.by_gvk.insert(self.key.clone(), v.clone());
+        v
+    }
 }
 
 /// Reads custom field specs (`labels[].fields`).
@@ -197,8 +234,9 @@ fn read_specs(k: &Kust, n: Option<&Node>) -> Result<Vec<FieldSpec>, String> {
 fn labels(k: &Kust, ra: &mut [Res]) -> Result<(), KustomizeError> {
     let common = k.string_map("commonLabels").map_err(|m| kerr(k, None, m))?;
     if !common.is_empty() {
+        let mut specs = SpecsByKind::new(fieldspec::common_labels());
         for r in ra.iter_mut() {
-            set_pairs(k, r, fieldspec::common_labels(), &common)?;
+            set_pairs(k, r, &mut specs, &common)?;
         }
     }
     for e in k.maps("labels").map_err(|m| kerr(k, None, m))? {
@@ -225,8 +263,9 @@ fn labels(k: &Kust, ra: &mut [Res]) -> Result<(), KustomizeError> {
         if pairs.is_empty() {
             continue;
         }
+        let mut specs = SpecsByKind::new(&specs);
         for r in ra.iter_mut() {
-            set_pairs(k, r, &specs, &pairs)?;
+            set_pairs(k, r, &mut specs, &pairs)?;
         }
     }
     Ok(())
@@ -240,8 +279,9 @@ fn annotations(k: &Kust, ra: &mut [Res]) -> Result<(), KustomizeError> {
     if pairs.is_empty() {
         return Ok(());
     }
+    let mut specs = SpecsByKind::new(fieldspec::common_annotations());
     for r in ra.iter_mut() {
-        set_pairs(k, r, fieldspec::common_annotations(), &pairs)?;
+        set_pairs(k, r, &mut specs, &pairs)?;
     }
     Ok(())
 }

@@ -273,7 +273,6 @@ impl Node {
     }
 
     fn into_walk(self, path: &mut String, leaf: &mut dyn FnMut(&str, Org)) -> Value {
-        use std::fmt::Write;
         match self {
             Node::Scalar(s, o) => {
                 leaf(path, o);
@@ -283,31 +282,47 @@ impl Node {
                 let mut a = Vec::with_capacity(items.len());
                 for (i, n) in items.into_iter().enumerate() {
                     let len = path.len();
-                    let _ = write!(path, "/{i}");
+                    path.push('/');
+                    push_index(path, i);
                     a.push(n.into_walk(path, leaf));
                     path.truncate(len);
                 }
                 Value::Array(a)
             }
-            Node::Map(m) => {
-                let mut entries = Vec::with_capacity(m.len());
-                for (k, n) in m {
-                    let len = path.len();
-                    path.push('/');
-                    if k.contains(['~', '/']) {
-                        path.push_str(&k.replace('~', "~0").replace('/', "~1"));
-                    } else {
-                        path.push_str(&k);
-                    }
-                    let v = n.into_walk(path, leaf);
-                    path.truncate(len);
-                    entries.push((k, v));
-                }
-                // In key order already: the map is built in one pass.
-                Value::Object(entries.into_iter().collect())
-            }
+            Node::Map(m) => Value::Object(
+                m.into_iter()
+                    .map(|(k, n)| {
+                        let len = path.len();
+                        path.push('/');
+                        if k.contains(['~', '/']) {
+                            path.push_str(&k.replace('~', "~0").replace('/', "~1"));
+                        } else {
+                            path.push_str(&k);
+                        }
+                        let v = n.into_walk(path, leaf);
+                        path.truncate(len);
+                        (k, v)
+                    })
+                    .collect(),
+            ),
         }
     }
+}
+
+/// Appends the decimal digits of `i` (without the formatting machinery: once per list item
+/// of every rendered object).
+fn push_index(path: &mut String, mut i: usize) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (i % 10) as u8;
+        i /= 10;
+        if i == 0 {
+            break;
+        }
+    }
+    path.extend(digits[at..].iter().map(|&d| char::from(d)));
 }
 
 /// [`scalar_json`], consuming the scalar.
@@ -517,13 +532,7 @@ fn parse_stream_fast(
     let bytes = text.as_bytes();
     let mut lines = Vec::with_capacity(bytes.len() / 24 + 1);
     lines.push(0);
-    lines.extend(
-        bytes
-            .iter()
-            .enumerate()
-            .filter(|&(_, &c)| c == b'\n')
-            .map(|(i, _)| i + 1),
-    );
+    newlines(bytes, |i| lines.push(i + 1));
     let mut build = TreeBuild {
         text,
         resource: dialect == Dialect::Resource,
@@ -569,6 +578,33 @@ fn parse_stream_fast(
         start = next;
     }
     Some(docs)
+}
+
+/// Calls `f` with the offset of every line feed of `b`, in order. Eight bytes are tested at
+/// once (lines of YAML run to dozens of bytes, most of them indentation).
+pub fn newlines(b: &[u8], mut f: impl FnMut(usize)) {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut chunks = b.chunks_exact(8);
+    let mut at = 0;
+    for chunk in &mut chunks {
+        let w =
+            u64::from_le_bytes(chunk.try_into().unwrap_or_default()) ^ (ONES * u64::from(b'\n'));
+        // Some byte of `w` is zero (a line feed in the chunk): look at each.
+        if w.wrapping_sub(ONES) & !w & HIGH != 0 {
+            for (j, &c) in chunk.iter().enumerate() {
+                if c == b'\n' {
+                    f(at + j);
+                }
+            }
+        }
+        at += 8;
+    }
+    for (j, &c) in chunks.remainder().iter().enumerate() {
+        if c == b'\n' {
+            f(at + j);
+        }
+    }
 }
 
 /// Builds [`Node`]s for `yaml_fast`, the origins as serde-saphyr reports them.
@@ -1065,6 +1101,29 @@ mod tests {
             v("l:\n- |2\n   x # not a comment")["l"][0],
             " x # not a comment"
         );
+    }
+
+    #[test]
+    fn line_feeds_found_eight_bytes_at_a_time() {
+        for text in [
+            "",
+            "\n",
+            "a\nb",
+            "0123456\n",
+            "01234567\n89\n\n",
+            "é\n\u{a0}x\n",
+        ] {
+            let mut got = Vec::new();
+            newlines(text.as_bytes(), |i| got.push(i));
+            let want: Vec<usize> = text.match_indices('\n').map(|(i, _)| i).collect();
+            assert_eq!(got, want, "{text:?}");
+        }
+        let long: String = (0..200)
+            .map(|i| if i % 7 == 3 { '\n' } else { 'x' })
+            .collect();
+        let mut got = Vec::new();
+        newlines(long.as_bytes(), |i| got.push(i));
+        assert_eq!(got, (0..200).filter(|i| i % 7 == 3).collect::<Vec<_>>());
     }
 
     #[test]
