@@ -154,6 +154,17 @@ impl IdRef<'_> {
         k
     }
 
+    /// The owned id.
+    pub fn to_id(self) -> ResId {
+        ResId {
+            group: self.group.to_string(),
+            version: self.version.to_string(),
+            kind: self.kind.to_string(),
+            name: self.name.to_string(),
+            namespace: self.namespace.to_string(),
+        }
+    }
+
     /// As [`ResId::gvk_string`].
     pub fn gvk_string(&self) -> String {
         let parts = [
@@ -269,23 +280,7 @@ impl Res {
 
     /// The current id.
     pub fn cur_id(&self) -> ResId {
-        let av = self.api_version();
-        let (group, version) = match av.rsplit_once('/') {
-            Some((g, v)) => (g.to_string(), v.to_string()),
-            None => (String::new(), av.to_string()),
-        };
-        ResId {
-            group,
-            version,
-            kind: self.kind().to_string(),
-            name: self.name().to_string(),
-            namespace: self.namespace().to_string(),
-        }
-    }
-
-    /// The original id: the first previous one, or the current one.
-    pub fn org_id(&self) -> ResId {
-        self.prev.first().cloned().unwrap_or_else(|| self.cur_id())
+        self.cur_id_ref().to_id()
     }
 
     /// Current then previous ids (kustomize's `MakeResIds`).

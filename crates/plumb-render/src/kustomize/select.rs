@@ -122,14 +122,14 @@ impl Selector {
             re.as_ref()
                 .is_none_or(|re| re.is_match(a) || re.is_match(b))
         };
-        if !m(
-            &self.namespace,
-            org.effective_namespace(),
-            cur.effective_namespace(),
-        ) {
+        // Most selective first: a name (the other tests only run for resources it keeps).
+        if !m(&self.name, org.name, cur.name) {
             return false;
         }
-        if !m(&self.name, org.name, cur.name) {
+        if let Some(ns) = &self.namespace
+            && !ns.is_match(org.effective_namespace())
+            && !ns.is_match(cur.effective_namespace())
+        {
             return false;
         }
         let one = |re: &Option<Pat>, a: &str| re.as_ref().is_none_or(|re| re.is_match(a));
