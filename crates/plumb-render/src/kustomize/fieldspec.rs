@@ -106,13 +106,7 @@ pub fn walk(
                         Node::Map(Map::new())
                     }
                 };
-                // The key is copied only when the field is missing.
-                if !m.contains_key(field) {
-                    m.insert(field.clone(), make());
-                }
-                let Some(child) = m.get_mut(field) else {
-                    return Ok(());
-                };
+                let child = m.get_or_insert_with(field, make);
                 if child.is_null() {
                     *child = make();
                 }

@@ -217,7 +217,7 @@ fn fold_fields(node: Node, shape: &Shape) -> Result<Node, (String, Option<Org>)>
                     return Err((key, v.org()));
                 };
                 let v = fold_fields(v, sub)?;
-                let merged = match out.remove(*field) {
+                let merged = match out.remove(field) {
                     Some(old) => decode_into(old, v),
                     None => v,
                 };

@@ -1182,9 +1182,7 @@ fn absorb(ctx: &Ctx, k: &Kust, ra: &mut Vec<Res>, mut g: Res) -> Result<(), Kust
             // Labels and annotations: the old ones overridden by the new; name,
             // namespace and build history from the old.
             let gm = g.node.as_map_mut().expect("generated objects are mappings");
-            let meta = gm
-                .entry("metadata".to_string())
-                .or_insert_with(Node::empty_map);
+            let meta = gm.get_or_insert_with("metadata", Node::empty_map);
             for field in ["labels", "annotations"] {
                 if let Some(old_map) = old.node.path(&["metadata", field]).and_then(Node::as_map) {
                     let mut merged = old_map.clone();

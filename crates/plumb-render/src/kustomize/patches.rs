@@ -150,7 +150,7 @@ fn apply_smp(
                     m.insert(last.to_string(), v);
                 }
                 None => {
-                    m.remove(*last);
+                    m.remove(last);
                 }
             }
         }

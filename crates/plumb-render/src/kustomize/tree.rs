@@ -6,7 +6,6 @@ use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Number, Value};
 use serde_saphyr::Spanned;
 use std::cell::Cell;
-use std::collections::BTreeMap;
 use std::fmt;
 
 /// Where a scalar was set: an index into the build's file table, 1-based line and column.
@@ -43,8 +42,167 @@ pub enum Node {
     Map(Map),
 }
 
-/// Mappings are kept sorted by key, as `kubectl kustomize` prints them.
-pub type Map = BTreeMap<String, Node>;
+/// A mapping: its entries sorted by key (as `kubectl kustomize` prints them) in one vector.
+/// The mappings of manifests hold a few keys each; a B-tree spends a ~800-byte node on each
+/// of them, which made the trees of a large build outgrow the processor's caches. Entries
+/// written in key order are appended; others are inserted in place (a move of the later
+/// entries: quadratic only for a mapping of thousands of keys written out of order).
+#[derive(Clone, Default, PartialEq)]
+pub struct Map {
+    entries: Vec<(String, Node)>,
+}
+
+/// `(&key, &value)` of an entry.
+fn entry_ref((k, v): &(String, Node)) -> (&String, &Node) {
+    (k, v)
+}
+
+/// `(&key, &mut value)` of an entry.
+fn entry_mut((k, v): &mut (String, Node)) -> (&String, &mut Node) {
+    (k, v)
+}
+
+impl Map {
+    pub fn new() -> Map {
+        Map::default()
+    }
+
+    /// Where `key` is (`Ok`) or would go (`Err`).
+    fn find(&self, key: &str) -> Result<usize, usize> {
+        match self.entries.last() {
+            None => Err(0),
+            Some((last, _)) if last.as_str() < key => Err(self.entries.len()),
+            _ => self.entries.binary_search_by(|(k, _)| k.as_str().cmp(key)),
+        }
+    }
+
+    pub fn get(&self, key: &str) -> Option<&Node> {
+        let i = self.find(key).ok()?;
+        Some(&self.entries[i].1)
+    }
+
+    pub fn get_mut(&mut self, key: &str) -> Option<&mut Node> {
+        let i = self.find(key).ok()?;
+        Some(&mut self.entries[i].1)
+    }
+
+    pub fn contains_key(&self, key: &str) -> bool {
+        self.find(key).is_ok()
+    }
+
+    /// Sets `key` to `value`; the value it replaces, if any.
+    pub fn insert(&mut self, key: String, value: Node) -> Option<Node> {
+        match self.find(&key) {
+            Ok(i) => Some(std::mem::replace(&mut self.entries[i].1, value)),
+            Err(i) => {
+                self.entries.insert(i, (key, value));
+                None
+            }
+        }
+    }
+
+    pub fn remove(&mut self, key: &str) -> Option<Node> {
+        let i = self.find(key).ok()?;
+        Some(self.entries.remove(i).1)
+    }
+
+    /// The value at `key`, inserted by `make` when missing.
+    pub fn get_or_insert_with(&mut self, key: &str, make: impl FnOnce() -> Node) -> &mut Node {
+        let i = match self.find(key) {
+            Ok(i) => i,
+            Err(i) => {
+                self.entries.insert(i, (key.to_string(), make()));
+                i
+            }
+        };
+        &mut self.entries[i].1
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&String, &Node)> + ExactSizeIterator {
+        self.entries.iter().map(entry_ref)
+    }
+
+    pub fn iter_mut(
+        &mut self,
+    ) -> impl DoubleEndedIterator<Item = (&String, &mut Node)> + ExactSizeIterator {
+        self.entries.iter_mut().map(entry_mut)
+    }
+
+    pub fn keys(&self) -> impl DoubleEndedIterator<Item = &String> + ExactSizeIterator {
+        self.entries.iter().map(|(k, _)| k)
+    }
+
+    pub fn values(&self) -> impl DoubleEndedIterator<Item = &Node> + ExactSizeIterator {
+        self.entries.iter().map(|(_, v)| v)
+    }
+
+    pub fn values_mut(&mut self) -> impl DoubleEndedIterator<Item = &mut Node> + ExactSizeIterator {
+        self.entries.iter_mut().map(|(_, v)| v)
+    }
+}
+
+/// The value at a key the caller knows is there (panics otherwise, as a `BTreeMap` does).
+impl std::ops::Index<&str> for Map {
+    type Output = Node;
+    fn index(&self, key: &str) -> &Node {
+        self.get(key).expect("no entry found for key")
+    }
+}
+
+impl fmt::Debug for Map {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
+}
+
+impl IntoIterator for Map {
+    type Item = (String, Node);
+    type IntoIter = std::vec::IntoIter<(String, Node)>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.entries.into_iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a Map {
+    type Item = (&'a String, &'a Node);
+    type IntoIter = std::iter::Map<
+        std::slice::Iter<'a, (String, Node)>,
+        fn(&'a (String, Node)) -> (&'a String, &'a Node),
+    >;
+    fn into_iter(self) -> Self::IntoIter {
+        self.entries.iter().map(entry_ref)
+    }
+}
+
+impl<'a> IntoIterator for &'a mut Map {
+    type Item = (&'a String, &'a mut Node);
+    type IntoIter = std::iter::Map<
+        std::slice::IterMut<'a, (String, Node)>,
+        fn(&'a mut (String, Node)) -> (&'a String, &'a mut Node),
+    >;
+    fn into_iter(self) -> Self::IntoIter {
+        self.entries.iter_mut().map(entry_mut)
+    }
+}
+
+/// Later entries win, as in a `BTreeMap`.
+impl FromIterator<(String, Node)> for Map {
+    fn from_iter<I: IntoIterator<Item = (String, Node)>>(iter: I) -> Map {
+        let mut m = Map::new();
+        for (k, v) in iter {
+            m.insert(k, v);
+        }
+        m
+    }
+}
 
 /// Sets `key` of `m` to `v`, copying the key only when it is new.
 pub fn set(m: &mut Map, key: &str, v: Node) {
@@ -156,12 +314,7 @@ impl Node {
     pub fn map_at(&mut self, keys: &[&str]) -> Option<&mut Map> {
         let mut cur = self;
         for k in keys {
-            let m = cur.as_map_mut()?;
-            // The key is copied only when the level is missing (the usual case: present).
-            if !m.contains_key(*k) {
-                m.insert((*k).to_string(), Node::empty_map());
-            }
-            let child = m.get_mut(*k)?;
+            let child = cur.as_map_mut()?.get_or_insert_with(k, Node::empty_map);
             if child.is_null() {
                 *child = Node::empty_map();
             }
@@ -1101,6 +1254,34 @@ mod tests {
             v("l:\n- |2\n   x # not a comment")["l"][0],
             " x # not a comment"
         );
+    }
+
+    #[test]
+    fn maps_behave_as_sorted_maps() {
+        let n = |i: i64| Node::Scalar(Scalar::Num(i.into()), Org::NONE);
+        let mut m = Map::new();
+        let mut b = std::collections::BTreeMap::new();
+        for (i, k) in ["b", "a", "d", "c", "a", "e", "", "aa"].iter().enumerate() {
+            assert_eq!(
+                m.insert(k.to_string(), n(i as i64)).is_some(),
+                b.insert(k.to_string(), n(i as i64)).is_some()
+            );
+        }
+        assert_eq!(format!("{m:?}"), format!("{b:?}"));
+        assert!(m.iter().map(|(k, _)| k).eq(b.keys()));
+        assert_eq!(m.len(), b.len());
+        assert_eq!(m.get("a"), Some(&n(4)));
+        assert!(m.contains_key("") && !m.contains_key("z"));
+        assert_eq!(m.remove("d"), Some(n(2)));
+        assert_eq!(m.remove("d"), None);
+        *m.get_or_insert_with("z", || n(9)) = n(10);
+        assert_eq!(m["z"], n(10));
+        assert_eq!(*m.get_or_insert_with("z", || n(11)), n(10));
+        let collected: Map = [("x".to_string(), n(1)), ("x".to_string(), n(2))]
+            .into_iter()
+            .collect();
+        assert_eq!(collected.len(), 1);
+        assert_eq!(collected["x"], n(2));
     }
 
     #[test]
