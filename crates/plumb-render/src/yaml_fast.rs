@@ -105,7 +105,9 @@ pub(crate) trait Build {
     fn new_map(&mut self) -> Self::Map;
     /// Adds an entry; false when the key was already there.
     fn insert(&mut self, map: &mut Self::Map, key: String, value: Self::Node) -> bool;
-    fn map(&mut self, map: Self::Map) -> Self::Node;
+    /// The finished mapping; `None` when it turns out to hold a key twice (a builder may
+    /// find that out here rather than in `insert`).
+    fn map(&mut self, map: Self::Map) -> Option<Self::Node>;
     /// Whether the builder uses positions: then the few nodes whose location in
     /// serde-saphyr is not pinned down here (an empty value followed by a comment, a block
     /// scalar with an explicit indentation) are refused.
@@ -141,8 +143,8 @@ impl Build for JsonBuild {
     fn insert(&mut self, map: &mut Self::Map, key: String, value: Value) -> bool {
         map.insert(key, value).is_none()
     }
-    fn map(&mut self, map: Self::Map) -> Value {
-        Value::Object(map)
+    fn map(&mut self, map: Self::Map) -> Option<Value> {
+        Some(Value::Object(map))
     }
 }
 
@@ -471,7 +473,7 @@ impl<B: Build> Parser<'_, B> {
             }
         }
         self.depth -= 1;
-        Some(self.b.map(map))
+        self.b.map(map)
     }
 
     /// Reads a block mapping key and the `:` after it.
@@ -1061,7 +1063,7 @@ impl<B: Build> Parser<'_, B> {
                     }
                 }
             }
-            self.b.map(map)
+            self.b.map(map)?
         };
         self.depth -= 1;
         Some(value)

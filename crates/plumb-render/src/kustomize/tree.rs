@@ -193,14 +193,32 @@ impl<'a> IntoIterator for &'a mut Map {
     }
 }
 
+impl Map {
+    /// The mapping of `entries` in any order (sorted here: O(n log n) however they come),
+    /// and whether a key came more than once (the last of its values is kept, as a
+    /// `BTreeMap` keeps it).
+    pub fn from_entries(mut entries: Vec<(String, Node)>) -> (Map, bool) {
+        if entries.windows(2).all(|w| w[0].0 < w[1].0) {
+            return (Map { entries }, false);
+        }
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        if entries.windows(2).all(|w| w[0].0 != w[1].0) {
+            return (Map { entries }, false);
+        }
+        let before = entries.len();
+        // Of equal keys (adjacent, in written order after the stable sort), keep the last.
+        entries.reverse();
+        entries.dedup_by(|later, earlier| later.0 == earlier.0);
+        entries.reverse();
+        let dup = entries.len() != before;
+        (Map { entries }, dup)
+    }
+}
+
 /// Later entries win, as in a `BTreeMap`.
 impl FromIterator<(String, Node)> for Map {
     fn from_iter<I: IntoIterator<Item = (String, Node)>>(iter: I) -> Map {
-        let mut m = Map::new();
-        for (k, v) in iter {
-            m.insert(k, v);
-        }
-        m
+        Map::from_entries(iter.into_iter().collect()).0
     }
 }
 
@@ -827,7 +845,7 @@ impl TreeBuild<'_> {
 
 impl crate::yaml_fast::Build for TreeBuild<'_> {
     type Node = Node;
-    type Map = Map;
+    type Map = Vec<(String, Node)>;
 
     fn plain(&mut self, text: &str, at: usize) -> Option<Node> {
         use crate::yaml_fast::{Plain, resolve_plain};
@@ -874,16 +892,25 @@ impl crate::yaml_fast::Build for TreeBuild<'_> {
         Node::Seq(items)
     }
 
-    fn new_map(&mut self) -> Map {
-        Map::new()
+    fn new_map(&mut self) -> Vec<(String, Node)> {
+        Vec::new()
     }
 
-    fn insert(&mut self, map: &mut Map, key: String, value: Node) -> bool {
-        map.insert(key, value).is_none()
+    /// Entries are sorted once the mapping is complete (in any order, O(n log n)); a key
+    /// written twice is found then, or here when it repeats the key before.
+    fn insert(&mut self, map: &mut Vec<(String, Node)>, key: String, value: Node) -> bool {
+        if map.last().is_some_and(|(k, _)| *k == key) {
+            return false;
+        }
+        map.push((key, value));
+        true
     }
 
-    fn map(&mut self, map: Map) -> Node {
-        Node::Map(map)
+    fn map(&mut self, map: Vec<(String, Node)>) -> Option<Node> {
+        match Map::from_entries(map) {
+            (m, false) => Some(Node::Map(m)),
+            (_, true) => None,
+        }
     }
 
     fn positions(&self) -> bool {
@@ -1034,12 +1061,12 @@ impl<'de> Visitor<'de> for RawVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node, A::Error> {
-        let mut out = Map::new();
+        let mut out = Vec::new();
         while let Some(key) = map.next_key::<Key>()? {
             let value = map.next_value::<Spanned<Raw>>()?;
-            out.insert(key.0, Raw::stamp(value));
+            out.push((key.0, Raw::stamp(value)));
         }
-        Ok(Node::Map(out))
+        Ok(Node::Map(Map::from_entries(out).0))
     }
 }
 
@@ -1282,6 +1309,18 @@ mod tests {
             .collect();
         assert_eq!(collected.len(), 1);
         assert_eq!(collected["x"], n(2));
+        let entries = |ks: &[&str]| -> Vec<(String, Node)> {
+            ks.iter()
+                .enumerate()
+                .map(|(i, k)| (k.to_string(), n(i as i64)))
+                .collect()
+        };
+        let (m, dup) = Map::from_entries(entries(&["c", "a", "b", "a", "d", "a"]));
+        assert!(dup);
+        assert!(m.keys().eq(["a", "b", "c", "d"].iter()));
+        assert_eq!(m["a"], n(5));
+        let (m, dup) = Map::from_entries(entries(&["b", "a"]));
+        assert!(!dup && m.keys().eq(["a", "b"].iter()));
     }
 
     #[test]
