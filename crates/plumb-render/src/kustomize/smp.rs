@@ -106,21 +106,29 @@ fn merge(
             if alias {
                 dm.remove(DIRECTIVE);
             }
-            let mut out = Map::new();
+            // The patch's entries (sorted, as maps keep them) are taken by binary search and
+            // the result sorted once: no step costs the size of a map (they may be large).
+            let mut pm: Vec<(String, Option<Node>)> =
+                pm.into_iter().map(|(k, v)| (k, Some(v))).collect();
+            let mut out = Vec::with_capacity(dm.len() + pm.len());
             for (k, dv) in dm {
                 let cty = child_ty(ty, &k);
-                let pv = pm.remove(&k);
+                let pv = match pm.binary_search_by(|(pk, _)| pk.as_str().cmp(&k)) {
+                    Ok(i) => pm[i].1.take(),
+                    Err(_) => None,
+                };
                 if let Some(v) = merge(Some(dv), pv, cty, alias)? {
-                    out.insert(k, v);
+                    out.push((k, v));
                 }
             }
             for (k, pv) in pm {
+                let Some(pv) = pv else { continue };
                 let cty = child_ty(ty, &k);
                 if let Some(v) = merge(None, Some(pv), cty, false)? {
-                    out.insert(k, v);
+                    out.push((k, v));
                 }
             }
-            Ok(Some(Node::Map(out)))
+            Ok(Some(Node::Map(Map::from_entries(out).0)))
         }
         Node::Seq(mut ps) => {
             let field = match ty {
