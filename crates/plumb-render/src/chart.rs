@@ -245,11 +245,7 @@ impl ChartCache {
     /// `PLUMB_HTTP_TIMEOUT` (seconds) or [`DEFAULT_TIMEOUT`]; an index read stands for
     /// `interval`.
     pub fn new(dir: impl Into<PathBuf>, interval: Duration) -> ChartCache {
-        let timeout = std::env::var("PLUMB_HTTP_TIMEOUT")
-            .ok()
-            .and_then(|s| s.trim().parse::<f64>().ok())
-            .filter(|s| *s > 0.0 && s.is_finite())
-            .map_or(DEFAULT_TIMEOUT, Duration::from_secs_f64);
+        let timeout = crate::seconds_from_env("PLUMB_HTTP_TIMEOUT", DEFAULT_TIMEOUT);
         ChartCache {
             dir: dir.into(),
             timeout,

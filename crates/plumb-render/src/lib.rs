@@ -264,6 +264,16 @@ fn json_reason(e: &serde_json::Error) -> String {
 
 /// serde-saphyr's alias limits with plumb's bound on replayed events
 /// ([`plumb_core::limits::MAX_YAML_ALIAS_EVENTS`]).
+/// A deadline in seconds from the environment variable `var` (a positive number, fractions
+/// allowed), or `default` when it is unset or not one.
+pub(crate) fn seconds_from_env(var: &str, default: std::time::Duration) -> std::time::Duration {
+    std::env::var(var)
+        .ok()
+        .and_then(|s| s.trim().parse::<f64>().ok())
+        .filter(|s| *s > 0.0 && s.is_finite())
+        .map_or(default, std::time::Duration::from_secs_f64)
+}
+
 pub(crate) fn yaml_alias_limits() -> serde_saphyr::options::AliasLimits {
     serde_saphyr::alias_limits! {
         max_total_replayed_events: plumb_core::limits::MAX_YAML_ALIAS_EVENTS,

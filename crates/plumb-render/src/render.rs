@@ -619,23 +619,20 @@ fn kustomize_binary(
 /// overrides it): a stalled tool (say, kustomize reading a FIFO) must not hang a render.
 pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(120);
 
-fn tool_timeout() -> Duration {
-    std::env::var("PLUMB_TOOL_TIMEOUT")
-        .ok()
-        .and_then(|s| s.trim().parse::<f64>().ok())
-        .filter(|s| *s > 0.0 && s.is_finite())
-        .map_or(DEFAULT_TOOL_TIMEOUT, Duration::from_secs_f64)
-}
-
 fn run(mut cmd: Command, path: &str) -> Result<String, LoadError> {
     let program = cmd.get_program().to_string_lossy().into_owned();
-    let (status, stdout, stderr) =
-        crate::remote::output_within(&mut cmd, tool_timeout()).map_err(|e| {
-            match e.starts_with("timed out") {
-                true => fail(path, format!("{program} {e}")),
-                false => fail(path, e),
-            }
-        })?;
+    let (status, stdout, stderr) = crate::remote::output_within(
+        &mut cmd,
+        crate::seconds_from_env("PLUMB_TOOL_TIMEOUT", DEFAULT_TOOL_TIMEOUT),
+    )
+    .map_err(|e| {
+        // A timeout does not name the program; every other error does.
+        if e.starts_with("timed out") {
+            fail(path, format!("{program} {e}"))
+        } else {
+            fail(path, e)
+        }
+    })?;
     if !status.success() {
         let err = String::from_utf8_lossy(&stderr);
         let first = err
