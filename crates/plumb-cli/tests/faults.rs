@@ -11,6 +11,8 @@
 //!   webhook, is retried with backoff (`syncPolicy.retry`; each retry counted in
 //!   `operationState.retryCount`, which `plumb app get` shows), and succeeds once it answers.
 //! - A field another manager owns by server-side apply: forced, as Argo CD does.
+//! - A source that fails to render (its path missing): retried after 5 s, doubling, not at
+//!   the next refresh, and synced once it is back.
 //! - An automated sync of a plain directory (no commit) that the API server refuses: retried
 //!   per `syncPolicy.retry` (the same content is the same revision), then not again until the
 //!   directory changes, which is synced at once.
@@ -36,7 +38,8 @@ fn kill(child: Controller) {
     drop(child);
 }
 
-/// The faults here stop parts of the shared test bed: one at a time.
+/// The faults here stop parts of the shared test bed: one test at a time, the lock taken
+/// before the test connects (a connection tried while the API server restarts fails).
 static FAULT: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// The test bed's etcd process (from `$TESTBED_DIR/pids`).
@@ -123,10 +126,11 @@ async fn cm_value(cluster: &Cluster, ns: &str) -> Option<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_controller_killed_mid_sync_is_resumed_by_the_next() {
+    // One fault at a time, and no test connects while another's fault is on.
+    let _one_at_a_time = FAULT.lock().await;
     let Some(cluster) = testbed("a_controller_killed_mid_sync_is_resumed_by_the_next").await else {
         return;
     };
-    let _one_at_a_time = FAULT.lock().await;
     let bed = AppBed::new(&cluster, "fault-kill", json!({})).await;
     let (apps_ns, dest) = (&bed.apps_ns, &bed.dest);
     // Wave 0: a LoadBalancer Service, Progressing until it has an address (nobody assigns one
@@ -246,10 +250,11 @@ async fn a_controller_killed_mid_sync_is_resumed_by_the_next() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_controller_survives_etcd_paused_for_20_seconds() {
+    // One fault at a time, and no test connects while another's fault is on.
+    let _one_at_a_time = FAULT.lock().await;
     let Some(cluster) = testbed("a_controller_survives_etcd_paused_for_20_seconds").await else {
         return;
     };
-    let _one_at_a_time = FAULT.lock().await;
     let bed = AppBed::new(&cluster, "fault-etcd", json!({})).await;
     let (apps_ns, dest) = (&bed.apps_ns, &bed.dest);
     let cm = |v: &str| {
@@ -319,10 +324,11 @@ fn owns(obj: &Value, manager: &str, key: &str) -> bool {
 /// other manager's other fields alone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_conflicting_field_manager_is_overridden_as_argo_cd_does() {
+    // One fault at a time, and no test connects while another's fault is on.
+    let _one_at_a_time = FAULT.lock().await;
     let Some(cluster) = testbed("a_conflicting_field_manager_is_overridden").await else {
         return;
     };
-    let _one_at_a_time = FAULT.lock().await;
     let bed = AppBed::new(&cluster, "fault-ssa", json!({})).await;
     let (apps_ns, dest) = (&bed.apps_ns, &bed.dest);
     // Another team's apply owns data.k and data.theirs.
@@ -391,10 +397,11 @@ fn restart_apiserver() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sync_survives_an_api_server_restart() {
+    // One fault at a time, and no test connects while another's fault is on.
+    let _one_at_a_time = FAULT.lock().await;
     let Some(cluster) = testbed("a_sync_survives_an_api_server_restart").await else {
         return;
     };
-    let _one_at_a_time = FAULT.lock().await;
     let bed = AppBed::new(&cluster, "fault-api", json!({})).await;
     let (apps_ns, dest) = (&bed.apps_ns, &bed.dest);
     bed.write(
@@ -465,10 +472,11 @@ async fn a_sync_survives_an_api_server_restart() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sync_through_a_down_webhook_fails_naming_it_and_is_retried() {
+    // One fault at a time, and no test connects while another's fault is on.
+    let _one_at_a_time = FAULT.lock().await;
     let Some(cluster) = testbed("a_sync_through_a_down_webhook").await else {
         return;
     };
-    let _one_at_a_time = FAULT.lock().await;
     let hook = support::webhook::Webhook::start().await;
     let value = support::webhook::selector_value();
     let label = "policy.lab/image-pull";
@@ -630,12 +638,12 @@ fn syncs(lines: &[Value]) -> usize {
 /// often the app is compared, until the directory changes; the change is synced at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_sync_of_a_plain_directory_is_retried_per_the_backoff_until_it_changes() {
-    let Some(cluster) = testbed("a_failed_sync_of_a_plain_directory").await else {
-        return;
-    };
     // No fault of the bed here, but the attempts are counted: another test's fault (the API
     // server restarted) would fail a reconcile in between, and the retry with it.
     let _one_at_a_time = FAULT.lock().await;
+    let Some(cluster) = testbed("a_failed_sync_of_a_plain_directory").await else {
+        return;
+    };
     let bed = AppBed::new(&cluster, "fault-dir", json!({})).await;
     let (apps_ns, dest) = (&bed.apps_ns, &bed.dest);
     let cm = |key: &str| {
@@ -743,6 +751,70 @@ async fn a_failed_sync_of_a_plain_directory_is_retried_per_the_backoff_until_it_
         done["status"]
     );
     assert_eq!(syncs(&log_lines(&log, &key)), 4, "log:\n{}", read_log());
+    assert!(ctl.alive());
+    drop(ctl);
+}
+
+/// A source that cannot be rendered for a while (its path missing, as when a git server is
+/// down or a push is half done): the controller, whose refresh interval is an hour, tries
+/// again after 5 s, then 10 s (doubling up to the interval), and syncs the app once the source
+/// is back, with no refresh asked for and nothing changed on the cluster to wake it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_source_that_fails_to_render_is_retried_soon_not_at_the_next_refresh() {
+    // No fault of the bed here, but a restarted API server would fail a read of the app.
+    let _one_at_a_time = FAULT.lock().await;
+    let Some(cluster) = testbed("a_source_that_fails_to_render_is_retried_soon").await else {
+        return;
+    };
+    let bed = AppBed::new(&cluster, "fault-render", json!({})).await;
+    let (apps_ns, dest) = (&bed.apps_ns, &bed.dest);
+    bed.write(
+        "cm.json",
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"},
+            "data": {"k": "v"}}),
+    );
+    // The app's path is moved away before the controller starts.
+    let away = bed.dir.join("repo/away");
+    std::fs::rename(bed.repo(), &away).expect("move the path away");
+    let name = "late";
+    bed.application(&cluster, name, json!({"automated": {"prune": true}}))
+        .await;
+    let (mut ctl, log) = bed.controller("controller.log");
+    let key = format!("{apps_ns}/{name}");
+    let read_log = || std::fs::read_to_string(&log).unwrap_or_default();
+    let failures = || {
+        log_lines(&log, &key)
+            .iter()
+            .filter(|l| l.get("error").is_some())
+            .count()
+    };
+    // Two failed reconciles: the second is a retry (the interval is an hour, and nothing
+    // else queues the app).
+    wait_until("two failed reconciles of the missing path", || async {
+        (failures() >= 2).then_some(())
+    })
+    .await;
+    let first = &log_lines(&log, &key)[0];
+    assert!(first.get("error").is_some(), "log:\n{}", read_log());
+
+    std::fs::rename(&away, bed.repo()).expect("move the path back");
+    wait_until("the app synced once its path is back", || async {
+        let a = app(&cluster, apps_ns, name).await;
+        let cm = get(&cluster, "", "ConfigMap", dest, "settings").await?;
+        (op(&a, "phase") == "Succeeded" && cm["data"]["k"] == "v").then_some(())
+    })
+    .await;
+    // Every reconcile from the first failure to the sync was the retry timer's.
+    let lines = log_lines(&log, &key);
+    let synced = lines
+        .iter()
+        .position(|l| l["synced"] == true)
+        .expect("a reconcile that synced");
+    assert!(
+        lines[1..=synced].iter().all(|l| l["trigger"] == "timer"),
+        "log:\n{}",
+        read_log()
+    );
     assert!(ctl.alive());
     drop(ctl);
 }

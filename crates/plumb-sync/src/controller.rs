@@ -343,8 +343,9 @@ impl Controller {
             .and_then(|mut r| r.take())
             .unwrap_or_else(|| mpsc::unbounded_channel().1);
         let (done_tx, mut done_rx) = mpsc::unbounded_channel::<(AppKey, Option<Duration>, bool)>();
-        // Apps whose destination failed, and how many times in a row.
-        let mut unreachable: HashMap<AppKey, u32> = HashMap::new();
+        // Apps whose last reconciles failed on something that may pass (see
+        // `retries_soon`), and how many times in a row.
+        let mut failing: HashMap<AppKey, u32> = HashMap::new();
         let workers = Arc::new(Semaphore::new(opts.workers.max(1)));
         let mut schedule = Schedule::new(opts);
         let now = Instant::now();
@@ -397,10 +398,9 @@ impl Controller {
                         },
                         _ => None,
                     };
-                    let destination_failed =
-                        matches!(result, Some(Err(RunError::Destination { .. })));
+                    let failed = matches!(&result, Some(Err(e)) if retries_soon(e));
                     drop(permit);
-                    let _ = done.send((key, backoff, destination_failed));
+                    let _ = done.send((key, backoff, failed));
                 });
             }
             let sleep = schedule.next_due().map_or(Duration::from_secs(3600), |at| {
@@ -413,13 +413,13 @@ impl Controller {
                     if *stop.borrow() { break; }
                 }
                 done = done_rx.recv() => {
-                    let Some((key, mut wait, destination_failed)) = done else { break };
-                    if destination_failed {
-                        let n = unreachable.entry(key.clone()).or_insert(0);
+                    let Some((key, mut wait, failed)) = done else { break };
+                    if failed {
+                        let n = failing.entry(key.clone()).or_insert(0);
                         *n += 1;
-                        wait = Some(destination_retry(*n, opts.refresh));
+                        wait = Some(error_retry(*n, opts.refresh));
                     } else {
-                        unreachable.remove(&key);
+                        failing.remove(&key);
                     }
                     schedule.finished(key, Instant::now(), wait, random_below(opts.jitter));
                     // A destination no app asked for in two refresh intervals is one no app
@@ -483,9 +483,21 @@ impl Controller {
     }
 }
 
-/// The wait before the `n`th retry of an app whose destination failed: 5 s, doubling, at
-/// most `max`.
-pub fn destination_retry(n: u32, max: Duration) -> Duration {
+/// Whether a reconcile that ended in `error` is tried again soon (per [`error_retry`]) rather
+/// than at the next refresh: an unreachable destination, an API server error (a restart, a
+/// timeout, 429 past its retries) or a render that failed (a git or chart fetch). A refused
+/// or invalid spec, a policy or a compare error stays until something changes, and a change
+/// of the Application or of its objects queues it anyway.
+pub fn retries_soon(error: &RunError) -> bool {
+    matches!(
+        error,
+        RunError::Destination { .. } | RunError::Cluster { .. } | RunError::Render { .. }
+    )
+}
+
+/// The wait before the `n`th retry of an app whose reconcile failed (see [`retries_soon`]):
+/// 5 s, doubling, at most `max` (the refresh interval).
+pub fn error_retry(n: u32, max: Duration) -> Duration {
     let first = Connections::BACKOFF_FIRST;
     first
         .saturating_mul(2u32.saturating_pow(n.saturating_sub(1).min(16)))
@@ -724,6 +736,29 @@ async fn reconcile_logged(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_failed_reconcile_is_retried_after_5_s_doubling_up_to_the_interval() {
+        let hour = Duration::from_secs(3600);
+        let waits: Vec<u64> = (1..=11).map(|n| error_retry(n, hour).as_secs()).collect();
+        assert_eq!(waits, [5, 10, 20, 40, 80, 160, 320, 640, 1280, 2560, 3600]);
+        assert_eq!(error_retry(u32::MAX, hour), hour);
+        // An interval below the first wait: the first wait.
+        assert_eq!(
+            error_retry(3, Duration::from_secs(1)),
+            Duration::from_secs(5)
+        );
+        let render = RunError::Render {
+            app: "a".into(),
+            reason: "fetch failed".into(),
+        };
+        let refused = RunError::Refused {
+            app: "a".into(),
+            reason: "not permitted".into(),
+        };
+        assert!(retries_soon(&render));
+        assert!(!retries_soon(&refused));
+    }
 
     #[test]
     fn tracked_objects_name_their_app() {
