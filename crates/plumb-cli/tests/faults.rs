@@ -38,9 +38,22 @@ fn kill(child: Controller) {
     drop(child);
 }
 
-/// The faults here stop parts of the shared test bed: one test at a time, the lock taken
-/// before the test connects (a connection tried while the API server restarts fails).
+/// The faults here stop parts of the shared test bed: one test at a time.
 static FAULT: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// A test's start: its turn (the [`FAULT`] lock, taken before it connects: a connection tried
+/// while another test restarts the API server fails), the test bed, and its [`AppBed`] (`prefix`
+/// names it and the test in a notice, `dest_labels` label its destination namespace). `None`
+/// without a test bed.
+async fn start(
+    prefix: &str,
+    dest_labels: Value,
+) -> Option<(tokio::sync::MutexGuard<'static, ()>, Cluster, AppBed)> {
+    let turn = FAULT.lock().await;
+    let cluster = testbed(prefix).await?;
+    let bed = AppBed::new(&cluster, prefix, dest_labels).await;
+    Some((turn, cluster, bed))
+}
 
 /// The test bed's etcd process (from `$TESTBED_DIR/pids`).
 fn etcd_pid() -> String {
@@ -126,12 +139,9 @@ async fn cm_value(cluster: &Cluster, ns: &str) -> Option<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_controller_killed_mid_sync_is_resumed_by_the_next() {
-    // One fault at a time, and no test connects while another's fault is on.
-    let _one_at_a_time = FAULT.lock().await;
-    let Some(cluster) = testbed("a_controller_killed_mid_sync_is_resumed_by_the_next").await else {
+    let Some((_one_at_a_time, cluster, bed)) = start("fault-kill", json!({})).await else {
         return;
     };
-    let bed = AppBed::new(&cluster, "fault-kill", json!({})).await;
     let (apps_ns, dest) = (&bed.apps_ns, &bed.dest);
     // Wave 0: a LoadBalancer Service, Progressing until it has an address (nobody assigns one
     // until the test does). Waves 1 and 2: ConfigMaps.
@@ -250,12 +260,9 @@ async fn a_controller_killed_mid_sync_is_resumed_by_the_next() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_controller_survives_etcd_paused_for_20_seconds() {
-    // One fault at a time, and no test connects while another's fault is on.
-    let _one_at_a_time = FAULT.lock().await;
-    let Some(cluster) = testbed("a_controller_survives_etcd_paused_for_20_seconds").await else {
+    let Some((_one_at_a_time, cluster, bed)) = start("fault-etcd", json!({})).await else {
         return;
     };
-    let bed = AppBed::new(&cluster, "fault-etcd", json!({})).await;
     let (apps_ns, dest) = (&bed.apps_ns, &bed.dest);
     let cm = |v: &str| {
         json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"},
@@ -324,12 +331,9 @@ fn owns(obj: &Value, manager: &str, key: &str) -> bool {
 /// other manager's other fields alone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_conflicting_field_manager_is_overridden_as_argo_cd_does() {
-    // One fault at a time, and no test connects while another's fault is on.
-    let _one_at_a_time = FAULT.lock().await;
-    let Some(cluster) = testbed("a_conflicting_field_manager_is_overridden").await else {
+    let Some((_one_at_a_time, cluster, bed)) = start("fault-ssa", json!({})).await else {
         return;
     };
-    let bed = AppBed::new(&cluster, "fault-ssa", json!({})).await;
     let (apps_ns, dest) = (&bed.apps_ns, &bed.dest);
     // Another team's apply owns data.k and data.theirs.
     let theirs = json!({"apiVersion": "v1", "kind": "ConfigMap",
@@ -397,12 +401,9 @@ fn restart_apiserver() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sync_survives_an_api_server_restart() {
-    // One fault at a time, and no test connects while another's fault is on.
-    let _one_at_a_time = FAULT.lock().await;
-    let Some(cluster) = testbed("a_sync_survives_an_api_server_restart").await else {
+    let Some((_one_at_a_time, cluster, bed)) = start("fault-api", json!({})).await else {
         return;
     };
-    let bed = AppBed::new(&cluster, "fault-api", json!({})).await;
     let (apps_ns, dest) = (&bed.apps_ns, &bed.dest);
     bed.write(
         "lb.json",
@@ -472,15 +473,13 @@ async fn a_sync_survives_an_api_server_restart() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sync_through_a_down_webhook_fails_naming_it_and_is_retried() {
-    // One fault at a time, and no test connects while another's fault is on.
-    let _one_at_a_time = FAULT.lock().await;
-    let Some(cluster) = testbed("a_sync_through_a_down_webhook").await else {
+    let value = support::webhook::selector_value();
+    let label = "policy.lab/image-pull";
+    let Some((_one_at_a_time, cluster, bed)) = start("fault-hook", json!({label: value})).await
+    else {
         return;
     };
     let hook = support::webhook::Webhook::start().await;
-    let value = support::webhook::selector_value();
-    let label = "policy.lab/image-pull";
-    let bed = AppBed::new(&cluster, "fault-hook", json!({label: value})).await;
     let (apps_ns, dest) = (&bed.apps_ns, &bed.dest);
     // The webhook (for ConfigMaps here) points at a port nothing listens on: down.
     let dead = {
@@ -640,11 +639,9 @@ fn syncs(lines: &[Value]) -> usize {
 async fn a_failed_sync_of_a_plain_directory_is_retried_per_the_backoff_until_it_changes() {
     // No fault of the bed here, but the attempts are counted: another test's fault (the API
     // server restarted) would fail a reconcile in between, and the retry with it.
-    let _one_at_a_time = FAULT.lock().await;
-    let Some(cluster) = testbed("a_failed_sync_of_a_plain_directory").await else {
+    let Some((_one_at_a_time, cluster, bed)) = start("fault-dir", json!({})).await else {
         return;
     };
-    let bed = AppBed::new(&cluster, "fault-dir", json!({})).await;
     let (apps_ns, dest) = (&bed.apps_ns, &bed.dest);
     let cm = |key: &str| {
         json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"},
@@ -762,11 +759,9 @@ async fn a_failed_sync_of_a_plain_directory_is_retried_per_the_backoff_until_it_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_source_that_fails_to_render_is_retried_soon_not_at_the_next_refresh() {
     // No fault of the bed here, but a restarted API server would fail a read of the app.
-    let _one_at_a_time = FAULT.lock().await;
-    let Some(cluster) = testbed("a_source_that_fails_to_render_is_retried_soon").await else {
+    let Some((_one_at_a_time, cluster, bed)) = start("fault-render", json!({})).await else {
         return;
     };
-    let bed = AppBed::new(&cluster, "fault-render", json!({})).await;
     let (apps_ns, dest) = (&bed.apps_ns, &bed.dest);
     bed.write(
         "cm.json",
