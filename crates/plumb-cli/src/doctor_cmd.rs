@@ -22,7 +22,8 @@ pub enum DoctorFormat {
 #[derive(clap::Args)]
 pub struct DoctorArgs {
     /// The Application (Argo CD's or plumb's), looked up by name in the snapshot or the
-    /// cluster. Optional with --preflight.
+    /// cluster: NAME, or NAMESPACE/NAME when Applications of that name live in more than one
+    /// namespace. Optional with --preflight.
     #[arg(required_unless_present = "preflight")]
     app: Option<String>,
     /// Before merge: for the desired state of a change (--desired, or --repo/--path), warn
@@ -169,10 +170,10 @@ fn load_state(args: &DoctorArgs) -> Result<State> {
     Ok((state, files, destination, settings_cm))
 }
 
-/// The Application named `name` (plumb's, else Argo CD's where the server has them).
+/// The Application `spec` names (plumb's, else Argo CD's where the server has them).
 fn find_application(
     c: &crate::cluster_args::Connected,
-    name: &str,
+    spec: &str,
 ) -> Result<Option<(Value, Application)>> {
     let mut candidates = c
         .block_on(c.cluster.list_applications(None))
@@ -184,15 +185,53 @@ fn find_application(
     if let Ok(more) = c.block_on(c.cluster.list_live(&[argo], None, None)) {
         candidates.extend(more);
     }
-    candidates
-        .iter()
-        .find(|o| o.pointer("/metadata/name").and_then(Value::as_str) == Some(name))
-        .map(|o| {
+    pick_application(&candidates, spec)?
+        .map(|i| {
+            let o = &candidates[i];
             Application::from_value(o)
                 .map(|a| (o.clone(), a))
-                .map_err(|e| anyhow!("Application {name}: {e}"))
+                .map_err(|e| anyhow!("Application {spec}: {e}"))
         })
         .transpose()
+}
+
+/// Which of `objects` is the Application `spec` names: `NAME`, or `NAMESPACE/NAME` as Argo CD
+/// names an app outside its own namespace (`argocd app get ns/name`). A bare name that
+/// Applications in more than one namespace carry is an error naming them: the first found
+/// would be a guess (plumb's and Argo CD's Application of one namespace and name count once,
+/// plumb's first).
+fn pick_application(objects: &[Value], spec: &str) -> Result<Option<usize>> {
+    let (namespace, name) = match spec.split_once('/') {
+        Some((ns, name)) => (Some(ns), name),
+        None => (None, spec),
+    };
+    let meta = |o: &Value, field: &str| {
+        o.pointer(&format!("/metadata/{field}"))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    let found: Vec<usize> = (0..objects.len())
+        .filter(|&i| {
+            let o = &objects[i];
+            is_application(o)
+                && meta(o, "name") == name
+                && namespace.is_none_or(|ns| meta(o, "namespace") == ns)
+        })
+        .collect();
+    let mut namespaces: Vec<String> = found
+        .iter()
+        .map(|&i| meta(&objects[i], "namespace"))
+        .collect();
+    namespaces.sort();
+    namespaces.dedup();
+    if namespaces.len() > 1 {
+        bail!(
+            "Application {name}: there is one in each of the namespaces {}; name one as NAMESPACE/{name}",
+            namespaces.join(", ")
+        );
+    }
+    Ok(found.first().copied())
 }
 
 struct RemoveOnDrop(PathBuf);
@@ -248,15 +287,9 @@ pub fn run(args: DoctorArgs) -> Result<u8> {
     let mut app_file = None;
     let app_obj = match &args.app {
         Some(name) => {
-            let i = state
-                .iter()
-                .position(|o| {
-                    is_application(o)
-                        && o.pointer("/metadata/name").and_then(Value::as_str) == Some(name)
-                })
-                .ok_or_else(|| {
-                    anyhow!("Application {name:?} not found in the snapshot or cluster")
-                })?;
+            let i = pick_application(&state, name)?.ok_or_else(|| {
+                anyhow!("Application {name:?} not found in the snapshot or cluster")
+            })?;
             app_file = files[i].clone();
             state[i].clone()
         }

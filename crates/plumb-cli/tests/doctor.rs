@@ -472,3 +472,54 @@ fn crd_null_in_git_is_not_a_difference() {
     assert_eq!(names, ["order-events"], "{doc:#}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn an_app_name_in_two_namespaces_is_named_with_its_namespace() {
+    // The payments bundle with a second Application `payments-prod`, in `team-b` (Argo CD's
+    // apps in any namespace): the bare name is refused, naming both namespaces; the
+    // `NAMESPACE/NAME` form picks one.
+    let d = std::env::temp_dir().join(format!("plumb-doctor-two-ns-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    copy_tree(&root().join("examples/payments"), &d);
+    let app_file = d.join("live/application-payments-prod.json");
+    let mut other: Value =
+        serde_json::from_slice(&std::fs::read(&app_file).expect("app")).expect("json");
+    other["metadata"]["namespace"] = json!("team-b");
+    std::fs::write(
+        d.join("live/application-team-b-payments-prod.json"),
+        serde_json::to_vec_pretty(&other).expect("json"),
+    )
+    .expect("write");
+    let (live, repo) = (d.join("live"), d.join("repo"));
+    let doctor = |app: &str| {
+        plumb(&[
+            "doctor",
+            app,
+            "--live",
+            live.to_str().expect("utf-8"),
+            "--repo",
+            repo.to_str().expect("utf-8"),
+            "-o",
+            "json",
+        ])
+    };
+
+    let o = doctor("payments-prod");
+    assert_eq!(o.status.code(), Some(2), "{}{}", out(&o), err(&o));
+    assert_eq!(
+        err(&o).trim(),
+        "error: Application payments-prod: there is one in each of the namespaces argocd, \
+         team-b; name one as NAMESPACE/payments-prod"
+    );
+    assert!(out(&o).is_empty(), "{}", out(&o));
+
+    let o = doctor("argocd/payments-prod");
+    assert_eq!(o.status.code(), Some(1), "{}", err(&o));
+    let doc: Value = serde_json::from_str(&out(&o)).expect("json");
+    assert_eq!(doc["verdict"], "loop", "{doc:#}");
+
+    let o = doctor("team-c/payments-prod");
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    assert!(err(&o).contains("not found"), "{}", err(&o));
+    let _ = std::fs::remove_dir_all(&d);
+}

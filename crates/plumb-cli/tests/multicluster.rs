@@ -196,7 +196,9 @@ async fn the_controller_process_syncs_an_app_to_another_cluster() {
         .expect("the ConfigMap saved");
     assert!(saved.contains("drifted-on-b"), "{saved}");
     let out = Command::new(env!("CARGO_BIN_EXE_plumb"))
-        .args(["doctor", "far", "--cluster", "-o", "json"])
+        // NAMESPACE/NAME: a re-run on the same test bed (tests/stress.sh) leaves an earlier
+        // run's `far`, in its own namespace, whose destination bed is gone.
+        .args(["doctor", &format!("{apps}/far"), "--cluster", "-o", "json"])
         .stdin(Stdio::null())
         .output()
         .expect("plumb doctor runs");
