@@ -75,11 +75,14 @@ fn is_application(o: &Value) -> bool {
 /// The objects of the snapshot (or of a snapshot of the cluster), each with its file in
 /// the snapshot (`None` for a cluster's), and with --cluster the app's destination cluster
 /// (charts are rendered for its version and APIs, as `diff --cluster` does).
-/// Last, the --settings-configmap ConfigMap, read from the cluster the app is in.
+/// Then the --settings-configmap ConfigMap, read from the cluster the app is in. Last, with
+/// --cluster, the Application as found at home (the snapshot of its destination may hold
+/// others of the same name).
 type State = (
     Vec<Value>,
     Vec<Option<PathBuf>>,
     Option<Connected>,
+    Option<Value>,
     Option<Value>,
 );
 
@@ -90,6 +93,7 @@ fn load_state(args: &DoctorArgs) -> Result<State> {
     // An Application read at home whose destination is another cluster: the snapshot of
     // that cluster does not hold it.
     let mut remote_app = None;
+    let mut found_app = None;
     let mut settings_cm = None;
     let path: &Path = match &args.live {
         Some(d) => d,
@@ -123,8 +127,9 @@ fn load_state(args: &DoctorArgs) -> Result<State> {
                         args.control_namespace.as_deref(),
                     )?;
                     if remote {
-                        remote_app = Some(obj);
+                        remote_app = Some(obj.clone());
                     }
+                    found_app = Some(obj);
                     (c, Some(app))
                 }
                 None => (home, None),
@@ -167,7 +172,7 @@ fn load_state(args: &DoctorArgs) -> Result<State> {
             )
         })?);
     }
-    Ok((state, files, destination, settings_cm))
+    Ok((state, files, destination, settings_cm, found_app))
 }
 
 /// The Application `spec` names (plumb's, else Argo CD's where the server has them).
@@ -211,7 +216,7 @@ fn pick_application(objects: &[Value], spec: &str) -> Result<Option<usize>> {
             .unwrap_or("")
             .to_string()
     };
-    let found: Vec<usize> = (0..objects.len())
+    let mut found: Vec<usize> = (0..objects.len())
         .filter(|&i| {
             let o = &objects[i];
             is_application(o)
@@ -219,9 +224,19 @@ fn pick_application(objects: &[Value], spec: &str) -> Result<Option<usize>> {
                 && namespace.is_none_or(|ns| meta(o, "namespace") == ns)
         })
         .collect();
+    // plumb's before Argo CD's (a stable sort keeps the order found otherwise).
+    found.sort_by_key(|&i| {
+        !objects[i]
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .is_some_and(|v| v.starts_with("plumb.dev/"))
+    });
     let mut namespaces: Vec<String> = found
         .iter()
-        .map(|&i| meta(&objects[i], "namespace"))
+        .map(|&i| match meta(&objects[i], "namespace") {
+            ns if ns.is_empty() => "(none)".to_string(),
+            ns => ns,
+        })
         .collect();
     namespaces.sort();
     namespaces.dedup();
@@ -282,11 +297,12 @@ fn kustomizations(fs: &dyn plumb_render::source::SourceFs) -> Vec<(String, Value
 pub fn run(args: DoctorArgs) -> Result<u8> {
     // Local scripts first: a bad directory fails before any connection.
     let scripts = args.health.load_dir()?;
-    let (state, files, destination, settings_cm) = load_state(&args)?;
+    let (state, files, destination, settings_cm, found_app) = load_state(&args)?;
     args.health.install_with(settings_cm.as_ref(), scripts)?;
     let mut app_file = None;
-    let app_obj = match &args.app {
-        Some(name) => {
+    let app_obj = match (&args.app, found_app) {
+        (Some(_), Some(found)) => found,
+        (Some(name), None) => {
             let i = pick_application(&state, name)?.ok_or_else(|| {
                 anyhow!("Application {name:?} not found in the snapshot or cluster")
             })?;
@@ -294,7 +310,7 @@ pub fn run(args: DoctorArgs) -> Result<u8> {
             state[i].clone()
         }
         // Preflight without an Application: a change is checked on its own.
-        None => serde_json::json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "Application",
+        (None, _) => serde_json::json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "Application",
             "metadata": {"name": "preflight"}, "spec": {}}),
     };
     let app = Application::from_value(&app_obj)
@@ -437,4 +453,42 @@ fn apply_fixes(report: &plumb_doctor::Report, repo: &Path) -> Result<Vec<String>
         }
     }
     Ok(fixed.changes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pick_application;
+    use serde_json::{Value, json};
+
+    fn app(api: &str, ns: Option<&str>, name: &str) -> Value {
+        let mut meta = json!({"name": name});
+        if let Some(ns) = ns {
+            meta["namespace"] = json!(ns);
+        }
+        json!({"apiVersion": api, "kind": "Application", "metadata": meta})
+    }
+
+    #[test]
+    fn an_app_is_picked_by_name_or_namespace_and_name_plumbs_first() {
+        let argo = "argoproj.io/v1alpha1";
+        let plumb = "plumb.dev/v1alpha1";
+        let objects = [
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "web"}}),
+            app(argo, Some("apps"), "web"),
+            app(plumb, Some("apps"), "web"),
+            app(argo, Some("team-b"), "api"),
+            app(argo, None, "api"),
+        ];
+        // One namespace, Argo CD's and plumb's: plumb's, found second.
+        assert_eq!(pick_application(&objects, "web").unwrap(), Some(2));
+        assert_eq!(pick_application(&objects, "apps/web").unwrap(), Some(2));
+        assert_eq!(pick_application(&objects, "team-b/web").unwrap(), None);
+        assert_eq!(pick_application(&objects, "team-b/api").unwrap(), Some(3));
+        let err = pick_application(&objects, "api").unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "Application api: there is one in each of the namespaces (none), team-b; \
+             name one as NAMESPACE/api"
+        );
+    }
 }

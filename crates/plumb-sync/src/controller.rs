@@ -18,8 +18,11 @@
 //! - Apps aimed at another cluster go through [`Connections`]: one connection and one
 //!   watch cache per destination cluster Secret, started on first use (their changes queue
 //!   apps as home's do; Applications there are not plumb's to serve). A destination that
-//!   cannot be reached fails only its apps (a `ComparisonError` condition naming its server),
-//!   which are tried again after 5 s, doubling up to the refresh interval; the others go on.
+//!   cannot be reached fails only its apps (a `ComparisonError` condition naming its server);
+//!   the others go on.
+//! - A reconcile that failed on something that may pass — an unreachable destination, an API
+//!   server error, a render — is tried again after 5 s, doubling up to the refresh interval
+//!   ([`retries_soon`], [`error_retry`]).
 //! - A git push webhook ([`PushRefresher`], see [`crate::webhook`]) queues the apps it names
 //!   at once, and expires their repositories' mirrors so that the refresh fetches.
 
@@ -461,6 +464,7 @@ impl Controller {
                             {
                                 let key = (change.key.namespace.clone(), change.key.name.clone());
                                 self.loops.forget(&key.0, &key.1);
+                                failing.remove(&key);
                                 log(Event::Removed { app: &key });
                             }
                         }
@@ -485,9 +489,12 @@ impl Controller {
 
 /// Whether a reconcile that ended in `error` is tried again soon (per [`error_retry`]) rather
 /// than at the next refresh: an unreachable destination, an API server error (a restart, a
-/// timeout, 429 past its retries) or a render that failed (a git or chart fetch). A refused
-/// or invalid spec, a policy or a compare error stays until something changes, and a change
-/// of the Application or of its objects queues it anyway.
+/// timeout, 429 past its retries) or a render that failed — a git or chart fetch (whose
+/// failure the repository caches remember for 30 s, so the server is asked again from the
+/// first retry after that), the repository Secrets, or content in git that does not render
+/// (cheap to try again, and bounded by the doubling). A refused or invalid spec, a policy or
+/// a compare error stays until something changes, and a change of the Application or of its
+/// objects queues it anyway.
 pub fn retries_soon(error: &RunError) -> bool {
     matches!(
         error,

@@ -438,9 +438,13 @@ async fn observe_desired_with(
         .iter()
         .any(|at| matches!(at.repo, plumb_render::fetch::RepoRef::Chart { .. }))
     {
+        // Part of fetching the chart: an API server error here is retried as a fetch is.
         let creds = repository_secrets(cluster, &tenancy::control_namespace(app_obj, opts))
             .await
-            .map_err(|e| fail(e.to_string()))?;
+            .map_err(|reason| RunError::Render {
+                app: name.clone(),
+                reason,
+            })?;
         opts.repos.charts().set_creds(creds);
     }
     let mut render_opts = RenderOptions::for_app(Some(&app), Renderer::Native);
