@@ -747,6 +747,11 @@ async fn a_failed_sync_of_a_plain_directory_is_retried_per_the_backoff_until_it_
         "{}",
         done["status"]
     );
+    // The controller logs a reconcile after the status write that ends it: wait for the line.
+    wait_until("the fourth sync logged", || async {
+        (syncs(&log_lines(&log, &key)) >= 4).then_some(())
+    })
+    .await;
     assert_eq!(syncs(&log_lines(&log, &key)), 4, "log:\n{}", read_log());
     assert!(ctl.alive());
     drop(ctl);
@@ -799,7 +804,12 @@ async fn a_source_that_fails_to_render_is_retried_soon_not_at_the_next_refresh()
         (op(&a, "phase") == "Succeeded" && cm["data"]["k"] == "v").then_some(())
     })
     .await;
-    // Every reconcile from the first failure to the sync was the retry timer's.
+    // Every reconcile from the first failure to the sync was the retry timer's. (The
+    // controller logs a reconcile after the status write that ends it: wait for the line.)
+    wait_until("the sync logged", || async {
+        (syncs(&log_lines(&log, &key)) >= 1).then_some(())
+    })
+    .await;
     let lines = log_lines(&log, &key);
     let synced = lines
         .iter()
