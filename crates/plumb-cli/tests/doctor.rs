@@ -5,6 +5,8 @@
 //! git's and the cluster's values, the cause, where git declares it, the fixes in order), the
 //! markdown report, that no Secret value is ever printed, and that `plumb diff --app` agrees.
 
+mod common;
+use common::{TmpDir, err, out, tmp};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -20,14 +22,6 @@ fn plumb(args: &[&str]) -> Output {
         .env_remove("KUBECTL_EXTERNAL_DIFF")
         .output()
         .expect("plumb runs")
-}
-
-fn out(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn err(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 /// Standard base64 (with padding), as a Secret's `data` holds its values.
@@ -424,14 +418,19 @@ fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
+/// A scratch copy of `examples/<example>`, to change for one test.
+fn example_copy(example: &str) -> TmpDir {
+    let d = tmp("doctor", example);
+    copy_tree(&root().join("examples").join(example), &d);
+    d
+}
+
 #[test]
 fn crd_null_in_git_is_not_a_difference() {
     // crd-default with payment-events declaring `cleanupPolicy: null` (meaning: the
     // default): the API server dropped the null and defaulted `delete`; Argo CD's
     // last-applied keeps the null.
-    let d = std::env::temp_dir().join(format!("plumb-doctor-null-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    copy_tree(&root().join("examples/crd-default"), &d);
+    let d = example_copy("crd-default");
     let yaml = d.join("repo/topics/payment-events.yaml");
     let text = std::fs::read_to_string(&yaml).expect("yaml");
     std::fs::write(
@@ -470,7 +469,6 @@ fn crd_null_in_git_is_not_a_difference() {
         .filter_map(|f| f["resource"]["name"].as_str())
         .collect();
     assert_eq!(names, ["order-events"], "{doc:#}");
-    let _ = std::fs::remove_dir_all(&d);
 }
 
 #[test]
@@ -478,9 +476,7 @@ fn an_app_name_in_two_namespaces_is_named_with_its_namespace() {
     // The payments bundle with a second Application `payments-prod`, in `team-b` (Argo CD's
     // apps in any namespace): the bare name is refused, naming both namespaces; the
     // `NAMESPACE/NAME` form picks one.
-    let d = std::env::temp_dir().join(format!("plumb-doctor-two-ns-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    copy_tree(&root().join("examples/payments"), &d);
+    let d = example_copy("payments");
     let app_file = d.join("live/application-payments-prod.json");
     let mut other: Value =
         serde_json::from_slice(&std::fs::read(&app_file).expect("app")).expect("json");
@@ -521,5 +517,4 @@ fn an_app_name_in_two_namespaces_is_named_with_its_namespace() {
     let o = doctor("team-c/payments-prod");
     assert_eq!(o.status.code(), Some(2), "{}", err(&o));
     assert!(err(&o).contains("not found"), "{}", err(&o));
-    let _ = std::fs::remove_dir_all(&d);
 }
