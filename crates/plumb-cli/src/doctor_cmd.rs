@@ -23,7 +23,7 @@ pub enum DoctorFormat {
 pub struct DoctorArgs {
     /// The Application (Argo CD's or plumb's), looked up by name in the snapshot or the
     /// cluster: NAME, or NAMESPACE/NAME when Applications of that name live in more than one
-    /// namespace. Optional with --preflight.
+    /// namespace (with --cluster, looked up in that namespace only). Optional with --preflight.
     #[arg(required_unless_present = "preflight")]
     app: Option<String>,
     /// Before merge: for the desired state of a change (--desired, or --repo/--path), warn
@@ -180,17 +180,34 @@ fn find_application(
     c: &crate::cluster_args::Connected,
     spec: &str,
 ) -> Result<Option<(Value, Application)>> {
-    let mut candidates = c
-        .block_on(c.cluster.list_applications(None))
-        .unwrap_or_default();
+    // NAMESPACE/NAME is looked for in that namespace only, so rights limited to it suffice.
+    let namespace = spec.split_once('/').map(|(ns, _)| ns.to_string());
+    let (mut candidates, plumb_err) =
+        match c.block_on(c.cluster.list_applications(namespace.as_deref())) {
+            Ok(found) => (found, None),
+            Err(e) => (Vec::new(), Some(e)),
+        };
     let argo = plumb_core::GroupKind {
         group: "argoproj.io".into(),
         kind: "Application".into(),
     };
-    if let Ok(more) = c.block_on(c.cluster.list_live(&[argo], None, None)) {
+    // Argo CD's Applications where the server has them (an error here is most often their
+    // CRD not being installed).
+    let scope = namespace.map(|ns| vec![ns]);
+    if let Ok(more) = c.block_on(c.cluster.list_live(&[argo], scope.as_deref(), None)) {
         candidates.extend(more);
     }
-    pick_application(&candidates, spec)?
+    let picked = pick_application(&candidates, spec)?;
+    if let (None, Some(e)) = (picked, plumb_err) {
+        // Not found because it could not be listed (e.g. forbidden): say so, not "not found".
+        let hint = if spec.contains('/') {
+            String::new()
+        } else {
+            format!(" (name it as NAMESPACE/{spec} to look in one namespace only)")
+        };
+        bail!("Application {spec}: {e}{hint}");
+    }
+    picked
         .map(|i| {
             let o = &candidates[i];
             Application::from_value(o)

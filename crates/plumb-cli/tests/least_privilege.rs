@@ -3,7 +3,8 @@
 //! Roles — in its control namespace and in one destination namespace — syncs an app there. What
 //! needs cluster-wide rights fails clearly: an app declaring a ClusterRole fails its sync naming
 //! the resource, and the controller run without `--namespaced` exits 2 with one line saying what
-//! it could not list, never a panic.
+//! it could not list, never a panic. `plumb doctor NAMESPACE/NAME --cluster` works with the same
+//! rights.
 
 mod common;
 #[path = "common/testbed.rs"]
@@ -255,6 +256,21 @@ async fn a_namespace_scoped_controller_syncs_its_namespace() {
     assert!(
         said.contains("forbidden") && said.contains("clusterroles"),
         "the refusal names the resource: {said}"
+    );
+
+    // The doctor with the same rights: NAMESPACE/NAME is looked up in that namespace only
+    // (what it may not list, e.g. webhooks, is skipped), and the synced app has no finding.
+    let good_app = format!("{control}/good");
+    let run = plumb(&kubeconfig, &["doctor", &good_app, "--cluster"]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    // A bare name needs a list of every namespace, which it may not: said, not "not found".
+    let run = plumb(&kubeconfig, &["doctor", "good", "--cluster"]);
+    assert_eq!(run.code, Some(2), "{}", run.stderr);
+    let last = run.stderr.lines().last().unwrap_or("");
+    assert!(
+        last.contains("forbidden") && last.contains("NAMESPACE/good"),
+        "{}",
+        run.stderr
     );
 
     // Without --namespaced, the cluster-wide watches cannot start: one line, exit 2.
