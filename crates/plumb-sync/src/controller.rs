@@ -21,8 +21,10 @@
 //!   cannot be reached fails only its apps (a `ComparisonError` condition naming its server);
 //!   the others go on.
 //! - A reconcile that failed on something that may pass — an unreachable destination, an API
-//!   server error, a render — is tried again after 5 s, doubling up to the refresh interval
-//!   ([`retries_soon`], [`error_retry`]).
+//!   server error, a render — is tried again after 5 s, doubling up to the refresh interval,
+//!   each wait plus a random tenth at most, so apps failed by one outage (an API server
+//!   restart) do not all come back in the same instant ([`retries_soon`], [`error_retry`],
+//!   [`spread`]).
 //! - A git push webhook ([`PushRefresher`], see [`crate::webhook`]) queues the apps it names
 //!   at once, and expires their repositories' mirrors so that the refresh fetches.
 
@@ -420,7 +422,8 @@ impl Controller {
                     if failed {
                         let n = failing.entry(key.clone()).or_insert(0);
                         *n += 1;
-                        wait = Some(error_retry(*n, opts.refresh));
+                        let base = error_retry(*n, opts.refresh);
+                        wait = Some(spread(base, random_below(base / 10)));
                     } else {
                         failing.remove(&key);
                     }
@@ -509,6 +512,13 @@ pub fn error_retry(n: u32, max: Duration) -> Duration {
     first
         .saturating_mul(2u32.saturating_pow(n.saturating_sub(1).min(16)))
         .min(max.max(first))
+}
+
+/// `base` plus `extra`, the random part of a retry's wait (at most a tenth of `base`, drawn
+/// by the caller): apps that failed together are retried over a window instead of at one
+/// instant. The sum is capped at 11/10 of `base`, whatever `extra` is given.
+pub fn spread(base: Duration, extra: Duration) -> Duration {
+    base.saturating_add(extra.min(base / 10))
 }
 
 /// Which app reconciles when: the controller loop's bookkeeping, without I/O or clocks (times
@@ -765,6 +775,29 @@ mod tests {
         };
         assert!(retries_soon(&render));
         assert!(!retries_soon(&refused));
+    }
+
+    #[test]
+    fn a_retry_wait_is_spread_by_at_most_a_tenth() {
+        let base = Duration::from_secs(5);
+        assert_eq!(spread(base, Duration::ZERO), base);
+        assert_eq!(
+            spread(base, Duration::from_millis(300)),
+            Duration::from_millis(5300)
+        );
+        // More than a tenth is capped at a tenth.
+        assert_eq!(
+            spread(base, Duration::from_secs(60)),
+            Duration::from_millis(5500)
+        );
+        assert_eq!(spread(Duration::MAX, Duration::MAX), Duration::MAX);
+        // The controller's draw stays below a tenth, and varies: 200 draws for a 5 s wait
+        // are not all one value (the chance that they are is nil).
+        let draws: HashSet<Duration> = (0..200)
+            .map(|_| spread(base, random_below(base / 10)))
+            .collect();
+        assert!(draws.iter().all(|d| *d >= base && *d < base + base / 10));
+        assert!(draws.len() > 1, "{draws:?}");
     }
 
     #[test]
