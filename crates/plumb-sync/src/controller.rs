@@ -422,8 +422,7 @@ impl Controller {
                     if failed {
                         let n = failing.entry(key.clone()).or_insert(0);
                         *n += 1;
-                        let base = error_retry(*n, opts.refresh);
-                        wait = Some(spread(base, random_below(base / 10)));
+                        wait = Some(spread(error_retry(*n, opts.refresh), random_below));
                     } else {
                         failing.remove(&key);
                     }
@@ -514,11 +513,12 @@ pub fn error_retry(n: u32, max: Duration) -> Duration {
         .min(max.max(first))
 }
 
-/// `base` plus `extra`, the random part of a retry's wait (at most a tenth of `base`, drawn
-/// by the caller): apps that failed together are retried over a window instead of at one
-/// instant. The sum is capped at 11/10 of `base`, whatever `extra` is given.
-pub fn spread(base: Duration, extra: Duration) -> Duration {
-    base.saturating_add(extra.min(base / 10))
+/// `base` plus a random part below a tenth of it, which `draw` picks given that limit (the
+/// controller's is [`random_below`]): apps that failed together are retried over a window
+/// instead of at one instant. The random part is capped at the tenth, whatever `draw` returns.
+pub fn spread(base: Duration, draw: impl FnOnce(Duration) -> Duration) -> Duration {
+    let tenth = base / 10;
+    base.saturating_add(draw(tenth).min(tenth))
 }
 
 /// Which app reconciles when: the controller loop's bookkeeping, without I/O or clocks (times
@@ -780,22 +780,22 @@ mod tests {
     #[test]
     fn a_retry_wait_is_spread_by_at_most_a_tenth() {
         let base = Duration::from_secs(5);
-        assert_eq!(spread(base, Duration::ZERO), base);
-        assert_eq!(
-            spread(base, Duration::from_millis(300)),
-            Duration::from_millis(5300)
-        );
+        assert_eq!(spread(base, |_| Duration::ZERO), base);
+        // The draw is asked for a part below a tenth of the wait.
+        let asked = |limit: Duration| {
+            assert_eq!(limit, Duration::from_millis(500));
+            Duration::from_millis(300)
+        };
+        assert_eq!(spread(base, asked), Duration::from_millis(5300));
         // More than a tenth is capped at a tenth.
         assert_eq!(
-            spread(base, Duration::from_secs(60)),
+            spread(base, |_| Duration::from_secs(60)),
             Duration::from_millis(5500)
         );
-        assert_eq!(spread(Duration::MAX, Duration::MAX), Duration::MAX);
+        assert_eq!(spread(Duration::MAX, |_| Duration::MAX), Duration::MAX);
         // The controller's draw stays below a tenth, and varies: 200 draws for a 5 s wait
         // are not all one value (the chance that they are is nil).
-        let draws: HashSet<Duration> = (0..200)
-            .map(|_| spread(base, random_below(base / 10)))
-            .collect();
+        let draws: HashSet<Duration> = (0..200).map(|_| spread(base, random_below)).collect();
         assert!(draws.iter().all(|d| *d >= base && *d < base + base / 10));
         assert!(draws.len() > 1, "{draws:?}");
     }
