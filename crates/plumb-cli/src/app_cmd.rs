@@ -151,7 +151,7 @@ struct NamedArgs {
     /// The Application's name.
     name: String,
     /// The namespace the Application lives in.
-    #[arg(long = "app-namespace", short = 'N', default_value = "plumb")]
+    #[arg(long = "app-namespace", short = 'N', default_value = plumb_core::PLUMB_APP_NAMESPACE)]
     app_namespace: String,
     /// Where AppProjects and cluster Secrets are read from (the controller's namespace);
     /// default: the Application's namespace.

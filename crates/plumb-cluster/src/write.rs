@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 /// The API group of plumb's Application custom resource.
-pub const APPLICATION_GROUP: &str = "plumb.dev";
+pub const APPLICATION_GROUP: &str = plumb_core::PLUMB_GROUP;
 /// Its kind.
 pub const APPLICATION_KIND: &str = "Application";
 /// Its served version.

@@ -62,6 +62,14 @@ pub const SYNC_OPTIONS_ANNOTATION: &str = "argocd.argoproj.io/sync-options";
 pub const HOOK_ANNOTATION: &str = "argocd.argoproj.io/hook";
 /// Helm's hook annotation, honoured by Argo CD when its own is absent.
 pub const HELM_HOOK_ANNOTATION: &str = "helm.sh/hook";
+/// The API group of plumb's own Applications and AppProjects.
+pub const PLUMB_GROUP: &str = "plumb.dev";
+/// The API group of Argo CD's Applications and AppProjects.
+pub const ARGO_GROUP: &str = "argoproj.io";
+/// The namespace `plumb app` looks for Applications in unless told (`--app-namespace`).
+pub const PLUMB_APP_NAMESPACE: &str = "plumb";
+/// Argo CD's control namespace as it installs: its CLI names apps there without a namespace.
+pub const ARGOCD_NAMESPACE: &str = "argocd";
 /// Set by `plumb snapshot` on Secrets whose values it removed: their values are unknown,
 /// not empty, and a diff takes git's values for them.
 pub const REDACTED_ANNOTATION: &str = "plumb.dev/values-redacted";

@@ -79,10 +79,54 @@ pub fn pulled_in(file: &str, kustomizations: &[(String, Value)]) -> Option<Pulle
     found
 }
 
+/// The Application a fix's command names, and whose CLI syncs it: `plumb app sync` for a
+/// `plumb.dev` Application, `argocd app sync` for an `argoproj.io` one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppRef {
+    /// `metadata.name`.
+    pub name: String,
+    /// `metadata.namespace` (empty when the object has none).
+    pub namespace: String,
+    /// The Application is plumb's own (`plumb.dev`), synced with `plumb app sync`.
+    pub plumb: bool,
+}
+
+impl AppRef {
+    /// The name, namespace and API group of an Application object.
+    pub fn of(app: &Value) -> Self {
+        let text = |p: &str| app.pointer(p).and_then(Value::as_str).unwrap_or("");
+        let group = text("/apiVersion").split_once('/').map_or("", |(g, _)| g);
+        Self {
+            name: text("/metadata/name").to_string(),
+            namespace: text("/metadata/namespace").to_string(),
+            plumb: group == plumb_core::PLUMB_GROUP,
+        }
+    }
+
+    /// The command that syncs the app (`--prune`: one that deletes what git no longer has).
+    /// plumb's CLI names the namespace with `-N` unless it is `plumb app`'s default; Argo CD's
+    /// names an app outside its control namespace `NAMESPACE/NAME` (apps in any namespace),
+    /// and the doctor takes `argocd`, Argo CD's default, as that control namespace.
+    pub fn sync_command(&self, prune: bool) -> String {
+        let ns = self.namespace.as_str();
+        let mut command = match (self.plumb, ns) {
+            (true, "" | plumb_core::PLUMB_APP_NAMESPACE) => format!("plumb app sync {}", self.name),
+            (true, ns) => format!("plumb app sync {} -N {ns}", self.name),
+            (false, "" | plumb_core::ARGOCD_NAMESPACE) => format!("argocd app sync {}", self.name),
+            (false, ns) => format!("argocd app sync {ns}/{}", self.name),
+        };
+        if prune {
+            command.push_str(" --prune");
+        }
+        command
+    }
+}
+
 /// What the fix builder needs to know about one finding.
 #[derive(Debug)]
 pub struct FixInput<'a> {
-    pub app: &'a str,
+    /// The Application, for the sync command.
+    pub app: &'a AppRef,
     pub key: &'a ResourceKey,
     pub path: &'a str,
     pub cause: CauseType,
@@ -155,33 +199,34 @@ pub fn fixes(i: &FixInput<'_>) -> Vec<Fix> {
 
 /// The fix for a whole object git has and the cluster lacks (a sync creates it) or the
 /// cluster has and git lacks (a sync with prune deletes it).
-pub fn sync_object(app: &str, extra: bool) -> Fix {
+pub fn sync_object(app: &AppRef, extra: bool) -> Fix {
     if !extra {
         return Fix::Sync(SyncFix {
-            command: format!("argocd app sync {app}"),
+            command: app.sync_command(false),
             note: "one sync creates it (with automated sync on, the controller does it on its own)"
                 .into(),
         });
     }
     Fix::Sync(SyncFix {
-        command: format!("argocd app sync {app} --prune"),
+        command: app.sync_command(true),
         note: "one sync with prune deletes it (with automated prune on, the controller does it on its own)"
             .into(),
     })
 }
 
 /// git no longer declares the field the last sync applied: the next sync stops applying it.
-pub fn sync_removal(app: &str) -> Fix {
+pub fn sync_removal(app: &AppRef) -> Fix {
     Fix::Sync(SyncFix {
-        command: format!("argocd app sync {app}"),
+        command: app.sync_command(false),
         note: "git no longer declares this field (the last sync's last-applied still does): the next sync stops applying it"
             .into(),
     })
 }
 
-pub fn sync(app: &str) -> Fix {
+/// One sync restores git's value.
+pub fn sync(app: &AppRef) -> Fix {
     Fix::Sync(SyncFix {
-        command: format!("argocd app sync {app}"),
+        command: app.sync_command(false),
         note: "one sync applies git's value (with selfHeal on, the controller does it on its own)"
             .into(),
     })
@@ -307,6 +352,61 @@ fn yaml_str(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_sync_command_is_the_cli_of_the_applications_group() {
+        let app = |api: &str, ns: Option<&str>| {
+            let mut a =
+                json!({"apiVersion": api, "kind": "Application", "metadata": {"name": "web"}});
+            if let Some(ns) = ns {
+                a["metadata"]["namespace"] = json!(ns);
+            }
+            AppRef::of(&a)
+        };
+        let cases = [
+            (
+                app("plumb.dev/v1alpha1", Some("plumb")),
+                false,
+                "plumb app sync web",
+            ),
+            (
+                app("plumb.dev/v1alpha1", None),
+                true,
+                "plumb app sync web --prune",
+            ),
+            (
+                app("plumb.dev/v1alpha1", Some("team-a")),
+                true,
+                "plumb app sync web -N team-a --prune",
+            ),
+            (
+                app("argoproj.io/v1alpha1", Some("argocd")),
+                false,
+                "argocd app sync web",
+            ),
+            (
+                app("argoproj.io/v1alpha1", None),
+                true,
+                "argocd app sync web --prune",
+            ),
+            (
+                app("argoproj.io/v1alpha1", Some("team-a")),
+                false,
+                "argocd app sync team-a/web",
+            ),
+        ];
+        for (app, prune, want) in cases {
+            assert_eq!(app.sync_command(prune), want, "{app:?}");
+            let Fix::Sync(fix) = (if prune {
+                sync_object(&app, true)
+            } else {
+                sync(&app)
+            }) else {
+                panic!("a sync fix")
+            };
+            assert_eq!(fix.command, want);
+        }
+    }
 
     #[test]
     fn joins_and_finds_patch_entries() {

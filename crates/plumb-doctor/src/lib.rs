@@ -82,6 +82,7 @@ pub fn diagnose(inputs: &Inputs<'_>) -> Report {
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_string();
+    let app_ref = fixes::AppRef::of(inputs.app);
     let sync = status::read(inputs.app);
     let namespaces = inputs
         .context
@@ -246,12 +247,12 @@ pub fn diagnose(inputs: &Inputs<'_>) -> Report {
                 .and_then(|l| plumb_diff::last_applied(l))
                 .is_some_and(|la| la.pointer(&a.p.path).is_some());
         let fixes = if a.p.path.is_empty() {
-            vec![fixes::sync_object(&app, a.cause.name == "extra")]
+            vec![fixes::sync_object(&app_ref, a.cause.name == "extra")]
         } else if pending_removal {
-            vec![fixes::sync_removal(&app)]
+            vec![fixes::sync_removal(&app_ref)]
         } else {
             fixes::fixes(&fixes::FixInput {
-                app: &app,
+                app: &app_ref,
                 key: &d.key,
                 path: &a.p.path,
                 cause: a.cause.kind,
