@@ -24,12 +24,16 @@ pub struct IgnoreRule {
     /// Exact; empty matches every namespace.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub namespace: String,
+    /// `jsonPointers`: RFC 6901 pointers of fields to ignore (`/spec/replicas`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub json_pointers: Vec<String>,
+    /// `jqPathExpressions`: jq paths of fields to ignore (`.spec.template.spec.initContainers[]`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub jq_path_expressions: Vec<String>,
+    /// `managedFieldsManagers`: ignore the fields these managers own (per `managedFields`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub managed_fields_managers: Vec<String>,
+    /// Fields not modelled, kept for writing back.
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -38,15 +42,20 @@ pub struct IgnoreRule {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct OverrideIgnore {
+    /// `jsonPointers`: RFC 6901 pointers of fields to ignore.
     pub json_pointers: Vec<String>,
+    /// `jqPathExpressions`: jq paths of fields to ignore.
     pub jq_path_expressions: Vec<String>,
+    /// `managedFieldsManagers`: ignore the fields these managers own.
     pub managed_fields_managers: Vec<String>,
 }
 
 /// `knownTypeFields[]`: a field of a custom resource to canonicalise as a built-in type.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct KnownTypeField {
+    /// `field`: the path of the field in the custom resource (`spec.template.spec`).
     pub field: String,
+    /// `type`: the built-in type it holds (`core/v1/PodSpec`).
     #[serde(rename = "type")]
     pub type_name: String,
 }
@@ -68,9 +77,13 @@ pub enum StatusIgnore {
 pub struct ResourceOverride {
     /// The key as written: `apps/Deployment`, `Service` (core), `*/*`.
     pub key: String,
+    /// The group part of `key` (a glob; empty: the core group).
     pub group: String,
+    /// The kind part of `key` (a glob).
     pub kind: String,
+    /// `ignoreDifferences`: fields to ignore in every resource the key matches.
     pub ignore: OverrideIgnore,
+    /// `knownTypeFields`: fields to compare as built-in types.
     pub known_type_fields: Vec<KnownTypeField>,
 }
 
@@ -87,12 +100,14 @@ pub enum TrackingMethod {
 }
 
 impl TrackingMethod {
+    /// Whether the tracking-id annotation marks what an Application owns.
     pub fn uses_annotation(self) -> bool {
         matches!(
             self,
             TrackingMethod::Annotation | TrackingMethod::AnnotationAndLabel
         )
     }
+    /// Whether the `app.kubernetes.io/instance` label marks what an Application owns.
     pub fn uses_label(self) -> bool {
         matches!(
             self,
@@ -104,6 +119,8 @@ impl TrackingMethod {
 /// The comparison-relevant part of `argocd-cm`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Settings {
+    /// `resource.customizations` (every form), one override per group/kind key, plus the
+    /// ones Argo CD adds itself (`/status` per `ignoreResourceStatusField`, Rollout's pod spec).
     pub overrides: Vec<ResourceOverride>,
     /// `resource.compareoptions.ignoreAggregatedRoles` (default false).
     pub ignore_aggregated_roles: bool,
@@ -347,6 +364,7 @@ pub struct CompareOptions {
 }
 
 impl CompareOptions {
+    /// Reads the annotation's comma-separated options; unknown ones are ignored.
     pub fn parse(text: &str) -> CompareOptions {
         let mut o = CompareOptions::default();
         for token in text.split(',').map(str::trim) {
@@ -365,15 +383,20 @@ impl CompareOptions {
 /// What plumb reads from an Argo CD (or plumb) `Application`.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Application {
+    /// `metadata.name`.
     pub name: String,
     /// `spec.source` (or the first of `spec.sources`), when given.
     pub source: Option<AppSource>,
     /// Every source: `spec.source` as one, else `spec.sources` in order (a source with
     /// `ref:` lends its files to `$NAME/…` value files of the others).
     pub sources: Vec<AppSource>,
+    /// `spec.destination.namespace`, when set.
     pub destination_namespace: Option<String>,
+    /// `spec.ignoreDifferences`.
     pub ignore_differences: Vec<IgnoreRule>,
+    /// The Application's own `argocd.argoproj.io/compare-options` annotation.
     pub compare_options: CompareOptions,
+    /// `spec.syncPolicy.syncOptions`.
     pub sync_options: Vec<String>,
 }
 
@@ -384,21 +407,28 @@ pub struct Application {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct AppSource {
+    /// `repoURL`: the git repository, or the Helm chart repository when `chart` is set.
     #[serde(rename = "repoURL")]
     pub repo_url: String,
+    /// `path`: the directory within the repository (empty: its root).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub path: String,
+    /// `targetRevision`: a branch, tag or commit (empty: `HEAD`), or the chart's version.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub target_revision: String,
     /// A Helm chart name: the source is that chart of the Helm chart repository `repoURL`.
     #[serde(skip_serializing_if = "none_or_empty")]
     pub chart: Option<String>,
+    /// `directory`: options for a plain directory of manifests.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub directory: Option<DirectorySource>,
+    /// `kustomize`: options for a kustomization.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kustomize: Option<KustomizeSource>,
+    /// `helm`: options for a Helm chart.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub helm: Option<HelmSource>,
+    /// Fields not modelled (`plugin`, `ref`, `name`, …), kept for writing back.
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -418,6 +448,7 @@ impl AppSource {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct DirectorySource {
+    /// `recurse`: read manifests in subdirectories too.
     #[serde(skip_serializing_if = "is_false")]
     pub recurse: bool,
     /// A glob ([`crate::glob::path_match`]) matched against paths relative to the source path.
@@ -426,6 +457,7 @@ pub struct DirectorySource {
     /// Like `include`; takes precedence over it.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub exclude: String,
+    /// Fields not modelled (`jsonnet`), kept for writing back.
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -434,31 +466,43 @@ pub struct DirectorySource {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct KustomizeSource {
+    /// `namePrefix`: prepended to every resource's name.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub name_prefix: String,
+    /// `nameSuffix`: appended to every resource's name.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub name_suffix: String,
     /// `name=newName:tag`, `name:tag`, `name@digest` forms, as `kustomize edit set image`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub images: Vec<String>,
+    /// `commonLabels`: labels added to every resource (and its selectors).
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub common_labels: std::collections::BTreeMap<String, String>,
+    /// `commonAnnotations`: annotations added to every resource.
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub common_annotations: std::collections::BTreeMap<String, String>,
+    /// `namespace`: the namespace set on every namespaced resource.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub namespace: String,
+    /// `replicas`: replica counts to set, by resource name.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub replicas: Vec<KustomizeReplica>,
+    /// `patches`: kustomize patches (with their `target`), kept as written.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub patches: Vec<Value>,
+    /// `components`: kustomize components to add.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub components: Vec<String>,
+    /// `forceCommonLabels`: `commonLabels` replace labels already set.
     #[serde(skip_serializing_if = "is_false")]
     pub force_common_labels: bool,
+    /// `forceCommonAnnotations`: `commonAnnotations` replace annotations already set.
     #[serde(skip_serializing_if = "is_false")]
     pub force_common_annotations: bool,
+    /// `labelWithoutSelector`: `commonLabels` are not added to selectors.
     #[serde(skip_serializing_if = "is_false")]
     pub label_without_selector: bool,
+    /// Fields not modelled, kept for writing back.
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -467,7 +511,9 @@ pub struct KustomizeSource {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct KustomizeReplica {
+    /// The name of the resource whose replicas are set (a Deployment, StatefulSet, …).
     pub name: String,
+    /// The replica count.
     pub count: Value,
 }
 
@@ -475,25 +521,34 @@ pub struct KustomizeReplica {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct HelmSource {
+    /// `valueFiles`: values files, relative to `path` (`$ref/…`: from another source).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub value_files: Vec<String>,
+    /// `parameters`: values given as `--set` (or `--set-string`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub parameters: Vec<HelmParameter>,
+    /// `releaseName` (default: the Application's name).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub release_name: String,
     /// Inline values as a YAML string.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub values: String,
+    /// `valuesObject`: inline values as an object (takes precedence over `values`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub values_object: Option<Value>,
+    /// `namespace`: the release's namespace (default: the destination namespace).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub namespace: String,
+    /// `skipCrds`: leave out the chart's `crds/`.
     #[serde(skip_serializing_if = "is_false")]
     pub skip_crds: bool,
+    /// `ignoreMissingValueFiles`: a missing values file is skipped, not an error.
     #[serde(skip_serializing_if = "is_false")]
     pub ignore_missing_value_files: bool,
+    /// `kubeVersion`: the Kubernetes version templates see (`.Capabilities.KubeVersion`).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub kube_version: String,
+    /// `apiVersions`: the API versions templates see (`.Capabilities.APIVersions`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub api_versions: Vec<String>,
     /// `--set-file NAME=PATH` (PATH inside the source path).
@@ -505,6 +560,7 @@ pub struct HelmSource {
     /// `--skip-schema-validation`.
     #[serde(skip_serializing_if = "is_false")]
     pub skip_schema_validation: bool,
+    /// Fields not modelled, kept for writing back.
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -513,10 +569,13 @@ pub struct HelmSource {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct HelmFileParameter {
+    /// The value's name (`NAME` of `--set-file NAME=PATH`).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub name: String,
+    /// The file whose content is the value.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub path: String,
+    /// Fields not modelled, kept for writing back.
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -525,12 +584,16 @@ pub struct HelmFileParameter {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct HelmParameter {
+    /// The value's name (`image.tag`).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub name: String,
+    /// The value.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub value: String,
+    /// `forceString`: pass it as a string (`--set-string`).
     #[serde(skip_serializing_if = "is_false")]
     pub force_string: bool,
+    /// Fields not modelled, kept for writing back.
     #[serde(flatten)]
     pub extra: Extra,
 }

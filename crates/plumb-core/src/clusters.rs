@@ -40,9 +40,11 @@ use std::fmt;
 
 /// The label that marks Argo CD's configuration Secrets, and its value for clusters.
 pub const SECRET_TYPE_LABEL: &str = "argocd.argoproj.io/secret-type";
+/// The [`SECRET_TYPE_LABEL`] value of a cluster Secret.
 pub const SECRET_TYPE_CLUSTER: &str = "cluster";
 /// The cluster the controller runs in.
 pub const IN_CLUSTER_SERVER: &str = "https://kubernetes.default.svc";
+/// The in-cluster cluster's name, unless a Secret for its server names it otherwise.
 pub const IN_CLUSTER_NAME: &str = "in-cluster";
 
 /// A value that must never be printed: `Debug` and `Display` show `<redacted>`.
@@ -51,6 +53,7 @@ pub const IN_CLUSTER_NAME: &str = "in-cluster";
 pub struct Sensitive(String);
 
 impl Sensitive {
+    /// Wraps a secret value.
     pub fn new(value: impl Into<String>) -> Sensitive {
         Sensitive(value.into())
     }
@@ -60,6 +63,7 @@ impl Sensitive {
         &self.0
     }
 
+    /// Whether the value is empty (not given).
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
@@ -82,10 +86,15 @@ impl fmt::Display for Sensitive {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct TlsClientConfig {
+    /// `insecure`: do not verify the server's certificate.
     pub insecure: bool,
+    /// `serverName`: the name the server's certificate is verified against (and sent as SNI).
     pub server_name: String,
+    /// `caData`: the CA certificates to trust.
     pub ca_data: String,
+    /// `certData`: the client certificate.
     pub cert_data: String,
+    /// `keyData`: the client certificate's private key.
     pub key_data: Sensitive,
 }
 
@@ -93,10 +102,16 @@ pub struct TlsClientConfig {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ExecProviderConfig {
+    /// `command`: the plugin to run.
     pub command: String,
+    /// `args`: its arguments.
     pub args: Vec<String>,
+    /// `env`: environment variables set for it.
     pub env: BTreeMap<String, String>,
+    /// `apiVersion`: the `ExecCredential` version it speaks
+    /// (`client.authentication.k8s.io/v1beta1`).
     pub api_version: String,
+    /// `installHint`: shown when the command cannot be found.
     pub install_hint: String,
 }
 
@@ -104,12 +119,19 @@ pub struct ExecProviderConfig {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ClusterConfig {
+    /// `bearerToken`: a token to authenticate with (a ServiceAccount's).
     pub bearer_token: Sensitive,
+    /// `username`: for basic authentication, with `password`.
     pub username: String,
+    /// `password`: for basic authentication, with `username`.
     pub password: Sensitive,
+    /// `tlsClientConfig`: how TLS is verified, and client certificates.
     pub tls_client_config: TlsClientConfig,
+    /// `execProviderConfig`: a command that provides credentials.
     pub exec_provider_config: Option<ExecProviderConfig>,
+    /// `proxyUrl`: the proxy to reach the API server through.
     pub proxy_url: String,
+    /// `disableCompression`: ask the API server for uncompressed responses.
     pub disable_compression: bool,
     /// `awsAuthConfig` (EKS IAM): not supported; a Secret with it is refused by name.
     #[serde(skip_serializing)]
@@ -124,7 +146,9 @@ pub struct Cluster {
     /// The Secret's `metadata.resourceVersion` (a connection made from it is rebuilt when it
     /// changes); empty for the implicit in-cluster.
     pub resource_version: String,
+    /// `name`: how Applications name the cluster (default: `server`).
     pub name: String,
+    /// `server`: the API server URL.
     pub server: String,
     /// Namespaces the controller may manage there (empty: all).
     pub namespaces: Vec<String>,
@@ -132,6 +156,7 @@ pub struct Cluster {
     pub cluster_resources: bool,
     /// The project the cluster is scoped to (`project`), if any.
     pub project: String,
+    /// `config`: credentials and TLS settings.
     pub config: ClusterConfig,
 }
 
@@ -150,6 +175,7 @@ impl Cluster {
         }
     }
 
+    /// Whether this is the cluster plumb runs in (server [`IN_CLUSTER_SERVER`]).
     pub fn is_in_cluster(&self) -> bool {
         self.server == IN_CLUSTER_SERVER
     }
@@ -295,28 +321,41 @@ fn json_error_kind(e: &serde_json::Error) -> &'static str {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("cluster Secret {secret}: {field}: {reason}")]
 pub struct ClusterSecretError {
+    /// The Secret, as `namespace/name`.
     pub secret: String,
+    /// The field, as `data.server` or `stringData.config`.
     pub field: String,
+    /// What is wrong with it (never its value).
     pub reason: String,
 }
 
 /// Why a destination names no cluster (the Application's `InvalidSpecError` condition).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DestinationError {
+    /// Neither `server` nor `name` is given.
     #[error("application destination spec is invalid: a destination needs a server or a name")]
     Missing,
+    /// Both `server` and `name` are given.
     #[error(
         "application destination spec is invalid: application destination can't have both name and server defined: {name} {server}"
     )]
-    Both { name: String, server: String },
+    Both {
+        /// The `name` given.
+        name: String,
+        /// The `server` given.
+        server: String,
+    },
+    /// No cluster has the `name` given.
     #[error(
         "application destination spec is invalid: unable to find destination server: there are no clusters with this name: {0}"
     )]
     NoSuchName(String),
+    /// More than one cluster has the `name` given: their servers.
     #[error(
         "application destination spec is invalid: unable to find destination server: there are {} clusters with the same name: [{}]", .0.len(), .0.join(" ")
     )]
     AmbiguousName(Vec<String>),
+    /// No cluster has the `server` given.
     #[error("application destination spec is invalid: cluster '{0}' has not been configured")]
     NoSuchServer(String),
 }
@@ -365,6 +404,7 @@ impl Clusters {
         }
     }
 
+    /// Every cluster, ordered by server.
     pub fn iter(&self) -> impl Iterator<Item = &Cluster> {
         self.clusters.iter()
     }

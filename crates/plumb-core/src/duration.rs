@@ -10,12 +10,15 @@ use std::time::Duration;
 pub struct GoDuration(pub i64);
 
 impl GoDuration {
+    /// No time.
     pub const ZERO: GoDuration = GoDuration(0);
 
+    /// `secs` seconds (saturating at Go's largest duration).
     pub fn from_secs(secs: i64) -> GoDuration {
         GoDuration(secs.saturating_mul(NANOS_PER_SEC))
     }
 
+    /// The duration in nanoseconds, as Go holds it.
     pub fn as_nanos(self) -> i64 {
         self.0
     }
@@ -34,12 +37,20 @@ impl GoDuration {
 /// Why a duration could not be read. The message names the text, as Go's does.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DurationError {
+    /// Not a Go duration, or out of its range.
     #[error("time: invalid duration \"{0}\"")]
     Invalid(String),
+    /// A number without a unit (`5`; only `0` may go without).
     #[error("time: missing unit in duration \"{0}\"")]
     MissingUnit(String),
+    /// A unit Go does not know (`5d`).
     #[error("time: unknown unit \"{unit}\" in duration \"{text}\"")]
-    UnknownUnit { unit: String, text: String },
+    UnknownUnit {
+        /// The unit as written.
+        unit: String,
+        /// The whole text.
+        text: String,
+    },
     /// Argo CD's wording when neither a number of seconds nor a Go duration fits.
     #[error("unable to parse {0} as a duration")]
     NotADuration(String),

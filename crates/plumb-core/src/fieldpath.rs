@@ -10,9 +10,13 @@ use serde_json::{Map, Value};
 /// One step of a field path.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PathElement {
+    /// `f:<name>`: a field of an object.
     Field(String),
+    /// `k:{…}`: the list element whose key fields have these values.
     Key(Map<String, Value>),
+    /// `v:<json>`: the element of a set list equal to this value.
     Value(Value),
+    /// `i:<n>`: the list element at this index.
     Index(usize),
 }
 
@@ -21,6 +25,7 @@ pub enum PathElement {
 pub struct FieldSet {
     /// `.`: this node itself is a member.
     pub member: bool,
+    /// The steps below this node, each with its subtree, in `fieldsV1` order.
     pub children: Vec<(PathElement, FieldSet)>,
 }
 
@@ -28,7 +33,9 @@ pub struct FieldSet {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid fieldsV1 entry '{entry}': {reason}")]
 pub struct FieldSetError {
+    /// The key that could not be read (or the JSON that is not an object).
     pub entry: String,
+    /// Why it could not be read.
     pub reason: String,
 }
 
@@ -145,9 +152,13 @@ fn position(list: &[Value], elem: &PathElement) -> Option<usize> {
 /// One `managedFields` entry that owns a field.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Owner {
+    /// `manager`: the field manager (`kubectl-client-side-apply`, `kube-controller-manager`).
     pub manager: String,
+    /// `operation`: `Apply` or `Update`.
     pub operation: String,
+    /// `subresource`: `status`, `scale`, …; empty for the object itself.
     pub subresource: String,
+    /// `time`: when the manager last wrote, as recorded (RFC 3339).
     pub time: String,
 }
 

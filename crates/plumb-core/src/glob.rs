@@ -54,6 +54,7 @@ fn builder(glob: &str) -> GlobBuilder<'_> {
 }
 
 impl Wildcard {
+    /// Compiles `pattern` (a pattern `globset` refuses is compared as a plain string).
     pub fn new(pattern: &str) -> Wildcard {
         // Patterns without wildcards compare as strings (most group/kind patterns).
         let matcher = (pattern.contains(['*', '?']) && pattern != "*")
@@ -66,6 +67,7 @@ impl Wildcard {
         }
     }
 
+    /// Whether `text` matches the pattern.
     pub fn is_match(&self, text: &str) -> bool {
         match &self.matcher {
             Some(m) => m.is_match(text),
@@ -74,6 +76,7 @@ impl Wildcard {
         }
     }
 
+    /// The pattern as given.
     pub fn pattern(&self) -> &str {
         &self.pattern
     }
@@ -96,6 +99,7 @@ pub const MAX_BRACE_ALTERNATIVES: usize = 1024;
     "glob {pattern:?} expands to more than {MAX_BRACE_ALTERNATIVES} alternatives ({{a,b}} groups multiply); use fewer groups"
 )]
 pub struct GlobError {
+    /// The pattern as given.
     pub pattern: String,
 }
 
@@ -231,7 +235,9 @@ pub fn path_match(pattern: &str, path: &str) -> bool {
 /// (`*`, `?`, classes, `{a,b}`; `*` matches any run of characters; `\` escapes).
 #[derive(Debug, Clone)]
 pub enum NamespacePattern {
+    /// A glob entry.
     Glob(GlobMatcher),
+    /// A `/regex/` entry (unanchored).
     Regex(regex::Regex),
 }
 
@@ -260,6 +266,7 @@ impl NamespacePattern {
             .map_err(|e| format!("invalid glob {pattern:?}: {}", e.kind()))
     }
 
+    /// Whether `namespace` matches this entry.
     pub fn is_match(&self, namespace: &str) -> bool {
         match self {
             NamespacePattern::Glob(g) => g.is_match(namespace),
@@ -293,10 +300,12 @@ impl NamespaceList {
         NamespaceList::new(&list.split(',').collect::<Vec<_>>())
     }
 
+    /// Whether the list has no entries (blank entries do not count).
     pub fn is_empty(&self) -> bool {
         self.patterns.is_empty()
     }
 
+    /// Whether any entry matches `namespace`.
     pub fn is_match(&self, namespace: &str) -> bool {
         self.patterns.iter().any(|p| p.is_match(namespace))
     }

@@ -12,11 +12,14 @@ pub fn group_of_api_version(api_version: &str) -> &str {
 /// A group and kind, the unit Argo CD's ignore rules and overrides match on.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct GroupKind {
+    /// The API group (empty: core).
     pub group: String,
+    /// The kind (`Deployment`).
     pub kind: String,
 }
 
 impl GroupKind {
+    /// The pair `group`/`kind`.
     pub fn new(group: impl Into<String>, kind: impl Into<String>) -> Self {
         GroupKind {
             group: group.into(),
@@ -46,9 +49,13 @@ impl fmt::Display for GroupKind {
 /// An empty namespace means cluster-scoped (or not yet defaulted).
 #[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ResourceKey {
+    /// The API group (empty: core).
     pub group: String,
+    /// The kind (`Deployment`).
     pub kind: String,
+    /// `metadata.namespace` (empty: cluster-scoped, or not yet defaulted).
     pub namespace: String,
+    /// `metadata.name`.
     pub name: String,
 }
 
@@ -68,6 +75,7 @@ impl ResourceKey {
         })
     }
 
+    /// The key's group and kind.
     pub fn group_kind(&self) -> GroupKind {
         GroupKind::new(&self.group, &self.kind)
     }

@@ -30,6 +30,8 @@
 //! assert_eq!(key.to_string(), "apps/Deployment prod/web");
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod argo;
 pub mod clusters;
 pub mod duration;

@@ -9,8 +9,11 @@ use std::sync::Arc;
 /// Where a value was written: a repository-relative file and a 1-based line and column.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Origin {
+    /// The file, relative to the repository root.
     pub file: Arc<str>,
+    /// The line, from 1.
     pub line: u32,
+    /// The column, from 1.
     pub column: u32,
 }
 
@@ -26,7 +29,9 @@ pub type Origins = BTreeMap<String, Origin>;
 /// A desired object as rendered, with the origins of its scalars.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Declared {
+    /// The object as rendered.
     pub object: Value,
+    /// Where each of its scalars was written.
     pub origins: Origins,
 }
 

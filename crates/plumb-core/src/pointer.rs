@@ -16,7 +16,9 @@ pub struct JsonPointer {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid JSON pointer '{pointer}': {reason}")]
 pub struct PointerError {
+    /// The text given.
     pub pointer: String,
+    /// Why it is not a pointer.
     pub reason: &'static str,
 }
 
@@ -70,10 +72,12 @@ impl JsonPointer {
         JsonPointer { raw, tokens }
     }
 
+    /// The reference tokens, unescaped (`a`, `b/c`, `0` for `/a/b~1c/0`).
     pub fn tokens(&self) -> &[String] {
         &self.tokens
     }
 
+    /// The pointer as written (escaped).
     pub fn as_str(&self) -> &str {
         &self.raw
     }

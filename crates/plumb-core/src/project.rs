@@ -50,9 +50,11 @@ pub const DEFAULT_PROJECT: &str = "default";
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("AppProject {project}: {field}: {reason}")]
 pub struct ProjectError {
+    /// The AppProject's name (`<unnamed>` when it has none).
     pub project: String,
     /// The field, as a path (`spec.syncWindows[0].schedule`).
     pub field: String,
+    /// What is wrong with the field.
     pub reason: String,
 }
 
@@ -61,6 +63,7 @@ pub struct ProjectError {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct Denial {
+    /// The refusal, one line, in Argo CD's words where it has them.
     pub message: String,
 }
 
@@ -79,7 +82,9 @@ pub use crate::argo::model::GroupKindPattern;
 /// Whether a sync window allows or denies syncs while it is active.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WindowKind {
+    /// `allow`: syncs run only while an allow window is open.
     Allow,
+    /// `deny`: no syncs while the window is open.
     Deny,
 }
 
@@ -95,6 +100,7 @@ impl fmt::Display for WindowKind {
 /// One entry of `spec.syncWindows`, compiled from the model's (which it keeps as `spec`).
 #[derive(Debug, Clone)]
 pub struct SyncWindow {
+    /// `kind`: whether the window allows or denies.
     pub kind: WindowKind,
     /// The entry as written.
     pub spec: model::SyncWindow,
@@ -163,13 +169,20 @@ pub enum WindowVerdict {
     /// No window applies, or an allow window is open (and no deny window is).
     Allowed,
     /// Let through only because every blocking window has `manualSync: true`.
-    AllowedManually { windows: Vec<String> },
+    AllowedManually {
+        /// The windows that block other syncs, each as `deny '0 22 * * *' for 8h (UTC)`.
+        windows: Vec<String>,
+    },
     /// Blocked: the windows that block it (an open deny window, or the allow windows that
     /// are all closed).
-    Blocked { windows: Vec<String> },
+    Blocked {
+        /// The blocking windows, each as `deny '0 22 * * *' for 8h (UTC)`.
+        windows: Vec<String>,
+    },
 }
 
 impl WindowVerdict {
+    /// Whether the sync may run (`Allowed` or `AllowedManually`).
     pub fn allowed(&self) -> bool {
         !matches!(self, WindowVerdict::Blocked { .. })
     }
@@ -193,7 +206,9 @@ impl WindowVerdict {
 /// read path) validated, its sync windows compiled.
 #[derive(Debug, Clone)]
 pub struct AppProject {
+    /// `metadata.name` (`<unnamed>` when it has none).
     pub name: String,
+    /// `metadata.namespace`.
     pub namespace: String,
     /// The spec as read (`namespaceResourceWhitelist` absent ≠ empty, as in the model).
     pub spec: model::AppProjectSpec,

@@ -16,9 +16,13 @@ const DATA: &str = include_str!("../data/k8s-schema.json");
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum FieldType {
+    /// A string.
     String,
+    /// An integer.
     Integer,
+    /// A number (a float).
     Number,
+    /// A boolean.
     Boolean,
     /// `resource.Quantity`.
     Quantity,
@@ -39,15 +43,19 @@ pub enum FieldType {
 /// One field of a type.
 #[derive(Debug, Clone, Deserialize)]
 pub struct FieldDef {
+    /// `t`: what kind of value the field holds.
     pub t: FieldType,
+    /// `ref`: the OpenAPI name of an object field's type.
     #[serde(default, rename = "ref")]
     pub type_ref: Option<String>,
     /// `type_ref` resolved to its index in the schema's types (set when a schema is loaded,
     /// so walking an object hashes no type names).
     #[serde(skip)]
     pub type_idx: Option<u32>,
+    /// `items`: the definition of a list's elements.
     #[serde(default)]
     pub items: Option<Box<FieldDef>>,
+    /// `values`: the definition of a map's values.
     #[serde(default)]
     pub values: Option<Box<FieldDef>>,
     /// `x-kubernetes-patch-strategy`: `merge`, `replace`, `retainKeys`, `merge,retainKeys`.
@@ -130,6 +138,7 @@ pub type FastHash = std::hash::BuildHasherDefault<FastHasher>;
 pub struct TypeDef {
     /// Looked up for every key of every object compared: hashed, not ordered.
     pub fields: HashMap<String, FieldDef, FastHash>,
+    /// `required`: the fields the type requires.
     #[serde(default)]
     pub required: Vec<String>,
 }

@@ -111,7 +111,7 @@ fn go_rfc3339_fields(text: &str) -> Option<Fields> {
 }
 
 /// Parses a timestamp as Go's `time.Parse(time.RFC3339, …)` does (so as `metav1.Time`
-/// reads it; see [`Fields`]): `2026-09-22T19:57:06Z`, `…06.5+02:00`, `…06,5Z`, `…T1:57:06Z`.
+/// reads it; see the module docs): `2026-09-22T19:57:06Z`, `…06.5+02:00`, `…06,5Z`, `…T1:57:06Z`.
 /// Dates and times out of range (`2026-02-30`, `24:00:00`, `23:59:60`) are errors, as are
 /// times outside `jiff`'s range (years -9999 to 9999, less a day at either end).
 pub fn parse_rfc3339(text: &str) -> Result<SystemTime, TimeError> {
@@ -130,10 +130,12 @@ pub mod rfc3339 {
     use serde::{Deserialize, Deserializer, Serializer, de::Error};
     use std::time::SystemTime;
 
+    /// Writes `t` as [`format_rfc3339`](super::format_rfc3339) does.
     pub fn serialize<S: Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&super::format_rfc3339(*t))
     }
 
+    /// Reads a string as [`parse_rfc3339`](super::parse_rfc3339) does.
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<SystemTime, D::Error> {
         let text = String::deserialize(d)?;
         super::parse_rfc3339(&text).map_err(D::Error::custom)
@@ -146,6 +148,7 @@ pub mod rfc3339_option {
     use serde::{Deserialize, Deserializer, Serializer, de::Error};
     use std::time::SystemTime;
 
+    /// Writes `Some(t)` as [`format_rfc3339`](super::format_rfc3339) does, `None` as null.
     pub fn serialize<S: Serializer>(t: &Option<SystemTime>, s: S) -> Result<S::Ok, S::Error> {
         match t {
             Some(t) => s.serialize_str(&super::format_rfc3339(*t)),
@@ -153,6 +156,7 @@ pub mod rfc3339_option {
         }
     }
 
+    /// Reads null as `None`, a string as [`parse_rfc3339`](super::parse_rfc3339) does.
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SystemTime>, D::Error> {
         match Option::<String>::deserialize(d)? {
             None => Ok(None),

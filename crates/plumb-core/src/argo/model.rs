@@ -47,7 +47,10 @@ pub(crate) fn is_false(b: &bool) -> bool {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{}{message}", if path.is_empty() { String::new() } else { format!("{path}: ") })]
 pub struct ModelError {
+    /// The field that failed, as a path (`spec.syncPolicy.automated.prune`); empty for the
+    /// object itself.
     pub path: String,
+    /// Why it failed (serde's message: `invalid type: string "yes", expected a boolean`).
     pub message: String,
 }
 
@@ -80,14 +83,19 @@ pub fn read<T: DeserializeOwned>(v: &Value) -> Result<T, ModelError> {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ObjectMeta {
+    /// `metadata.name`.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub name: String,
+    /// `metadata.namespace` (empty: cluster-scoped, or not yet defaulted).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub namespace: String,
+    /// `metadata.labels`.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,
+    /// `metadata.annotations`.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub annotations: BTreeMap<String, String>,
+    /// The rest of `metadata` (`uid`, `resourceVersion`, `generation`, …), kept as read.
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -99,18 +107,24 @@ pub struct ObjectMeta {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Application {
+    /// `apiVersion`: `argoproj.io/v1alpha1`, or plumb's `plumb.dev/v1alpha1`.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub api_version: String,
+    /// `kind`: `Application`.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub kind: String,
+    /// `metadata`: the Application's name, namespace, labels and annotations.
     pub metadata: ObjectMeta,
+    /// `spec`: what to deploy, where, and how it syncs.
     pub spec: ApplicationSpec,
+    /// `status`: what the controller last found and did (left out when empty).
     #[serde(skip_serializing_if = "is_default")]
     pub status: ApplicationStatus,
     /// The operation requested (`argocd app sync` writes it; the controller clears it when it
     /// starts the operation).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub operation: Option<Operation>,
+    /// Top-level fields not modelled, kept for writing back.
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -179,22 +193,31 @@ impl Application {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ApplicationSpec {
+    /// `spec.source`: the one source of desired state (ignored when `sources` is given).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source: Option<AppSource>,
+    /// `spec.sources`: several sources rendered together (multi-source Applications).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sources: Vec<AppSource>,
+    /// `spec.destination`: the cluster and default namespace to deploy to.
     pub destination: Destination,
+    /// `spec.project`: the AppProject whose rules apply (Argo CD requires it; plumb reads empty
+    /// as `default`).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub project: String,
+    /// `spec.syncPolicy`: automated sync, sync options and retry; absent: manual syncs only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sync_policy: Option<SyncPolicy>,
+    /// `spec.ignoreDifferences`: fields left out of the comparison.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub ignore_differences: Vec<IgnoreRule>,
+    /// `spec.info`: extra information shown with the Application.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub info: Vec<Info>,
     /// `revisionHistoryLimit` (Argo CD's default when unset: 10).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub revision_history_limit: Option<i64>,
+    /// Fields of `spec` not modelled, kept for writing back.
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -214,17 +237,22 @@ impl ApplicationSpec {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Destination {
+    /// `server`: the cluster's API server URL (`https://kubernetes.default.svc`: in-cluster).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub server: String,
+    /// `namespace`: where namespaced resources that name none are deployed.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub namespace: String,
+    /// `name`: the cluster's name (a cluster Secret's `name`), instead of `server`.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub name: String,
+    /// Fields not modelled, kept for writing back.
     #[serde(flatten)]
     pub extra: Extra,
 }
 
 impl Destination {
+    /// A destination by `server` or `name` (empty string: not given) and `namespace`.
     pub fn new(server: &str, name: &str, namespace: &str) -> Destination {
         Destination {
             server: server.into(),
@@ -248,8 +276,11 @@ impl Destination {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Info {
+    /// The label shown.
     pub name: String,
+    /// The text shown.
     pub value: String,
+    /// Fields not modelled, kept for writing back.
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -258,14 +289,21 @@ pub struct Info {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct SyncPolicy {
+    /// `automated`: sync without being asked, when git (or, with self-heal, the cluster)
+    /// changes; absent: manual syncs only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub automated: Option<AutomatedPolicy>,
+    /// `syncOptions`: `CreateNamespace=true`, `ServerSideApply=true`, `PruneLast=true`, …
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sync_options: Vec<String>,
+    /// `retry`: how a failed sync is retried.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retry: Option<RetryStrategy>,
+    /// `managedNamespaceMetadata`: labels and annotations for the namespace
+    /// `CreateNamespace=true` creates.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub managed_namespace_metadata: Option<ManagedNamespaceMetadata>,
+    /// Fields not modelled, kept for writing back.
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -286,11 +324,13 @@ pub struct AutomatedPolicy {
     /// Argo CD ≥ 3.0; absent means enabled.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub enabled: Option<bool>,
+    /// Fields not modelled, kept for writing back.
     #[serde(flatten)]
     pub extra: Extra,
 }
 
 impl AutomatedPolicy {
+    /// Whether automated sync is on: `enabled` absent or `true`.
     pub fn is_enabled(&self) -> bool {
         self.enabled.unwrap_or(true)
     }
@@ -303,11 +343,14 @@ pub struct RetryStrategy {
     /// Retries allowed; negative: unlimited; absent or 0: none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub limit: Option<i64>,
+    /// `backoff`: the waits between retries; absent: Argo CD's defaults (5s, doubling, at most
+    /// 3m).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub backoff: Option<Backoff>,
     /// Retry with the latest revision rather than the one first attempted.
     #[serde(skip_serializing_if = "is_false")]
     pub refresh: bool,
+    /// Fields not modelled, kept for writing back.
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -318,12 +361,16 @@ pub struct RetryStrategy {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Backoff {
+    /// `duration`: the wait before the first retry (Argo CD's default: `5s`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub duration: Option<Value>,
+    /// `factor`: each wait is the previous one times this (Argo CD's default: 2).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub factor: Option<Value>,
+    /// `maxDuration`: the longest wait (Argo CD's default: `3m`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_duration: Option<Value>,
+    /// Fields not modelled, kept for writing back.
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -333,10 +380,13 @@ pub struct Backoff {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ManagedNamespaceMetadata {
+    /// Labels set on the namespace.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,
+    /// Annotations set on the namespace.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub annotations: BTreeMap<String, String>,
+    /// Fields not modelled, kept for writing back.
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -348,35 +398,44 @@ pub struct ManagedNamespaceMetadata {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ApplicationStatus {
+    /// `resources`: every resource of the Application, with its sync status and health.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub resources: Vec<ResourceStatus>,
+    /// `sync`: whether the cluster matches git, and at which revision.
     #[serde(skip_serializing_if = "is_default")]
     pub sync: SyncStatus,
+    /// `health`: the Application's health, the worst of its resources'.
     #[serde(skip_serializing_if = "is_default")]
     pub health: HealthStatus,
     /// Oldest first.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub history: Vec<HistoryEntry>,
+    /// `conditions`: errors and warnings (`ComparisonError`, `SyncError`, …).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
+    /// `reconciledAt`: when the Application was last compared.
     #[serde(
         skip_serializing_if = "Option::is_none",
         with = "crate::time::rfc3339_option"
     )]
     pub reconciled_at: Option<SystemTime>,
+    /// `operationState`: the last (or running) operation.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub operation_state: Option<OperationState>,
     /// `Kustomize`, `Helm`, `Directory`, `Plugin`.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub source_type: String,
+    /// `sourceTypes`: the `sourceType` of each source (multiple sources).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub source_types: Vec<String>,
+    /// `summary`: external URLs and container images.
     #[serde(skip_serializing_if = "is_default")]
     pub summary: Summary,
     /// plumb's own: the sync loop the controller recognised (with the `SyncLoop` condition);
     /// absent when there is none. Argo CD does not have it (and keeps it, as an unknown field).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sync_loop: Option<SyncLoop>,
+    /// Fields not modelled, kept for writing back.
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -397,7 +456,9 @@ pub struct SyncLoop {
     pub revision: String,
     /// How many syncs of it, each followed by the same fields differing, were seen.
     pub syncs: u32,
+    /// The fields that differ after each sync, one entry each.
     pub fields: Vec<SyncLoopField>,
+    /// Fields not modelled, kept for writing back.
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -406,10 +467,14 @@ pub struct SyncLoop {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct SyncLoopField {
+    /// The resource's API group (empty: core).
     pub group: String,
+    /// The resource's kind.
     pub kind: String,
+    /// The resource's namespace (empty: cluster-scoped).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub namespace: String,
+    /// The resource's name.
     pub name: String,
     /// JSON pointer into the live object.
     pub path: String,
@@ -420,6 +485,7 @@ pub struct SyncLoopField {
     pub declared_at: String,
     /// The first fix, in one sentence.
     pub fix: String,
+    /// Fields not modelled, kept for writing back.
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -540,8 +606,10 @@ pub struct SyncStatus {
     /// The revisions compared (multiple sources).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub revisions: Vec<String>,
+    /// `comparedTo`: the sources and destination the comparison used.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compared_to: Option<ComparedTo>,
+    /// Fields not modelled, kept for writing back.
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -550,14 +618,19 @@ pub struct SyncStatus {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ComparedTo {
+    /// `spec.source` as compared.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source: Option<AppSource>,
+    /// `spec.sources` as compared (multiple sources).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sources: Vec<AppSource>,
+    /// `spec.destination` as compared.
     #[serde(skip_serializing_if = "is_default")]
     pub destination: Destination,
+    /// `spec.ignoreDifferences` as compared.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub ignore_differences: Vec<IgnoreRule>,
+    /// Fields not modelled, kept for writing back.
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -569,8 +642,10 @@ pub struct HealthStatus {
     /// `Healthy`, `Progressing`, `Degraded`, `Suspended`, `Missing`, `Unknown`.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub status: String,
+    /// `message`: the health check's explanation, when it gives one.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub message: String,
+    /// Fields not modelled, kept for writing back.
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -579,28 +654,37 @@ pub struct HealthStatus {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ResourceStatus {
+    /// The API group (empty: core).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub group: String,
+    /// The API version (`v1`).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub version: String,
+    /// The kind.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub kind: String,
+    /// The namespace (empty: cluster-scoped).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub namespace: String,
+    /// The name.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub name: String,
     /// `Synced` or `OutOfSync`.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub status: String,
+    /// `health`: the resource's health; absent for a kind without a health check.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub health: Option<HealthStatus>,
     /// The resource is a hook (Argo CD writes a boolean).
     #[serde(skip_serializing_if = "is_false")]
     pub hook: bool,
+    /// `requiresPruning`: live but no longer in git; a pruning sync deletes it.
     #[serde(skip_serializing_if = "is_false")]
     pub requires_pruning: bool,
+    /// `syncWave`: the wave it syncs in (`argocd.argoproj.io/sync-wave`; absent: 0).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sync_wave: Option<i64>,
+    /// Fields not modelled, kept for writing back.
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -609,14 +693,18 @@ pub struct ResourceStatus {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Condition {
+    /// `type`: `ComparisonError`, `SyncError`, `InvalidSpecError`, …
     #[serde(rename = "type")]
     pub type_name: String,
+    /// `message`: what is wrong, in one line.
     pub message: String,
+    /// `lastTransitionTime`: when the condition was set.
     #[serde(
         skip_serializing_if = "Option::is_none",
         with = "crate::time::rfc3339_option"
     )]
     pub last_transition_time: Option<SystemTime>,
+    /// Fields not modelled, kept for writing back.
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -625,10 +713,14 @@ pub struct Condition {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Summary {
+    /// `externalURLs`: URLs the Application's resources are reached at (Ingress hosts,
+    /// `link.argocd.argoproj.io/external-link` annotations).
     #[serde(rename = "externalURLs", skip_serializing_if = "Vec::is_empty")]
     pub external_urls: Vec<String>,
+    /// `images`: the container images its resources run.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub images: Vec<String>,
+    /// Fields not modelled, kept for writing back.
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -637,15 +729,19 @@ pub struct Summary {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct InitiatedBy {
+    /// `username`: the user who started the sync (empty for an automated one).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub username: String,
+    /// `automated`: the sync was started by automated sync.
     #[serde(skip_serializing_if = "is_false")]
     pub automated: bool,
+    /// Fields not modelled, kept for writing back.
     #[serde(flatten)]
     pub extra: Extra,
 }
 
 impl InitiatedBy {
+    /// Started by the user `name`.
     pub fn user(name: impl Into<String>) -> InitiatedBy {
         InitiatedBy {
             username: name.into(),
@@ -653,6 +749,7 @@ impl InitiatedBy {
         }
     }
 
+    /// Started by automated sync.
     pub fn automated() -> InitiatedBy {
         InitiatedBy {
             automated: true,
@@ -695,6 +792,7 @@ pub struct HistoryEntry {
     /// Go writes this struct even when empty (`{}`).
     #[serde(default)]
     pub initiated_by: InitiatedBy,
+    /// Fields not modelled, kept for writing back.
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -729,14 +827,19 @@ impl HistoryEntry {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Operation {
+    /// `sync`: the sync to run (the only operation Argo CD has).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sync: Option<SyncOperation>,
+    /// `initiatedBy`: who asked for the operation.
     #[serde(skip_serializing_if = "is_default")]
     pub initiated_by: InitiatedBy,
+    /// `info`: name/value pairs given with the request (`argocd app sync --info`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub info: Vec<Info>,
+    /// `retry`: how the operation is retried when it fails.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retry: Option<RetryStrategy>,
+    /// Fields not modelled, kept for writing back.
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -745,12 +848,16 @@ pub struct Operation {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct SyncOperation {
+    /// `revision`: the revision to sync (empty: `targetRevision` as it resolves now).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub revision: String,
+    /// `revisions`: one revision per source (multiple sources).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub revisions: Vec<String>,
+    /// `prune`: delete live resources that are no longer in git.
     #[serde(skip_serializing_if = "is_false")]
     pub prune: bool,
+    /// `dryRun`: run the sync's applies as dry runs, changing nothing.
     #[serde(skip_serializing_if = "is_false")]
     pub dry_run: bool,
     /// `{apply: {force}}` or `{hook: {force}}`, kept as written.
@@ -759,16 +866,20 @@ pub struct SyncOperation {
     /// A partial sync: the resources it takes.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub resources: Vec<SyncOperationResource>,
+    /// `syncOptions`: the options this sync runs with (`ServerSideApply=true`, …).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sync_options: Vec<String>,
     /// The source to sync instead of `spec.source` (a rollback).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source: Option<AppSource>,
+    /// `sources`: the sources to sync instead of `spec.sources` (a rollback of a
+    /// multi-source Application).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sources: Vec<AppSource>,
     /// Consecutive self-heal syncs (Argo CD's `SelfHealAttemptsCount`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub auto_heal_attempts_count: Option<i64>,
+    /// Fields not modelled, kept for writing back.
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -777,12 +888,17 @@ pub struct SyncOperation {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct SyncOperationResource {
+    /// The API group (empty: core).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub group: String,
+    /// The kind.
     pub kind: String,
+    /// The name.
     pub name: String,
+    /// The namespace (empty: any namespace).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub namespace: String,
+    /// Fields not modelled, kept for writing back.
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -791,26 +907,33 @@ pub struct SyncOperationResource {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct OperationState {
+    /// `operation`: the operation as requested.
     pub operation: Operation,
     /// `Running`, `Terminating`, `Failed`, `Error`, `Succeeded`.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub phase: String,
+    /// `message`: how it went, in one line (`successfully synced (all tasks run)`, an error).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub message: String,
+    /// `syncResult`: what the sync did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sync_result: Option<SyncOperationResult>,
+    /// `startedAt`: when the operation started.
     #[serde(
         skip_serializing_if = "Option::is_none",
         with = "crate::time::rfc3339_option"
     )]
     pub started_at: Option<SystemTime>,
+    /// `finishedAt`: when it ended; absent while it runs.
     #[serde(
         skip_serializing_if = "Option::is_none",
         with = "crate::time::rfc3339_option"
     )]
     pub finished_at: Option<SystemTime>,
+    /// `retryCount`: how many times it has been retried.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retry_count: Option<i64>,
+    /// Fields not modelled, kept for writing back.
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -819,14 +942,19 @@ pub struct OperationState {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct SyncOperationResult {
+    /// `resources`: what the sync did to each resource.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub resources: Vec<ResourceResult>,
+    /// `revision`: the revision synced (single source).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub revision: String,
+    /// `revisions`: the revisions synced (multiple sources).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub revisions: Vec<String>,
+    /// `source`: the source synced.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source: Option<AppSource>,
+    /// `sources`: the sources synced (multiple sources).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sources: Vec<AppSource>,
     /// plumb's own: for a source that is a plain directory (no commit, `revision` empty), the
@@ -835,6 +963,7 @@ pub struct SyncOperationResult {
     /// unknown field).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub content_digest: String,
+    /// Fields not modelled, kept for writing back.
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -843,28 +972,37 @@ pub struct SyncOperationResult {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ResourceResult {
+    /// The API group (empty: core).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub group: String,
+    /// The API version (`v1`).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub version: String,
+    /// The kind.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub kind: String,
+    /// The namespace (empty: cluster-scoped).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub namespace: String,
+    /// The name.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub name: String,
     /// `Synced`, `SyncFailed`, `Pruned`, `PruneSkipped`.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub status: String,
+    /// `message`: what the API server or the hook said (`deployment.apps/web configured`).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub message: String,
     /// `PreSync`, `Sync`, `PostSync`, `SyncFail`, or empty for a plain resource.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub hook_type: String,
+    /// `hookPhase`: how its apply or hook went: `Running`, `Succeeded`, `Failed`, …
     #[serde(skip_serializing_if = "String::is_empty")]
     pub hook_phase: String,
+    /// `syncPhase`: the phase it ran in: `PreSync`, `Sync`, `PostSync` or `SyncFail`.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub sync_phase: String,
+    /// Fields not modelled, kept for writing back.
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -876,14 +1014,20 @@ pub struct ResourceResult {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct AppProject {
+    /// `apiVersion` (`argoproj.io/v1alpha1`).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub api_version: String,
+    /// `kind`: `AppProject`.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub kind: String,
+    /// `metadata`: the project's name (what `spec.project` names) and namespace.
     pub metadata: ObjectMeta,
+    /// `spec`: what the project's Applications may deploy, from where, to where and when.
     pub spec: AppProjectSpec,
+    /// `status` (JWT tokens by role), kept as written.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<Value>,
+    /// Top-level fields not modelled, kept for writing back.
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -902,6 +1046,7 @@ impl AppProject {
         read(v)
     }
 
+    /// The object as JSON (unknown fields included).
     pub fn to_value(&self) -> Value {
         serde_json::to_value(self).unwrap_or(Value::Null)
     }
@@ -911,34 +1056,49 @@ impl AppProject {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct AppProjectSpec {
+    /// `sourceRepos`: repository URLs Applications may take manifests from (globs; `!`
+    /// denies).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub source_repos: Vec<String>,
+    /// `destinations`: the clusters and namespaces Applications may deploy to (globs; `!`
+    /// denies).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub destinations: Vec<Destination>,
+    /// `description`: free text.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub description: String,
     /// Absent or empty: no cluster-scoped kind is permitted (Argo CD reads both alike);
     /// kept as an `Option` so an object is written back as it was read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cluster_resource_whitelist: Option<Vec<GroupKindPattern>>,
+    /// `clusterResourceBlacklist`: cluster-scoped kinds denied even when whitelisted.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub cluster_resource_blacklist: Vec<GroupKindPattern>,
     /// Absent: every namespaced kind is permitted; present and empty: none (Argo CD's rule).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub namespace_resource_whitelist: Option<Vec<GroupKindPattern>>,
+    /// `namespaceResourceBlacklist`: namespaced kinds denied even when whitelisted.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub namespace_resource_blacklist: Vec<GroupKindPattern>,
+    /// `sourceNamespaces`: namespaces other than the controller's whose Applications may use
+    /// the project (globs, or `/regex/`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub source_namespaces: Vec<String>,
+    /// `syncWindows`: when syncs are allowed or denied.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sync_windows: Vec<SyncWindow>,
+    /// `orphanedResources`: report resources in a destination namespace that no Application
+    /// tracks; absent: not monitored.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub orphaned_resources: Option<OrphanedResources>,
     /// Roles (policies, JWT tokens, groups), kept as written.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub roles: Vec<Value>,
+    /// `permitOnlyProjectScopedClusters`: Applications may deploy only to clusters whose
+    /// Secret names this project.
     #[serde(skip_serializing_if = "is_false")]
     pub permit_only_project_scoped_clusters: bool,
+    /// Fields not modelled, kept for writing back.
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -948,16 +1108,20 @@ pub struct AppProjectSpec {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct GroupKindPattern {
+    /// The API group (a glob; empty: the core group).
     pub group: String,
+    /// The kind (a glob).
     pub kind: String,
     /// Only resources of this name (a glob); empty: any name.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub name: String,
+    /// Fields not modelled, kept for writing back.
     #[serde(flatten)]
     pub extra: Extra,
 }
 
 impl GroupKindPattern {
+    /// A pattern for `group` and `kind`, any name.
     pub fn new(group: &str, kind: &str) -> GroupKindPattern {
         GroupKindPattern {
             group: group.into(),
@@ -995,19 +1159,25 @@ pub struct SyncWindow {
     /// A Go duration (`1h`).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub duration: String,
+    /// `applications`: the Applications it applies to, by name (globs).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub applications: Vec<String>,
+    /// `namespaces`: the destination namespaces it applies to (globs).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub namespaces: Vec<String>,
+    /// `clusters`: the destination clusters it applies to, by name or server (globs).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub clusters: Vec<String>,
+    /// `manualSync`: a manual sync may run while the window blocks syncs.
     #[serde(skip_serializing_if = "is_false")]
     pub manual_sync: bool,
+    /// `timeZone`: the IANA time zone `schedule` is read in (default: UTC).
     #[serde(rename = "timeZone", skip_serializing_if = "String::is_empty")]
     pub time_zone: String,
     /// Every matcher given must match (default: any).
     #[serde(skip_serializing_if = "is_false")]
     pub and_operator: bool,
+    /// Fields not modelled, kept for writing back.
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -1016,10 +1186,13 @@ pub struct SyncWindow {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct OrphanedResources {
+    /// `warn`: give Applications the `OrphanedResourceWarning` condition; absent: yes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub warn: Option<bool>,
+    /// `ignore`: resources never reported as orphaned.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub ignore: Vec<GroupKindPattern>,
+    /// Fields not modelled, kept for writing back.
     #[serde(flatten)]
     pub extra: Extra,
 }
