@@ -16,6 +16,10 @@
 //! - HTTPS always; plain HTTP only when the repository Secret says `insecure: "true"` (then
 //!   HTTPS is tried first without verifying the certificate, as Docker treats an insecure
 //!   registry).
+//!
+//! A constraint's tags list is remembered like an index, for the cache's interval. The chart
+//! layer is installed with the same unpacking as an HTTP repository's chart. Each request
+//! answers at most one `WWW-Authenticate` challenge (`Registry::get`).
 
 use super::{
     CachedChart, ChartCache, ChartError, Client, Index, IndexEntry, MAX_ARCHIVE_BYTES,
