@@ -77,7 +77,7 @@ pub enum AppFrom<'a> {
 }
 
 /// Renders the sources the options and the Application describe (the pipeline's
-/// [`locate`](plumb_render::fetch::locate) → [`fetch`](plumb_render::fetch::fetch) →
+/// [`plumb_render::fetch::locate`] → [`plumb_render::fetch::fetch`] →
 /// [`render_fetched`](plumb_render::render::render_fetched), as the controller runs them):
 /// one per source of the Application, or the one the options name. With a cluster at hand
 /// (`--cluster`), charts are rendered with its version and API versions (`helm template

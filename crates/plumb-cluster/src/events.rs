@@ -21,7 +21,7 @@
 //!
 //! [`EventWriter::write`] does one write at once and returns what it did (tests of the
 //! deduplication use it directly); `plumb-cluster`'s `tests/events.rs` runs it on the test
-//! bed. With the `memory` feature, [`crate::memory::CollectedEvents`] is a sink that keeps
+//! bed. With the `memory` feature, `memory::CollectedEvents` is a sink that keeps
 //! the events for unit tests.
 
 use crate::Cluster;

@@ -23,7 +23,7 @@
 //! ```
 //!
 //! [`ClusterApi`] is the trait of the requests a sync makes; [`Cluster`] implements it, and
-//! so does [`memory::MemoryCluster`] (feature `memory`), an API server in memory for unit
+//! so does `memory::MemoryCluster` (feature `memory`), an API server in memory for unit
 //! tests of plumb-sync's runner.
 //!
 //! Concurrency: requests of one call run concurrently on the calling task

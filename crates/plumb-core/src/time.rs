@@ -111,7 +111,7 @@ fn go_rfc3339_fields(text: &str) -> Option<Fields> {
 }
 
 /// Parses a timestamp as Go's `time.Parse(time.RFC3339, …)` does (so as `metav1.Time`
-/// reads it; see [`Fields`]): `2026-09-22T19:57:06Z`, `…06.5+02:00`, `…06,5Z`, `…T1:57:06Z`.
+/// reads it; see `Fields`): `2026-09-22T19:57:06Z`, `…06.5+02:00`, `…06,5Z`, `…T1:57:06Z`.
 /// Dates and times out of range (`2026-02-30`, `24:00:00`, `23:59:60`) are errors, as are
 /// times outside `jiff`'s range (years -9999 to 9999, less a day at either end).
 pub fn parse_rfc3339(text: &str) -> Result<SystemTime, TimeError> {

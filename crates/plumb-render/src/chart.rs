@@ -1,5 +1,5 @@
 //! Helm charts from HTTP(S) chart repositories (`spec.source.chart` + `repoURL` with an
-//! `index.yaml`), as Argo CD's repo server reads them (OCI registries: [`oci`], through the
+//! `index.yaml`), as Argo CD's repo server reads them (OCI registries: `chart/oci.rs`, through the
 //! same [`ChartCache::get`]):
 //!
 //! - `targetRevision` is an exact version or a Helm (Masterminds) constraint — `1.2.*`,

@@ -520,7 +520,7 @@ pub fn error_retry(n: u32, max: Duration) -> Duration {
 }
 
 /// `base` plus a random part below a tenth of it, which `draw` picks given that limit (the
-/// controller's is [`random_below`]): apps that failed together are retried over a window
+/// controller's is `random_below`): apps that failed together are retried over a window
 /// instead of at one instant. The random part is capped at the tenth, whatever `draw` returns.
 pub fn spread(base: Duration, draw: impl FnOnce(Duration) -> Duration) -> Duration {
     let tenth = base / 10;

@@ -2,12 +2,12 @@
 //!
 //! [`refresh_app`] renders an Application's source, lists live objects, compares them
 //! (client-side, as `plumb diff --cluster` does) and writes the Application's status.
-//! [`sync_app`] does the same, then executes the [`plan`](crate::plan::plan) batch by
+//! [`sync_app`] does the same, then executes the [`plan`] batch by
 //! batch (server-side apply with field manager `plumb` and forced conflicts, `Replace=true`
 //! as PUT, prune as DELETE with the prune propagation policy, `CreateNamespace=true`),
 //! compares again and writes `status.operationState`, the history entry, sync status and
 //! health. [`reconcile_once`] is one controller pass over one Application: refresh, then the
-//! automated-sync decision ([`automated_decision`](crate::auto::automated_decision)) and,
+//! automated-sync decision ([`crate::auto::automated_decision`]) and,
 //! when it says so, a sync.
 //!
 //! Everything the automated decision needs is read back from the Application's status
@@ -165,7 +165,7 @@ pub struct RunOptions {
     /// namespace: the controller's). `None`: each Application's own namespace (see
     /// [`tenancy`]).
     pub control_namespace: Option<String>,
-    /// Connections to destination clusters other than home (see [`route`]); `None`: an app
+    /// Connections to destination clusters other than home (see `route.rs`); `None`: an app
     /// aimed at another cluster is refused.
     pub destinations: Option<DestinationsHandle>,
     /// Where the Kubernetes Events on Applications go (see [`events`]): the controller's

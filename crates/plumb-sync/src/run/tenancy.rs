@@ -9,7 +9,7 @@
 //! the project does not permit) is written to the Application as an `InvalidSpecError`
 //! condition with sync status `Unknown`, and nothing is rendered or applied.
 //!
-//! The destination may be another cluster: connecting to it is [`super::route`]'s.
+//! The destination may be another cluster: connecting to it is `run/route.rs`'s.
 //!
 //! The control namespace is [`RunOptions::control_namespace`]; without one, the
 //! Application's own namespace (the single-namespace use of `plumb app` with the user's own
