@@ -1,9 +1,9 @@
 //! Where desired state comes from: `--repo/--revision/--path`, an Application's
 //! `spec.source`, shared by `plumb render`, `plumb diff`, `plumb doctor` and `plumb app diff`.
 //!
-//! [`render_sources_on`] runs the pipeline's first steps for a command (Application → sources
-//! → located → fetched → rendered, `plumb_render::fetch` and `plumb_render::render`); a remote
-//! `repoURL` goes through the repository cache. `diff --cluster` then prepares desired with the
+//! [`render_sources_on`] runs the pipeline's first steps for a command (Application →
+//! sources → located → fetched → rendered: `plumb_render::fetch`, `plumb_render::render`);
+//! a remote `repoURL` goes through the repository cache. `diff --cluster` then prepares desired with the
 //! cluster's discovery.
 
 use anyhow::{Result, anyhow, bail};
