@@ -3,8 +3,8 @@
 //!
 //! [`render_sources_on`] runs the pipeline's first steps for a command (Application →
 //! sources → located → fetched → rendered: `plumb_render::fetch`, `plumb_render::render`);
-//! a remote `repoURL` goes through the repository cache. `diff --cluster` then prepares desired with the
-//! cluster's discovery.
+//! a remote `repoURL` goes through the repository cache. `diff --cluster` then prepares
+//! desired with the cluster's discovery.
 
 use anyhow::{Result, anyhow, bail};
 use plumb_core::argo::{AppSource, Application};
