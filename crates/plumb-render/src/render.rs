@@ -30,10 +30,11 @@
 //!   `--kube-version`/`--api-versions` from the source's helm fields, else from
 //!   [`RenderOptions::with_cluster`] (the cluster's version and API versions: `render`, `diff`
 //!   and `doctor --cluster`, and the runner from its `ClusterApi`).
-//! - **Multiple sources** (`spec.sources`, listed before `spec.source`, as Argo CD): the CLI and
-//!   the runner fetch every source first, then render each that is not `ref`-only
-//!   ([`is_ref_only`]) with [`render_fetched_with`]: `$NAME/path` value files are read from
-//!   `refs[NAME]` (the `ref:` source's `SourceFs`) and written beside the chart.
+//! - **Multiple sources** (`spec.sources`, else `spec.source`, as Argo CD; plumb-core's
+//!   `Application::sources`): the CLI and the runner fetch every source first, then render
+//!   each that is not `ref`-only ([`is_ref_only`]) with [`render_fetched_with`]: `$NAME/path`
+//!   value files are read from `refs[NAME]` (the `ref:` source's `SourceFs`) and written
+//!   beside the chart.
 
 use crate::kustomize::{self, KustomizeError};
 use crate::source::{EntryKind, SourceFs, join};
