@@ -1,8 +1,8 @@
 //! [`ClusterApi`]: the requests a sync makes, as a trait, so that the runner of
 //! `plumb-sync` talks to "a cluster" rather than to [`Cluster`] itself.
 //! [`Cluster`] implements it by delegating to its inherent methods (same requests,
-//! same errors); with the `memory` feature, [`crate::memory::MemoryCluster`]
-//! implements it in memory for unit tests of the runner's logic.
+//! same errors); with the `memory` feature, `memory::MemoryCluster` implements it in
+//! memory for unit tests of the runner's logic.
 //!
 //! The methods return boxed futures (`futures`' [`BoxFuture`], `Send`), so the
 //! trait is object safe: the runner takes `&dyn ClusterApi` and is compiled once,

@@ -1096,7 +1096,7 @@ pub(super) async fn execute(
         .map(|(outcome, _)| outcome)
 }
 
-/// [`execute`], and the app as compared after the sync.
+/// [`execute()`], and the app as compared after the sync.
 pub(super) async fn execute_observed(
     cluster: &dyn ClusterApi,
     app_obj: &Value,
