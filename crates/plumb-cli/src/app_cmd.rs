@@ -1,5 +1,10 @@
 //! `plumb app …`: plumb's Applications (`applications.plumb.dev`) in a cluster, printed in
 //! the shapes `argocd app get` and `argocd app history` print.
+//!
+//! `app get --orphaned` lists the destination namespace's orphaned resources (through
+//! `ClusterApi::namespace_objects` and `plumb_sync::orphans::find`). `app sync` and
+//! `app rollback` keep the run's Events in [`CliEvents`] and write them, awaited, when the
+//! operation ends. `app delete --wait` loops on `plumb_sync::run::finalize_deletion`.
 
 use crate::EXIT_IN_SYNC;
 use crate::cluster_args::{ClusterArgs, Connected, connect};

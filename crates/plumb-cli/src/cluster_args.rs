@@ -1,5 +1,12 @@
 //! Live state from a cluster: `--cluster`, `--context`, `--kubeconfig`, and the tokio
 //! runtime the (async) cluster crate runs on. The rest of the CLI stays synchronous.
+//!
+//! [`connect_destination`] (for `diff --app`, `snapshot --app` and `doctor --cluster`) resolves
+//! the Application's destination with the runner's own resolution
+//! (`plumb_sync::run::tenancy::destination_cluster`) and connects with
+//! `Cluster::connect_destination`; the in-cluster destination is the kubeconfig's cluster, and
+//! an explicit `--context` skips the resolution. `tests/destination_auth.rs` shows both, and a
+//! cluster Secret whose only credential is a real exec plugin.
 
 use anyhow::{Result, anyhow};
 use plumb_cluster::{Cluster, ConnectOptions};

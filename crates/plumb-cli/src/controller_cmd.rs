@@ -3,6 +3,9 @@
 //! seconds) and a jittered refresh interval ([`plumb_sync::controller`]). Replicas elect a
 //! leader with a `coordination.k8s.io` Lease, so two are safe: only the holder reconciles,
 //! and a leader that loses its Lease exits. Logs are JSON lines on stderr.
+//!
+//! `--application-namespaces` widens the namespaces served beyond the control namespace
+//! ([`plumb_sync::scope`]).
 
 use crate::EXIT_IN_SYNC;
 use crate::cluster_args::{ClusterArgs, Connected, connect};

@@ -1,5 +1,9 @@
 //! `plumb health`: the health of objects in files, as sync waves and app health judge it
 //! (user Lua scripts, built-in checks, the generic status-conditions check).
+//!
+//! [`HealthScriptArgs`] (`--settings-configmap` / `--resource-customizations`) is shared with
+//! the controller and `app sync`, which install the checker the same way; the directory is read
+//! before connecting.
 
 use crate::EXIT_IN_SYNC;
 use anyhow::{Result, anyhow};

@@ -1,5 +1,16 @@
 //! `plumb`: a GitOps engine and drift doctor for Kubernetes. This binary is thin:
-//! argument parsing, reading inputs, printing; the work is in the library crates.
+//! argument parsing, reading inputs, printing; the work is in the library crates. `anyhow`
+//! lives here only; a tokio runtime exists only around cluster calls (`cluster_args`).
+//!
+//! Commands, one file each: `diff`, `render`, `snapshot`, `doctor` (with `--preflight` and
+//! `--fix`), `blame`, `health`, `app get|history|list|sync|wait|diff|rollback|terminate-op|delete`
+//! (`app_cmd`), `controller` (`controller_cmd`, its HTTP endpoint `serve`). Shared option
+//! groups: `source_args` (where desired state comes from) and `cluster_args` (where live state
+//! comes from). Exit codes: 0 in sync, 1 differences or findings, 2 error; an error prints as
+//! one `error:` line (plus `hint:` lines) on stderr.
+//!
+//! End-to-end tests share `tests/common/mod.rs` and, for the test-bed tests that run the
+//! controller or `plumb app`, `tests/common/testbed.rs`.
 
 mod app_cmd;
 mod blame_cmd;

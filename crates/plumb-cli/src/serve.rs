@@ -12,7 +12,11 @@
 //! Routes are an `axum` router served by hyper's HTTP/1.1 connection, one request per
 //! connection: at most [`MAX_CONNECTIONS`] at once, each given [`IO_TIMEOUT`] to send its
 //! request and read the answer, request heads up to 16 KiB, webhook bodies up to
-//! `--webhook-max-payload-bytes` (413 beyond, before any of it is read into memory).
+//! `--webhook-max-payload-bytes` (axum's `DefaultBodyLimit`: 413 beyond, before any of it is
+//! read into memory). A connection ends with a lingering close, so that the sender of a
+//! refused body reads its 413. Metrics are fed by the controller's events. The webhook's
+//! [`plumb_sync::controller::PushRefresher`] is the leader's, attached once this replica
+//! leads: 503 before.
 
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, State};

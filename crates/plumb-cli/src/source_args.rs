@@ -1,5 +1,10 @@
 //! Where desired state comes from: `--repo/--revision/--path`, an Application's
 //! `spec.source`, shared by `plumb render`, `plumb diff`, `plumb doctor` and `plumb app diff`.
+//!
+//! [`render_sources_on`] runs the pipeline's first steps for a command (Application →
+//! sources → located → fetched → rendered: `plumb_render::fetch`, `plumb_render::render`);
+//! a remote `repoURL` goes through the repository cache. `diff --cluster` then prepares
+//! desired with the cluster's discovery.
 
 use anyhow::{Result, anyhow, bail};
 use plumb_core::argo::{AppSource, Application};
@@ -72,7 +77,7 @@ pub enum AppFrom<'a> {
 }
 
 /// Renders the sources the options and the Application describe (the pipeline's
-/// [`locate`](plumb_render::fetch::locate) → [`fetch`](plumb_render::fetch::fetch) →
+/// [`plumb_render::fetch::locate`] → [`plumb_render::fetch::fetch`] →
 /// [`render_fetched`](plumb_render::render::render_fetched), as the controller runs them):
 /// one per source of the Application, or the one the options name. With a cluster at hand
 /// (`--cluster`), charts are rendered with its version and API versions (`helm template

@@ -1,12 +1,18 @@
 //! [`ClusterApi`]: the requests a sync makes, as a trait, so that the runner of
 //! `plumb-sync` talks to "a cluster" rather than to [`Cluster`] itself.
 //! [`Cluster`] implements it by delegating to its inherent methods (same requests,
-//! same errors); with the `memory` feature, [`crate::memory::MemoryCluster`]
-//! implements it in memory for unit tests of the runner's logic.
+//! same errors); with the `memory` feature, `memory::MemoryCluster` implements it in
+//! memory for unit tests of the runner's logic.
 //!
 //! The methods return boxed futures (`futures`' [`BoxFuture`], `Send`), so the
 //! trait is object safe: the runner takes `&dyn ClusterApi` and is compiled once,
 //! and a `&Cluster` coerces to it at every call site.
+//!
+//! The requests: discovery (`api_resources`, `resource_for`, `scopes`), `live_for`, get,
+//! create, replace, merge patch, delete, apply and dry-run apply, `ensure_namespace`,
+//! `list_labelled` (one kind in one namespace by label: cluster Secrets), `namespace_objects`
+//! (every namespaced kind in one namespace: orphaned resources without a watch cache), and
+//! plumb's Applications and their status.
 
 use crate::Cluster;
 use crate::discovery::{ApiResources, ResourceInfo};

@@ -1,5 +1,8 @@
 //! Server-side apply, for real or as a dry run (what the server *would* store:
 //! defaults, admission mutations and `managedFields` included).
+//!
+//! One request per object, run concurrently; `fieldValidation=Ignore` when asked (the
+//! `Validate=false` sync option).
 
 use crate::discovery::ResourceInfo;
 use crate::error::{ClusterError, Result};

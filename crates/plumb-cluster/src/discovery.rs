@@ -3,6 +3,9 @@
 //! Built from aggregated discovery (`/api` and `/apis` with the
 //! `apidiscovery.k8s.io/v2` media type: two requests, CRDs included), falling
 //! back to the per-group documents on servers without it.
+//!
+//! It also gives the pipeline its scopes ([`crate::ClusterApi::scopes`]: which kinds are
+//! cluster-scoped, for plumb-diff's `DiscoveredScopes`).
 
 use kube::discovery::{ApiGroup, Scope};
 use plumb_core::GroupKind;

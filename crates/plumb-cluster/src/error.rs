@@ -3,6 +3,10 @@
 //! Errors from the Kubernetes client are translated here, with the context of
 //! the request that failed (verb, resource, namespace), so callers never see a
 //! `kube::Error` and never have to parse a server `Status` themselves.
+//!
+//! A credential plugin's failure (`execProviderConfig`, a kubeconfig's `exec`) is said as its
+//! exit status only (`credential_plugin_failure`): kube's own message carries the command with
+//! its environment and the plugin's output, any of which may hold a credential.
 
 use std::error::Error as _;
 

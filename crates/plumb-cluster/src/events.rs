@@ -2,10 +2,11 @@
 //! `EventRecorder` does.
 //!
 //! - [`EventSink`] is what callers see: `record(app, type, reason, message)`, which never
-//!   blocks and never fails. [`Recorder`] queues the event (a bounded queue; when it is full
-//!   the event is dropped, as client-go's broadcaster drops) and one background task writes
-//!   it; a failed write is logged to stderr at most once a minute and otherwise ignored, so
-//!   an Event can never hold up or fail a reconcile.
+//!   blocks and never fails. [`Recorder`] (the controller's) queues the event (a bounded
+//!   queue of [`QUEUE`] events; when it is full the event is dropped, as client-go's
+//!   broadcaster drops) and one background task writes it; a failed write is logged to
+//!   stderr at most once a minute and otherwise ignored, so an Event can never hold up or
+//!   fail a reconcile.
 //! - Deduplication (client-go's `EventLogger`): the same object, type, reason and message
 //!   again within the cache's memory is not a new Event but a merge PATCH of the existing
 //!   one: `count + 1` and `lastTimestamp` now. A PATCH answered 404 (the Event expired or
@@ -20,7 +21,7 @@
 //!
 //! [`EventWriter::write`] does one write at once and returns what it did (tests of the
 //! deduplication use it directly); `plumb-cluster`'s `tests/events.rs` runs it on the test
-//! bed. With the `memory` feature, [`crate::memory::CollectedEvents`] is a sink that keeps
+//! bed. With the `memory` feature, `memory::CollectedEvents` is a sink that keeps
 //! the events for unit tests.
 
 use crate::Cluster;

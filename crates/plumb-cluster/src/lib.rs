@@ -1,6 +1,9 @@
 //! plumb's view of a live cluster: connect as kubectl does, discover what the
 //! server serves, LIST live objects, predict what a server-side apply would
-//! produce (`dryRun=All`), and snapshot what a diff needs into YAML files.
+//! produce (`dryRun=All`), and snapshot what a diff needs into YAML files. Also the writes a
+//! sync needs, the watch-fed [`LiveCache`] the controller reads, and Kubernetes [`events`].
+//!
+//! **The only crate that talks to an API server** (kube-rs, async).
 //!
 //! Objects are `serde_json::Value`s, as everywhere in plumb. Every request
 //! this crate makes is plain JSON over the Kubernetes REST API (through
@@ -20,12 +23,29 @@
 //! ```
 //!
 //! [`ClusterApi`] is the trait of the requests a sync makes; [`Cluster`] implements it, and
-//! so does [`memory::MemoryCluster`] (feature `memory`), an API server in memory for unit
+//! so does `memory::MemoryCluster` (feature `memory`), an API server in memory for unit
 //! tests of plumb-sync's runner.
 //!
 //! Concurrency: requests of one call run concurrently on the calling task
 //! (bounded: [`LIST_CONCURRENCY`] LISTs, [`APPLY_CONCURRENCY`] applies in
 //! flight); results keep the order of the input.
+//!
+//! Retries, in one place — the client's tower stack: every request the server turns away for
+//! now (429, 503, 504) is retried at most [`RETRY_ATTEMPTS`] times, with exponential backoff
+//! and jitter from [`RETRY_MIN_DELAY`] to [`RETRY_MAX_DELAY`], never sooner than the
+//! response's `Retry-After`, which is capped at [`plumb_core::limits::MAX_RETRY_AFTER_SECS`]
+//! (`CappedRetryAfter` wraps kube's `RetryPolicy`, whose own default is 15 retries up to
+//! 1000 s apart). A 409 Conflict is not retried here: a request pinned to a
+//! `resourceVersion` must be rebuilt from a fresh read, which plumb-sync's
+//! read-modify-write loops do (client-side apply, migration, status writes).
+//!
+//! Tests run on the test bed (`testbed/`): `tests/throttle.rs` puts a TLS proxy answering
+//! 429 in front of it (`tests/support/proxy.rs`; `Retry-After: 3600` is capped); the proxy
+//! can also let another writer in just before a request (plumb-sync's `tests/conflict.rs`
+//! gets a real 409 on a client-side apply) or answer a WATCH with a `410 Gone` ERROR event
+//! after a change (`tests/watch.rs` shows the re-LIST has it); `tests/webhook.rs` serves a
+//! real HTTPS mutating webhook (`tests/support/webhook.rs`); `tests/events.rs` shows the
+//! Events' deduplication.
 
 mod api;
 mod apply;

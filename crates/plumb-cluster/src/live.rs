@@ -1,4 +1,9 @@
 //! Reading live objects: one LIST per kind (and namespace), concurrently.
+//!
+//! Every LIST is read in pages of [`crate::LIST_PAGE_SIZE`] (500). [`crate::Cluster::live_for`]
+//! and the watch cache's [`crate::LiveCache::live_for`] share one selection of what a compare
+//! sees (`LivePlan`, also used by the in-memory cluster): `add_all` is the one loop over the
+//! desired kinds, each caller passing how it resolves a kind.
 
 use crate::discovery::ResourceInfo;
 use crate::error::{ClusterError, Result};

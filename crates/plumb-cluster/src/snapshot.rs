@@ -1,5 +1,8 @@
 //! Snapshots: the live state a diff needs, written as YAML files, so that
 //! `plumb diff` can run later (or elsewhere) without the cluster.
+//!
+//! Secret values are emptied (keys kept, the last-applied copy too) before anything is
+//! written: a snapshot never holds one.
 
 use crate::Cluster;
 use crate::discovery::{ApiResources, ResourceInfo};

@@ -1,5 +1,9 @@
 //! The parts of Argo CD's `Application` and `argocd-cm` settings that decide how
 //! objects are compared: ignore rules, known types, compare options, tracking.
+//!
+//! [`Application`] here is the comparison view, built from the typed [`model::Application`]
+//! ([`Application::from_model`]); [`tracking_id`] and [`is_tracked_by`] are Argo CD's tracking
+//! rules (annotation `argocd.argoproj.io/tracking-id` or the instance label).
 
 pub mod model;
 

@@ -1,5 +1,8 @@
 //! Go durations, as `time.ParseDuration` reads them (`5s`, `3m`, `1h2m3s`, `500ms`, `1.5h`),
 //! and as Argo CD reads `syncPolicy.retry.backoff` durations (a bare integer is seconds).
+//!
+//! Also Go's `Duration.String()` (`90s` → `1m30s`) and the canonical form of `metav1.Duration`
+//! fields that plumb-diff's known-type canonicalisation writes.
 
 use std::fmt;
 use std::time::Duration;

@@ -4,10 +4,10 @@
 //!   character is literal. Argo CD matches `ignoreDifferences` and `resource.customizations`
 //!   group/kind patterns this way, and admission policies (Kyverno, Gatekeeper) match names,
 //!   kinds and namespaces the same way. An empty pattern matches only the empty string.
-//! - [`path_match`]: `spec.source.directory.include`/`exclude`: `*` and `?` as above (a `*`
-//!   crosses `/`, as Argo CD compiles these globs without separators), `[abc]`, `[a-z]`,
-//!   `[!x]`/`[^x]` classes and `{a,b}` alternatives (nested too). An unclosed `[` or `{` is
-//!   literal.
+//! - [`PathGlob`] / [`path_match`]: `spec.source.directory.include`/`exclude`: `*` and `?`
+//!   as above (a `*` crosses `/`, as Argo CD compiles these globs without separators),
+//!   `[abc]`, `[a-z]`, `[!x]`/`[^x]` classes and `{a,b}` alternatives (nested too). An
+//!   unclosed `[` or `{` is literal.
 //!
 //! `?` matches one byte: Kubernetes names, kinds and groups are ASCII, and paths were
 //! matched by bytes before.

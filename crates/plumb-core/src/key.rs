@@ -1,3 +1,6 @@
+//! Keys: how desired and live objects pair up. A [`ResourceKey`] is group, kind, namespace and
+//! name — no version, as Argo CD pairs objects.
+
 use serde_json::Value;
 use std::fmt;
 

@@ -17,8 +17,10 @@
 //! - [`origin`]: source locations (file:line) of rendered values, and
 //!   [`origin::ELEMENT_KEYS`], the keys that identify a list element;
 //! - [`limits`]: every limit on input (file size, name length, YAML aliases, jq), in one place;
+//! - [`project`]: an `AppProject`'s policy, decided as Argo CD decides it; [`clusters`]:
+//!   destination clusters from Argo CD's cluster Secrets;
 //! - shared utilities, once: [`time`] (RFC 3339 via `jiff`), [`duration`] (Go durations),
-//!   [`glob`] (Argo CD's globs via `globset`).
+//!   [`glob`] (Argo CD's globs via `globset`), [`parallel`] (the fan-out over cores).
 //!
 //! No I/O, no async, no Kubernetes client.
 //!

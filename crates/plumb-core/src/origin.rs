@@ -1,6 +1,10 @@
 //! Source locations: for every scalar of a rendered object, the file, line and column
 //! in git that set its value. This is what lets plumb say *which line* of which file
 //! declares a field that something in the cluster keeps rewriting.
+//!
+//! An [`Origin`] is file, line and column. [`Declared::locate`] translates a pointer into a
+//! live object into the pointer desired declares, matching list elements by identity rather
+//! than index ([`ELEMENT_KEYS`], which the doctor's "identity field" test uses too).
 
 use serde_json::Value;
 use std::collections::BTreeMap;

@@ -1,4 +1,7 @@
 //! Order-preserving data parallelism over a slice with scoped std threads.
+//!
+//! [`map`] and [`map_owned`] are the one fan-out over cores in plumb: loading files and
+//! comparing objects share them (no thread pool, no async).
 
 /// Maps `f` over `items` on up to `available_parallelism` threads, keeping order.
 pub fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {

@@ -1,5 +1,8 @@
 //! RFC 6901 JSON pointers, as Argo CD's `ignoreDifferences.jsonPointers` use them
 //! (through an RFC 6902 `remove` operation, where a missing path is not an error).
+//!
+//! [`escape_token`] / [`unescape_token`] are the one place pointer tokens (`~0`, `~1`) are
+//! spelled; every crate builds and splits pointers through them.
 
 use serde_json::Value;
 use std::borrow::Cow;

@@ -1,5 +1,9 @@
 //! Helpers over `serde_json::Value` that reproduce how Go's `encoding/json`
 //! treats Kubernetes objects.
+//!
+//! Objects are `serde_json::Value` throughout plumb. Maps are sorted (serde_json's default
+//! `BTreeMap`), which is exactly Go's `encoding/json` ordering that Argo CD's byte comparison
+//! relies on; numbers are folded as a Go round trip folds them (`2.0` → `2`) when they are read.
 
 use serde_json::{Map, Number, Value};
 

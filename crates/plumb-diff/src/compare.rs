@@ -1,6 +1,11 @@
 //! Comparing a whole application: pair desired with live objects, default namespaces,
 //! inject tracking, find extra (prune-needed) objects, diff each pair and mask Secrets.
 //! This is what `plumb diff` prints and what sync and doctor build on.
+//!
+//! [`compare_prepared`] is the pipeline's last step: prepared desired objects
+//! ([`crate::desired::prepare`]) against live. [`compare`] prepares offline first (the
+//! built-in schema's scopes). **Nothing leaves here with a Secret value unmasked**: masking
+//! ([`crate::mask`]) runs before anything is returned.
 
 use crate::desired::{
     BuiltinScopes, PrepareError, Prepared, PreparedObject, prepare, set_meta_entry,

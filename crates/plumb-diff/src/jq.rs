@@ -3,7 +3,8 @@
 //!
 //! Argo CD pastes every user expression `EXPR` into the program `del(EXPR)`,
 //! runs it on the object with a timeout (1 s by default) and demands exactly
-//! one output. [`JqDelete`] does the same, with these deliberate refinements:
+//! one output. [`JqDelete`] does the same (compiled once, run per object), with
+//! these deliberate refinements:
 //!
 //! * `del(f)` has jq's meaning, `delpaths([path(f)])`, with jq's `delpaths`
 //!   (paths sorted, de-duplicated and deleted from the last to the first), so
@@ -16,7 +17,8 @@
 //!   `def`s) and every output of `range` first passes through a native
 //!   "tick" that checks the deadline and the stack depth. An unbounded jq
 //!   computation needs recursion or `range`, so it is stopped at the first
-//!   tick after the deadline (or when it nests too deep for the stack).
+//!   tick after the deadline (or when it nests too deep for the stack), and a
+//!   runaway expression leaves nothing running.
 //! * Numbers keep their kind: integers stay integers (also beyond `i64`/`u64`
 //!   with serde_json's `arbitrary_precision`) and floats round-trip bit for
 //!   bit.

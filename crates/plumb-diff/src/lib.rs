@@ -11,7 +11,14 @@
 //! 4. API defaults on both sides for built-in kinds ([`defaults`]);
 //! 5. `modified` = the two sides differ.
 //!
-//! Pure and synchronous: no I/O, no clock (jq timeouts aside).
+//! Around it: [`desired`] prepares rendered objects (the pipeline's step 5) and [`compare`]
+//! compares a whole app (step 6); [`apply`] and [`respect`] compute what a sync sends;
+//! [`server_side`] is Argo CD's server-side diff; [`mask`] hides Secret values; [`fields`]
+//! lists the differing leaves; `text` prints Argo CD's YAML and diff output.
+//!
+//! **Invariants:** pure and synchronous — no I/O, no clock (jq timeouts aside); nothing
+//! leaves [`compare`] with a Secret value unmasked; a field only live has never makes a
+//! difference.
 //!
 //! ```
 //! use plumb_diff::{diff, DiffConfig};

@@ -9,9 +9,11 @@
 //!
 //! Built-in kinds use strategic merge semantics: lists with `patchStrategy: merge` merge
 //! element-wise by their merge key (primitive lists as sets) and keep live-only elements,
-//! in the order `$setElementOrder` gives; other lists are atomic. Custom resources use
+//! in the order `$setElementOrder` gives (also when only the order differs; duplicate keys
+//! stay next to each other), with `$retainKeys`; other lists are atomic. Custom resources use
 //! JSON merge semantics: lists are atomic and are compared against live stripped of the
-//! keys last-applied does not have (`RemoveMapFields`).
+//! keys last-applied does not have (`RemoveMapFields`). Without last-applied, desired's
+//! `null`s delete nothing in a custom resource; a built-in's do.
 
 use plumb_core::schema::{FieldDef, Schema, TypeDef};
 use plumb_core::value::json_eq;

@@ -8,6 +8,9 @@
 //! field, a wrong type, an invalid quantity) the whole object is left as it was —
 //! faithfully reproduced here, because it explains real OutOfSync reports
 //! (argo-cd #16400).
+//!
+//! A `null` on a field without `omitempty` stays as Go writes the zero value (`null` for slices,
+//! maps and pointers).
 
 use plumb_core::quantity::Quantity;
 use plumb_core::schema::{FieldDef, FieldType, Schema, TypeDef};

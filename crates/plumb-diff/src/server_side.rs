@@ -3,6 +3,9 @@
 //! default every value plumb's field manager does not own reverts to its live value —
 //! a mutating webhook's rewrite is then not a difference. With
 //! `IncludeMutationWebhook=true` the dry-run result is kept whole.
+//!
+//! The dry run itself is a callback the caller supplies
+//! ([`crate::compare::ServerSide`]), so this crate stays free of I/O.
 
 use crate::{DiffConfig, DiffError, DiffResult, ignore, key_of, prepare};
 use plumb_core::fieldpath::{FieldSet, PathElement};

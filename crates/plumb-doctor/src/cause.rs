@@ -1,7 +1,9 @@
 //! The kinds of writer the doctor tells apart, and everything the rest of plumb decides by
-//! the kind: one table ([`CauseType::info`]). Adding a cause is one variant and one row here,
-//! plus the check that proposes it (`checks/`) and its fixture; the fixes, the preflight, the
-//! `--fix` and the renderings read the row.
+//! the kind: one table ([`CauseType::info`]) — admission or controller, relevant to the
+//! preflight, fixable in git by `--fix`, its remedy and so the fixes' order, its name in every
+//! rendering. Adding a cause is one variant and one row here, plus the check that proposes it
+//! (`checks/`) and its fixture; the fixes, the CLI's `--preflight` and `--fix`, the
+//! renderings and the README read the row.
 
 use serde::{Serialize, Serializer};
 

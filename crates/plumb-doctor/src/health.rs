@@ -7,6 +7,9 @@
 //! cluster is `Missing`; a live object is judged once (`source` says which check decided, and
 //! `none` means no check applies: it counts as Healthy and stays out of the app's health). A
 //! Secret is judged with its data masked, so no script can echo a value into a message.
+//!
+//! Through the installed checker, the CLI's `--resource-customizations` / `--settings-configmap`
+//! apply here too. `Report.health` is `None` for a preflight.
 
 use crate::report::ResourceRef;
 use plumb_core::ResourceKey;

@@ -3,7 +3,8 @@
 //! and the fix, in the order of the "OutOfSync right after sync" runbook: stop declaring the
 //! field, ignore it narrowly, server-side diff; sync for real drift.
 //!
-//! Pure: no I/O, no clock (`now` is an input). The CLI gathers the [`Inputs`] (the
+//! **Invariants:** pure — no I/O, no clock (`now` is an input); findings are data, not
+//! errors; Secret values only ever appear masked. The CLI gathers the [`Inputs`] (the
 //! Application, plumb-diff's comparison, live objects with `managedFields`, the admission and
 //! autoscaling objects of the cluster, the kustomizations) and prints a [`Report`].
 //!
@@ -11,7 +12,10 @@
 //! proposes candidates with a score and the best becomes the finding's cause. What follows
 //! from a cause's kind (admission or not, the fixes' order, the preflight, `--fix`) is one
 //! table, [`cause::CauseType::info`]. [`apply::plan`] turns a report into the file edits of
-//! `plumb doctor --fix`, from file contents the caller reads.
+//! `plumb doctor --fix`, from file contents the caller reads. The verdict comes from the
+//! Application's status (`status.rs`); [`health`] adds the app's and each resource's health.
+//! Fixtures and golden outputs live under `tests/fixtures` and `tests/snapshots`
+//! (`UPDATE_SNAPSHOTS=1` rewrites them).
 //!
 //! ```
 //! use plumb_doctor::{Inputs, Verdict, diagnose};

@@ -1,7 +1,8 @@
 //! One health function for every kind: user Lua > built-in > generic, as [`Checker::check`].
 //!
 //! [`check`] runs the process's checker: the one [`install`]ed (by the CLI or controller after
-//! reading `--settings` / `--resource-customizations`), else built-in and generic checks only.
+//! reading `--settings-configmap` / `--resource-customizations`), else built-in and generic
+//! checks only.
 
 use std::fmt;
 use std::sync::OnceLock;

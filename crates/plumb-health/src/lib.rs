@@ -22,7 +22,23 @@
 //!
 //! [`worst`] folds statuses with Argo CD's `IsWorse` order (Healthy < Suspended <
 //! Progressing < Missing < Degraded < Unknown); [`app_health`] applies the rest of the
-//! controller's aggregation rules (`controller/health.go`).
+//! controller's aggregation rules (`controller/health.go`: hooks, ignored and unchecked
+//! resources skipped); [`app_health_by`] takes each resource's health already judged, so the
+//! runner judges every resource once.
+//!
+//! Beyond Argo CD's built-ins: plumb's checks for operators, one module per group
+//! ([`certmanager`], [`rollouts`], [`externalsecrets`], [`crossplane`], [`flux`], [`keda`],
+//! [`prometheus`], [`crd`]; [`builtin`] dispatches to them and to the kinds above); the
+//! [`generic`] status-conditions check; and [`lua`], Argo CD's Lua health customizations
+//! (from an argocd-cm or a `resource_customizations` directory) with time and memory limits.
+//! [`Checker::check`] applies them in order — ignore-healthcheck, pending deletion, Lua,
+//! built-in, generic — and says which decided ([`Source`]); [`check`] uses the process's
+//! checker ([`install`]ed by the CLI or the controller, else built-in + generic).
+//!
+//! Users: sync waves and hooks, the runner's app and resource health, the doctor's health
+//! report and `plumb health` (`plumb app get` shows what the runner recorded in the status).
+//!
+//! **Invariant:** no I/O except [`Customizations`]' `from_*` constructors reading the scripts.
 //!
 //! ```
 //! use plumb_health::{assess, worst, HealthStatus};

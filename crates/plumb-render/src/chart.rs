@@ -1,17 +1,26 @@
 //! Helm charts from HTTP(S) chart repositories (`spec.source.chart` + `repoURL` with an
-//! `index.yaml`), as Argo CD's repo server reads them (OCI registries: [`oci`], through the
+//! `index.yaml`), as Argo CD's repo server reads them (OCI registries: `chart/oci.rs`, through the
 //! same [`ChartCache::get`]):
 //!
 //! - `targetRevision` is an exact version or a Helm (Masterminds) constraint — `1.2.*`,
 //!   `>=1.0.0 <2.0.0`, `^1.2`, `~1.2`, `a || b` — resolved to the newest version in the
 //!   index that matches ([`Constraint`], a thin adapter onto the `semver` crate);
-//! - a chart version is downloaded once into the cache (`<repo cache>/helm/<repo>/<chart>/
-//!   <version>/`, unpacked), checked against the index's `digest` when it has one; an exact
-//!   version already there needs no network call, a constraint asks the index every time
-//!   (it may resolve differently);
-//! - every request has a deadline ([`ChartCache::timeout`]), the index and the archive a size
-//!   limit; credentials come from Argo CD's repository Secrets ([`CredStore`]) and never
-//!   appear in a message.
+//! - [`ChartCache`] lives inside the repository cache (`<repo cache>/helm/<sha256(repo)>/
+//!   <chart>/<version>/`): a chart version is downloaded once, checked against the index's
+//!   `digest` when it has one, unpacked beside its place and moved in whole; an exact version
+//!   already there needs no network call; a constraint reads the index again once the
+//!   cache's interval has passed (an index read, or its failure, stands for the interval:
+//!   the controller's 30 s; the CLI's zero, so every run);
+//! - HTTP with `ureq` (rustls + ring): every request has a deadline ([`ChartCache::timeout`],
+//!   `PLUMB_HTTP_TIMEOUT`, default 30 s) and a size limit (index 32 MiB, archive 64 MiB,
+//!   unpacked 256 MiB); credentials come from Argo CD's repository Secrets ([`CredStore`],
+//!   replaced on a shared cache by [`ChartCache::set_creds`]) and **never appear in a
+//!   message**.
+//!
+//! [`Constraint`] reads Helm's constraint grammar: a bare version is exact, comparators are
+//! separated by spaces or commas, `x` wildcards, `v` prefixes, `A - B` ranges, `!=`, `||`.
+//! Rendering is the Helm path of [`crate::render`] on the unpacked chart; the revision shown
+//! is the chart's version.
 //!
 //! TLS roots: Mozilla's (webpki-roots), or the PEM file `SSL_CERT_FILE` names (then only
 //! it, as OpenSSL reads that variable); `insecure: "true"` in the repository Secret skips

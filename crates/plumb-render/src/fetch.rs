@@ -14,7 +14,12 @@
 //!   the network;
 //! - a git repository is read at the revision asked for (`--revision`), else the source's
 //!   `targetRevision`, else `HEAD`; a plain directory has only its working tree (asking it
-//!   for a revision is an error; its `targetRevision` is ignored).
+//!   for a revision is an error; its `targetRevision` is ignored);
+//! - a `chart` source is read from its HTTP(S) chart repository or OCI registry through the
+//!   repository cache's [`ChartCache`](crate::chart::ChartCache): the version resolved, the
+//!   chart unpacked.
+//!
+//! [`fetch`] blocks (git, HTTP); the sync runner calls it in `spawn_blocking`.
 //!
 //! ```no_run
 //! use plumb_core::argo::AppSource;

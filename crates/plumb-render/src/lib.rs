@@ -3,6 +3,14 @@
 //! came from, and every problem reported as one line naming the file (and
 //! line:column for syntax errors).
 //!
+//! Files parse on all cores. A manifest file is read only when it is a regular file under
+//! the size limit ([`load_file`], and the [`source::SourceFs`]s), and an object no API server
+//! would hold (an over-long name, an integer past 64 bits, a malformed `fieldsV1`) is refused
+//! here, where files are read. Documents go through [`yaml_fast`] first and serde-saphyr
+//! when it declines; the fast parser builds through a `Build` trait, so the kustomize
+//! renderer gets its annotated tree (locations included, both dialects: `tree::TreeBuild`)
+//! from the same parser.
+//!
 //! ```no_run
 //! let manifests = plumb_render::load_paths(&["examples/payments/git".into()]).unwrap();
 //! for m in &manifests {

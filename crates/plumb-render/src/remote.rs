@@ -5,8 +5,16 @@
 //!
 //! A repository is cloned once (`git clone --mirror`) and fetched again (`git fetch --prune`,
 //! which the mirror configuration turns into "every branch and tag") when its last fetch is
-//! older than the cache's interval. One git command runs per repository at a time. Errors are
-//! one line: git's last message, with any password in the URL hidden.
+//! older than the cache's interval (a clone or fetch outcome, success or failure, stands for
+//! the interval, unless [`RepoCache::expire`] — a push webhook — ends it early). The mirror
+//! follows the remote's default branch and is checked to be the URL's. One git command runs
+//! per repository at a time, each with a deadline ([`GIT_TIMEOUT`], Argo CD's 90 s). Errors
+//! are one line: git's last message, with any password in the URL hidden.
+//!
+//! This is the only place plumb talks to a git server. The cache is `$PLUMB_REPO_CACHE`, else
+//! under `$XDG_CACHE_HOME`. **Invariant:** a URL never reaches git as an option (it always
+//! follows `--`). External tools (git here, and the kustomize and helm binaries of
+//! [`crate::render`]) run through `output_within`, against a deadline.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

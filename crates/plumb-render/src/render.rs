@@ -4,6 +4,37 @@
 //!
 //! Every rendered object carries the file and line that declared it; natively rendered
 //! ones also carry, for every scalar, the place that set its value ([`Origin`]).
+//!
+//! What [`render`] does with a source, as Argo CD: detects Helm / Kustomize / Directory, applies
+//! the directory rules (`directory.include/exclude`, recursion) and the Application's
+//! kustomize parameters (served as an edited kustomization through an overlay `SourceFs`), and
+//! renders natively where it can; otherwise it falls back to the kustomize or helm binary on a
+//! materialized copy of the tree.
+//!
+//! - **The kustomize binary gets only the directories the build reads**
+//!   ([`crate::kustomize::build_dirs`]: the kustomization's and, recursively, those its
+//!   `resources`/`bases`/`components`/plugin entries name). A reference leaving the repository —
+//!   joined onto the kustomization directory's real path as kustomize joins it, or onto the path
+//!   as written as a copy resolves it — is refused, as are entries with a `.git` component,
+//!   `file://` bases, unreadable kustomizations and special files. When the source is a plain
+//!   directory (`SourceFs::on_disk`) the binary runs in place once a walk of those directories
+//!   found no symlink out of the repository; otherwise (a git revision, an edited
+//!   kustomization) just those directories are written out. A walk stops after 100,000
+//!   directories.
+//! - External tools run against a deadline (`PLUMB_TOOL_TIMEOUT`, [`DEFAULT_TOOL_TIMEOUT`]
+//!   120 s), with git (for kustomize's remote bases) limited to network protocols.
+//! - `helm template` gets Argo CD's flags: release name (`helm.releaseName`, else the
+//!   Application's name), `--namespace` (`helm.namespace`, else the destination's), value files,
+//!   `values` / `valuesObject`, `--set`/`--set-string`, `--set-file` (`fileParameters`),
+//!   `--include-crds` unless `skipCrds`, `--skip-schema-validation`, and
+//!   `--kube-version`/`--api-versions` from the source's helm fields, else from
+//!   [`RenderOptions::with_cluster`] (the cluster's version and API versions: `render`, `diff`
+//!   and `doctor --cluster`, and the runner from its `ClusterApi`).
+//! - **Multiple sources** (`spec.sources`, else `spec.source`, as Argo CD; plumb-core's
+//!   `Application::sources`): the CLI and the runner fetch every source first, then render
+//!   each that is not `ref`-only ([`is_ref_only`]) with [`render_fetched_with`]: `$NAME/path`
+//!   value files are read from `refs[NAME]` (the `ref:` source's `SourceFs`) and written
+//!   beside the chart.
 
 use crate::kustomize::{self, KustomizeError};
 use crate::source::{EntryKind, SourceFs, join};

@@ -6,6 +6,11 @@
 //!
 //! Values are read from `data` (base64) or `stringData`. Nothing here prints a password or
 //! a key: [`RepoCreds`]'s `Debug` shows only which fields are set.
+//!
+//! Read from objects ([`CredStore::from_objects`]) or files (the CLI's `--repo-creds`). The
+//! runner (plumb-sync's `run::repository_secrets`) lists them in the control namespace before
+//! it fetches an app with a chart source, and hands them to the shared chart cache
+//! (`ChartCache::set_creds`).
 
 use serde_json::Value;
 use std::path::Path;

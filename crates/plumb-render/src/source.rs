@@ -1,5 +1,11 @@
-//! Where manifests are read from: a git tree at one commit ([`GitSource`]) or a plain
-//! directory ([`DirSource`]), both behind the read-only [`SourceFs`] view the renderers use.
+//! Where manifests are read from: a git tree at one commit ([`GitSource`]: read from the
+//! object database with gix, a thread-safe pool of handles and a tree cache) or a plain
+//! directory ([`DirSource`], a working tree), both behind the read-only [`SourceFs`] view the
+//! renderers use.
+//!
+//! **Sources never leave their repository**: every path goes through [`join`] or a
+//! `SourceFs`, which refuse `..` past the root, absolute paths and escaping symlinks
+//! (`SourceFs::real_path` gives the path with symlinks followed, for checks that need it).
 //!
 //! Paths are repository-relative, '/'-separated and normalized (no "." or ".." segments,
 //! no leading '/'); "" is the repository root. Every problem is a [`LoadError`] whose

@@ -1,6 +1,8 @@
-//! Test support (feature `test-support`, and this crate's own tests): a real `git daemon`
-//! serving repositories on 127.0.0.1, the remote that the repository cache's tests — this
-//! crate's, the CLI's, the controller's — clone and fetch. Not part of plumb's runtime.
+//! Test support (feature `test-support`, and this crate's own tests): `GitDaemon`, a real
+//! `git daemon` serving repositories on 127.0.0.1, the remote that the repository cache's
+//! tests clone and fetch — this crate's, the CLI's (`tests/remote.rs`, `multi_source.rs`,
+//! `webhook.rs`) and the controller's (plumb-sync's `tests/options.rs`). Not part of plumb's
+//! runtime.
 
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};

@@ -10,6 +10,9 @@
 //! - Each app is refreshed again after [`ControllerOptions::refresh`] plus a random jitter up
 //!   to [`ControllerOptions::jitter`] (Argo CD: `timeout.reconciliation` 180 s,
 //!   `timeout.reconciliation.jitter`), or when a backoff says a sync is due.
+//! - Only apps of the namespaces [`crate::scope::AppScope`] serves are queued (the control
+//!   namespace and `--application-namespaces`); any other is logged once as `Ignored`.
+//!   [`Schedule`] (pure, unit-tested) decides which app reconciles when.
 //! - At most [`ControllerOptions::workers`] apps reconcile at once; one app never twice at
 //!   once (a trigger during a reconcile queues one more after it).
 //! - Every reconcile reads the Application fresh from the API server (the automated-sync
@@ -17,7 +20,10 @@
 //!   left `Running` by a stopped controller (see [`crate::run::resume_app`]).
 //! - Apps aimed at another cluster go through [`Connections`]: one connection and one
 //!   watch cache per destination cluster Secret, started on first use (their changes queue
-//!   apps as home's do; Applications there are not plumb's to serve). A destination that
+//!   apps as home's do; Applications there are not plumb's to serve) and dropped
+//!   (`Connections::drop_idle`, event `DestinationDropped`) once no app asked for it in two
+//!   refresh intervals. `tests/multicluster.rs` runs this on two test beds (the second
+//!   started and stopped by the test with `testbed/up.sh` / `down.sh`). A destination that
 //!   cannot be reached fails only its apps (a `ComparisonError` condition naming its server);
 //!   the others go on.
 //! - A reconcile that failed on something that may pass — an unreachable destination, an API
@@ -514,7 +520,7 @@ pub fn error_retry(n: u32, max: Duration) -> Duration {
 }
 
 /// `base` plus a random part below a tenth of it, which `draw` picks given that limit (the
-/// controller's is [`random_below`]): apps that failed together are retried over a window
+/// controller's is `random_below`): apps that failed together are retried over a window
 /// instead of at one instant. The random part is capped at the tenth, whatever `draw` returns.
 pub fn spread(base: Duration, draw: impl FnOnce(Duration) -> Duration) -> Duration {
     let tenth = base / 10;

@@ -12,7 +12,7 @@
 //!   Failed when Degraded, still running otherwise;
 //! - an applied resource whose wave is followed by more tasks (or whose sync has hooks) is
 //!   waited for: Healthy or no health check ⇒ done, Degraded ⇒ the task fails, anything else
-//!   ⇒ "waiting for healthy state of <group>/<kind>/<name>";
+//!   ⇒ `waiting for healthy state of <group>/<kind>/<name>`;
 //! - without hooks, the last wave is not waited for ("successfully synced (no more tasks)");
 //!   with hooks, every task is ("successfully synced (all tasks run)").
 

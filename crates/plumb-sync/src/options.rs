@@ -16,7 +16,8 @@
 //! (Application, resource) and what plumb does with it there — acted on, or accepted and
 //! ignored with the reason. The parsers accept exactly what the table lists; the README's
 //! sync-options table is [`markdown_table`] (a test keeps the two equal, and another that
-//! every option Argo CD documents has a row).
+//! every option Argo CD documents has a row). `FailOnSharedResource`'s decision is
+//! [`shared_resource`]; LoopGuard (`plumb.dev/LoopGuard`) is plumb's own row.
 
 use plumb_core::SYNC_OPTIONS_ANNOTATION;
 use std::collections::BTreeMap;

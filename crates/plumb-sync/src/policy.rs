@@ -1,6 +1,8 @@
 //! `spec.syncPolicy` and `spec.revisionHistoryLimit` of an Application, read through
 //! plumb-core's typed model ([`plumb_core::argo::model::ApplicationSpec`]) and turned into
-//! the planner's decisions (options parsed, retry durations read, `enabled` defaulted).
+//! the planner's decisions (options parsed, retry durations read, `enabled` defaulted). The
+//! automated decision's recorded inputs come from the typed status too
+//! ([`crate::auto::AppState::read_last_operation`]).
 
 use crate::backoff::{RetryPolicy, RetryPolicyError};
 use crate::options::SyncOptions;

@@ -4,12 +4,15 @@
 //!
 //! - **One entry per provider** in [`PROVIDERS`]: the header that selects it, its push and
 //!   ping events, how a request is authenticated, and how its payload names the repository,
-//!   the pushed refs and the changed files. Adding a provider is one entry and its fixture.
+//!   the pushed refs, the default branch and the changed files (GitHub, GitLab, Bitbucket
+//!   Cloud, Bitbucket Server, Gitea, Gogs — Gitea before GitHub and Gogs, whose headers it
+//!   also sends). Adding a provider is one entry and its fixture.
 //! - **Authentication** ([`Secrets`], read from `--webhook-secret-file`, keys named as in
 //!   Argo CD's `argocd-secret`): when a provider's secret is configured, a request without
 //!   a valid signature (HMAC-SHA256 of the body for GitHub, Gitea, Gogs and Bitbucket Server;
 //!   the token for GitLab; the hook UUID for Bitbucket Cloud) is refused before its body is
-//!   parsed, and every comparison runs in constant time. Without a secret the provider's
+//!   parsed, and every comparison runs in constant time (`ring`'s HMAC; a token or UUID is
+//!   compared as HMACs). Without a secret the provider's
 //!   requests are taken unauthenticated, as Argo CD does.
 //! - **Matching** ([`refreshes`]), as Argo CD's webhook does: any source of the app (also
 //!   `spec.sources` and a hydrator's `drySource`) whose `repoURL` names the pushed repository
@@ -19,6 +22,10 @@
 //!   `argocd.argoproj.io/manifest-generate-paths`, only when a changed file is under one of
 //!   its paths (`;`-separated, relative to the source's `path`, or to the repository root
 //!   with a leading `/`). A payload without a file list (Bitbucket) refreshes regardless.
+//!   URLs compare by [`repo_key`].
+//!
+//! **Invariants:** nothing in a request is parsed before it is authenticated (when a secret
+//! is configured); no secret appears in an error or in `Debug` output.
 //!
 //! ```
 //! use plumb_sync::webhook::{Headers, Received, Secrets, receive, refreshes};

@@ -1,7 +1,8 @@
 //! Test-bed fixtures for the CLI's end-to-end test binaries that run the real `plumb
 //! controller` (or `plumb app …`) against the test bed: the Application CRD installed, an app
 //! with its own namespaces and a git-less `file://` repository directory, and the controller
-//! process, killed and reaped when dropped.
+//! process, killed and reaped when dropped (`AppBed`). Used by `faults.rs`,
+//! `least_privilege.rs`, `multicluster.rs` and `secrets.rs`.
 //!
 //! A test binary includes it after plumb-cluster's test support, which it uses:
 //!

@@ -3,6 +3,12 @@
 //! Tests run against the real API server of `testbed/up.sh` when `TESTBED_DIR`
 //! is set (with `KUBECONFIG` pointing at it). Otherwise they print a skip notice
 //! and pass, unless `REQUIRE_K8S_TESTBED=1`, which makes them fail.
+//!
+//! Shared by plumb-cli's and plumb-sync's test-bed tests too (through `#[path]`): the waits
+//! every test-bed test uses — `wait_until` (a condition, [`DEADLINE`] = 90 s, failing with
+//! what was awaited), `deployment_observed` (kube-controller-manager done writing a new
+//! Deployment) and `webhook::wait_effective` (a dry run comes back mutated). Each webhook
+//! test selects namespaces by a label value of its own (`webhook::selector_value`).
 
 // Each test binary uses its own subset of these helpers.
 #![allow(dead_code)]

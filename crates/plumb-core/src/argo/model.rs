@@ -11,7 +11,23 @@
 //! Times are RFC 3339 (`crate::time`), written in whole UTC seconds as `metav1.Time` is.
 //!
 //! Read with [`Application::from_value`] / [`AppProject::from_value`]: a field of the wrong
-//! type is an error naming it (`spec.syncPolicy.automated.prune: invalid type: …`).
+//! type is an error naming it (`spec.syncPolicy.automated.prune: invalid type: …`, via
+//! `serde_path_to_error`); [`ApplicationSpec::of`] reads the spec alone;
+//! [`Application::read_lenient`] is for readers that must not fail (the doctor, the CLI's
+//! printing): a field of the wrong shape is left at its default and reported aside.
+//!
+//! What is modelled — spec: `source`/`sources`, `destination`, `project`, `syncPolicy`
+//! (automated, syncOptions, retry, managedNamespaceMetadata), `ignoreDifferences`, `info`,
+//! `revisionHistoryLimit`; status: `sync`, `health`, `resources`, `history`, `conditions`,
+//! `operationState` (its `operation` and `syncResult`), `reconciledAt`, `sourceType(s)`,
+//! `summary`, plumb's `syncLoop`; the requested `operation`. The CLI, the doctor and the sync
+//! planner all read an Application through these types; `crate::argo::Application` is the
+//! comparison view built from them.
+//!
+//! Status is written through the model too: [`ApplicationStatus::stored`] gives the status
+//! read and the JSON a write starts from, and [`ApplicationStatus::patch_from`] the JSON merge
+//! patch to the changed typed status ([`merge_patch`]: only what differs, a field the model
+//! cleared as `null`, lists replaced whole, unknown fields untouched).
 //!
 //! ```
 //! use plumb_core::argo::model::Application;

@@ -5,7 +5,7 @@
 //!   repository `path/<chart>` of the registry;
 //! - `targetRevision` an exact version is pulled by its tag (Helm writes `+` as `_` in tags);
 //!   a constraint is resolved against the repository's tags list (OCI distribution's
-//!   `/v2/<name>/tags/list`, followed across pages), newest match first;
+//!   `/v2/<name>/tags/list`, followed across pages by its `Link` header), newest match first;
 //! - the manifest must be a Helm chart's (config `application/vnd.cncf.helm.config.v1+json`);
 //!   the chart layer (`application/vnd.cncf.helm.chart.content.v1.tar+gzip`) is downloaded and
 //!   checked against its digest and size, then unpacked into the same cache as charts of
@@ -16,6 +16,10 @@
 //! - HTTPS always; plain HTTP only when the repository Secret says `insecure: "true"` (then
 //!   HTTPS is tried first without verifying the certificate, as Docker treats an insecure
 //!   registry).
+//!
+//! A constraint's tags list is remembered like an index, for the cache's interval. The chart
+//! layer is installed with the same unpacking as an HTTP repository's chart. Each request
+//! answers at most one `WWW-Authenticate` challenge (`Registry::get`).
 
 use super::{
     CachedChart, ChartCache, ChartError, Client, Index, IndexEntry, MAX_ARCHIVE_BYTES,

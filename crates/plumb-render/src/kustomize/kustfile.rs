@@ -1,5 +1,9 @@
 //! Reading a kustomization file: the fields kustomize 5.5 knows, which of them the native
 //! renderer implements, and typed access to entries with their origins.
+//!
+//! `normalise` reads a kustomization as kustomize's Go JSON decoding does: field names
+//! matched ignoring case at every depth, by struct shapes; repeated keys last-wins; spellings
+//! of one field merged in sorted order; unknown fields refused.
 
 use super::tree::{Map, Node, Org, raw_scalar_in_line};
 

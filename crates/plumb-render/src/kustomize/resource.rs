@@ -1,5 +1,8 @@
 //! Resources during a build: the annotated object plus the bookkeeping kustomize keeps in
 //! build annotations (previous ids, applied prefixes/suffixes, generator behaviour).
+//!
+//! `cluster_scoped` is kustomize's own scope table (its Kubernetes 1.21 schema, by group,
+//! version and kind), not plumb's newer schema: kustomize decides namespaces by it.
 
 use super::tree::{Map, Node, Org, Scalar};
 

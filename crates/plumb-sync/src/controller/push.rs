@@ -1,8 +1,11 @@
 //! Refresh on push: the controller's side of a git push webhook. Which apps a push concerns
 //! is [`crate::webhook::refreshes`] over the Applications in the watch cache (no request to
 //! the API server); those apps' repository mirrors are expired, so that the refresh fetches
-//! the pushed commit instead of reading a mirror fetched moments before, and the apps are
-//! queued in the controller's loop at once.
+//! the pushed commit instead of reading a mirror fetched moments before (within the 30 s
+//! interval; `RepoCache::expire`), and the apps are sent on a channel into the controller's
+//! loop ([`super::Schedule::refresh_now`]: due now with trigger `webhook`, or once more right
+//! after a reconcile under way). [`PushRefresher`] comes from
+//! [`Controller::push_refresher`](super::Controller::push_refresher).
 
 use super::{AppKey, app_key, application_kind};
 use crate::scope::AppScope;

@@ -1,6 +1,9 @@
 //! Finalizing a deleted Application ([`crate::deletion`]): one step per reconcile, stage by
 //! stage — PreDelete hooks (create, wait), the resources (the highest wave, wait, the next),
 //! PostDelete hooks, then the hooks' cleanup — each stage ending by removing its finalizer.
+//!
+//! Entry: `finalize_deletion`, one step per call; the CLI's `plumb app delete --wait` loops on
+//! it. A deleted Application's cascade goes to its destination, resolved without the project.
 
 use super::*;
 use crate::deletion::{

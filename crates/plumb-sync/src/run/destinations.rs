@@ -9,13 +9,13 @@
 //!   [`LiveCache`] of its cluster, started on first use, whose changes are forwarded to the
 //!   controller (so drift there queues the app as drift at home does).
 //! - A failure (connection refused, no answer within the probe timeout) is remembered with
-//!   a backoff (from [`Connections::BACKOFF_FIRST`], doubling up to
-//!   [`Connections::BACKOFF_MAX`]): until it is due, the apps of that cluster fail at once
+//!   a backoff (from [`Connections::BACKOFF_FIRST`], 5 s, doubling up to
+//!   [`Connections::BACKOFF_MAX`], 180 s): until it is due, the apps of that cluster fail at once
 //!   with the same error instead of each waiting for a timeout, and the other clusters'
 //!   apps are not held up (each Secret has its own lock).
-//! - A connection kept is probed (`GET /version`) when it was last seen working longer than
-//!   [`Connections::probe_every`] ago, so a cluster that went down is noticed even though
-//!   its watch cache still holds the last objects.
+//! - A connection kept is probed (`Cluster::probe`: `GET /version`, 5 s) when it was last
+//!   seen working longer than 10 s ago ([`Connections::with_probe_every`]), so a cluster
+//!   that went down is noticed even though its watch cache still holds the last objects.
 //!
 //! Credentials stay inside [`plumb_core::clusters::Cluster`] (behind `Sensitive`) and the
 //! client; nothing here prints them (no `Debug` of a Secret's config).

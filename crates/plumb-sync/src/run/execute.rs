@@ -2,6 +2,18 @@
 //! hooks, hook deletion, the final compare and the status write — with progress recorded in
 //! `status.operationState` (phase `Running`) so that a restarted controller resumes the
 //! operation (see [`Operation::resumed`]) instead of losing or duplicating it.
+//!
+//! Each batch: server-side apply as field manager `plumb`, forced (`fieldValidation=Ignore` for
+//! `Validate=false` steps), or client-side apply with `ServerSideApply=false`; prune;
+//! `CreateNamespace`; `Replace`. `FailOnSharedResource` is checked before the first wave. Hooks
+//! are created in their phase, with `BeforeHookCreation` / `HookSucceeded` / `HookFailed`;
+//! SyncFail hooks run on failure. Within a batch, CRDs are applied first and custom resources
+//! of them once the CRD is Established and discovery serves the kind (`wait_served`;
+//! `run/dry_run.rs` skips those resources' dry run while the CRD is new). Before each wave it
+//! waits until the earlier waves' resources are healthy and hooks complete ("waiting for
+//! healthy state of …"). Then the Application's status: sync, health, resources,
+//! operationState, history. `apply_object` builds what is applied, honouring
+//! `RespectIgnoreDifferences` and LoopGuard's rules (see [`super::sync_loop`]).
 
 use super::*;
 use crate::history::records_history;
@@ -1084,7 +1096,7 @@ pub(super) async fn execute(
         .map(|(outcome, _)| outcome)
 }
 
-/// [`execute`], and the app as compared after the sync.
+/// [`execute()`], and the app as compared after the sync.
 pub(super) async fn execute_observed(
     cluster: &dyn ClusterApi,
     app_obj: &Value,

@@ -2,12 +2,12 @@
 //!
 //! [`refresh_app`] renders an Application's source, lists live objects, compares them
 //! (client-side, as `plumb diff --cluster` does) and writes the Application's status.
-//! [`sync_app`] does the same, then executes the [`plan`](crate::plan::plan) batch by
+//! [`sync_app`] does the same, then executes the [`plan`] batch by
 //! batch (server-side apply with field manager `plumb` and forced conflicts, `Replace=true`
 //! as PUT, prune as DELETE with the prune propagation policy, `CreateNamespace=true`),
 //! compares again and writes `status.operationState`, the history entry, sync status and
 //! health. [`reconcile_once`] is one controller pass over one Application: refresh, then the
-//! automated-sync decision ([`automated_decision`](crate::auto::automated_decision)) and,
+//! automated-sync decision ([`crate::auto::automated_decision`]) and,
 //! when it says so, a sync.
 //!
 //! Everything the automated decision needs is read back from the Application's status
@@ -24,6 +24,51 @@
 //! Every request goes through [`plumb_cluster::ClusterApi`] (`&dyn ClusterApi`: a
 //! [`plumb_cluster::Cluster`], or in unit tests the in-memory cluster of `plumb-cluster`'s
 //! `memory` feature; see `run/tests.rs`). Not done here (yet): server-side diff during a sync.
+//!
+//! **The pipeline.** A refresh or a sync runs the application pipeline (`observe`: locate,
+//! fetch and render in `spawn_blocking`, prepare with the cluster's discovery, LIST,
+//! compare), then plans. `observe` is two halves: `observe_desired` renders and prepares with
+//! discovery only, `observe_live` LISTs and compares; a manual sync, a dry run and a resume
+//! judge admission in between (see [`tenancy`]), so a refused kind is not even listed. Before
+//! fetching an app with a chart source, `repository_secrets` lists the repository Secrets of
+//! the control namespace for the chart cache. A sync's compare after applying LISTs (it must
+//! see its own writes); refreshes read the watch cache ([`RunOptions::cache`]).
+//!
+//! **Multiple sources.** The `Observation` keeps every source and the revision each fetched
+//! to (`ref:` sources included); status records them as Argo CD does: `sync.revisions`,
+//! `comparedTo.sources`, `operation.sync.revisions`, `syncResult.revisions/sources`, history
+//! `revisions/sources`. A rollback of such an entry syncs its sources, each at its revision,
+//! in place of `spec.sources` (`with_source` given a list).
+//!
+//! **All state lives in the Application's status.** A running operation writes its progress
+//! there (phase `Running`, its revision — one per source for a multi-source app,
+//! `operation.sync.revisions`, which `observe_desired` pins each source's fetch to on resume
+//! while the recorded sources stay the spec's —, start, initiator, hooks created), so a
+//! restarted controller resumes it at the commits it started with; the history entry is
+//! written in the same status write that ends the operation — never lost, never twice. Retries
+//! are counted in `operationState.retryCount`: each retry is a new automated operation whose
+//! count follows the previous one's (a zero is omitted, as Argo CD omits it); for a plain
+//! directory source the retries are keyed by `syncResult.contentDigest` (the digest of its
+//! desired objects, [`crate::auto::revision_identity`]) until the directory changes. Every
+//! status write goes through `status_write` (the runner reads status only through the typed
+//! model). Each [`SyncOutcome`] names its [`SyncTrigger`] (`manual`, `automated`,
+//! `self-heal`, from the operation's initiator and the automated-sync reason), which the
+//! CLI's `plumb_app_sync_total{phase,trigger}` counts.
+//!
+//! **Orphaned resources.** A refresh and a controller pass (`look_for_orphans`, after
+//! `observe`) give [`crate::orphans::find`] the objects of the destination namespace — from
+//! the watch cache (`LiveCache::top_level_in_namespace`: every namespaced kind watched, owned
+//! objects skipped before parsing, no LIST) or, without one (`--namespaced`, the CLI), from
+//! `ClusterApi::namespace_objects` (one LIST per namespaced kind, only when the project
+//! monitors orphans; a kind refused fails the whole answer, which leaves the condition as it
+//! was) — plus which Applications named by the objects' tracking exist (`get_application` on
+//! home, one per distinct name); `status_write::refreshed` writes the condition. A sync never
+//! reads them, so nothing orphaned is pruned (`run/orphan_tests.rs` on the in-memory cluster;
+//! `tests/orphans.rs` with the real controller on the test bed).
+//!
+//! The modules: `execute` (an operation batch by batch), `dry_run`, `delete` (a deleted
+//! Application's cascade), [`tenancy`] (admission), `route` and [`destinations`] (home and
+//! destination clusters), `status_write`, [`events`], [`sync_loop`].
 
 use crate::auto::{
     AppState, Decision, RetryState, SyncReason, automated_decision, revision_identity,
@@ -120,7 +165,7 @@ pub struct RunOptions {
     /// namespace: the controller's). `None`: each Application's own namespace (see
     /// [`tenancy`]).
     pub control_namespace: Option<String>,
-    /// Connections to destination clusters other than home (see [`route`]); `None`: an app
+    /// Connections to destination clusters other than home (see `route.rs`); `None`: an app
     /// aimed at another cluster is refused.
     pub destinations: Option<DestinationsHandle>,
     /// Where the Kubernetes Events on Applications go (see [`events`]): the controller's

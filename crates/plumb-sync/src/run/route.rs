@@ -11,6 +11,13 @@
 //! anywhere but its destination. Connections to other clusters come from a
 //! [`Destinations`] in [`RunOptions::destinations`]; without one, an app aimed at another
 //! cluster is refused (nothing is applied anywhere).
+//!
+//! The destination's watch cache replaces home's in the run's options. An unreachable
+//! destination (at connect or during the run) is a `ComparisonError` condition
+//! ([`COMPARISON_ERROR`]) naming the cluster's name and server, written home, and
+//! `RunError::Destination`; the next success removes it. Unit tests (`run/tests.rs`) use two
+//! `MemoryCluster`s: writes land only on the destination, home gets only the Application's, an
+//! unreachable one is a condition.
 
 use super::{RunError, RunOptions, app_name};
 use futures::future::BoxFuture;

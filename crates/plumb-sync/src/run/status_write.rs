@@ -1,12 +1,14 @@
-//! Writing an Application's status: the one way the runner does it.
+//! Writing an Application's status: the one way the runner does it — refresh, progress, the
+//! operation's end, terminate-op, the `InvalidSpecError` condition.
 //!
 //! A writer reads the status into the typed model ([`StoredStatus::of`]), changes the typed
 //! [`ApplicationStatus`] and hands it to [`StoredStatus::write`], which sends the JSON merge
 //! patch from the status as last read or written to the new one
 //! ([`ApplicationStatus::patch_from`]): only what changed, a field the model cleared as `null`,
-//! fields the model does not know left alone. A write sent while something else changes the
-//! status (`plumb app terminate-op` setting `Terminating`) touches only what this writer
-//! changed.
+//! fields the model does not know left alone; pinned to the `resourceVersion` where asked.
+//! A write sent while something else changes the status (`plumb app terminate-op` setting
+//! `Terminating`) touches only what this writer changed: a progress write never overwrites
+//! a `Terminating` set meanwhile.
 
 use super::*;
 use plumb_core::argo::model::{self, ComparedTo};

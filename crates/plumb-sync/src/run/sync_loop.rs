@@ -11,6 +11,30 @@
 //! and reads its context (namespaces, webhooks, policies, HPAs) from the watch cache.
 //! Writing or clearing the loop (a transition, rare) reads the Application once more, so the
 //! doctor sees the history the sync just wrote.
+//!
+//! How it is wired: the controller passes a [`LoopsHandle`] (`RunOptions::loops`: the
+//! `LoopOptions` and one in-memory `loops::Tracker` per app). `reconcile_at` feeds every compare
+//! to it (after a sync, the differing fields of the sync's own compare-after, which
+//! `execute_observed` hands back). On a recognised loop (a transition, rare) the runner reads
+//! the Application once more, renders the revision again keeping origins
+//! (`observe_desired_with`), compares it with the compare-after's live objects and runs
+//! `plumb_doctor::diagnose` on that, with the context kinds (`plumb_cluster::context_kinds`) read
+//! from the watch cache — no LIST of the app's objects — and writes `status.syncLoop` (typed,
+//! `model::SyncLoop`) and the `SyncLoop` condition through `StoredStatus`. Once every compare has
+//! been Synced for `settle` (the refresh interval) both are removed. A refresh costs one tracker
+//! update (a mutex and a map entry) and a pointer lookup in the Application already read.
+//!
+//! **LoopGuard** (`plumb.dev/LoopGuard=true`, plumb's own row of `options::TABLE`;
+//! `--loop-guard`) reads the recorded loop's fields for the observed revision — tracker, record
+//! and guard all key on the observation's identity (`auto::revision_identity`: every source's
+//! commit, a plain directory's content digest), the revision the automated decision compares.
+//! An automated sync that would only touch those fields becomes `NoSync::LoopGuard`; otherwise
+//! they become ignore rules in the observation's `guard`, which `apply_object` honours with
+//! `plumb_diff::respect::normalize_target_for_sync` — the same call `RespectIgnoreDifferences`
+//! makes — for those objects only. The compare is untouched, so the app still shows OutOfSync.
+//! `ReconcileOutcome::looping` feeds the CLI's `plumb_app_sync_loop` metric. Tests: the tracker
+//! on in-memory sequences (`loops.rs`); the real controller on the seed incident
+//! (`plumb-cli/tests/sync_loop.rs`).
 
 use super::*;
 use crate::loops::{self, LoopField, LoopOptions, Recognised, Tracker};

@@ -9,13 +9,27 @@
 //! the project does not permit) is written to the Application as an `InvalidSpecError`
 //! condition with sync status `Unknown`, and nothing is rendered or applied.
 //!
-//! The destination may be another cluster: connecting to it is [`super::route`]'s.
+//! The destination may be another cluster: connecting to it is `run/route.rs`'s.
 //!
 //! The control namespace is [`RunOptions::control_namespace`]; without one, the
 //! Application's own namespace (the single-namespace use of `plumb app` with the user's own
 //! credentials). A missing `default` project is Argo CD's `default` as it is created
 //! (everything permitted, no `sourceNamespaces`: only Applications of the control namespace
 //! may use it); any other missing project is an error.
+//!
+//! [`admit`] runs first in every entry point (refresh, sync, dry run, rollback, resume,
+//! reconcile); a refusal clears once the app is admitted. A missing `default` project is
+//! `AppProject::permissive_default`. After rendering, before the first request of an operation
+//! for the app's resources, every target resource is checked ([`Admission::check_resources`])
+//! and the sync windows decide ([`Admission::windows`]: for a manual sync, or in the automated
+//! decision, where a closed window is `NoSync::SyncWindow` with `ReconcileOutcome::blocked_by`);
+//! a manual sync's window is checked right after `admit`, before its dry run and before any
+//! connection to the destination. A refused operation is written `Failed`
+//! (`operationState.message` names the resource and rule; not for a dry run); plumb-sync's
+//! `tests/tenancy.rs` reads the API server's audit log to show that it sent nothing. A rollback
+//! and a resumed operation are judged by the source they apply (the history entry's), not the
+//! spec's. When the controller passes its watch cache (`RunOptions::cache`) and it holds
+//! AppProjects and Secrets, the checks read them from it (no request).
 
 use super::{RunError, RunOptions, StoredStatus, app_name, app_namespace};
 use plumb_cluster::{ClusterApi, ClusterError};

@@ -1,7 +1,9 @@
 //! The runner's logic on the in-memory cluster ([`plumb_cluster::memory::MemoryCluster`]):
 //! waves and phases in order, each after the earlier one is healthy; the `allowEmpty` guard;
 //! a failed apply; an operation resumed after a stop, and one terminated; `Replace=true`,
-//! `Prune=false`, `CreateNamespace=true`, the dry run; a deleted Application's cascade. Sources are real git repositories in temporary
+//! `Prune=false`, `CreateNamespace=true`, the dry run; a deleted Application's cascade;
+//! retries counted in `retryCount` (a plain directory's keyed by its content digest); home and
+//! destination as two clusters. Sources are real git repositories in temporary
 //! directories; nothing sleeps (held objects are released after a number of reads, and a
 //! stop is the sync's future dropped once the request log shows where it is).
 
