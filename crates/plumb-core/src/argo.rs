@@ -389,9 +389,10 @@ impl CompareOptions {
 pub struct Application {
     /// `metadata.name`.
     pub name: String,
-    /// `spec.source` (or the first of `spec.sources`), when given.
+    /// The first of `spec.sources`, else `spec.source` (Argo CD prefers `sources` when both
+    /// are set), when given.
     pub source: Option<AppSource>,
-    /// Every source: `spec.source` as one, else `spec.sources` in order (a source with
+    /// Every source: `spec.sources` in order, else `spec.source` as one (a source with
     /// `ref:` lends its files to `$NAME/…` value files of the others).
     pub sources: Vec<AppSource>,
     /// `spec.destination.namespace`, when set.

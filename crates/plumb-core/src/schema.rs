@@ -167,7 +167,8 @@ pub struct Schema {
     source: String,
     /// `group/version/Kind` → type name.
     gvk: HashMap<String, String>,
-    /// `group/Kind` → type name of the preferred (last listed, i.e. highest sorting) version.
+    /// `group/Kind` → type name of the version a version-less lookup uses: the last GA version
+    /// listed, or, for a kind with only alpha/beta versions, the first listed.
     gk: HashMap<String, String>,
     cluster_scoped: HashSet<String>,
     /// Type name → index in `type_list`.
