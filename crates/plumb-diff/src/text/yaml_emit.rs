@@ -332,43 +332,24 @@ impl Emitter {
         if !self.whitespace {
             self.put(' ');
         }
-        let chars: Vec<char> = value.chars().collect();
-        let (mut spaces, mut breaks) = (false, false);
-        for (i, &c) in chars.iter().enumerate() {
-            if c == ' ' {
-                if allow_breaks
-                    && !spaces
-                    && self.column > BEST_WIDTH
-                    && chars.get(i + 1) != Some(&' ')
-                {
-                    self.write_indent();
-                } else {
-                    self.put(c);
-                }
-                spaces = true;
-            } else if is_break(c) {
-                if !breaks && c == '\n' {
-                    self.put_break();
-                }
-                self.write_break(c);
-                self.indention = true;
-                breaks = true;
-            } else {
-                if breaks {
-                    self.write_indent();
-                }
-                self.put(c);
-                self.indention = false;
-                spaces = false;
-                breaks = false;
-            }
-        }
+        self.write_plain_or_single_quoted(value, allow_breaks, false);
         self.whitespace = false;
         self.indention = false;
     }
 
     fn write_single_quoted(&mut self, value: &str, allow_breaks: bool) {
         self.write_indicator("'", true, false, false);
+        self.write_plain_or_single_quoted(value, allow_breaks, true);
+        self.write_indicator("'", false, false, false);
+        self.whitespace = false;
+        self.indention = false;
+    }
+
+    /// The text of a plain or single-quoted scalar, which libyaml writes alike: folded
+    /// at a lone space past `BEST_WIDTH`, the first break of a run written twice (a
+    /// single break would read back as a space). Single-quoted, a space at either end
+    /// never folds and `'` is written twice.
+    fn write_plain_or_single_quoted(&mut self, value: &str, allow_breaks: bool, quoted: bool) {
         let chars: Vec<char> = value.chars().collect();
         let (mut spaces, mut breaks) = (false, false);
         for (i, &c) in chars.iter().enumerate() {
@@ -376,8 +357,7 @@ impl Emitter {
                 if allow_breaks
                     && !spaces
                     && self.column > BEST_WIDTH
-                    && i != 0
-                    && i + 1 != chars.len()
+                    && (!quoted || (i != 0 && i + 1 != chars.len()))
                     && chars.get(i + 1) != Some(&' ')
                 {
                     self.write_indent();
@@ -396,7 +376,7 @@ impl Emitter {
                 if breaks {
                     self.write_indent();
                 }
-                if c == '\'' {
+                if quoted && c == '\'' {
                     self.put('\'');
                 }
                 self.put(c);
@@ -405,9 +385,6 @@ impl Emitter {
                 breaks = false;
             }
         }
-        self.write_indicator("'", false, false, false);
-        self.whitespace = false;
-        self.indention = false;
     }
 
     fn write_double_quoted(&mut self, value: &str, allow_breaks: bool) {
