@@ -13,7 +13,7 @@
 //! byte: `argocd app diff` runs `diff` on exactly these bytes, and `plumb render`
 //! prints them.
 
-use super::yaml_emit::{Ctx, Emitter};
+use super::yaml_emit::emit_document;
 use super::yaml_resolve::{is_base60_float, resolves_to_str};
 use serde_json::Value;
 
@@ -28,13 +28,7 @@ use serde_json::Value;
 /// exist, Argo CD writes an empty file rather than `null`.)
 #[must_use]
 pub fn to_yaml(v: &Value) -> String {
-    let node = build_node(v);
-    let mut e = Emitter::new();
-    e.emit_node(&node, Ctx::ROOT);
-    // Document end: go-yaml writes an indent (i.e. ends the last line).
-    e.indent = -1;
-    e.write_indent();
-    e.out
+    emit_document(&build_node(v))
 }
 
 /// [`to_yaml`] with a comment after each scalar value: `comment` gets the scalar's JSON
@@ -43,12 +37,7 @@ pub fn to_yaml(v: &Value) -> String {
 #[must_use]
 pub fn to_yaml_with_comments(v: &Value, comment: &dyn Fn(&str) -> Option<String>) -> String {
     let mut pointer = String::new();
-    let node = build_commented(v, &mut pointer, comment);
-    let mut e = Emitter::new();
-    e.emit_node(&node, Ctx::ROOT);
-    e.indent = -1;
-    e.write_indent();
-    e.out
+    emit_document(&build_commented(v, &mut pointer, comment))
 }
 
 fn build_commented(

@@ -23,13 +23,13 @@ const BEST_INDENT: isize = 2;
 /// The emitter's per-node context flags. (libyaml's root context only
 /// matters for `...` document-end markers, which go-yaml never prints.)
 #[derive(Clone, Copy)]
-pub(super) struct Ctx {
+struct Ctx {
     mapping: bool,
     simple_key: bool,
 }
 
 impl Ctx {
-    pub(super) const ROOT: Self = Self {
+    const ROOT: Self = Self {
         mapping: false,
         simple_key: false,
     };
@@ -157,21 +157,31 @@ fn analyze_scalar(value: &str) -> Analysis {
     a
 }
 
+/// The YAML document for `node`, as go-yaml writes it: the node, then the document
+/// end, where go-yaml writes an indent (i.e. ends the last line).
+pub(super) fn emit_document(node: &Node) -> String {
+    let mut e = Emitter::new();
+    e.emit_node(node, Ctx::ROOT);
+    e.indent = -1;
+    e.write_indent();
+    e.out
+}
+
 /// A port of the parts of libyaml's emitter state that go-yaml v2 exercises
 /// for block collections of scalars (flow style only for `[]` and `{}`).
-pub(super) struct Emitter {
+struct Emitter {
     /// A comment to write after the scalar being emitted (block scalars: on the header).
     comment: Option<String>,
-    pub(super) out: String,
+    out: String,
     column: usize,
-    pub(super) indent: isize,
+    indent: isize,
     indents: Vec<isize>,
     whitespace: bool,
     indention: bool,
 }
 
 impl Emitter {
-    pub(super) fn new() -> Self {
+    fn new() -> Self {
         Self {
             comment: None,
             out: String::new(),
@@ -215,7 +225,7 @@ impl Emitter {
         self.indent = self.indents.pop().unwrap_or(-1);
     }
 
-    pub(super) fn write_indent(&mut self) {
+    fn write_indent(&mut self) {
         let indent = usize::try_from(self.indent).unwrap_or(0);
         if !self.indention || self.column > indent || (self.column == indent && !self.whitespace) {
             self.put_break();
@@ -244,7 +254,7 @@ impl Emitter {
         self.indention = self.indention && is_indention;
     }
 
-    pub(super) fn emit_node(&mut self, node: &Node, ctx: Ctx) {
+    fn emit_node(&mut self, node: &Node, ctx: Ctx) {
         match node {
             Node::Scalar(value, style) => self.emit_scalar(value, *style, ctx),
             Node::Commented(value, style, comment) => {
