@@ -319,48 +319,36 @@ fn refine_discards(d: &mut [u8]) {
                     }
                     k += 1;
                 }
-                // From each end, cancel provisionals until three real
-                // discards in a row, or a real one at least 8 lines in.
-                let mut consec = 0;
-                for k in 0..length {
-                    let x = &mut d[i + k];
-                    if k >= 8 && *x == 1 {
-                        break;
-                    }
-                    match *x {
-                        2 => {
-                            consec = 0;
-                            *x = 0;
-                        }
-                        0 => consec = 0,
-                        _ => consec += 1,
-                    }
-                    if consec == 3 {
-                        break;
-                    }
-                }
+                let run = &mut d[i..i + length];
+                cancel_provisionals_from_end(run.iter_mut());
+                cancel_provisionals_from_end(run.iter_mut().rev());
                 i += length - 1;
-                let mut consec = 0;
-                for k in 0..length {
-                    let x = &mut d[i - k];
-                    if k >= 8 && *x == 1 {
-                        break;
-                    }
-                    match *x {
-                        2 => {
-                            consec = 0;
-                            *x = 0;
-                        }
-                        0 => consec = 0,
-                        _ => consec += 1,
-                    }
-                    if consec == 3 {
-                        break;
-                    }
-                }
             }
         }
         i += 1;
+    }
+}
+
+/// From one end of a run of discards (`run` yields its flags from that end), cancels
+/// provisional discards until three real discards in a row, or a real one at least 8
+/// lines in.
+fn cancel_provisionals_from_end<'a>(run: impl Iterator<Item = &'a mut u8>) {
+    let mut consec = 0;
+    for (k, x) in run.enumerate() {
+        if k >= 8 && *x == 1 {
+            break;
+        }
+        match *x {
+            2 => {
+                consec = 0;
+                *x = 0;
+            }
+            0 => consec = 0,
+            _ => consec += 1,
+        }
+        if consec == 3 {
+            break;
+        }
     }
 }
 
