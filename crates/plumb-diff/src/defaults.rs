@@ -6,6 +6,7 @@
 //! Reimplemented from the behaviour of Kubernetes' `SetDefaults_*` functions
 //! (pkg/apis/*/v1/defaults.go) for the kinds GitOps repositories hold most.
 
+use crate::ObjectType;
 use serde_json::{Map, Value, json};
 
 fn obj(v: &mut Value) -> Option<&mut Map<String, Value>> {
@@ -35,17 +36,11 @@ fn each<'a>(
 
 /// Applies defaults to a built-in object in place. Unknown kinds are left alone.
 pub fn apply(object: &mut Value) {
-    let api_version = object
-        .get("apiVersion")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
-    let kind = object
-        .get("kind")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
-    let group = plumb_core::group_of_api_version(&api_version).to_string();
+    let ObjectType {
+        api_version,
+        group,
+        kind,
+    } = ObjectType::of(object);
     let name = object
         .pointer("/metadata/name")
         .and_then(Value::as_str)

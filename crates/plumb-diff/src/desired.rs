@@ -289,6 +289,18 @@ mod tests {
         Desired::new(object, at.into())
     }
 
+    /// Why `prepare` refuses `objects` (no app, annotation tracking, built-in scopes).
+    fn prepare_error(objects: Vec<Desired>) -> String {
+        prepare(
+            objects,
+            None,
+            TrackingMethod::Annotation,
+            &BuiltinScopes::default(),
+        )
+        .unwrap_err()
+        .to_string()
+    }
+
     fn key(kind: &str, ns: &str, name: &str) -> ResourceKey {
         ResourceKey {
             group: String::new(),
@@ -383,15 +395,8 @@ mod tests {
     #[test]
     fn duplicates_name_both_places_and_generated_hooks_are_keyed_by_prefix() {
         let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}});
-        let err = prepare(
-            vec![d(cm.clone(), "x.yaml:1"), d(cm, "y.yaml:4")],
-            None,
-            TrackingMethod::Annotation,
-            &BuiltinScopes::default(),
-        )
-        .unwrap_err();
         assert_eq!(
-            err.to_string(),
+            prepare_error(vec![d(cm.clone(), "x.yaml:1"), d(cm, "y.yaml:4")]),
             "ConfigMap/a is declared twice in desired: x.yaml:1 and y.yaml:4"
                 .replace("ConfigMap/a", &key("ConfigMap", "", "a").to_string())
         );
@@ -412,18 +417,9 @@ mod tests {
         };
         assert!(p.generated.contains(&k) && p.objects.contains_key(&k));
         assert!(p.without_generated().objects.is_empty());
-        let err = prepare(
-            vec![d(
-                json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {}}),
-                "z.yaml:2",
-            )],
-            None,
-            TrackingMethod::Annotation,
-            &BuiltinScopes::default(),
-        )
-        .unwrap_err();
+        let nameless = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {}});
         assert_eq!(
-            err.to_string(),
+            prepare_error(vec![d(nameless, "z.yaml:2")]),
             "z.yaml:2: object lacks apiVersion, kind or metadata.name"
         );
     }

@@ -39,14 +39,26 @@ pub fn changed_fields(live: &Value, predicted: &Value) -> Vec<FieldChange> {
     out
 }
 
-/// The keys of both maps, sorted, each once.
-fn union_keys<'a>(l: &'a Map<String, Value>, d: &'a Map<String, Value>) -> Vec<&'a String> {
+/// Calls `f` with each key of either map (sorted, each once) and `path` extended by
+/// the key's pointer token.
+fn each_key<'a>(
+    l: &'a Map<String, Value>,
+    d: &'a Map<String, Value>,
+    path: &mut String,
+    mut f: impl FnMut(&'a String, &mut String),
+) {
     let mut keys: Vec<&String> = l
         .keys()
         .chain(d.keys().filter(|k| !l.contains_key(*k)))
         .collect();
     keys.sort();
-    keys
+    for k in keys {
+        let len = path.len();
+        path.push('/');
+        path.push_str(&escape(k));
+        f(k, path);
+        path.truncate(len);
+    }
 }
 
 fn escape(k: &str) -> String {
@@ -63,13 +75,9 @@ fn walk(
 ) {
     match (live, desired) {
         (Some(Value::Object(l)), Some(Value::Object(d))) => {
-            let keys = union_keys(l, d);
-            for k in keys {
+            each_key(l, d, path, |k, path| {
                 let f = ty.and_then(|t| t.fields.get(k.as_str()));
                 let sub_ty = f.and_then(|f| schema.value_type(f));
-                let len = path.len();
-                path.push('/');
-                path.push_str(&escape(k));
                 match f {
                     Some(f) if f.t == FieldType::List && f.merge_key.is_some() && f.merges() => {
                         let item_ty = f.items.as_deref().and_then(|i| schema.field_type(i));
@@ -89,8 +97,7 @@ fn walk(
                     }
                     _ => walk(l.get(k), d.get(k), path, sub_ty, schema, out),
                 }
-                path.truncate(len);
-            }
+            });
         }
         (Some(Value::Array(l)), Some(Value::Array(d))) => {
             for i in 0..l.len().max(d.len()) {
@@ -169,14 +176,9 @@ fn walk_map_values(
 ) {
     match (live, desired) {
         (Some(Value::Object(l)), Some(Value::Object(d))) => {
-            let keys = union_keys(l, d);
-            for k in keys {
-                let len = path.len();
-                path.push('/');
-                path.push_str(&escape(k));
+            each_key(l, d, path, |k, path| {
                 walk(l.get(k), d.get(k), path, vty, schema, out);
-                path.truncate(len);
-            }
+            });
         }
         _ => walk(live, desired, path, None, schema, out),
     }

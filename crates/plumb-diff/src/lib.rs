@@ -124,6 +124,32 @@ pub enum DiffError {
     },
 }
 
+/// An object's `apiVersion`, API group and `kind`, each `""` when absent; owned, so the
+/// object can be changed while they are in use.
+pub(crate) struct ObjectType {
+    pub(crate) api_version: String,
+    pub(crate) group: String,
+    pub(crate) kind: String,
+}
+
+impl ObjectType {
+    pub(crate) fn of(obj: &Value) -> Self {
+        let field = |name: &str| {
+            obj.get(name)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned()
+        };
+        let api_version = field("apiVersion");
+        let group = plumb_core::group_of_api_version(&api_version).to_owned();
+        Self {
+            api_version,
+            group,
+            kind: field("kind"),
+        }
+    }
+}
+
 fn key_of(v: &Value) -> ResourceKey {
     ResourceKey::of(v).unwrap_or_default()
 }
@@ -225,17 +251,11 @@ pub(crate) fn diff_owned_with(
             let orig = last_applied(&l);
             let config = prepare(d, cfg, schema)?;
             let mut live = prepare(l, cfg, schema)?;
-            let api_version = config
-                .get("apiVersion")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string();
-            let kind = config
-                .get("kind")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string();
-            let group = plumb_core::group_of_api_version(&api_version).to_string();
+            let ObjectType {
+                api_version,
+                group,
+                kind,
+            } = ObjectType::of(&config);
             let builtin = schema.is_builtin(&group, &kind);
 
             let orig = match orig {

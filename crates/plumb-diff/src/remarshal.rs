@@ -225,6 +225,25 @@ impl<'v> Walk<'_, 'v> {
         true
     }
 
+    /// Decodes each element of a list or map with the element type `def`; an element that
+    /// disappears in the round trip becomes `def`'s zero value instead (a list or map
+    /// element cannot be omitted).
+    fn elements(
+        &mut self,
+        items: impl Iterator<Item = (Seg<'v>, &'v Value)>,
+        def: &FieldDef,
+    ) -> Result<(), DecodeFailure> {
+        for (seg, item) in items {
+            self.enter(seg, |w| -> Result<(), DecodeFailure> {
+                if !w.field(item, def)? {
+                    w.set(zero_of(def));
+                }
+                Ok(())
+            })?;
+        }
+        Ok(())
+    }
+
     /// Decodes one field value; `Ok(false)`: the key disappears in the typed round trip.
     fn field(&mut self, v: &'v Value, f: &FieldDef) -> Result<bool, DecodeFailure> {
         // Non-pointer scalars and slices/maps tagged omitempty vanish when empty.
@@ -305,14 +324,10 @@ impl<'v> Walk<'_, 'v> {
                         .items
                         .as_deref()
                         .ok_or_else(|| self.fail("list without item type"))?;
-                    for (i, item) in items.iter().enumerate() {
-                        self.enter(Seg::Index(i), |w| -> Result<(), DecodeFailure> {
-                            if !w.field(item, item_def)? {
-                                w.set(zero_of(item_def));
-                            }
-                            Ok(())
-                        })?;
-                    }
+                    self.elements(
+                        items.iter().enumerate().map(|(i, x)| (Seg::Index(i), x)),
+                        item_def,
+                    )?;
                     true
                 }
             }
@@ -327,14 +342,7 @@ impl<'v> Walk<'_, 'v> {
                         .values
                         .as_deref()
                         .ok_or_else(|| self.fail("map without value type"))?;
-                    for (k, item) in m {
-                        self.enter(Seg::Key(k), |w| -> Result<(), DecodeFailure> {
-                            if !w.field(item, vdef)? {
-                                w.set(zero_of(vdef));
-                            }
-                            Ok(())
-                        })?;
-                    }
+                    self.elements(m.iter().map(|(k, x)| (Seg::Key(k), x)), vdef)?;
                     true
                 }
             }

@@ -169,6 +169,12 @@ mod tests {
             "spec": {"replicas": 3, "template": {"spec": {"containers": containers}}}})
     }
 
+    /// A server-side diff as plumb's field manager, with the default config.
+    fn diff_as_plumb(live: Value, predicted: Value, include_mutation_webhook: bool) -> DiffResult {
+        let cfg = DiffConfig::default();
+        diff_server_side(live, predicted, "plumb", include_mutation_webhook, &cfg).unwrap()
+    }
+
     fn plumb_owns(fields: Value) -> Value {
         json!([{"manager": "plumb", "operation": "Apply", "fieldsV1": fields}])
     }
@@ -184,26 +190,12 @@ mod tests {
         let mut predicted = dep("Always", true, owns.clone());
         // plumb owns imagePullPolicy, so the dry run's value is kept: it is what the apply
         // would leave (the webhook wins every time), and live agrees.
-        let r = diff_server_side(
-            live.clone(),
-            predicted.clone(),
-            "plumb",
-            false,
-            &DiffConfig::default(),
-        )
-        .unwrap();
+        let r = diff_as_plumb(live.clone(), predicted.clone(), false);
         assert!(!r.modified, "the dry run predicts what live already is");
 
         // A field plumb owns and git changed is a difference.
         predicted["spec"]["template"]["spec"]["containers"][0]["image"] = json!("api:2");
-        let r = diff_server_side(
-            live.clone(),
-            predicted.clone(),
-            "plumb",
-            false,
-            &DiffConfig::default(),
-        )
-        .unwrap();
+        let r = diff_as_plumb(live.clone(), predicted.clone(), false);
         assert!(r.modified);
 
         // Fields plumb does not own revert to live: replicas (an HPA's), the sidecar, generation.
@@ -211,25 +203,11 @@ mod tests {
         p2["spec"]["template"]["spec"]["containers"][1]["image"] = json!("proxy:2");
         p2["spec"]["replicas"] = json!(1);
         p2["metadata"]["generation"] = json!(5);
-        let r = diff_server_side(
-            dep("Always", true, json!([])),
-            p2.clone(),
-            "plumb",
-            false,
-            &DiffConfig::default(),
-        )
-        .unwrap();
+        let r = diff_as_plumb(dep("Always", true, json!([])), p2.clone(), false);
         assert!(!r.modified, "{:#}", r.predicted_live);
 
         // With IncludeMutationWebhook the dry-run result is taken whole.
-        let r = diff_server_side(
-            dep("Always", true, json!([])),
-            p2,
-            "plumb",
-            true,
-            &DiffConfig::default(),
-        )
-        .unwrap();
+        let r = diff_as_plumb(dep("Always", true, json!([])), p2, true);
         assert!(r.modified);
     }
 

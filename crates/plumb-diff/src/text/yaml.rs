@@ -1,0 +1,680 @@
+//! JSON value to YAML as `sigs.k8s.io/yaml.Marshal` writes it: the encoder half.
+//!
+//! Builds the tree the emitter (`yaml_emit.rs`) writes, reproducing what happens
+//! to an unstructured object on its way through Go before go-yaml v2 emits it:
+//! `encoding/json` marshals it (keys in byte order, numbers as `int64`, else
+//! `float64`); go-yaml v2 reads that JSON back (so `2.0` becomes the integer `2`,
+//! a U+0085 in a string folds like a line break, and of two keys that read back
+//! equal the later one wins); its encoder asks for a style per string
+//! (`encode.go` `stringv`: literal block, plain, or double quotes, using
+//! `yaml_resolve.rs`) and sorts map keys in its natural order (`sorter.go`).
+//!
+//! Must match `sigs.k8s.io/yaml` v1.6.0 on `go.yaml.in/yaml/v2` v2.4.2 byte for
+//! byte: `argocd app diff` runs `diff` on exactly these bytes, and `plumb render`
+//! prints them.
+
+use super::yaml_emit::emit_document;
+use super::yaml_resolve::{is_base60_float, resolves_to_str};
+use serde_json::Value;
+
+/// Renders `v` as `sigs.k8s.io/yaml.Marshal` does for the unstructured object
+/// Argo CD prints in `argocd app diff`.
+///
+/// The value goes through the same steps as in Go: numbers are typed as the
+/// Kubernetes unstructured decoder types them (`int64`, else `float64`),
+/// JSON-encoded, re-read by go-yaml v2 (so `2.0` becomes the integer `2`),
+/// then emitted by go-yaml v2 with its key order, scalar styles and line
+/// folding. The result always ends with a newline. (For a side that does not
+/// exist, Argo CD writes an empty file rather than `null`.)
+#[must_use]
+pub fn to_yaml(v: &Value) -> String {
+    emit_document(&build_node(v))
+}
+
+/// [`to_yaml`] with a comment after each scalar value: `comment` gets the scalar's JSON
+/// pointer and returns the text to write after `# ` (e.g. its source location). A block
+/// scalar's comment goes on its header line. Used by `plumb render --show-origins`.
+#[must_use]
+pub fn to_yaml_with_comments(v: &Value, comment: &dyn Fn(&str) -> Option<String>) -> String {
+    let mut pointer = String::new();
+    emit_document(&build_commented(v, &mut pointer, comment))
+}
+
+fn build_commented(
+    v: &Value,
+    pointer: &mut String,
+    comment: &dyn Fn(&str) -> Option<String>,
+) -> Node {
+    let at = |seg: &str, v: &Value, pointer: &mut String| {
+        let len = pointer.len();
+        pointer.push('/');
+        pointer.push_str(&plumb_core::pointer::escape_token(seg));
+        let n = build_commented(v, pointer, comment);
+        pointer.truncate(len);
+        n
+    };
+    match v {
+        Value::Array(items) => Node::Seq(
+            items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| at(&i.to_string(), item, pointer))
+                .collect(),
+        ),
+        Value::Object(map) => {
+            // Same keys and order as `build_node`; values built with their pointers.
+            let Node::Map(entries) = build_node(&Value::Object(
+                map.keys().map(|k| (k.clone(), Value::Null)).collect(),
+            )) else {
+                unreachable!("an object builds a map")
+            };
+            let originals: std::collections::HashMap<String, &String> = map
+                .keys()
+                .map(|k| (reread_json_string(k).into_owned(), k))
+                .collect();
+            Node::Map(
+                entries
+                    .into_iter()
+                    .map(|(k, _)| {
+                        let Node::Scalar(ref text, _) = k else {
+                            unreachable!("keys are scalars")
+                        };
+                        let orig = originals.get(text).copied().unwrap_or(text);
+                        let val = at(orig, &map[orig.as_str()], pointer);
+                        (k, val)
+                    })
+                    .collect(),
+            )
+        }
+        scalar => match (build_node(scalar), comment(pointer)) {
+            (Node::Scalar(text, style), Some(c)) => Node::Commented(text, style, c),
+            (n, _) => n,
+        },
+    }
+}
+
+/// A YAML node ready for emission: scalars carry the style go-yaml's encoder
+/// asks for (the emitter may still override it).
+pub(super) enum Node {
+    Scalar(String, Style),
+    /// A scalar followed by a `# comment`.
+    Commented(String, Style, String),
+    Seq(Vec<Node>),
+    Map(Vec<(Node, Node)>),
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Style {
+    Plain,
+    SingleQuoted,
+    DoubleQuoted,
+    Literal,
+}
+
+fn build_node(v: &Value) -> Node {
+    match v {
+        Value::Null => Node::Scalar("null".to_owned(), Style::Plain),
+        Value::Bool(b) => Node::Scalar(b.to_string(), Style::Plain),
+        Value::Number(n) => Node::Scalar(format_number(n), Style::Plain),
+        Value::String(s) => string_node(&reread_json_string(s)),
+        Value::Array(items) => Node::Seq(items.iter().map(build_node).collect()),
+        Value::Object(map) => {
+            // encoding/json writes keys in byte order; go-yaml keeps the last
+            // of two keys that its re-read makes equal.
+            let mut entries: Vec<(&String, String, &Value)> = map
+                .iter()
+                .map(|(k, v)| (k, reread_json_string(k).into_owned(), v))
+                .collect();
+            entries.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+            let mut kept: Vec<(String, &Value)> = Vec::with_capacity(entries.len());
+            for (_, key, v) in entries {
+                if let Some(slot) = kept.iter_mut().find(|(k, _)| *k == key) {
+                    slot.1 = v;
+                } else {
+                    kept.push((key, v));
+                }
+            }
+            let kept = merge_sort_by(kept, &|a: &(String, &Value), b: &(String, &Value)| {
+                go_yaml_key_less(&a.0, &b.0)
+            });
+            Node::Map(
+                kept.into_iter()
+                    .map(|(k, v)| (string_node(&k), build_node(v)))
+                    .collect(),
+            )
+        }
+    }
+}
+
+/// A JSON string as go-yaml v2 reads it back from `encoding/json` output.
+///
+/// `json.Marshal` escapes every line break except U+0085 (NEL), which the
+/// YAML scanner then treats as a line break inside the double-quoted scalar
+/// and folds (`yaml_parser_scan_flow_scalar`): a run of spaces and NELs
+/// becomes one space for a single NEL, or `n - 1` newlines for `n` NELs;
+/// spaces around the breaks are dropped.
+fn reread_json_string(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.contains('\u{85}') {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != ' ' && c != '\u{85}' {
+            out.push(c);
+            continue;
+        }
+        let mut spaces = 0usize;
+        let mut breaks = 0usize;
+        let mut next = Some(c);
+        while let Some(b) = next {
+            if b == ' ' {
+                if breaks == 0 {
+                    spaces += 1;
+                }
+            } else {
+                breaks += 1;
+            }
+            next = chars.next_if(|&n| n == ' ' || n == '\u{85}');
+        }
+        match breaks {
+            0 => out.extend(std::iter::repeat_n(' ', spaces)),
+            1 => out.push(' '),
+            n => out.extend(std::iter::repeat_n('\n', n - 1)),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// go-yaml v2 `encode.go` `stringv`: literal block for strings containing a
+/// newline, plain when the text would read back as a string, else double
+/// quotes.
+fn string_node(s: &str) -> Node {
+    let style = if s.contains('\n') {
+        Style::Literal
+    } else if resolves_to_str(s) && !is_base60_float(s) {
+        Style::Plain
+    } else {
+        Style::DoubleQuoted
+    };
+    Node::Scalar(s.to_owned(), style)
+}
+
+// --- numbers ---------------------------------------------------------------
+
+fn format_number(n: &serde_json::Number) -> String {
+    if let Some(i) = n.as_i64() {
+        return i.to_string();
+    }
+    // A u64 beyond i64 is a float64 in a Kubernetes unstructured object.
+    n.as_f64().map_or_else(|| n.to_string(), format_float)
+}
+
+/// Shortest round-trip decimal digits of `|x|` and the decimal point position:
+/// `|x| = 0.d1d2... * 10^dp`.
+fn shortest_digits(x: f64) -> (String, i32) {
+    let e = format!("{:e}", x.abs());
+    let (mant, exp) = e.split_once('e').unwrap_or((e.as_str(), "0"));
+    let digits: String = mant.chars().filter(char::is_ascii_digit).collect();
+    let exp: i32 = exp.parse().unwrap_or(0);
+    (digits, exp + 1)
+}
+
+/// A float64 as it comes out of `json.Marshal` + go-yaml v2 decode + encode.
+fn format_float(x: f64) -> String {
+    if !x.is_finite() {
+        // Not representable in JSON; go-yaml's spelling.
+        return if x.is_nan() {
+            ".nan".to_owned()
+        } else if x > 0.0 {
+            ".inf".to_owned()
+        } else {
+            "-.inf".to_owned()
+        };
+    }
+    let (digits, dp) = shortest_digits(x);
+    let nd = i32::try_from(digits.len()).unwrap_or(i32::MAX);
+    // encoding/json uses %f below 1e21, and then go-yaml reads an integral
+    // literal back as an int (or uint) when it fits.
+    if x == 0.0 {
+        return "0".to_owned();
+    }
+    if x.abs() < 1e21 && nd <= dp {
+        let mut lit = String::new();
+        if x < 0.0 {
+            lit.push('-');
+        }
+        lit.push_str(&digits);
+        for _ in nd..dp {
+            lit.push('0');
+        }
+        if let Ok(i) = lit.parse::<i64>() {
+            return i.to_string();
+        }
+        if let Ok(u) = lit.parse::<u64>() {
+            return u.to_string();
+        }
+    }
+    format_g(x < 0.0, &digits, dp)
+}
+
+/// Go's `strconv.FormatFloat(x, 'g', -1, 64)` from shortest digits.
+fn format_g(neg: bool, digits: &str, dp: i32) -> String {
+    let mut s = String::new();
+    if neg {
+        s.push('-');
+    }
+    let nd = i32::try_from(digits.len()).unwrap_or(i32::MAX);
+    let exp = dp - 1;
+    if !(-4..6).contains(&exp) {
+        let mut chars = digits.chars();
+        if let Some(first) = chars.next() {
+            s.push(first);
+        }
+        let rest: String = chars.collect();
+        if !rest.is_empty() {
+            s.push('.');
+            s.push_str(&rest);
+        }
+        s.push('e');
+        s.push(if exp < 0 { '-' } else { '+' });
+        let a = exp.unsigned_abs();
+        if a < 10 {
+            s.push('0');
+        }
+        s.push_str(&a.to_string());
+    } else if dp <= 0 {
+        s.push_str("0.");
+        for _ in dp..0 {
+            s.push('0');
+        }
+        s.push_str(digits);
+    } else if dp >= nd {
+        s.push_str(digits);
+        for _ in nd..dp {
+            s.push('0');
+        }
+    } else {
+        let (int, frac) = digits.split_at(usize::try_from(dp).unwrap_or(0));
+        s.push_str(int);
+        s.push('.');
+        s.push_str(frac);
+    }
+    s
+}
+
+// --- key order (go-yaml v2 sorter.go) --------------------------------------
+
+fn go_is_letter(c: char) -> bool {
+    if c.is_ascii() {
+        c.is_ascii_alphabetic()
+    } else {
+        c.is_alphabetic()
+    }
+}
+
+fn go_is_digit(c: char) -> bool {
+    if c.is_ascii() {
+        c.is_ascii_digit()
+    } else {
+        c.is_numeric()
+    }
+}
+
+/// go-yaml v2 `keyList.Less` for two string keys: a "natural" order in which
+/// letters sort after other characters and digit runs compare numerically.
+fn go_yaml_key_less(a: &str, b: &str) -> bool {
+    let ar: Vec<char> = a.chars().collect();
+    let br: Vec<char> = b.chars().collect();
+    let digit_val = |c: char| i64::from(u32::from(c)).wrapping_sub(i64::from(u32::from('0')));
+    for i in 0..ar.len().min(br.len()) {
+        if ar[i] == br[i] {
+            continue;
+        }
+        let al = go_is_letter(ar[i]);
+        let bl = go_is_letter(br[i]);
+        if al && bl {
+            return ar[i] < br[i];
+        }
+        if al || bl {
+            return bl;
+        }
+        let mut an: i64 = 0;
+        let mut bn: i64 = 0;
+        if ar[i] == '0' || br[i] == '0' {
+            let mut j = i;
+            while j > 0 && go_is_digit(ar[j - 1]) {
+                j -= 1;
+                if ar[j] != '0' {
+                    an = 1;
+                    bn = 1;
+                    break;
+                }
+            }
+        }
+        let mut ai = i;
+        while ai < ar.len() && go_is_digit(ar[ai]) {
+            an = an.wrapping_mul(10).wrapping_add(digit_val(ar[ai]));
+            ai += 1;
+        }
+        let mut bi = i;
+        while bi < br.len() && go_is_digit(br[bi]) {
+            bn = bn.wrapping_mul(10).wrapping_add(digit_val(br[bi]));
+            bi += 1;
+        }
+        if an != bn {
+            return an < bn;
+        }
+        if ai != bi {
+            return ai < bi;
+        }
+        return ar[i] < br[i];
+    }
+    ar.len() < br.len()
+}
+
+/// A stable merge sort driven by a "less" predicate; unlike `slice::sort_by`
+/// it tolerates a predicate that is not a perfect total order.
+fn merge_sort_by<T>(v: Vec<T>, less: &impl Fn(&T, &T) -> bool) -> Vec<T> {
+    if v.len() <= 1 {
+        return v;
+    }
+    let mut left = v;
+    let right = left.split_off(left.len() / 2);
+    let mut l = merge_sort_by(left, less).into_iter().peekable();
+    let mut r = merge_sort_by(right, less).into_iter().peekable();
+    let mut out = Vec::with_capacity(l.len() + r.len());
+    while let (Some(a), Some(b)) = (l.peek(), r.peek()) {
+        let next = if less(b, a) { r.next() } else { l.next() };
+        out.extend(next);
+    }
+    out.extend(l);
+    out.extend(r);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::text::tests::{doc, yaml_of};
+    use serde_json::json;
+
+    #[test]
+    fn comments_follow_scalars_and_keep_the_yaml() {
+        let v = serde_json::json!({"metadata": {"name": "web", "labels": {"a/b": "x"}},
+            "spec": {"containers": [{"name": "app", "args": ["--x"]}], "script": "line1\nline2\n"}});
+        let out = super::to_yaml_with_comments(&v, &|p: &str| Some(format!("at {p}")));
+        assert_eq!(
+            out,
+            "metadata:\n  labels:\n    a/b: x # at /metadata/labels/a~1b\n  name: web # at /metadata/name\nspec:\n  containers:\n  - args:\n    - --x # at /spec/containers/0/args/0\n    name: app # at /spec/containers/0/name\n  script: | # at /spec/script\n    line1\n    line2\n"
+        );
+        let plain = super::to_yaml_with_comments(&v, &|_: &str| None);
+        assert_eq!(plain, super::to_yaml(&v));
+    }
+
+    // --- YAML: expectations produced by sigs.k8s.io/yaml v1.6.0 (go.yaml.in/yaml/v2 v2.4.2)
+
+    #[test]
+    fn yaml_deployment_nested_object() {
+        let got = yaml_of(
+            r##"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"annotations":{"deployment.kubernetes.io/revision":"3"},"labels":{"app":"guestbook","app.kubernetes.io/instance":"guestbook"},"name":"guestbook-ui","namespace":"default"},"spec":{"replicas":1,"revisionHistoryLimit":3,"selector":{"matchLabels":{"app":"guestbook-ui"}},"template":{"metadata":{"labels":{"app":"guestbook-ui"}},"spec":{"containers":[{"image":"gcr.io/heptio-images/ks-guestbook-demo:0.2","imagePullPolicy":"IfNotPresent","name":"guestbook-ui","ports":[{"containerPort":80,"protocol":"TCP"}],"resources":{"limits":{"cpu":"500m","memory":"128Mi"}}}],"dnsPolicy":"ClusterFirst","securityContext":{}}}}}"##,
+        );
+        let want = r##"
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  annotations:
+    deployment.kubernetes.io/revision: "3"
+  labels:
+    app: guestbook
+    app.kubernetes.io/instance: guestbook
+  name: guestbook-ui
+  namespace: default
+spec:
+  replicas: 1
+  revisionHistoryLimit: 3
+  selector:
+    matchLabels:
+      app: guestbook-ui
+  template:
+    metadata:
+      labels:
+        app: guestbook-ui
+    spec:
+      containers:
+      - image: gcr.io/heptio-images/ks-guestbook-demo:0.2
+        imagePullPolicy: IfNotPresent
+        name: guestbook-ui
+        ports:
+        - containerPort: 80
+          protocol: TCP
+        resources:
+          limits:
+            cpu: 500m
+            memory: 128Mi
+      dnsPolicy: ClusterFirst
+      securityContext: {}
+"##;
+        assert_eq!(got, doc(want));
+    }
+
+    #[test]
+    fn yaml_lists_of_maps_lists_of_lists_and_empty_containers() {
+        let got = yaml_of(
+            r##"{"matrix":[[1,2],[],[["a"],{}]],"empty":{"list":[],"map":{}},"items":[{"name":"a","value":"1"},{"name":"b"},{}],"nulls":[null,{"k":null}]}"##,
+        );
+        let want = r##"
+empty:
+  list: []
+  map: {}
+items:
+- name: a
+  value: "1"
+- name: b
+- {}
+matrix:
+- - 1
+  - 2
+- []
+- - - a
+  - {}
+nulls:
+- null
+- k: null
+"##;
+        assert_eq!(got, doc(want));
+        assert_eq!(
+            yaml_of(r##"[[["deep"]],[{"a":[1,[2]]}]]"##),
+            "- - - deep\n- - a:\n    - 1\n    - - 2\n"
+        );
+    }
+
+    #[test]
+    fn yaml_top_level_values() {
+        assert_eq!(to_yaml(&Value::Null), "null\n");
+        assert_eq!(to_yaml(&json!("just a string")), "just a string\n");
+        assert_eq!(to_yaml(&json!([])), "[]\n");
+        assert_eq!(to_yaml(&json!({})), "{}\n");
+        assert_eq!(to_yaml(&json!(true)), "true\n");
+        assert_eq!(to_yaml(&json!("a\nb\n")), "|\n  a\n  b\n");
+    }
+
+    #[test]
+    fn yaml_quotes_strings_that_would_not_read_back_as_strings() {
+        let got = yaml_of(
+            r##"{"s":["true","yes","on","no","off","y","n","~","null","NULL","","1","0.5","1e3","0x1F","012","08","0o17","1_000","+1","-1",".inf","-.inf",".nan",".5","2001-12-14","2001-02-30","2001-12-14T21:59:43Z","2001-12-14 21:59:43.10","1:20","a: b","a:b","#x","x #y","x#y"," lead","trail ","-","- x","-x","---","...","?","? x",":",":x","[x]","{x}","*a","&a","!t","|","\u003e","'q'","\"dq\"","%p","@at","`bt","a,b","\u003c\u003c","=","tab\there","back\\slash","plain text"]}"##,
+        );
+        let want = r##"
+s:
+- "true"
+- "yes"
+- "on"
+- "no"
+- "off"
+- "y"
+- "n"
+- "~"
+- "null"
+- "NULL"
+- ""
+- "1"
+- "0.5"
+- "1e3"
+- "0x1F"
+- "012"
+- "08"
+- "0o17"
+- "1_000"
+- "+1"
+- "-1"
+- ".inf"
+- "-.inf"
+- ".nan"
+- ".5"
+- "2001-12-14"
+- 2001-02-30
+- "2001-12-14T21:59:43Z"
+- "2001-12-14 21:59:43.10"
+- "1:20"
+- 'a: b'
+- a:b
+- '#x'
+- 'x #y'
+- x#y
+- ' lead'
+- 'trail '
+- '-'
+- '- x'
+- -x
+- '---'
+- '...'
+- '?'
+- '? x'
+- ':'
+- :x
+- '[x]'
+- '{x}'
+- '*a'
+- '&a'
+- '!t'
+- '|'
+- '>'
+- '''q'''
+- '"dq"'
+- '%p'
+- '@at'
+- '`bt'
+- a,b
+- <<
+- =
+- "tab\there"
+- back\slash
+- plain text
+"##;
+        assert_eq!(got, doc(want));
+    }
+
+    #[test]
+    fn yaml_numbers_follow_the_json_then_yaml_round_trip() {
+        let got = yaml_of(
+            r##"{"n":[0,-7,9223372036854775807,-9223372036854775808,18446744073709551615,0.5,2.0,-0.0,1e21,1e20,1e19,1e-7,0.000001,0.0001,1234567.5,100000.5,3.14159,1.5e300,1152921504606846976.0],"b":[true,false]}"##,
+        );
+        let want = r##"
+b:
+- true
+- false
+"n":
+- 0
+- -7
+- 9223372036854775807
+- -9223372036854775808
+- 1.8446744073709552e+19
+- 0.5
+- 2
+- 0
+- 1e+21
+- 1e+20
+- 10000000000000000000
+- 1e-07
+- 1e-06
+- 0.0001
+- 1.2345675e+06
+- 100000.5
+- 3.14159
+- 1.5e+300
+- 1152921504606847000
+"##;
+        assert_eq!(got, doc(want));
+    }
+
+    #[test]
+    fn yaml_keys_use_go_yaml_natural_order() {
+        let got = yaml_of(
+            r##"{"port10":1,"port9":2,"port1":3,"FOO_BAR":4,"FOOBAR":5,"a-b":6,"a_b":7,"aB":8,"a.b":9,"a:":10,"a1":11,"a01":12,"x":13}"##,
+        );
+        let want = r##"
+FOO_BAR: 4
+FOOBAR: 5
+a-b: 6
+a.b: 9
+'a:': 10
+a_b: 7
+a1: 11
+a01: 12
+aB: 8
+port1: 3
+port9: 2
+port10: 1
+x: 13
+"##;
+        assert_eq!(got, doc(want));
+    }
+
+    #[test]
+    fn yaml_nel_is_folded_like_go_yaml_reads_json() {
+        assert_eq!(reread_json_string("a\u{85}b"), "a b");
+        assert_eq!(reread_json_string("a \u{85}  b"), "a b");
+        assert_eq!(reread_json_string("a\u{85}\u{85}b"), "a\nb");
+        assert_eq!(reread_json_string("a\u{85} \u{85}\u{85}b"), "a\n\nb");
+        assert_eq!(reread_json_string("no  breaks "), "no  breaks ");
+        assert_eq!(to_yaml(&json!("N\u{85}")), "'N '\n");
+    }
+
+    #[test]
+    fn floats_format_like_go() {
+        let cases = [
+            (0.5, "0.5"),
+            (2.0, "2"),
+            (-0.0, "0"),
+            (1e21, "1e+21"),
+            (1e20, "1e+20"),
+            (1e19, "10000000000000000000"),
+            (-(2f64.powi(63)), "-9.223372036854776e+18"),
+            (2f64.powi(63), "9223372036854776000"),
+            (1e-7, "1e-07"),
+            (1e-5, "1e-05"),
+            (0.0001, "0.0001"),
+            (123456.5, "123456.5"),
+            (1234567.5, "1.2345675e+06"),
+            (-2.5e-300, "-2.5e-300"),
+            (5e-324, "5e-324"),
+        ];
+        for (x, want) in cases {
+            assert_eq!(format_float(x), want, "{x:e}");
+        }
+    }
+
+    #[test]
+    fn key_order_predicate() {
+        assert!(go_yaml_key_less("a9", "a10"));
+        assert!(!go_yaml_key_less("a10", "a9"));
+        assert!(go_yaml_key_less("A_B", "AB"));
+        assert!(go_yaml_key_less("a1", "a01"));
+        assert!(go_yaml_key_less("Z", "a"));
+        assert!(go_yaml_key_less("ab", "abc"));
+        let sorted = merge_sort_by(vec!["b", "a10", "a9", "_", "a"], &|x: &&str, y: &&str| {
+            go_yaml_key_less(x, y)
+        });
+        assert_eq!(sorted, ["_", "a", "a9", "a10", "b"]);
+    }
+}
