@@ -1,7 +1,7 @@
 //! plumb's limits on input, in one place. Each bounds the time or memory one bad input
 //! (hand-written, generated, or hostile) can cost, and each refusal is one error line
-//! naming the file or object and field. README's "Limits" section lists them; the
-//! catalogue of bad input (`tests/bad-input/`) holds a case for each.
+//! naming the file or object and field. The book's page `docs/src/operations/limits.md`
+//! lists them; the catalogue of bad input (`tests/bad-input/`) holds a case for each.
 
 /// Largest manifest, kustomization, values or snapshot file read (checked before reading).
 /// Parsing costs about ten times a file's size in memory, so this keeps one file well
