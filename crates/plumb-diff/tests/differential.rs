@@ -9,7 +9,8 @@
 //! values, deletions) and git changes (fields removed, set to null, lists reordered). Live is
 //! read back from the API server; each pair goes to plumb and to the oracle, and the verdicts
 //! (modified or not) must agree, as must the normalized-live and predicted-live text of
-//! modified objects, apart from the classes of the README's "Where plumb differs from Argo CD".
+//! modified objects, apart from the classes the book lists as deliberate differences
+//! (`docs/src/argocd/differences.md`, "Where the compare differs").
 //!
 //! ```text
 //! eval "$(testbed/up.sh --kcm)"; export PLUMB_ARGO_ORACLE=$(testbed/build-oracle.sh)
@@ -31,8 +32,9 @@ use std::process::{Command, Stdio};
 const SEEDS: [u64; 3] = [1, 2, 3];
 const OBJECTS: usize = 400;
 
-/// Classes where plumb deliberately differs from Argo CD (README: "Where plumb differs from
-/// Argo CD"). A disagreement whose case carries one of these tags is counted apart.
+/// Classes where plumb deliberately differs from Argo CD (the book's
+/// `docs/src/argocd/differences.md`, "Where the compare differs"). A disagreement whose case
+/// carries one of these tags is counted apart.
 const DOCUMENTED: &[&str] = &[];
 
 /// SplitMix64: a fixed, tiny generator, so a seed means the same objects forever (a library

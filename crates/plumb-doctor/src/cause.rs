@@ -53,7 +53,7 @@ pub enum Remedy {
 pub struct CauseInfo {
     /// The name in every rendering (`cause.type` in JSON, `who:` in text, the markdown table).
     pub name: &'static str,
-    /// One line for people (the README's table).
+    /// One line for people (the table of the book's page `docs/src/concepts/doctor.md`).
     pub description: &'static str,
     pub writer: Writer,
     /// `plumb doctor --preflight` warns about it: the cluster will rewrite what the change
@@ -167,7 +167,8 @@ impl CauseType {
         }
     }
 
-    /// The README's table of causes (a test keeps the README equal to it).
+    /// The table of causes on the book's page `docs/src/concepts/doctor.md` (a test keeps
+    /// the page equal to it).
     pub fn markdown_table() -> String {
         let yes = |b: bool| if b { "yes" } else { "no" };
         let mut out = String::from(
@@ -291,15 +292,16 @@ mod tests {
     }
 
     #[test]
-    fn the_readme_lists_every_cause() {
-        let readme = std::fs::read_to_string(
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"),
+    fn the_book_lists_every_cause() {
+        let page = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../docs/src/concepts/doctor.md"),
         )
         .unwrap();
         let table = CauseType::markdown_table();
         assert!(
-            readme.contains(&table),
-            "README.md's doctor section must hold the cause table:\n{table}"
+            page.contains(&table),
+            "docs/src/concepts/doctor.md must hold the cause table:\n{table}"
         );
     }
 }
