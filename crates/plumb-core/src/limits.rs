@@ -1,7 +1,7 @@
 //! plumb's limits on input, in one place. Each bounds the time or memory one bad input
 //! (hand-written, generated, or hostile) can cost, and each refusal is one error line
-//! naming the file or object and field. The book's page `docs/src/operations/limits.md` lists them; the
-//! catalogue of bad input (`tests/bad-input/`) holds a case for each.
+//! naming the file or object and field. The book's page `docs/src/operations/limits.md`
+//! lists them; the catalogue of bad input (`tests/bad-input/`) holds a case for each.
 //!
 //! The limits: file size, name and namespace length, `ignoreDifferences` entries, YAML alias
 //! replay, jq expression and value nesting, a `Retry-After` wait, and the length of input
