@@ -250,6 +250,7 @@ fn render_with(
         Some(EntryKind::File) => return Err(fail(&path, "source path is a file, not a directory")),
         None => return Err(fail(&path, "source path does not exist at this revision")),
     }
+    refuse_unsupported(source, &path)?;
     let revision = fs.revision_label();
     let mut notes = Vec::new();
     let source_type = detect(fs, &path, source)?;
@@ -282,6 +283,61 @@ fn fail(file: &str, message: impl Into<String>) -> LoadError {
         column: None,
         message: message.into(),
     }
+}
+
+/// Source fields that Argo CD acts on and plumb does not (yet): a config management plugin,
+/// or a `directory`, `kustomize` or `helm` option plumb does not model. Each is an error naming
+/// the field, never a render that ignores it: what Argo CD would render differently, or at
+/// all, must not reach a compare or a sync (with automated prune, an empty render deletes the
+/// app's objects). A field left at its default (`null`, `false`, `""`, `[]`, `{}`) changes
+/// nothing and passes, as do the tool versions Argo CD selects a binary with
+/// (`kustomize.version`, `helm.version`) and `directory.jsonnet`, whose `*.jsonnet` files
+/// [`directory_files`] refuses.
+fn refuse_unsupported(source: &AppSource, path: &str) -> Result<(), LoadError> {
+    if source.extra.get("plugin").is_some_and(|p| !p.is_null()) {
+        return Err(fail(
+            path,
+            "spec.source.plugin: config management plugins are not supported by plumb yet; \
+             refusing to render the source (an empty render could prune the app)",
+        ));
+    }
+    let is_default = |v: &Value| match v {
+        Value::Null => true,
+        Value::Bool(b) => !b,
+        Value::String(s) => s.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        Value::Object(o) => o.is_empty(),
+        Value::Number(_) => false,
+    };
+    let options = [
+        (
+            "directory",
+            source.directory.as_ref().map(|d| &d.extra),
+            "jsonnet",
+        ),
+        (
+            "kustomize",
+            source.kustomize.as_ref().map(|k| &k.extra),
+            "version",
+        ),
+        ("helm", source.helm.as_ref().map(|h| &h.extra), "version"),
+    ];
+    for (kind, extra, passes) in options {
+        let unsupported = extra
+            .into_iter()
+            .flatten()
+            .find(|(key, value)| key.as_str() != passes && !is_default(value));
+        if let Some((key, _)) = unsupported {
+            return Err(fail(
+                path,
+                format!(
+                    "spec.source.{kind}.{key}: not supported by plumb yet; refusing to render \
+                     the source rather than render it otherwise than Argo CD"
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Argo CD's detection: Helm when `helm` parameters are given or a `Chart.yaml` is
@@ -335,7 +391,9 @@ fn directory_files(
             let full = child(&dir, &name);
             match kind {
                 EntryKind::Dir if opts.recurse && !name.starts_with('.') => subdirs.push(full),
-                EntryKind::File if crate::is_manifest_file(Path::new(&name)) => {
+                EntryKind::File
+                    if crate::is_manifest_file(Path::new(&name)) || is_jsonnet(&name) =>
+                {
                     let rel = full
                         .strip_prefix(root)
                         .map(|r| r.trim_start_matches('/'))
@@ -346,6 +404,16 @@ fn directory_files(
                     if include.as_ref().is_some_and(|g| !g.is_match(rel)) {
                         continue;
                     }
+                    if is_jsonnet(&name) {
+                        // Argo CD evaluates a directory's `*.jsonnet` files; leaving them out
+                        // would render the directory short (or empty) without a word.
+                        return Err(fail(
+                            &full,
+                            "Jsonnet is not rendered by plumb yet (Argo CD evaluates the \
+                             *.jsonnet files of a directory source); refusing to render the \
+                             directory without it",
+                        ));
+                    }
                     out.push(full);
                 }
                 _ => {}
@@ -355,6 +423,12 @@ fn directory_files(
     }
     out.sort();
     Ok(out)
+}
+
+/// A Jsonnet program, as Argo CD's directory sources find them (`*.jsonnet`; a `*.libsonnet`
+/// is only imported).
+fn is_jsonnet(name: &str) -> bool {
+    name.ends_with(".jsonnet")
 }
 
 fn render_directory(
@@ -943,6 +1017,102 @@ mod tests {
         let err = crate::kustomize::build(fs.as_ref(), "k").expect_err("kustomize refuses");
         assert!(err.to_string().contains("missing metadata.name"), "{err}");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// What Argo CD would render and plumb cannot is an error naming the file or field, never
+    /// a render without it: Jsonnet files of a directory, a plugin, an option plumb lacks.
+    #[test]
+    fn a_source_plumb_cannot_render_whole_is_refused_by_name() {
+        use crate::source::tests::{TempDir, write};
+        let dir = TempDir::new("refused");
+        let root = dir.path();
+        let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n";
+        write(root, "app/a.yaml", cm);
+        write(
+            root,
+            "app/nested/guestbook.jsonnet",
+            "{ apiVersion: 'v1', kind: 'ConfigMap' }",
+        );
+        write(root, "app/lib/util.libsonnet", "{}");
+        write(root, "jsonnet/main.jsonnet", "[]");
+        let fs = crate::source::open_source(root, None).expect("open");
+        let source = |json: Value| -> AppSource {
+            let mut s = serde_json::json!({"repoURL": "file:///repo"});
+            s.as_object_mut()
+                .unwrap()
+                .extend(json.as_object().unwrap().clone());
+            serde_json::from_value(s).expect("a source")
+        };
+        let render_err = |path: &str, src: Value| {
+            render(fs.as_ref(), path, &source(src), &RenderOptions::default())
+                .expect_err("refused")
+                .to_string()
+        };
+        let renders = |path: &str, src: Value| {
+            render(fs.as_ref(), path, &source(src), &RenderOptions::default())
+                .expect("renders")
+                .objects
+                .len()
+        };
+
+        // A directory of Jsonnet programs rendered nothing before: now the file is named.
+        let e = render_err("jsonnet", serde_json::json!({}));
+        assert!(
+            e.starts_with("jsonnet/main.jsonnet: Jsonnet is not rendered"),
+            "{e}"
+        );
+        // Recursing finds the nested program; excluding it renders the rest; libsonnet is
+        // only ever imported, and without recurse the subdirectory is not read.
+        let e = render_err("app", serde_json::json!({"directory": {"recurse": true}}));
+        assert!(
+            e.starts_with("app/nested/guestbook.jsonnet: Jsonnet"),
+            "{e}"
+        );
+        let exclude = serde_json::json!({"directory": {"recurse": true, "exclude": "*.jsonnet",
+            "jsonnet": {"tlas": [{"name": "x", "value": "1"}]}}});
+        assert_eq!(renders("app", exclude), 1);
+        assert_eq!(
+            renders("app", serde_json::json!({"directory": {"jsonnet": {}}})),
+            1
+        );
+
+        // A config management plugin, by name or by discovery (`plugin: {}`).
+        for plugin in [serde_json::json!({"name": "cmp"}), serde_json::json!({})] {
+            let e = render_err("app", serde_json::json!({"plugin": plugin}));
+            assert!(
+                e.starts_with("app: spec.source.plugin: config management plugins"),
+                "{e}"
+            );
+        }
+        // An option plumb does not model is named; left at its default, or a tool version, it
+        // changes nothing.
+        let e = render_err("app", serde_json::json!({"helm": {"skipTests": true}}));
+        assert!(
+            e.starts_with("app: spec.source.helm.skipTests: not supported"),
+            "{e}"
+        );
+        let e = render_err(
+            "app",
+            serde_json::json!({"kustomize": {"kubeVersion": "1.30"}}),
+        );
+        assert!(
+            e.contains("spec.source.kustomize.kubeVersion: not supported"),
+            "{e}"
+        );
+        let e = render_err(
+            "app",
+            serde_json::json!({"directory": {"future": {"a": 1}}}),
+        );
+        assert!(
+            e.contains("spec.source.directory.future: not supported"),
+            "{e}"
+        );
+        let defaults = serde_json::json!({"directory": {"future": null, "other": false},
+            "kustomize": {"version": "v5.4.0", "ignoreMissingComponents": false}});
+        let e = render_err("app", defaults);
+        // `kustomize:` makes the source a kustomization; its options passed, so the error is
+        // the missing kustomization file, not an option.
+        assert!(!e.contains("not supported"), "{e}");
     }
 
     /// A kustomization plumb renders with the kustomize binary (`vars`), over a base two
