@@ -90,12 +90,14 @@ fn strip_code_spans(text: &str) -> String {
     String::from_utf8(out).expect("utf-8")
 }
 
-/// mdBook's id for a heading's text.
+/// mdBook's id for a heading's text (mdbook-html's `id_from_content`).
 fn slug(text: &str) -> String {
-    text.chars()
+    text.trim()
+        .to_lowercase()
+        .chars()
         .filter_map(|c| {
             if c.is_alphanumeric() || c == '_' || c == '-' {
-                Some(c.to_ascii_lowercase())
+                Some(c)
             } else if c.is_whitespace() {
                 Some('-')
             } else {
@@ -126,7 +128,7 @@ fn heading_text(raw: &str) -> String {
 
 /// The ids of a Markdown file's headings (ATX and setext), as mdBook gives them.
 fn anchors(text: &str) -> BTreeSet<String> {
-    let mut seen: HashMap<String, usize> = HashMap::new();
+    // `ids` is also mdBook's set of ids in use: a taken id gets the first free `-1`, `-2`, ….
     let mut ids = BTreeSet::new();
     let mut add = |raw: &str| {
         let raw = raw.trim();
@@ -137,14 +139,17 @@ fn anchors(text: &str) -> BTreeSet<String> {
                 .unwrap_or("")
                 .to_string(),
             _ => {
-                let base = slug(heading_text(raw).trim());
-                let n = seen.entry(base.clone()).or_insert(0);
-                *n += 1;
-                if *n == 1 {
-                    base
-                } else {
-                    format!("{base}-{}", *n - 1)
-                }
+                let base = slug(&heading_text(raw));
+                (0..)
+                    .map(|n| {
+                        if n == 0 {
+                            base.clone()
+                        } else {
+                            format!("{base}-{n}")
+                        }
+                    })
+                    .find(|id| !ids.contains(id))
+                    .expect("a free id")
             }
         };
         ids.insert(id);
