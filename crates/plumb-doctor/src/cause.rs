@@ -3,7 +3,7 @@
 //! preflight, fixable in git by `--fix`, its remedy and so the fixes' order, its name in every
 //! rendering. Adding a cause is one variant and one row here, plus the check that proposes it
 //! (`checks/`) and its fixture; the fixes, the CLI's `--preflight` and `--fix`, the
-//! renderings and the README read the row.
+//! renderings and the book (`docs/src/concepts/doctor.md`) read the row.
 
 use serde::{Serialize, Serializer};
 

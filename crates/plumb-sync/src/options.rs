@@ -14,10 +14,11 @@
 //!
 //! Every option is one row of [`TABLE`]: its name, values, default, where it may be set
 //! (Application, resource) and what plumb does with it there — acted on, or accepted and
-//! ignored with the reason. The parsers accept exactly what the table lists; the README's
-//! sync-options table is [`markdown_table`] (a test keeps the two equal, and another that
-//! every option Argo CD documents has a row). `FailOnSharedResource`'s decision is
-//! [`shared_resource`]; LoopGuard (`plumb.dev/LoopGuard`) is plumb's own row.
+//! ignored with the reason. The parsers accept exactly what the table lists; the book's
+//! sync-options table (`docs/src/argocd/sync-options.md`) is [`markdown_table`] (a test
+//! keeps the two equal, and another that every option Argo CD documents has a row).
+//! `FailOnSharedResource`'s decision is [`shared_resource`]; LoopGuard (`plumb.dev/LoopGuard`)
+//! is plumb's own row.
 
 use plumb_core::SYNC_OPTIONS_ANNOTATION;
 use std::collections::BTreeMap;
@@ -184,7 +185,7 @@ pub const TABLE: &[SyncOptionSpec] = &[
         default: "false",
         app: Support::Acted,
         resource: Support::No,
-        effect: "plumb's own. `true`: in a recognised sync loop, automated syncs of that revision leave the looping fields as live has them (as `RespectIgnoreDifferences` does) and are not made when nothing else differs (see [Sync loops](#sync-loops)); `plumb controller --loop-guard` turns it on for every app",
+        effect: "plumb's own. `true`: in a recognised sync loop, automated syncs of that revision leave the looping fields as live has them (as `RespectIgnoreDifferences` does) and are not made when nothing else differs (see [Sync loops](../concepts/sync-loops.md)); `plumb controller --loop-guard` turns it on for every app",
     },
 ];
 
@@ -201,7 +202,7 @@ pub fn is_known(item: &str, app: bool) -> bool {
         .unwrap_or(false)
 }
 
-/// The README's sync-options table.
+/// The book's sync-options table (`docs/src/argocd/sync-options.md`).
 pub fn markdown_table() -> String {
     let support = |s: Support| match s {
         Support::No => "—".to_string(),
@@ -727,15 +728,16 @@ mod tests {
     }
 
     #[test]
-    fn the_readme_documents_every_option() {
-        let readme = std::fs::read_to_string(
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"),
+    fn the_book_documents_every_option() {
+        let page = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../docs/src/argocd/sync-options.md"),
         )
         .unwrap();
         let table = markdown_table();
         assert!(
-            readme.contains(&table),
-            "README.md must hold the sync-options table:\n{table}"
+            page.contains(&table),
+            "docs/src/argocd/sync-options.md must hold the sync-options table:\n{table}"
         );
     }
 

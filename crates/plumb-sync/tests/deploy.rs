@@ -202,8 +202,9 @@ fn install_manifest_is_generated_from_its_pieces() {
     }
 }
 
-/// The controller's image is `localhost/plumb:<workspace version>` (the tag policy README and
-/// deploy/controller.yaml state), runs as a non-root user on a read-only root filesystem.
+/// The controller's image is `localhost/plumb:<workspace version>` (the tag policy the book's
+/// docs/src/operations/install.md and deploy/controller.yaml state), runs as a non-root user on
+/// a read-only root filesystem.
 #[test]
 fn controller_image_is_tagged_with_the_workspace_version() {
     let deployment = deploy_objects("controller.yaml").remove(0);
@@ -298,7 +299,7 @@ async fn install_manifest_passes_a_server_side_dry_run() {
         });
         assert_eq!(stored["metadata"]["name"], obj["metadata"]["name"]);
     }
-    // kubectl, as the README says to install it.
+    // kubectl, as the book says to install it (docs/src/operations/install.md).
     let kubeconfig = std::env::var("KUBECONFIG").expect("KUBECONFIG");
     match std::process::Command::new("kubectl")
         .args(["apply", "--server-side", "--dry-run=server", "-f"])
