@@ -4,6 +4,7 @@
 use serde_json::Value;
 
 use crate::object::{condition, opt_int_at, str_at};
+use crate::{Health, HealthStatus};
 
 /// One condition of `status.conditions`.
 #[derive(Debug, Clone, Copy)]
@@ -43,6 +44,18 @@ pub(crate) fn cond<'a>(obj: &'a Value, cond_type: &str) -> Option<Cond<'a>> {
         message: str_at(c, &["message"]),
         observed_generation: opt_int_at(c, &["observedGeneration"]),
     })
+}
+
+/// The health one condition speaks for: `True` ⇒ Healthy, `False` ⇒ Degraded, any other
+/// status ⇒ Progressing, each with the condition's text; no condition ⇒ Progressing
+/// `waiting`.
+pub(crate) fn condition_health(c: Option<Cond<'_>>, waiting: &str) -> Health {
+    match c {
+        Some(c) if c.is_true() => Health::new(HealthStatus::Healthy, c.text()),
+        Some(c) if c.is_false() => Health::new(HealthStatus::Degraded, c.text()),
+        Some(c) => Health::new(HealthStatus::Progressing, c.text()),
+        None => Health::new(HealthStatus::Progressing, waiting),
+    }
 }
 
 /// `metadata.generation` when `status.observedGeneration` is set and behind it: the
