@@ -13,7 +13,8 @@
 
 use serde_json::Value;
 
-use crate::object::{Gvk, condition, get, go_quote, int_at, opt_int_at, str_at};
+use crate::conditions::cond;
+use crate::object::{Gvk, get, go_quote, int_at, opt_int_at, str_at};
 use crate::{Health, HealthStatus};
 
 pub(crate) fn health(obj: &Value, gvk: &Gvk<'_>) -> Health {
@@ -31,9 +32,7 @@ pub(crate) fn health(obj: &Value, gvk: &Gvk<'_>) -> Health {
             "Waiting for rollout to finish: observed deployment generation less than desired generation",
         );
     }
-    if condition(obj, "Progressing")
-        .is_some_and(|c| str_at(c, &["reason"]) == "ProgressDeadlineExceeded")
-    {
+    if cond(obj, "Progressing").is_some_and(|c| c.reason == "ProgressDeadlineExceeded") {
         let name = go_quote(str_at(obj, &["metadata", "name"]));
         return Health::new(
             HealthStatus::Degraded,

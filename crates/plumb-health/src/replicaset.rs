@@ -7,7 +7,8 @@
 
 use serde_json::Value;
 
-use crate::object::{Gvk, condition, int_at, opt_int_at, str_at};
+use crate::conditions::cond;
+use crate::object::{Gvk, int_at, opt_int_at};
 use crate::{Health, HealthStatus};
 
 pub(crate) fn health(obj: &Value, gvk: &Gvk<'_>) -> Health {
@@ -22,10 +23,8 @@ pub(crate) fn health(obj: &Value, gvk: &Gvk<'_>) -> Health {
             "Waiting for rollout to finish: observed replica set generation less than desired generation",
         );
     }
-    if let Some(cond) = condition(obj, "ReplicaFailure")
-        && str_at(cond, &["status"]) == "True"
-    {
-        return Health::new(HealthStatus::Degraded, str_at(cond, &["message"]));
+    if let Some(c) = cond(obj, "ReplicaFailure").filter(|c| c.is_true()) {
+        return Health::new(HealthStatus::Degraded, c.message);
     }
     let available = int_at(obj, &["status", "availableReplicas"]);
     if let Some(desired) = opt_int_at(obj, &["spec", "replicas"])
