@@ -116,30 +116,19 @@ pub fn generate(
     let mut out = Vec::new();
     for e in entries {
         let at = e.values().find_map(Node::org).or_else(|| first_org(e));
-        let known: &[&str] = if secret {
-            &[
-                "name",
-                "namespace",
-                "behavior",
-                "literals",
-                "files",
-                "envs",
-                "env",
-                "options",
-                "type",
-            ]
-        } else {
-            &[
-                "name",
-                "namespace",
-                "behavior",
-                "literals",
-                "files",
-                "envs",
-                "env",
-                "options",
-            ]
-        };
+        // A secretGenerator entry's fields: a configMapGenerator's, then `type`.
+        const FIELDS: [&str; 9] = [
+            "name",
+            "namespace",
+            "behavior",
+            "literals",
+            "files",
+            "envs",
+            "env",
+            "options",
+            "type",
+        ];
+        let known = if secret { &FIELDS[..] } else { &FIELDS[..8] };
         for key in e.keys() {
             if !known.contains(&key.as_str()) {
                 return Err(ctx.kerr(k, at, format!("json: unknown field \"{key}\"")));

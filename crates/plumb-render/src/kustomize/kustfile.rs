@@ -105,17 +105,9 @@ const GENERATOR_OPTIONS: Shape = Struct(&[
     ("disableNameSuffixHash", Leaf),
     ("immutable", Leaf),
 ]);
-const CONFIG_MAP_ARGS: Shape = Struct(&[
-    ("namespace", Leaf),
-    ("name", Leaf),
-    ("behavior", Leaf),
-    ("literals", Leaf),
-    ("files", Leaf),
-    ("envs", Leaf),
-    ("env", Leaf),
-    ("options", GENERATOR_OPTIONS),
-]);
-const SECRET_ARGS: Shape = Struct(&[
+/// A `secretGenerator` entry's fields: a `configMapGenerator` entry's (the first eight), then
+/// `type`.
+const SECRET_ARGS_FIELDS: &[(&str, Shape)] = &[
     ("namespace", Leaf),
     ("name", Leaf),
     ("behavior", Leaf),
@@ -125,7 +117,9 @@ const SECRET_ARGS: Shape = Struct(&[
     ("env", Leaf),
     ("options", GENERATOR_OPTIONS),
     ("type", Leaf),
-]);
+];
+const CONFIG_MAP_ARGS: Shape = Struct(SECRET_ARGS_FIELDS.split_at(8).0);
+const SECRET_ARGS: Shape = Struct(SECRET_ARGS_FIELDS);
 const IMAGE: Shape = Struct(&[
     ("name", Leaf),
     ("newName", Leaf),
