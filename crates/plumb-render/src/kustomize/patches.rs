@@ -292,26 +292,24 @@ fn apply_by_id(
     }
 }
 
-/// Patch text, the file it came from (path and file id; none when inline), and where
-/// it was named.
-type Loaded = (String, Option<(String, u32)>, Org);
-
-/// Loads `path` (a file under the kustomization) or takes inline text.
-fn load_text(
+/// Loads `path` (a file under the kustomization) or takes inline text, and parses it: the
+/// patch, and where it was named.
+fn load_patch(
     ctx: &mut Ctx,
     k: &Kust,
     path: Option<&super::kustfile::Spanned>,
     inline: Option<&super::kustfile::Spanned>,
     at: Org,
-) -> Result<Loaded, KustomizeError> {
+) -> Result<(Patch, Org), KustomizeError> {
     match (path, inline) {
         (Some(p), None) => {
             let fp = ctx.file_under(k, &p.value, p.org)?;
             let text = ctx.read_text(&fp)?;
             let id = ctx.file_id(&fp);
-            Ok((text, Some((fp, id)), p.org))
+            let patch = parse_patch(ctx, k, &text, Some((fp.as_str(), id)), p.org)?;
+            Ok((patch, p.org))
         }
-        (None, Some(t)) => Ok((t.value.clone(), None, t.org)),
+        (None, Some(t)) => Ok((parse_patch(ctx, k, &t.value, None, t.org)?, t.org)),
         (Some(_), Some(_)) => Err(ctx_err(
             k,
             at,
@@ -331,19 +329,12 @@ pub fn patches(ctx: &mut Ctx, k: &Kust, ra: &mut Vec<Res>) -> Result<(), Kustomi
                 return Err(ctx_err(k, at, format!("json: unknown field \"{key}\"")));
             }
         }
-        let (text, file, org) = load_text(
+        let (patch, org) = load_patch(
             ctx,
             k,
             entry_str(k, e, "path").as_ref(),
             entry_str(k, e, "patch").as_ref(),
             at,
-        )?;
-        let patch = parse_patch(
-            ctx,
-            k,
-            &text,
-            file.as_ref().map(|(p, i)| (p.as_str(), *i)),
-            org,
         )?;
         let (allow_name, allow_kind) = match e.get("options").and_then(Node::as_map) {
             Some(o) => (
@@ -429,18 +420,12 @@ pub fn patches_strategic_merge(
                 .ok()
                 .and_then(|p| ctx.fs.kind(&p).ok().flatten())
                 .is_some();
-        let (text, file, org) = if is_file {
-            load_text(ctx, k, Some(&s), None, s.org)?
+        let (patch, org) = if is_file {
+            load_patch(ctx, k, Some(&s), None, s.org)?
         } else {
-            load_text(ctx, k, None, Some(&s), s.org)?
+            load_patch(ctx, k, None, Some(&s), s.org)?
         };
-        match parse_patch(
-            ctx,
-            k,
-            &text,
-            file.as_ref().map(|(p, i)| (p.as_str(), *i)),
-            org,
-        )? {
+        match patch {
             Patch::Smp(docs) => {
                 for d in docs {
                     apply_by_id(k, ra, &mut index, &d, org, false, false)?;
@@ -489,20 +474,14 @@ pub fn patches_json6902(ctx: &mut Ctx, k: &Kust, ra: &mut [Res]) -> Result<(), K
             ));
         }
         let sel = Selector::parse(t, &|n| k.text(n)).map_err(|m| ctx_err(k, at, m))?;
-        let (text, file, org) = load_text(
+        let (patch, org) = load_patch(
             ctx,
             k,
             entry_str(k, e, "path").as_ref(),
             entry_str(k, e, "patch").as_ref(),
             at,
         )?;
-        let ops = match parse_patch(
-            ctx,
-            k,
-            &text,
-            file.as_ref().map(|(p, i)| (p.as_str(), *i)),
-            org,
-        )? {
+        let ops = match patch {
             Patch::Json(ops) if ops.is_empty() => {
                 return Err(ctx_err(k, org, "patch appears to be empty"));
             }
