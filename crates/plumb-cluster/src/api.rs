@@ -9,6 +9,7 @@
 //! and a `&Cluster` coerces to it at every call site.
 
 use crate::Cluster;
+use crate::apply::validating;
 use crate::discovery::{ApiResources, ResourceInfo};
 use crate::error::{ClusterError, Result};
 use crate::write::{Deleted, Propagation};
@@ -137,8 +138,7 @@ pub trait ClusterApi: Send + Sync {
         field_manager: &'a str,
         force: bool,
     ) -> BoxFuture<'a, Vec<Result<Value>>> {
-        let objects = objects.into_iter().map(|o| (o, true)).collect();
-        self.apply_validating(objects, field_manager, force, false)
+        self.apply_validating(validating(objects), field_manager, force, false)
     }
 
     /// Server-side apply with `dryRun=All`: nothing stored ([`Cluster::dry_run_apply`]).
@@ -148,8 +148,7 @@ pub trait ClusterApi: Send + Sync {
         field_manager: &'a str,
         force: bool,
     ) -> BoxFuture<'a, Vec<Result<Value>>> {
-        let objects = objects.into_iter().map(|o| (o, true)).collect();
-        self.apply_validating(objects, field_manager, force, true)
+        self.apply_validating(validating(objects), field_manager, force, true)
     }
 
     /// Creates Namespace `name` unless it exists; `true` when created
