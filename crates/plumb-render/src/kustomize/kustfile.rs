@@ -475,6 +475,15 @@ pub fn entry_str(k: &Kust, m: &Map, field: &str) -> Option<Spanned> {
         .and_then(|n| k.spanned(n))
 }
 
+/// `Err` naming the first key of a mapping that is not among `known`, as Go's strict JSON
+/// decoding refuses it: `json: unknown field "KEY"`.
+pub fn known_fields(m: &Map, known: &[&str]) -> Result<(), String> {
+    match m.keys().find(|key| !known.contains(&key.as_str())) {
+        Some(key) => Err(format!("json: unknown field \"{key}\"")),
+        None => Ok(()),
+    }
+}
+
 /// A boolean field of an entry mapping.
 pub fn entry_bool(m: &Map, field: &str) -> bool {
     matches!(

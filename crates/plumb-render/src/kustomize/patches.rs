@@ -1,6 +1,6 @@
 //! `patches`, `patchesStrategicMerge` and `patchesJson6902`.
 
-use super::kustfile::{Kust, entry_bool, entry_str};
+use super::kustfile::{Kust, entry_bool, entry_str, known_fields};
 use super::resource::Res;
 use super::select::Selector;
 use super::tree::{self, Dialect, Node, Org};
@@ -324,11 +324,7 @@ pub fn patches(ctx: &mut Ctx, k: &Kust, ra: &mut Vec<Res>) -> Result<(), Kustomi
     let mut index = NameIndex::default();
     for e in k.maps("patches").map_err(|m| ctx_err(k, Org::NONE, m))? {
         let at = e.values().find_map(Node::org).unwrap_or(Org::NONE);
-        for key in e.keys() {
-            if !["path", "patch", "target", "options"].contains(&key.as_str()) {
-                return Err(ctx_err(k, at, format!("json: unknown field \"{key}\"")));
-            }
-        }
+        known_fields(e, &["path", "patch", "target", "options"]).map_err(|m| ctx_err(k, at, m))?;
         let (patch, org) = load_patch(
             ctx,
             k,
@@ -451,11 +447,7 @@ pub fn patches_json6902(ctx: &mut Ctx, k: &Kust, ra: &mut [Res]) -> Result<(), K
         .map_err(|m| ctx_err(k, Org::NONE, m))?
     {
         let at = e.values().find_map(Node::org).unwrap_or(Org::NONE);
-        for key in e.keys() {
-            if !["path", "patch", "target"].contains(&key.as_str()) {
-                return Err(ctx_err(k, at, format!("json: unknown field \"{key}\"")));
-            }
-        }
+        known_fields(e, &["path", "patch", "target"]).map_err(|m| ctx_err(k, at, m))?;
         let Some(t) = e.get("target").and_then(Node::as_map) else {
             return Err(ctx_err(
                 k,
