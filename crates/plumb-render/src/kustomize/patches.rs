@@ -292,6 +292,22 @@ fn apply_by_id(
     }
 }
 
+/// [`load_patch`] of an entry's `path` or `patch` (a `patches` or `patchesJson6902` entry).
+fn entry_patch(
+    ctx: &mut Ctx,
+    k: &Kust,
+    e: &tree::Map,
+    at: Org,
+) -> Result<(Patch, Org), KustomizeError> {
+    load_patch(
+        ctx,
+        k,
+        entry_str(k, e, "path").as_ref(),
+        entry_str(k, e, "patch").as_ref(),
+        at,
+    )
+}
+
 /// Loads `path` (a file under the kustomization) or takes inline text, and parses it: the
 /// patch, and where it was named.
 fn load_patch(
@@ -325,13 +341,7 @@ pub fn patches(ctx: &mut Ctx, k: &Kust, ra: &mut Vec<Res>) -> Result<(), Kustomi
     for e in k.maps("patches").map_err(|m| ctx_err(k, Org::NONE, m))? {
         let at = e.values().find_map(Node::org).unwrap_or(Org::NONE);
         known_fields(e, &["path", "patch", "target", "options"]).map_err(|m| ctx_err(k, at, m))?;
-        let (patch, org) = load_patch(
-            ctx,
-            k,
-            entry_str(k, e, "path").as_ref(),
-            entry_str(k, e, "patch").as_ref(),
-            at,
-        )?;
+        let (patch, org) = entry_patch(ctx, k, e, at)?;
         let (allow_name, allow_kind) = match e.get("options").and_then(Node::as_map) {
             Some(o) => (
                 entry_bool(o, "allowNameChange"),
@@ -466,13 +476,7 @@ pub fn patches_json6902(ctx: &mut Ctx, k: &Kust, ra: &mut [Res]) -> Result<(), K
             ));
         }
         let sel = Selector::parse(t, &|n| k.text(n)).map_err(|m| ctx_err(k, at, m))?;
-        let (patch, org) = load_patch(
-            ctx,
-            k,
-            entry_str(k, e, "path").as_ref(),
-            entry_str(k, e, "patch").as_ref(),
-            at,
-        )?;
+        let (patch, org) = entry_patch(ctx, k, e, at)?;
         let ops = match patch {
             Patch::Json(ops) if ops.is_empty() => {
                 return Err(ctx_err(k, org, "patch appears to be empty"));
