@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use crate::conditions::cond;
+use crate::conditions::{cond, rollout_behind};
 use crate::object::{Gvk, int_at, opt_int_at};
 use crate::{Health, HealthStatus};
 
@@ -15,13 +15,8 @@ pub(crate) fn health(obj: &Value, gvk: &Gvk<'_>) -> Health {
     if gvk.version != "v1" {
         return gvk.unsupported("ReplicaSet");
     }
-    let generation = int_at(obj, &["metadata", "generation"]);
-    let observed = int_at(obj, &["status", "observedGeneration"]);
-    if generation > observed {
-        return Health::new(
-            HealthStatus::Progressing,
-            "Waiting for rollout to finish: observed replica set generation less than desired generation",
-        );
+    if let Some(h) = rollout_behind(obj, "replica set") {
+        return h;
     }
     if let Some(c) = cond(obj, "ReplicaFailure").filter(|c| c.is_true()) {
         return Health::new(HealthStatus::Degraded, c.message);
