@@ -15,6 +15,7 @@
 //! plumb's Applications and their status.
 
 use crate::Cluster;
+use crate::apply::validating;
 use crate::discovery::{ApiResources, ResourceInfo};
 use crate::error::{ClusterError, Result};
 use crate::write::{Deleted, Propagation};
@@ -143,8 +144,7 @@ pub trait ClusterApi: Send + Sync {
         field_manager: &'a str,
         force: bool,
     ) -> BoxFuture<'a, Vec<Result<Value>>> {
-        let objects = objects.into_iter().map(|o| (o, true)).collect();
-        self.apply_validating(objects, field_manager, force, false)
+        self.apply_validating(validating(objects), field_manager, force, false)
     }
 
     /// Server-side apply with `dryRun=All`: nothing stored ([`Cluster::dry_run_apply`]).
@@ -154,8 +154,7 @@ pub trait ClusterApi: Send + Sync {
         field_manager: &'a str,
         force: bool,
     ) -> BoxFuture<'a, Vec<Result<Value>>> {
-        let objects = objects.into_iter().map(|o| (o, true)).collect();
-        self.apply_validating(objects, field_manager, force, true)
+        self.apply_validating(validating(objects), field_manager, force, true)
     }
 
     /// Creates Namespace `name` unless it exists; `true` when created

@@ -29,8 +29,8 @@ impl Cluster {
         field_manager: &str,
         force: bool,
     ) -> Vec<Result<Value>> {
-        let objects = objects.into_iter().map(|o| (o, true)).collect();
-        self.apply_all(objects, field_manager, force, true).await
+        self.apply_validating(validating(objects), field_manager, force, true)
+            .await
     }
 
     /// Like [`Cluster::dry_run_apply`], but for real: the server stores the objects.
@@ -40,8 +40,8 @@ impl Cluster {
         field_manager: &str,
         force: bool,
     ) -> Vec<Result<Value>> {
-        let objects = objects.into_iter().map(|o| (o, true)).collect();
-        self.apply_all(objects, field_manager, force, false).await
+        self.apply_validating(validating(objects), field_manager, force, false)
+            .await
     }
 
     /// Like [`Cluster::apply`] (or [`Cluster::dry_run_apply`] with `dry_run`), each object
@@ -49,16 +49,6 @@ impl Cluster {
     /// `fieldValidation=Ignore` (kubectl's `--validate=false`, the `Validate=false` sync
     /// option), `true` leaves the server's default.
     pub async fn apply_validating(
-        &self,
-        objects: Vec<(Value, bool)>,
-        field_manager: &str,
-        force: bool,
-        dry_run: bool,
-    ) -> Vec<Result<Value>> {
-        self.apply_all(objects, field_manager, force, dry_run).await
-    }
-
-    async fn apply_all(
         &self,
         objects: Vec<(Value, bool)>,
         field_manager: &str,
@@ -144,4 +134,10 @@ impl Cluster {
             .await
             .map_err(|e| ClusterError::from_kube(e, &ctx))
     }
+}
+
+/// Each object paired with `true`: the server validates its fields (its default), as
+/// [`Cluster::apply`] and [`Cluster::dry_run_apply`] apply them.
+pub(crate) fn validating(objects: Vec<Value>) -> Vec<(Value, bool)> {
+    objects.into_iter().map(|o| (o, true)).collect()
 }

@@ -508,6 +508,39 @@ impl State {
         Err(failure.error.clone())
     }
 
+    /// A LIST of `group`/`kind` (logged, and failing as set up): its objects in `namespace`
+    /// (`None`: in every namespace) that carry the label `key=value` (`None`: any).
+    fn list(
+        &mut self,
+        group: &str,
+        kind: &str,
+        namespace: Option<&str>,
+        label: Option<(&str, &str)>,
+    ) -> Result<Vec<Value>> {
+        let key = ResourceKey {
+            group: group.into(),
+            kind: kind.into(),
+            namespace: namespace.unwrap_or_default().into(),
+            name: String::new(),
+        };
+        self.request(Verb::List, &key)?;
+        Ok(self
+            .objects
+            .iter()
+            .filter(|(k, _)| k.group == group && k.kind == kind)
+            .filter(|(k, _)| namespace.is_none_or(|ns| ns == k.namespace))
+            .filter(|(_, o)| {
+                label.is_none_or(|(name, value)| {
+                    o.pointer("/metadata/labels")
+                        .and_then(|ls| ls.get(name))
+                        .and_then(Value::as_str)
+                        == Some(value)
+                })
+            })
+            .map(|(_, o)| o.clone())
+            .collect())
+    }
+
     fn namespace_exists(&self, namespace: &str) -> bool {
         self.objects.contains_key(&ResourceKey {
             group: String::new(),
@@ -1063,28 +1096,12 @@ impl MemoryCluster {
         let reads = plan.reads(served.iter());
         let label = app.map(|a| (tracking_label, a));
         let mut list = |read: crate::live::PlannedRead| -> Result<Vec<Value>> {
-            let key = ResourceKey {
-                group: read.info.group.clone(),
-                kind: read.info.kind.clone(),
-                namespace: read.namespace.clone().unwrap_or_default(),
-                name: String::new(),
-            };
-            st.request(Verb::List, &key)?;
-            Ok(st
-                .objects
-                .iter()
-                .filter(|(k, _)| k.group == key.group && k.kind == key.kind)
-                .filter(|(k, _)| read.namespace.as_ref().is_none_or(|ns| *ns == k.namespace))
-                .filter(|(_, o)| match (read.labelled, label) {
-                    (true, Some((l, a))) => {
-                        o.pointer("/metadata/labels")
-                            .and_then(|ls| ls.get(l))
-                            .and_then(Value::as_str)
-                            == Some(a)
-                    }
-                    _ => true,
-                })
-                .map(|(_, o)| at_version(o.clone(), &read.info, &read.info.version))
+            let info = &read.info;
+            let label = label.filter(|_| read.labelled);
+            let objects = st.list(&info.group, &info.kind, read.namespace.as_deref(), label)?;
+            Ok(objects
+                .into_iter()
+                .map(|o| at_version(o, info, &info.version))
                 .collect())
         };
         let mut plain = Vec::new();
@@ -1144,21 +1161,7 @@ impl ClusterApi for MemoryCluster {
                 .collect();
             let mut out = Vec::new();
             for info in namespaced {
-                let key = ResourceKey {
-                    group: info.group.clone(),
-                    kind: info.kind.clone(),
-                    namespace: namespace.into(),
-                    name: String::new(),
-                };
-                st.request(Verb::List, &key)?;
-                out.extend(
-                    st.objects
-                        .iter()
-                        .filter(|(k, _)| {
-                            k.group == info.group && k.kind == info.kind && k.namespace == namespace
-                        })
-                        .map(|(_, o)| o.clone()),
-                );
+                out.extend(st.list(&info.group, &info.kind, Some(namespace), None)?);
             }
             Ok(out)
         })
@@ -1174,24 +1177,10 @@ impl ClusterApi for MemoryCluster {
         Box::pin(async move {
             let mut st = self.lock();
             let info = st.info(group, kind)?;
-            let key = ResourceKey {
-                group: group.into(),
-                kind: kind.into(),
-                namespace: namespace.into(),
-                name: String::new(),
-            };
-            st.request(Verb::List, &key)?;
-            Ok(st
-                .objects
-                .iter()
-                .filter(|(k, _)| k.group == group && k.kind == kind && k.namespace == namespace)
-                .filter(|(_, o)| {
-                    o.pointer("/metadata/labels")
-                        .and_then(|ls| ls.get(label.0))
-                        .and_then(Value::as_str)
-                        == Some(label.1)
-                })
-                .map(|(_, o)| at_version(o.clone(), &info, &info.version))
+            let objects = st.list(group, kind, Some(namespace), Some(label))?;
+            Ok(objects
+                .into_iter()
+                .map(|o| at_version(o, &info, &info.version))
                 .collect())
         })
     }

@@ -21,29 +21,52 @@ pub fn matches(selector: Option<&Value>, labels: &Labels) -> bool {
             }
         }
     }
-    if let Some(Value::Array(exprs)) = sel.get("matchExpressions") {
-        for e in exprs {
-            let key = e.get("key").and_then(Value::as_str).unwrap_or("");
-            let values: Vec<&str> = e
-                .get("values")
-                .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
-            let have = label(key);
-            let ok = match e.get("operator").and_then(Value::as_str).unwrap_or("") {
-                "In" => have.is_some_and(|h| values.contains(&h)),
-                // NotIn selects objects without the label too.
-                "NotIn" => have.is_none_or(|h| !values.contains(&h)),
-                "Exists" => have.is_some(),
-                "DoesNotExist" => have.is_none(),
-                _ => false,
-            };
-            if !ok {
-                return false;
-            }
+    for Expression {
+        key,
+        operator,
+        values,
+    } in expressions(sel)
+    {
+        let have = label(key);
+        let ok = match operator {
+            "In" => have.is_some_and(|h| values.contains(&h)),
+            // NotIn selects objects without the label too.
+            "NotIn" => have.is_none_or(|h| !values.contains(&h)),
+            "Exists" => have.is_some(),
+            "DoesNotExist" => have.is_none(),
+            _ => false,
+        };
+        if !ok {
+            return false;
         }
     }
     true
+}
+
+/// One of a selector's `matchExpressions`, its missing parts empty.
+struct Expression<'a> {
+    key: &'a str,
+    operator: &'a str,
+    values: Vec<&'a str>,
+}
+
+/// The selector's `matchExpressions` (none when absent or not a list).
+fn expressions(sel: &Map<String, Value>) -> Vec<Expression<'_>> {
+    let Some(Value::Array(exprs)) = sel.get("matchExpressions") else {
+        return Vec::new();
+    };
+    exprs
+        .iter()
+        .map(|e| Expression {
+            key: e.get("key").and_then(Value::as_str).unwrap_or(""),
+            operator: e.get("operator").and_then(Value::as_str).unwrap_or(""),
+            values: e
+                .get("values")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default(),
+        })
+        .collect()
 }
 
 /// The selector in words, for evidence: `policy.lab/image-pull=always, env in (prod,stage)`.
@@ -57,24 +80,19 @@ pub fn describe(selector: Option<&Value>) -> String {
             parts.push(format!("{k}={}", v.as_str().unwrap_or("")));
         }
     }
-    if let Some(Value::Array(exprs)) = sel.get("matchExpressions") {
-        for e in exprs {
-            let key = e.get("key").and_then(Value::as_str).unwrap_or("");
-            let values: Vec<&str> = e
-                .get("values")
-                .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
-            parts.push(
-                match e.get("operator").and_then(Value::as_str).unwrap_or("") {
-                    "In" => format!("{key} in ({})", values.join(",")),
-                    "NotIn" => format!("{key} notin ({})", values.join(",")),
-                    "Exists" => key.to_string(),
-                    "DoesNotExist" => format!("!{key}"),
-                    op => format!("{key} {op}?"),
-                },
-            );
-        }
+    for Expression {
+        key,
+        operator,
+        values,
+    } in expressions(sel)
+    {
+        parts.push(match operator {
+            "In" => format!("{key} in ({})", values.join(",")),
+            "NotIn" => format!("{key} notin ({})", values.join(",")),
+            "Exists" => key.to_string(),
+            "DoesNotExist" => format!("!{key}"),
+            op => format!("{key} {op}?"),
+        });
     }
     if parts.is_empty() {
         "(everything)".into()

@@ -5,22 +5,19 @@
 
 use serde_json::Value;
 
-use crate::object::{Gvk, condition, str_at};
+use crate::conditions::cond;
+use crate::object::Gvk;
 use crate::{Health, HealthStatus};
 
 pub(crate) fn health(obj: &Value, gvk: &Gvk<'_>) -> Health {
     if !matches!(gvk.version, "v1" | "v1beta1") {
         return gvk.unsupported("APIService");
     }
-    let Some(cond) = condition(obj, "Available") else {
+    let Some(c) = cond(obj, "Available") else {
         return Health::new(HealthStatus::Progressing, "Waiting to be processed");
     };
-    let message = format!(
-        "{}: {}",
-        str_at(cond, &["reason"]),
-        str_at(cond, &["message"])
-    );
-    if str_at(cond, &["status"]) == "True" {
+    let message = format!("{}: {}", c.reason, c.message);
+    if c.is_true() {
         Health::new(HealthStatus::Healthy, message)
     } else {
         Health::new(HealthStatus::Progressing, message)

@@ -15,7 +15,8 @@
 
 use serde_json::Value;
 
-use crate::conditions::{cond, cond_stale};
+use crate::conditions::{cond, cond_stale, condition_health};
+use crate::generic::first_condition;
 use crate::{Health, HealthStatus};
 
 pub(crate) fn health(obj: &Value, kind: &str) -> Option<Health> {
@@ -52,10 +53,14 @@ fn certificate(obj: &Value) -> Health {
 }
 
 fn request(obj: &Value) -> Health {
-    for t in ["Denied", "InvalidRequest"] {
-        if let Some(c) = cond(obj, t).filter(|c| c.is_true()) {
-            return Health::new(HealthStatus::Degraded, c.text());
-        }
+    if let Some(h) = first_condition(
+        obj,
+        &[
+            ("Denied", "True", HealthStatus::Degraded),
+            ("InvalidRequest", "True", HealthStatus::Degraded),
+        ],
+    ) {
+        return h;
     }
     match cond(obj, "Ready") {
         Some(r) if r.is_true() => Health::new(HealthStatus::Healthy, r.text()),
@@ -71,12 +76,7 @@ fn request(obj: &Value) -> Health {
 }
 
 fn issuer(obj: &Value) -> Health {
-    match cond(obj, "Ready") {
-        Some(r) if r.is_true() => Health::new(HealthStatus::Healthy, r.text()),
-        Some(r) if r.is_false() => Health::new(HealthStatus::Degraded, r.text()),
-        Some(r) => Health::new(HealthStatus::Progressing, r.text()),
-        None => Health::new(HealthStatus::Progressing, "Initializing issuer"),
-    }
+    condition_health(cond(obj, "Ready"), "Initializing issuer")
 }
 
 #[cfg(test)]

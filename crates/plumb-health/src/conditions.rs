@@ -3,7 +3,8 @@
 
 use serde_json::Value;
 
-use crate::object::{condition, opt_int_at, str_at};
+use crate::object::{condition, int_at, opt_int_at, str_at};
+use crate::{Health, HealthStatus};
 
 /// One condition of `status.conditions`.
 #[derive(Debug, Clone, Copy)]
@@ -45,12 +46,41 @@ pub(crate) fn cond<'a>(obj: &'a Value, cond_type: &str) -> Option<Cond<'a>> {
     })
 }
 
+/// The health one condition speaks for: `True` ⇒ Healthy, `False` ⇒ Degraded, any other
+/// status ⇒ Progressing, each with the condition's text; no condition ⇒ Progressing
+/// `waiting`.
+pub(crate) fn condition_health(c: Option<Cond<'_>>, waiting: &str) -> Health {
+    match c {
+        Some(c) if c.is_true() => Health::new(HealthStatus::Healthy, c.text()),
+        Some(c) if c.is_false() => Health::new(HealthStatus::Degraded, c.text()),
+        Some(c) => Health::new(HealthStatus::Progressing, c.text()),
+        None => Health::new(HealthStatus::Progressing, waiting),
+    }
+}
+
 /// `metadata.generation` when `status.observedGeneration` is set and behind it: the
 /// controller has not yet seen the latest spec.
 pub(crate) fn generation_behind(obj: &Value) -> Option<(i64, i64)> {
     let generation = opt_int_at(obj, &["metadata", "generation"])?;
     let observed = opt_int_at(obj, &["status", "observedGeneration"])?;
     (observed < generation).then_some((generation, observed))
+}
+
+/// A workload whose controller has not observed its latest spec yet (`metadata.generation`
+/// above `status.observedGeneration`, either absent read as 0) ⇒ Progressing `Waiting for
+/// rollout to finish: observed <what> generation less than desired generation`, as
+/// gitops-engine words it for DaemonSets, Deployments and ReplicaSets.
+pub(crate) fn rollout_behind(obj: &Value, what: &str) -> Option<Health> {
+    let generation = int_at(obj, &["metadata", "generation"]);
+    let observed = int_at(obj, &["status", "observedGeneration"]);
+    (generation > observed).then(|| {
+        Health::new(
+            HealthStatus::Progressing,
+            format!(
+                "Waiting for rollout to finish: observed {what} generation less than desired generation"
+            ),
+        )
+    })
 }
 
 /// The message for an object whose controller is behind its spec.

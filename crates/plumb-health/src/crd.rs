@@ -9,17 +9,19 @@
 use serde_json::Value;
 
 use crate::conditions::cond;
+use crate::generic::first_condition;
 use crate::{Health, HealthStatus};
 
 pub(crate) fn health(obj: &Value) -> Health {
-    if let Some(n) = cond(obj, "NamesAccepted").filter(|n| n.is_false()) {
-        return Health::new(HealthStatus::Degraded, n.text());
-    }
-    if let Some(n) = cond(obj, "NonStructuralSchema").filter(|n| n.is_true()) {
-        return Health::new(HealthStatus::Degraded, n.text());
-    }
-    if let Some(t) = cond(obj, "Terminating").filter(|t| t.is_true()) {
-        return Health::new(HealthStatus::Progressing, t.text());
+    if let Some(h) = first_condition(
+        obj,
+        &[
+            ("NamesAccepted", "False", HealthStatus::Degraded),
+            ("NonStructuralSchema", "True", HealthStatus::Degraded),
+            ("Terminating", "True", HealthStatus::Progressing),
+        ],
+    ) {
+        return h;
     }
     match cond(obj, "Established") {
         Some(e) if e.is_true() => Health::new(HealthStatus::Healthy, e.text()),

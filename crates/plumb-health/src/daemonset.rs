@@ -9,6 +9,7 @@
 
 use serde_json::Value;
 
+use crate::conditions::rollout_behind;
 use crate::object::{Gvk, go_quote, int_at, str_at};
 use crate::{Health, HealthStatus};
 
@@ -16,13 +17,8 @@ pub(crate) fn health(obj: &Value, gvk: &Gvk<'_>) -> Health {
     if gvk.version != "v1" {
         return gvk.unsupported("DaemonSet");
     }
-    let generation = int_at(obj, &["metadata", "generation"]);
-    let observed = int_at(obj, &["status", "observedGeneration"]);
-    if generation > observed {
-        return Health::new(
-            HealthStatus::Progressing,
-            "Waiting for rollout to finish: observed daemon set generation less than desired generation",
-        );
+    if let Some(h) = rollout_behind(obj, "daemon set") {
+        return h;
     }
     let updated = int_at(obj, &["status", "updatedNumberScheduled"]);
     let desired = int_at(obj, &["status", "desiredNumberScheduled"]);

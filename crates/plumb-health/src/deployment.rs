@@ -13,7 +13,8 @@
 
 use serde_json::Value;
 
-use crate::object::{Gvk, condition, get, go_quote, int_at, opt_int_at, str_at};
+use crate::conditions::{cond, rollout_behind};
+use crate::object::{Gvk, get, go_quote, int_at, opt_int_at, str_at};
 use crate::{Health, HealthStatus};
 
 pub(crate) fn health(obj: &Value, gvk: &Gvk<'_>) -> Health {
@@ -23,17 +24,10 @@ pub(crate) fn health(obj: &Value, gvk: &Gvk<'_>) -> Health {
     if get(obj, &["spec", "paused"]).and_then(Value::as_bool) == Some(true) {
         return Health::new(HealthStatus::Suspended, "Deployment is paused");
     }
-    let generation = int_at(obj, &["metadata", "generation"]);
-    let observed = int_at(obj, &["status", "observedGeneration"]);
-    if generation > observed {
-        return Health::new(
-            HealthStatus::Progressing,
-            "Waiting for rollout to finish: observed deployment generation less than desired generation",
-        );
+    if let Some(h) = rollout_behind(obj, "deployment") {
+        return h;
     }
-    if condition(obj, "Progressing")
-        .is_some_and(|c| str_at(c, &["reason"]) == "ProgressDeadlineExceeded")
-    {
+    if cond(obj, "Progressing").is_some_and(|c| c.reason == "ProgressDeadlineExceeded") {
         let name = go_quote(str_at(obj, &["metadata", "name"]));
         return Health::new(
             HealthStatus::Degraded,

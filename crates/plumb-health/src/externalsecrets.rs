@@ -9,7 +9,9 @@
 
 use serde_json::Value;
 
-use crate::conditions::{cond, cond_stale, generation_behind, generation_message};
+use crate::conditions::{
+    cond, cond_stale, condition_health, generation_behind, generation_message,
+};
 use crate::{Health, HealthStatus};
 
 pub(crate) fn health(obj: &Value, kind: &str) -> Option<Health> {
@@ -26,10 +28,7 @@ pub(crate) fn health(obj: &Value, kind: &str) -> Option<Health> {
     }
     Some(match cond(obj, "Ready") {
         Some(r) if cond_stale(obj, &r) => Health::new(HealthStatus::Progressing, r.text()),
-        Some(r) if r.is_true() => Health::new(HealthStatus::Healthy, r.text()),
-        Some(r) if r.is_false() => Health::new(HealthStatus::Degraded, r.text()),
-        Some(r) => Health::new(HealthStatus::Progressing, r.text()),
-        None => Health::new(HealthStatus::Progressing, waiting),
+        ready => condition_health(ready, waiting),
     })
 }
 

@@ -9,7 +9,8 @@
 
 use serde_json::Value;
 
-use crate::conditions::{cond, generation_behind, generation_message, spec_flag};
+use crate::conditions::{cond, condition_health, generation_behind, generation_message, spec_flag};
+use crate::generic::first_condition;
 use crate::{Health, HealthStatus};
 
 /// Whether `group` is a Flux toolkit API group.
@@ -24,18 +25,16 @@ pub(crate) fn health(obj: &Value) -> Health {
     if let Some((g, o)) = generation_behind(obj) {
         return Health::new(HealthStatus::Progressing, generation_message(g, o));
     }
-    if let Some(s) = cond(obj, "Stalled").filter(|c| c.is_true()) {
-        return Health::new(HealthStatus::Degraded, s.text());
+    if let Some(h) = first_condition(
+        obj,
+        &[
+            ("Stalled", "True", HealthStatus::Degraded),
+            ("Reconciling", "True", HealthStatus::Progressing),
+        ],
+    ) {
+        return h;
     }
-    if let Some(r) = cond(obj, "Reconciling").filter(|c| c.is_true()) {
-        return Health::new(HealthStatus::Progressing, r.text());
-    }
-    match cond(obj, "Ready") {
-        Some(r) if r.is_true() => Health::new(HealthStatus::Healthy, r.text()),
-        Some(r) if r.is_false() => Health::new(HealthStatus::Degraded, r.text()),
-        Some(r) => Health::new(HealthStatus::Progressing, r.text()),
-        None => Health::new(HealthStatus::Progressing, "Waiting for reconciliation"),
-    }
+    condition_health(cond(obj, "Ready"), "Waiting for reconciliation")
 }
 
 #[cfg(test)]

@@ -7,7 +7,8 @@
 
 use serde_json::Value;
 
-use crate::conditions::cond;
+use crate::conditions::{cond, condition_health};
+use crate::generic::first_condition;
 use crate::object::annotation;
 use crate::{Health, HealthStatus};
 
@@ -17,8 +18,8 @@ pub(crate) fn health(obj: &Value, kind: &str) -> Option<Health> {
     }
     let paused_annotation = annotation(obj, "autoscaling.keda.sh/paused") == Some("true")
         || annotation(obj, "autoscaling.keda.sh/paused-replicas").is_some();
-    if let Some(p) = cond(obj, "Paused").filter(|p| p.is_true()) {
-        return Some(Health::new(HealthStatus::Suspended, p.text()));
+    if let Some(h) = first_condition(obj, &[("Paused", "True", HealthStatus::Suspended)]) {
+        return Some(h);
     }
     if paused_annotation {
         return Some(Health::new(
@@ -26,21 +27,20 @@ pub(crate) fn health(obj: &Value, kind: &str) -> Option<Health> {
             "Autoscaling is paused",
         ));
     }
-    let ready = cond(obj, "Ready");
-    if let Some(r) = ready.filter(|r| r.is_false()) {
-        return Some(Health::new(HealthStatus::Degraded, r.text()));
+    if let Some(h) = first_condition(
+        obj,
+        &[
+            ("Ready", "False", HealthStatus::Degraded),
+            ("Fallback", "True", HealthStatus::Degraded),
+        ],
+    ) {
+        return Some(h);
     }
-    if let Some(f) = cond(obj, "Fallback").filter(|f| f.is_true()) {
-        return Some(Health::new(HealthStatus::Degraded, f.text()));
-    }
-    Some(match ready {
-        Some(r) if r.is_true() => Health::new(HealthStatus::Healthy, r.text()),
-        Some(r) => Health::new(HealthStatus::Progressing, r.text()),
-        None => Health::new(
-            HealthStatus::Progressing,
-            "Waiting for the scaler to be ready",
-        ),
-    })
+    // `Ready` False is taken above.
+    Some(condition_health(
+        cond(obj, "Ready"),
+        "Waiting for the scaler to be ready",
+    ))
 }
 
 #[cfg(test)]

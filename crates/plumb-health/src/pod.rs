@@ -20,7 +20,8 @@
 
 use serde_json::Value;
 
-use crate::object::{Gvk, annotation, array_at, condition, get, go_quote, int_at, is_hook, str_at};
+use crate::conditions::cond;
+use crate::object::{Gvk, annotation, array_at, get, go_quote, int_at, is_hook, str_at};
 use crate::{Health, HealthStatus};
 
 /// Annotation that makes a non-hook Pod's health ignore its `OnFailure`/`Never` policy.
@@ -94,8 +95,7 @@ pub(crate) fn health(pod: &Value, gvk: &Gvk<'_>) -> Health {
         }
         "Running" => match restart_policy {
             "Always" => {
-                let ready =
-                    condition(pod, "Ready").is_some_and(|c| str_at(c, &["status"]) == "True");
+                let ready = cond(pod, "Ready").is_some_and(|c| c.is_true());
                 if ready {
                     Health::new(HealthStatus::Healthy, message)
                 } else if statuses

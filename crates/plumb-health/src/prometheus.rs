@@ -11,6 +11,7 @@
 use serde_json::Value;
 
 use crate::conditions::{cond, spec_flag};
+use crate::generic::first_condition;
 use crate::{Health, HealthStatus};
 
 pub(crate) fn health(obj: &Value, kind: &str) -> Option<Health> {
@@ -26,8 +27,8 @@ pub(crate) fn health(obj: &Value, kind: &str) -> Option<Health> {
             "Reconciliation is paused",
         ));
     }
-    if let Some(r) = cond(obj, "Reconciled").filter(|r| r.is_false()) {
-        return Some(Health::new(HealthStatus::Degraded, r.text()));
+    if let Some(h) = first_condition(obj, &[("Reconciled", "False", HealthStatus::Degraded)]) {
+        return Some(h);
     }
     Some(match cond(obj, "Available") {
         Some(a) if a.is_true() => Health::new(HealthStatus::Healthy, a.text()),

@@ -7,25 +7,19 @@
 
 use serde_json::Value;
 
-use crate::object::{Gvk, condition, int_at, opt_int_at, str_at};
+use crate::conditions::{cond, rollout_behind};
+use crate::object::{Gvk, int_at, opt_int_at};
 use crate::{Health, HealthStatus};
 
 pub(crate) fn health(obj: &Value, gvk: &Gvk<'_>) -> Health {
     if gvk.version != "v1" {
         return gvk.unsupported("ReplicaSet");
     }
-    let generation = int_at(obj, &["metadata", "generation"]);
-    let observed = int_at(obj, &["status", "observedGeneration"]);
-    if generation > observed {
-        return Health::new(
-            HealthStatus::Progressing,
-            "Waiting for rollout to finish: observed replica set generation less than desired generation",
-        );
+    if let Some(h) = rollout_behind(obj, "replica set") {
+        return h;
     }
-    if let Some(cond) = condition(obj, "ReplicaFailure")
-        && str_at(cond, &["status"]) == "True"
-    {
-        return Health::new(HealthStatus::Degraded, str_at(cond, &["message"]));
+    if let Some(c) = cond(obj, "ReplicaFailure").filter(|c| c.is_true()) {
+        return Health::new(HealthStatus::Degraded, c.message);
     }
     let available = int_at(obj, &["status", "availableReplicas"]);
     if let Some(desired) = opt_int_at(obj, &["spec", "replicas"])

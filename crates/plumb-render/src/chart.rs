@@ -284,6 +284,23 @@ impl ChartCache {
         self.dir.join(key).join(chart).join(version)
     }
 
+    /// `chart` of `repo` at `target` when `target` is an exact version already unpacked: no
+    /// network call.
+    fn unpacked(&self, repo: &str, chart: &str, target: &str) -> Option<CachedChart> {
+        if !is_exact_version(target) {
+            return None;
+        }
+        let at = self.path_of(repo, chart, target);
+        at.join(chart)
+            .join("Chart.yaml")
+            .is_file()
+            .then(|| CachedChart {
+                root: at,
+                version: target.to_string(),
+                network: false,
+            })
+    }
+
     /// `chart` of `repo` at `target` (a version or a constraint), unpacked. Blocking.
     /// `pass_credentials`: send the repository's credentials to a chart URL on another host
     /// too (Argo CD's `helm.passCredentials`).
@@ -309,16 +326,8 @@ impl ChartCache {
         if is_oci_chart_repo(repo) {
             return self.get_oci(repo, chart, target);
         }
-        // An exact version already unpacked: no network call.
-        if parse_version(target).is_some() && is_safe_version(target) {
-            let at = self.path_of(repo, chart, target);
-            if at.join(chart).join("Chart.yaml").is_file() {
-                return Ok(CachedChart {
-                    root: at,
-                    version: target.to_string(),
-                    network: false,
-                });
-            }
+        if let Some(cached) = self.unpacked(repo, chart, target) {
+            return Ok(cached);
         }
         let creds = self.creds().lookup(repo);
         let client = Client::new(self.timeout, creds.as_ref(), &shown)?;
@@ -434,6 +443,11 @@ impl ChartCache {
         }
         got
     }
+}
+
+/// Whether `target` names one version (not a constraint) usable as a directory name.
+fn is_exact_version(target: &str) -> bool {
+    parse_version(target).is_some() && is_safe_version(target)
 }
 
 /// A version usable as a directory name.

@@ -531,6 +531,19 @@ impl<B: Build> Parser<'_, B> {
         }
     }
 
+    /// Moves from `i`, where the rest of a line is empty or a comment, to the next content;
+    /// whether that line had a comment. `None` when the way passes more than
+    /// [`MAX_LOOKAHEAD_COMMENTS`] comments.
+    fn past_line(&mut self, i: usize) -> Option<bool> {
+        let inline_comment = self.src.get(i) == Some(&b'#');
+        self.pos = self.after_line(i);
+        self.skip_to_content()?;
+        if self.comments + usize::from(inline_comment) > MAX_LOOKAHEAD_COMMENTS {
+            return None;
+        }
+        Some(inline_comment)
+    }
+
     /// Parses a mapping value, the parser standing just after the key's `:`.
     fn map_value(&mut self, m: usize) -> Option<B::Node> {
         // The `:`, where an empty value is.
@@ -542,12 +555,7 @@ impl<B: Build> Parser<'_, B> {
         match self.src.get(i) {
             None | Some(b'\n' | b'#') => {
                 // Nothing more on this line: the value is below, or empty.
-                let inline_comment = usize::from(self.src.get(i) == Some(&b'#'));
-                self.pos = self.after_line(i);
-                self.skip_to_content()?;
-                if self.comments + inline_comment > MAX_LOOKAHEAD_COMMENTS {
-                    return None;
-                }
+                let inline_comment = self.past_line(i)?;
                 match self.cur_indent() {
                     Some(ind) if ind > m => self.node(m as isize, Ctx::Block),
                     // A sequence may sit at the same indentation as its key.
@@ -557,7 +565,7 @@ impl<B: Build> Parser<'_, B> {
                     }
                     _ => {
                         self.count()?;
-                        if inline_comment > 0 && self.b.positions() {
+                        if inline_comment && self.b.positions() {
                             return None;
                         }
                         self.b.null(colon)
@@ -585,18 +593,12 @@ impl<B: Build> Parser<'_, B> {
             let item = match self.src.get(i) {
                 None | Some(b'\n' | b'#') => {
                     let line_end = i;
-                    let inline_comment = usize::from(self.src.get(i) == Some(&b'#'));
-                    self.pos = self.after_line(i);
-                    self.skip_to_content()?;
-                    if self.comments + inline_comment > MAX_LOOKAHEAD_COMMENTS {
-                        return None;
-                    }
+                    let inline_comment = self.past_line(i)?;
                     match self.cur_indent() {
                         Some(ind) if ind > s => self.node(s as isize, Ctx::Block)?,
                         _ => {
                             self.count()?;
-                            if (inline_comment > 0 || line_end >= self.src.len())
-                                && self.b.positions()
+                            if (inline_comment || line_end >= self.src.len()) && self.b.positions()
                             {
                                 return None;
                             }

@@ -153,6 +153,7 @@ pub fn set_condition(conditions: &mut Vec<Condition>, found: Option<&Orphans>, n
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tests::key;
     use serde_json::json;
     use std::time::Duration;
 
@@ -167,15 +168,6 @@ mod tests {
             m.extend(extra.clone());
         }
         o
-    }
-
-    fn key(group: &str, kind: &str, ns: &str, name: &str) -> ResourceKey {
-        ResourceKey {
-            group: group.into(),
-            kind: kind.into(),
-            namespace: ns.into(),
-            name: name.into(),
-        }
     }
 
     /// `web` looking, under annotation tracking (plumb's default), Application `other` exists.

@@ -115,15 +115,7 @@ impl fmt::Display for ResourceSelector {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn key(group: &str, kind: &str, ns: &str, name: &str) -> ResourceKey {
-        ResourceKey {
-            group: group.into(),
-            kind: kind.into(),
-            namespace: ns.into(),
-            name: name.into(),
-        }
-    }
+    use crate::tests::key;
 
     #[test]
     fn selectors_parse_match_and_round_trip() {

@@ -22,18 +22,23 @@ const HOOK: &str = "argocd.argoproj.io/hook";
 const OPTS: &str = "argocd.argoproj.io/sync-options";
 const CMP: &str = "argocd.argoproj.io/compare-options";
 
+/// The key of `group`/`kind` `namespace`/`name` (the unit tests' shorthand).
+pub(crate) fn key(group: &str, kind: &str, namespace: &str, name: &str) -> ResourceKey {
+    ResourceKey {
+        group: group.into(),
+        kind: kind.into(),
+        namespace: namespace.into(),
+        name: name.into(),
+    }
+}
+
 /// A resource builder: `r("Pod", "a")` is a Missing core Pod in namespace `ns`.
 #[derive(Clone)]
 struct R(PlanResource);
 
 fn r(kind: &str, name: &str) -> R {
     R(PlanResource::new(
-        ResourceKey {
-            group: String::new(),
-            kind: kind.into(),
-            namespace: "ns".into(),
-            name: name.into(),
-        },
+        key("", kind, "ns", name),
         Status::Missing,
     ))
 }

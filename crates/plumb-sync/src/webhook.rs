@@ -322,12 +322,12 @@ pub const PROVIDERS: &[ProviderSpec] = &[
         event: |h| h.get("X-GitHub-Event"),
         push_events: &["push"],
         authenticate: |h, body, s| {
-            let signature = h.get("X-Hub-Signature-256");
-            match signature.map(|v| v.strip_prefix("sha256=")) {
-                Some(None) => Err("X-Hub-Signature-256 is not sha256=HEX"),
-                Some(hex) => hmac_hex(s.github.as_ref(), hex, body),
-                None => hmac_hex(s.github.as_ref(), None, body),
-            }
+            hmac_sha256_prefixed(
+                s.github.as_ref(),
+                h.get("X-Hub-Signature-256"),
+                body,
+                "X-Hub-Signature-256 is not sha256=HEX",
+            )
         },
         read: read_github_like,
     },
@@ -359,12 +359,12 @@ pub const PROVIDERS: &[ProviderSpec] = &[
         event: |h| h.get("X-Event-Key"),
         push_events: &["repo:refs_changed"],
         authenticate: |h, body, s| {
-            let signature = h.get("X-Hub-Signature");
-            match signature.map(|v| v.strip_prefix("sha256=")) {
-                Some(None) => Err("X-Hub-Signature is not sha256=HEX"),
-                Some(hex) => hmac_hex(s.bitbucket_server.as_ref(), hex, body),
-                None => hmac_hex(s.bitbucket_server.as_ref(), None, body),
-            }
+            hmac_sha256_prefixed(
+                s.bitbucket_server.as_ref(),
+                h.get("X-Hub-Signature"),
+                body,
+                "X-Hub-Signature is not sha256=HEX",
+            )
         },
         read: read_bitbucket_server,
     },
@@ -417,6 +417,21 @@ pub fn receive(
         });
     }
     Ok(Received::Push(push))
+}
+
+/// [`hmac_hex`] of a signature written `sha256=HEX` (GitHub's `X-Hub-Signature-256`,
+/// Bitbucket Server's `X-Hub-Signature`); `malformed` when it lacks the prefix.
+fn hmac_sha256_prefixed(
+    expected: Option<&String>,
+    signature: Option<&str>,
+    body: &[u8],
+    malformed: &'static str,
+) -> Result<(), &'static str> {
+    match signature.map(|v| v.strip_prefix("sha256=")) {
+        Some(None) => Err(malformed),
+        Some(hex) => hmac_hex(expected, hex, body),
+        None => hmac_hex(expected, None, body),
+    }
 }
 
 /// `expected` unset: anything goes. Else `given` must be the hex HMAC-SHA256 of `body`

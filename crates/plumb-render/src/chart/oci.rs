@@ -23,7 +23,7 @@
 
 use super::{
     CachedChart, ChartCache, ChartError, Client, Index, IndexEntry, MAX_ARCHIVE_BYTES,
-    ResolveError, install, is_safe_version, newest, parse_version, resolve,
+    ResolveError, install, is_exact_version, is_safe_version, newest, resolve,
 };
 use crate::remote::redact;
 use serde::Deserialize;
@@ -490,17 +490,10 @@ impl ChartCache {
         let shown = redact(repo.trim());
         let fail = |m: String| ChartError(format!("chart repository {shown}: {m}"));
         let (host, name) = oci_reference(repo, chart).map_err(fail)?;
-        let exact = parse_version(target).is_some() && is_safe_version(target);
-        if exact {
-            let at = self.path_of(repo, chart, target);
-            if at.join(chart).join("Chart.yaml").is_file() {
-                return Ok(CachedChart {
-                    root: at,
-                    version: target.to_string(),
-                    network: false,
-                });
-            }
+        if let Some(cached) = self.unpacked(repo, chart, target) {
+            return Ok(cached);
         }
+        let exact = is_exact_version(target);
         // Argo CD keeps an OCI repository's URL without the scheme; `oci://` is accepted too.
         let store = self.creds();
         let bare = repo.trim().trim_start_matches("oci://");

@@ -8,7 +8,9 @@
 //! kustomize looks it up under a path that never exists — then the first ten hex digits
 //! with `0 1 3 a e` mapped to `g h k m t`. A missing `data` hashes as the string `""`.
 
-use super::kustfile::{Kust, Spanned, entry_bool, entry_str, string_map_of, strings_of};
+use super::kustfile::{
+    Kust, Spanned, entry_bool, entry_str, known_fields, string_map_of, strings_of,
+};
 use super::resource::{Behavior, Res};
 use super::tree::{Map, Node, Org, Scalar};
 use super::{Ctx, KustomizeError};
@@ -30,18 +32,15 @@ pub fn read_options(k: &Kust, n: Option<&Node>, what: &str) -> Result<GenOptions
     let m = n
         .as_map()
         .ok_or_else(|| format!("{what} must be a mapping"))?;
-    for key in m.keys() {
-        if ![
+    known_fields(
+        m,
+        &[
             "labels",
             "annotations",
             "disableNameSuffixHash",
             "immutable",
-        ]
-        .contains(&key.as_str())
-        {
-            return Err(format!("json: unknown field \"{key}\""));
-        }
-    }
+        ],
+    )?;
     Ok(GenOptions {
         labels: string_map_of(k, m.get("labels"), "labels")?,
         annotations: string_map_of(k, m.get("annotations"), "annotations")?,
@@ -116,35 +115,20 @@ pub fn generate(
     let mut out = Vec::new();
     for e in entries {
         let at = e.values().find_map(Node::org).or_else(|| first_org(e));
-        let known: &[&str] = if secret {
-            &[
-                "name",
-                "namespace",
-                "behavior",
-                "literals",
-                "files",
-                "envs",
-                "env",
-                "options",
-                "type",
-            ]
-        } else {
-            &[
-                "name",
-                "namespace",
-                "behavior",
-                "literals",
-                "files",
-                "envs",
-                "env",
-                "options",
-            ]
-        };
-        for key in e.keys() {
-            if !known.contains(&key.as_str()) {
-                return Err(ctx.kerr(k, at, format!("json: unknown field \"{key}\"")));
-            }
-        }
+        // A secretGenerator entry's fields: a configMapGenerator's, then `type`.
+        const FIELDS: [&str; 9] = [
+            "name",
+            "namespace",
+            "behavior",
+            "literals",
+            "files",
+            "envs",
+            "env",
+            "options",
+            "type",
+        ];
+        let known = if secret { &FIELDS[..] } else { &FIELDS[..8] };
+        known_fields(e, known).map_err(|m| ctx.kerr(k, at, m))?;
         let name = entry_str(k, e, "name");
         let name_org = name.as_ref().map(|n| n.org).or(at).unwrap_or(Org::NONE);
         let name = name.map(|n| n.value).unwrap_or_default();

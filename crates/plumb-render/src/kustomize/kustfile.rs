@@ -109,17 +109,9 @@ const GENERATOR_OPTIONS: Shape = Struct(&[
     ("disableNameSuffixHash", Leaf),
     ("immutable", Leaf),
 ]);
-const CONFIG_MAP_ARGS: Shape = Struct(&[
-    ("namespace", Leaf),
-    ("name", Leaf),
-    ("behavior", Leaf),
-    ("literals", Leaf),
-    ("files", Leaf),
-    ("envs", Leaf),
-    ("env", Leaf),
-    ("options", GENERATOR_OPTIONS),
-]);
-const SECRET_ARGS: Shape = Struct(&[
+/// A `secretGenerator` entry's fields: a `configMapGenerator` entry's (the first eight), then
+/// `type`.
+const SECRET_ARGS_FIELDS: &[(&str, Shape)] = &[
     ("namespace", Leaf),
     ("name", Leaf),
     ("behavior", Leaf),
@@ -129,7 +121,9 @@ const SECRET_ARGS: Shape = Struct(&[
     ("env", Leaf),
     ("options", GENERATOR_OPTIONS),
     ("type", Leaf),
-]);
+];
+const CONFIG_MAP_ARGS: Shape = Struct(SECRET_ARGS_FIELDS.split_at(8).0);
+const SECRET_ARGS: Shape = Struct(SECRET_ARGS_FIELDS);
 const IMAGE: Shape = Struct(&[
     ("name", Leaf),
     ("newName", Leaf),
@@ -483,6 +477,15 @@ pub fn entry_str(k: &Kust, m: &Map, field: &str) -> Option<Spanned> {
     m.get(field)
         .filter(|n| !n.is_null())
         .and_then(|n| k.spanned(n))
+}
+
+/// `Err` naming the first key of a mapping that is not among `known`, as Go's strict JSON
+/// decoding refuses it: `json: unknown field "KEY"`.
+pub fn known_fields(m: &Map, known: &[&str]) -> Result<(), String> {
+    match m.keys().find(|key| !known.contains(&key.as_str())) {
+        Some(key) => Err(format!("json: unknown field \"{key}\"")),
+        None => Ok(()),
+    }
 }
 
 /// A boolean field of an entry mapping.

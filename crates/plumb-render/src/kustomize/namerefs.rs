@@ -181,7 +181,16 @@ fn repair(ra: &mut [Res], cands: &[Cand]) -> Result<(), String> {
             let target = (nr.group, nr.version, nr.kind);
             let is_role_ref = fs.path.ends_with("roleRef/name");
             walk(&mut r.node, fs.segments(), false, Leaf::Scalar, &mut |n| {
-                set(n, &referrer, &ix, &subset, target, is_role_ref)
+                set(
+                    n,
+                    &Setting {
+                        referrer: &referrer,
+                        ix: &ix,
+                        subset: &subset,
+                        target,
+                        is_role_ref,
+                    },
+                )
             })
             .map_err(|m| {
                 format!(
@@ -224,22 +233,26 @@ fn role_binding_namespaces(r: &Res, id: &ResId) -> Result<Vec<String>, String> {
     Ok(rb_namespaces)
 }
 
-fn set(
-    n: &mut Node,
-    referrer: &Referrer,
-    ix: &Index,
-    subset: &Subset,
-    target: (&str, &str, &str),
+/// What one referrer field's name references are set from: the referrer, the candidates,
+/// the subset of them it may refer to, the referred group/version/kind, and whether the
+/// field is a `roleRef`.
+struct Setting<'a> {
+    referrer: &'a Referrer<'a>,
+    ix: &'a Index<'a>,
+    subset: &'a Subset<'a>,
+    target: (&'a str, &'a str, &'a str),
     is_role_ref: bool,
-) -> Result<(), String> {
+}
+
+fn set(n: &mut Node, s: &Setting) -> Result<(), String> {
     match n {
-        Node::Scalar(..) => set_scalar(n, referrer, ix, subset, target, is_role_ref),
-        Node::Map(_) => set_mapping(n, referrer, ix, subset, target, is_role_ref),
+        Node::Scalar(..) => set_scalar(n, s),
+        Node::Map(_) => set_mapping(n, s),
         Node::Seq(items) => {
             for it in items.iter_mut() {
                 match it {
-                    Node::Map(_) => set_mapping(it, referrer, ix, subset, target, is_role_ref)?,
-                    Node::Scalar(..) => set_scalar(it, referrer, ix, subset, target, is_role_ref)?,
+                    Node::Map(_) => set_mapping(it, s)?,
+                    Node::Scalar(..) => set_scalar(it, s)?,
                     Node::Seq(_) => {}
                 }
             }
@@ -248,39 +261,26 @@ fn set(
     }
 }
 
-fn set_scalar(
-    n: &mut Node,
-    referrer: &Referrer,
-    ix: &Index,
-    subset: &Subset,
-    target: (&str, &str, &str),
-    is_role_ref: bool,
-) -> Result<(), String> {
+fn set_scalar(n: &mut Node, s: &Setting) -> Result<(), String> {
     let Some(old) = n.as_str().map(String::from) else {
         return Ok(());
     };
-    let pool = ix.named(&old, subset);
-    let Some(i) = select(&old, pool, referrer, ix.cands, target, is_role_ref, false)? else {
+    let pool = s.ix.named(&old, s.subset);
+    let Some(i) = select(&old, pool, s, false)? else {
         return Ok(());
     };
-    let c = &ix.cands[i];
+    let c = &s.ix.cands[i];
     if c.cur.name != old {
         *n = Node::str(c.cur.name.clone(), c.name_org);
     }
     Ok(())
 }
 
-fn set_mapping(
-    n: &mut Node,
-    referrer: &Referrer,
-    ix: &Index,
-    subset: &Subset,
-    target: (&str, &str, &str),
-    is_role_ref: bool,
-) -> Result<(), String> {
+fn set_mapping(n: &mut Node, s: &Setting) -> Result<(), String> {
     let Some(old) = n.get("name").and_then(|x| x.scalar_text()) else {
         return Err("path config error; no 'name' field in node".into());
     };
+    let Setting { ix, subset, .. } = *s;
     let cands = ix.cands;
     let named = ix.named(&old, subset);
     let pool: Vec<usize> = match n.get("namespace").and_then(|x| x.scalar_text()) {
@@ -305,7 +305,7 @@ fn set_mapping(
             }
         }
     };
-    let Some(i) = select(&old, pool, referrer, cands, target, is_role_ref, true)? else {
+    let Some(i) = select(&old, pool, s, true)? else {
         return Ok(());
     };
     let c = &cands[i];
@@ -343,12 +343,16 @@ impl Index<'_> {
 fn select(
     old: &str,
     mut pool: Vec<usize>,
-    referrer: &Referrer,
-    cands: &[Cand],
-    target: (&str, &str, &str),
-    is_role_ref: bool,
+    s: &Setting,
     with_namespace: bool,
 ) -> Result<Option<usize>, String> {
+    let Setting {
+        referrer,
+        target,
+        is_role_ref,
+        ..
+    } = *s;
+    let cands = s.ix.cands;
     pool.retain(|&i| cands[i].prev.iter().any(|p| p.name == old));
     pool.retain(|&i| {
         cands[i]

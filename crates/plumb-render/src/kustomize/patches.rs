@@ -1,6 +1,6 @@
 //! `patches`, `patchesStrategicMerge` and `patchesJson6902`.
 
-use super::kustfile::{Kust, entry_bool, entry_str};
+use super::kustfile::{Kust, entry_bool, entry_str, known_fields};
 use super::resource::Res;
 use super::select::Selector;
 use super::tree::{self, Dialect, Node, Org};
@@ -292,26 +292,40 @@ fn apply_by_id(
     }
 }
 
-/// Patch text, the file it came from (path and file id; none when inline), and where
-/// it was named.
-type Loaded = (String, Option<(String, u32)>, Org);
+/// [`load_patch`] of an entry's `path` or `patch` (a `patches` or `patchesJson6902` entry).
+fn entry_patch(
+    ctx: &mut Ctx,
+    k: &Kust,
+    e: &tree::Map,
+    at: Org,
+) -> Result<(Patch, Org), KustomizeError> {
+    load_patch(
+        ctx,
+        k,
+        entry_str(k, e, "path").as_ref(),
+        entry_str(k, e, "patch").as_ref(),
+        at,
+    )
+}
 
-/// Loads `path` (a file under the kustomization) or takes inline text.
-fn load_text(
+/// Loads `path` (a file under the kustomization) or takes inline text, and parses it: the
+/// patch, and where it was named.
+fn load_patch(
     ctx: &mut Ctx,
     k: &Kust,
     path: Option<&super::kustfile::Spanned>,
     inline: Option<&super::kustfile::Spanned>,
     at: Org,
-) -> Result<Loaded, KustomizeError> {
+) -> Result<(Patch, Org), KustomizeError> {
     match (path, inline) {
         (Some(p), None) => {
             let fp = ctx.file_under(k, &p.value, p.org)?;
             let text = ctx.read_text(&fp)?;
             let id = ctx.file_id(&fp);
-            Ok((text, Some((fp, id)), p.org))
+            let patch = parse_patch(ctx, k, &text, Some((fp.as_str(), id)), p.org)?;
+            Ok((patch, p.org))
         }
-        (None, Some(t)) => Ok((t.value.clone(), None, t.org)),
+        (None, Some(t)) => Ok((parse_patch(ctx, k, &t.value, None, t.org)?, t.org)),
         (Some(_), Some(_)) => Err(ctx_err(
             k,
             at,
@@ -326,25 +340,8 @@ pub fn patches(ctx: &mut Ctx, k: &Kust, ra: &mut Vec<Res>) -> Result<(), Kustomi
     let mut index = NameIndex::default();
     for e in k.maps("patches").map_err(|m| ctx_err(k, Org::NONE, m))? {
         let at = e.values().find_map(Node::org).unwrap_or(Org::NONE);
-        for key in e.keys() {
-            if !["path", "patch", "target", "options"].contains(&key.as_str()) {
-                return Err(ctx_err(k, at, format!("json: unknown field \"{key}\"")));
-            }
-        }
-        let (text, file, org) = load_text(
-            ctx,
-            k,
-            entry_str(k, e, "path").as_ref(),
-            entry_str(k, e, "patch").as_ref(),
-            at,
-        )?;
-        let patch = parse_patch(
-            ctx,
-            k,
-            &text,
-            file.as_ref().map(|(p, i)| (p.as_str(), *i)),
-            org,
-        )?;
+        known_fields(e, &["path", "patch", "target", "options"]).map_err(|m| ctx_err(k, at, m))?;
+        let (patch, org) = entry_patch(ctx, k, e, at)?;
         let (allow_name, allow_kind) = match e.get("options").and_then(Node::as_map) {
             Some(o) => (
                 entry_bool(o, "allowNameChange"),
@@ -429,18 +426,12 @@ pub fn patches_strategic_merge(
                 .ok()
                 .and_then(|p| ctx.fs.kind(&p).ok().flatten())
                 .is_some();
-        let (text, file, org) = if is_file {
-            load_text(ctx, k, Some(&s), None, s.org)?
+        let (patch, org) = if is_file {
+            load_patch(ctx, k, Some(&s), None, s.org)?
         } else {
-            load_text(ctx, k, None, Some(&s), s.org)?
+            load_patch(ctx, k, None, Some(&s), s.org)?
         };
-        match parse_patch(
-            ctx,
-            k,
-            &text,
-            file.as_ref().map(|(p, i)| (p.as_str(), *i)),
-            org,
-        )? {
+        match patch {
             Patch::Smp(docs) => {
                 for d in docs {
                     apply_by_id(k, ra, &mut index, &d, org, false, false)?;
@@ -466,11 +457,7 @@ pub fn patches_json6902(ctx: &mut Ctx, k: &Kust, ra: &mut [Res]) -> Result<(), K
         .map_err(|m| ctx_err(k, Org::NONE, m))?
     {
         let at = e.values().find_map(Node::org).unwrap_or(Org::NONE);
-        for key in e.keys() {
-            if !["path", "patch", "target"].contains(&key.as_str()) {
-                return Err(ctx_err(k, at, format!("json: unknown field \"{key}\"")));
-            }
-        }
+        known_fields(e, &["path", "patch", "target"]).map_err(|m| ctx_err(k, at, m))?;
         let Some(t) = e.get("target").and_then(Node::as_map) else {
             return Err(ctx_err(
                 k,
@@ -489,20 +476,8 @@ pub fn patches_json6902(ctx: &mut Ctx, k: &Kust, ra: &mut [Res]) -> Result<(), K
             ));
         }
         let sel = Selector::parse(t, &|n| k.text(n)).map_err(|m| ctx_err(k, at, m))?;
-        let (text, file, org) = load_text(
-            ctx,
-            k,
-            entry_str(k, e, "path").as_ref(),
-            entry_str(k, e, "patch").as_ref(),
-            at,
-        )?;
-        let ops = match parse_patch(
-            ctx,
-            k,
-            &text,
-            file.as_ref().map(|(p, i)| (p.as_str(), *i)),
-            org,
-        )? {
+        let (patch, org) = entry_patch(ctx, k, e, at)?;
+        let ops = match patch {
             Patch::Json(ops) if ops.is_empty() => {
                 return Err(ctx_err(k, org, "patch appears to be empty"));
             }

@@ -1,6 +1,6 @@
 //! `replacements`: copy a field of one resource into fields of others.
 
-use super::kustfile::Kust;
+use super::kustfile::{Kust, known_fields};
 use super::resource::{Res, ResId};
 use super::select::LabelSelector;
 use super::tree::{self, Dialect, Map, Node, Org, Scalar};
@@ -106,11 +106,7 @@ pub fn run(ctx: &mut Ctx, k: &Kust, ra: &mut [Res]) -> Result<(), KustomizeError
 }
 
 fn apply(k: &Kust, rep: &Map, ra: &mut [Res]) -> Result<(), String> {
-    for key in rep.keys() {
-        if !["source", "targets"].contains(&key.as_str()) {
-            return Err(format!("json: unknown field \"{key}\""));
-        }
-    }
+    known_fields(rep, &["source", "targets"])?;
     let src = rep
         .get("source")
         .and_then(Node::as_map)

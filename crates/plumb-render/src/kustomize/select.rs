@@ -2,6 +2,7 @@
 //! group, version, kind, name and namespace; Kubernetes label-selector syntax on labels
 //! and annotations).
 
+use super::kustfile::known_fields;
 use super::resource::Res;
 use super::tree::{Map, Node};
 use regex::Regex;
@@ -65,8 +66,9 @@ impl Selector {
     /// `labelSelector`, `annotationSelector`); `text` reads scalars as strings.
     pub fn parse(m: &Map, text: &dyn Fn(&Node) -> Option<String>) -> Result<Selector, String> {
         let s = |f: &str| m.get(f).and_then(text).unwrap_or_default();
-        for k in m.keys() {
-            if ![
+        known_fields(
+            m,
+            &[
                 "group",
                 "version",
                 "kind",
@@ -74,12 +76,8 @@ impl Selector {
                 "namespace",
                 "labelSelector",
                 "annotationSelector",
-            ]
-            .contains(&k.as_str())
-            {
-                return Err(format!("json: unknown field \"{k}\""));
-            }
-        }
+            ],
+        )?;
         let ls = s("labelSelector");
         let asel = s("annotationSelector");
         let name = s("name");

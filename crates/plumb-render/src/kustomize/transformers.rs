@@ -2,7 +2,7 @@
 //! accumulated resources.
 
 use super::fieldspec::{self, FieldSpec, Leaf, walk};
-use super::kustfile::{Kust, Spanned, entry_bool, entry_str, string_map_of};
+use super::kustfile::{Kust, Spanned, entry_bool, entry_str, known_fields, string_map_of};
 use super::resource::{Res, cluster_scoped};
 use super::tree::{self, Node, Org, Scalar};
 use super::{Ctx, KustomizeError, patches, replacements};
@@ -240,16 +240,11 @@ fn labels(k: &Kust, ra: &mut [Res]) -> Result<(), KustomizeError> {
         }
     }
     for e in k.maps("labels").map_err(|m| kerr(k, None, m))? {
-        for key in e.keys() {
-            if !["pairs", "includeSelectors", "includeTemplates", "fields"].contains(&key.as_str())
-            {
-                return Err(kerr(
-                    k,
-                    e.values().find_map(Node::org),
-                    format!("json: unknown field \"{key}\""),
-                ));
-            }
-        }
+        known_fields(
+            e,
+            &["pairs", "includeSelectors", "includeTemplates", "fields"],
+        )
+        .map_err(|m| kerr(k, e.values().find_map(Node::org), m))?;
         let pairs = string_map_of(k, e.get("pairs"), "pairs").map_err(|m| kerr(k, None, m))?;
         let mut specs = read_specs(k, e.get("fields")).map_err(|m| kerr(k, None, m))?;
         if entry_bool(e, "includeSelectors") {
@@ -434,11 +429,8 @@ fn walk_images(n: &mut Node, rule: &ImageRule) {
 fn images(k: &Kust, ra: &mut [Res]) -> Result<(), KustomizeError> {
     for e in k.maps("images").map_err(|m| kerr(k, None, m))? {
         let at = e.values().find_map(Node::org).unwrap_or(Org::NONE);
-        for key in e.keys() {
-            if !["name", "newName", "newTag", "digest", "tagSuffix"].contains(&key.as_str()) {
-                return Err(kerr(k, Some(at), format!("json: unknown field \"{key}\"")));
-            }
-        }
+        known_fields(e, &["name", "newName", "newTag", "digest", "tagSuffix"])
+            .map_err(|m| kerr(k, Some(at), m))?;
         let s = |f: &str| entry_str(k, e, f).filter(|s| !s.value.is_empty());
         let name = s("name").map(|n| n.value).unwrap_or_default();
         // The most specific entry field written is where the new value comes from.

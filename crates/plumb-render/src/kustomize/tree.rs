@@ -398,46 +398,8 @@ impl Node {
     /// The JSON value plus the origin of every scalar leaf, keyed by RFC 6901 pointer.
     #[cfg(test)]
     pub fn to_json_with_origins(&self, origins: &mut Vec<(String, Org)>) -> Value {
-        let mut path = String::new();
-        self.walk_json(&mut path, origins)
-    }
-
-    #[cfg(test)]
-    fn walk_json(&self, path: &mut String, out: &mut Vec<(String, Org)>) -> Value {
-        match self {
-            Node::Scalar(s, o) => {
-                out.push((path.clone(), *o));
-                scalar_json(s)
-            }
-            Node::Seq(items) => {
-                let mut a = Vec::with_capacity(items.len());
-                for (i, n) in items.iter().enumerate() {
-                    let len = path.len();
-                    path.push('/');
-                    path.push_str(&i.to_string());
-                    a.push(n.walk_json(path, out));
-                    path.truncate(len);
-                }
-                Value::Array(a)
-            }
-            Node::Map(m) => {
-                let mut obj = serde_json::Map::new();
-                for (k, n) in m {
-                    let len = path.len();
-                    path.push('/');
-                    for c in k.chars() {
-                        match c {
-                            '~' => path.push_str("~0"),
-                            '/' => path.push_str("~1"),
-                            c => path.push(c),
-                        }
-                    }
-                    obj.insert(k.clone(), n.walk_json(path, out));
-                    path.truncate(len);
-                }
-                Value::Object(obj)
-            }
-        }
+        self.clone()
+            .into_json_with_origins(&mut |p, o| origins.push((p.to_string(), o)))
     }
 }
 

@@ -10,6 +10,7 @@
 use super::test_objects as objects;
 use super::*;
 use crate::request::SyncRequest;
+use crate::tests::key;
 use plumb_cluster::memory::{MemoryCluster, Verb};
 use std::path::Path;
 use std::process::Command;
@@ -19,15 +20,6 @@ use std::time::UNIX_EPOCH;
 const APPS: &str = "plumb";
 const DEST: &str = "prod";
 const APP: &str = "shop";
-
-fn key(group: &str, kind: &str, namespace: &str, name: &str) -> ResourceKey {
-    ResourceKey {
-        group: group.into(),
-        kind: kind.into(),
-        namespace: namespace.into(),
-        name: name.into(),
-    }
-}
 
 fn cm_key(name: &str) -> ResourceKey {
     key("", "ConfigMap", DEST, name)
