@@ -13,30 +13,56 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// The text with fenced code blocks and inline code blanked out (newlines kept, so byte
-/// offsets still give line numbers).
-fn prose(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut fence: Option<(char, usize)> = None;
-    for line in text.split_inclusive('\n') {
+/// Where a line stands against fenced code blocks.
+#[derive(Debug, PartialEq, Eq)]
+enum Fenced {
+    /// Prose.
+    Outside,
+    /// A fence that opens or closes a block.
+    Fence,
+    /// Code inside a block.
+    Inside,
+}
+
+/// The fenced code block (``` or ~~~, three or more, closed by as many or more of the same)
+/// a walk over a page's lines is in.
+#[derive(Default)]
+struct Fences(Option<(char, usize)>);
+
+impl Fences {
+    fn step(&mut self, line: &str) -> Fenced {
         let t = line.trim_start();
         let run = |c: char| t.chars().take_while(|&x| x == c).count();
         let opening = ['`', '~']
             .into_iter()
             .map(|c| (c, run(c)))
             .find(|&(_, n)| n >= 3);
-        match (fence, opening) {
-            (None, Some(f)) => fence = Some(f),
+        match (self.0, opening) {
+            (None, Some(f)) => {
+                self.0 = Some(f);
+                Fenced::Fence
+            }
             (Some((c, n)), Some((c2, n2))) if c == c2 && n2 >= n && t[n2..].trim().is_empty() => {
-                fence = None
+                self.0 = None;
+                Fenced::Fence
             }
-            (None, None) => {
-                out.push_str(line);
-                continue;
-            }
-            _ => {}
+            (Some(_), _) => Fenced::Inside,
+            (None, None) => Fenced::Outside,
         }
-        out.push_str(if line.ends_with('\n') { "\n" } else { "" });
+    }
+}
+
+/// The text with fenced code blocks and inline code blanked out (newlines kept, so byte
+/// offsets still give line numbers).
+fn prose(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut fences = Fences::default();
+    for line in text.split_inclusive('\n') {
+        if fences.step(line) == Fenced::Outside {
+            out.push_str(line);
+        } else {
+            out.push_str(if line.ends_with('\n') { "\n" } else { "" });
+        }
     }
     strip_code_spans(&out)
 }
@@ -154,29 +180,16 @@ fn anchors(text: &str) -> BTreeSet<String> {
         };
         ids.insert(id);
     };
-    let mut fence: Option<(char, usize)> = None;
+    let mut fences = Fences::default();
     let mut previous = "";
     for line in text.lines() {
-        let t = line.trim_start();
-        let run = |c: char| t.chars().take_while(|&x| x == c).count();
-        let opening = ['`', '~']
-            .into_iter()
-            .map(|c| (c, run(c)))
-            .find(|&(_, n)| n >= 3);
-        match (fence, opening) {
-            (None, Some(f)) => {
-                fence = Some(f);
-                previous = "";
-                continue;
-            }
-            (Some((c, n)), Some((c2, n2))) if c == c2 && n2 >= n && t[n2..].trim().is_empty() => {
-                fence = None;
-                continue;
-            }
-            (Some(_), _) => continue,
-            (None, None) => {}
+        if fences.step(line) != Fenced::Outside {
+            // No heading inside a block, nor a setext underline right after one.
+            previous = "";
+            continue;
         }
-        let hashes = run('#');
+        let t = line.trim_start();
+        let hashes = t.chars().take_while(|&c| c == '#').count();
         if (1..=6).contains(&hashes) && line.len() - t.len() < 4 {
             let rest = &t[hashes..];
             if rest.is_empty() || rest.starts_with([' ', '\t']) {
