@@ -1613,6 +1613,8 @@ mod tests;
 
 pub use delete::DeletionOutcome;
 pub use events::{EventsHandle, SyncTrigger};
-pub use route::{COMPARISON_ERROR, Destination, Destinations, DestinationsHandle, Routed};
+pub use route::{
+    COMPARISON_ERROR, Destination, Destinations, DestinationsHandle, Routed, TARGET_STATE_FAILED,
+};
 use status_write::StoredStatus;
 pub use sync_loop::LoopsHandle;

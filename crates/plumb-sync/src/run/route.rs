@@ -15,7 +15,8 @@
 //! The destination's watch cache replaces home's in the run's options. An unreachable
 //! destination (at connect or during the run) is a `ComparisonError` condition
 //! ([`COMPARISON_ERROR`]) naming the cluster's name and server, written home, and
-//! `RunError::Destination`; the next success removes it. Unit tests (`run/tests.rs`) use two
+//! `RunError::Destination`; the next success removes it. A source that does not render is
+//! a `ComparisonError` too ([`TARGET_STATE_FAILED`]), whatever the destination. Unit tests (`run/tests.rs`) use two
 //! `MemoryCluster`s: writes land only on the destination, home gets only the Application's, an
 //! unreachable one is a condition.
 
@@ -34,6 +35,9 @@ use std::time::SystemTime;
 /// The condition an app gets while its destination cannot be reached (Argo CD reports
 /// cluster connection failures as a `ComparisonError`).
 pub const COMPARISON_ERROR: &str = "ComparisonError";
+
+/// How a `ComparisonError` for a source that does not render begins (as Argo CD's).
+pub const TARGET_STATE_FAILED: &str = "Failed to load target state: ";
 
 /// A connected destination: the API to send requests to, and (in the controller) the
 /// watch-fed cache of its live objects.
@@ -100,6 +104,10 @@ impl Target {
     /// After the run: an error reaching the destination is written as a `ComparisonError`
     /// condition naming the cluster (home is told, never the destination); a success
     /// removes one left by an earlier run.
+    ///
+    /// A source that does not render (a fetch, or content plumb refuses) is a
+    /// `ComparisonError` too, for every destination, as Argo CD reports a manifest that fails
+    /// to generate: the app shows why it syncs and prunes nothing. The next success removes it.
     pub(super) async fn report<T>(
         &self,
         home: &dyn ClusterApi,
@@ -107,7 +115,15 @@ impl Target {
         result: Result<T, RunError>,
         now: SystemTime,
     ) -> Result<T, RunError> {
+        if let Err(RunError::Render { reason, .. }) = &result {
+            let message = format!("{TARGET_STATE_FAILED}{reason}");
+            set_condition_fresh(home, app, Some(&message), now).await?;
+            return result;
+        }
         let Some((server, name)) = &self.remote else {
+            if result.is_ok() && has_condition(app, COMPARISON_ERROR) {
+                set_condition_fresh(home, app, None, now).await?;
+            }
             return result;
         };
         match &result {
@@ -189,6 +205,38 @@ pub(super) async fn connect(
 
 /// Sets (or with `None` removes) the condition of type `kind` on the Application in home;
 /// no request when nothing changes.
+/// Whether the Application object carries a condition of type `kind`.
+fn has_condition(app: &Value, kind: &str) -> bool {
+    app.pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|cs| cs.iter().any(|c| c["type"] == kind))
+}
+
+/// [`set_condition`] of `COMPARISON_ERROR` on the Application as home holds it now, not as
+/// the reconcile read it: the run may have written its status since (a cleared
+/// `InvalidSpecError`, a sync's result), and a write from the older status would undo that.
+/// An Application gone meanwhile is left alone.
+async fn set_condition_fresh(
+    home: &dyn ClusterApi,
+    app: &Value,
+    message: Option<&str>,
+    now: SystemTime,
+) -> Result<(), RunError> {
+    let namespace = super::app_namespace(app);
+    let name = app_name(app);
+    let fresh = home
+        .get_application(namespace, &name)
+        .await
+        .map_err(|source| RunError::Cluster {
+            app: name.clone(),
+            source,
+        })?;
+    match fresh {
+        Some(fresh) => set_condition(home, &fresh, COMPARISON_ERROR, message, now).await,
+        None => Ok(()),
+    }
+}
+
 pub(super) async fn set_condition(
     home: &dyn ClusterApi,
     app: &Value,

@@ -1396,6 +1396,58 @@ async fn an_unreachable_destination_is_a_condition_naming_its_server() {
     assert!(app(&home)["status"].get("conditions").is_none());
 }
 
+/// A source plumb refuses to render (a Jsonnet program it cannot evaluate) is a
+/// `ComparisonError` naming the file, and nothing is applied or pruned — the app's objects stay
+/// although git's directory now renders none of them; once the source renders, the condition
+/// goes and the app syncs.
+#[tokio::test]
+async fn a_source_that_does_not_render_is_a_comparison_error_and_prunes_nothing() {
+    let (cluster, repo) = setup(
+        &[configmap("a", json!({}))],
+        json!({"automated": {"prune": true, "allowEmpty": true}}),
+    );
+    let mut state = ReconcileState { options: opts() };
+    reconcile(&cluster, &mut state, now()).await;
+    assert!(cluster.object(&cm_key("a")).is_some(), "synced");
+
+    // git replaces the manifest with a program plumb does not render: an empty render would
+    // prune `a` (automated prune, allowEmpty).
+    std::fs::write(repo.dir.path().join("app/a.jsonnet"), "{}").expect("write");
+    repo.commit(&[], &["a"]);
+    cluster.clear_log();
+    let err = reconcile_once(&cluster, &app(&cluster), now(), &mut state)
+        .await
+        .expect_err("the source does not render");
+    assert!(matches!(err, RunError::Render { .. }), "{err}");
+    let (kind, message) = condition(&app(&cluster));
+    assert_eq!(kind, COMPARISON_ERROR);
+    assert!(
+        message.starts_with("Failed to load target state: ")
+            && message.contains("app/a.jsonnet: Jsonnet is not rendered"),
+        "{message}"
+    );
+    assert_eq!(object_writes(&cluster), Vec::<String>::new());
+    assert!(cluster.object(&cm_key("a")).is_some(), "nothing pruned");
+
+    // The same failure again writes nothing new.
+    cluster.clear_log();
+    reconcile_once(&cluster, &app(&cluster), now(), &mut state)
+        .await
+        .expect_err("still");
+    assert_eq!(all_writes(&cluster), Vec::<String>::new());
+
+    // git renders again: the condition goes and the app syncs to git.
+    std::fs::remove_file(repo.dir.path().join("app/a.jsonnet")).expect("remove");
+    repo.commit(&[configmap("b", json!({}))], &[]);
+    reconcile(&cluster, &mut state, now()).await;
+    assert!(app(&cluster)["status"].get("conditions").is_none());
+    assert!(cluster.object(&cm_key("b")).is_some());
+    assert!(
+        cluster.object(&cm_key("a")).is_none(),
+        "pruned once git says so"
+    );
+}
+
 /// A rollback is judged by the source it applies (the history entry's), not the current
 /// spec's: a repository the project no longer permits is refused before any request.
 #[tokio::test]
