@@ -796,6 +796,23 @@ async fn a_source_that_fails_to_render_is_retried_soon_not_at_the_next_refresh()
     .await;
     let first = &log_lines(&log, &key)[0];
     assert!(first.get("error").is_some(), "log:\n{}", read_log());
+    // Meanwhile the Application says why, as Argo CD's does: a ComparisonError.
+    let comparison_error = |a: &Value| {
+        a.pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .is_some_and(|cs| {
+                cs.iter().any(|c| {
+                    c["type"] == "ComparisonError"
+                        && c["message"]
+                            .as_str()
+                            .is_some_and(|m| m.starts_with("Failed to load target state: "))
+                })
+            })
+    };
+    wait_until("a ComparisonError on the app", || async {
+        comparison_error(&app(&cluster, apps_ns, name).await).then_some(())
+    })
+    .await;
 
     std::fs::rename(&away, bed.repo()).expect("move the path back");
     wait_until("the app synced once its path is back", || async {
@@ -808,6 +825,10 @@ async fn a_source_that_fails_to_render_is_retried_soon_not_at_the_next_refresh()
     // controller logs a reconcile after the status write that ends it: wait for the line.)
     wait_until("the sync logged", || async {
         (syncs(&log_lines(&log, &key)) >= 1).then_some(())
+    })
+    .await;
+    wait_until("the ComparisonError gone", || async {
+        (!comparison_error(&app(&cluster, apps_ns, name).await)).then_some(())
     })
     .await;
     let lines = log_lines(&log, &key);
