@@ -1,5 +1,7 @@
 //! `plumb health`: the health of objects in files, as sync waves and app health judge it
-//! (user Lua scripts, built-in checks, the generic status-conditions check).
+//! (user Lua scripts, built-in checks, the generic status-conditions check). Files are read as
+//! every command reads them, except that an object without `metadata.name` is judged too (as
+//! `argocd admin settings resource-overrides health` judges one), with an empty name.
 //!
 //! [`HealthScriptArgs`] (`--settings-configmap` / `--resource-customizations`) is shared with
 //! the controller and `app sync`, which install the checker the same way; the directory is read
