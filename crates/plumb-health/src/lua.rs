@@ -35,7 +35,9 @@
 //! message = "..."}`. Standard libraries: `base`, `table` and a safe `os` (`time`, `date`,
 //! `clock`) always (LuaJIT's base, as Lua 5.1's, includes `coroutine`); `string` and `math`
 //! only with `useOpenLibs` (`io`, `debug`, `package`, `ffi`, `bit`, `jit` never: a health check
-//! has no business with files, native code or the compiler).
+//! has no business with files, native code or the compiler). `load` and `loadstring` take
+//! source text only: bytecode runs unverified, so crafted bytecode could reach past the sandbox
+//! (gopher-lua has no bytecode at all).
 //!
 //! Limits: each call may run for [`LuaLimits::time`] (a count hook checks it every 1,000
 //! interpreted instructions; with the compiler off, no compiled loop escapes it) and its state
@@ -477,6 +479,15 @@ fn compile(check: &LuaCheck, limits: LuaLimits) -> Result<Vm, String> {
         for f in ["dofile", "loadfile"] {
             globals.set(f, mlua::Value::Nil)?;
         }
+        // Source text only: LuaJIT (as Lua 5.1) runs bytecode unverified, and crafted bytecode
+        // reaches past the sandbox. gopher-lua has no bytecode, so no script loses anything.
+        lua.load(
+            r#"local any_load = load
+load = function(chunk, name) return any_load(chunk, name, "t") end
+loadstring = function(text, name) return any_load(text, name, "t") end"#,
+        )
+        .set_name("=plumb")
+        .exec()?;
         Ok(())
     };
     safe_os().map_err(|e| short(&e))?;
@@ -775,6 +786,21 @@ return {status = "Healthy", message = a .. " " .. b .. " " .. 7 / 2}
         assert_eq!(
             run(script, true, &widget(None)),
             Health::new(Healthy, "3 3 3.5")
+        );
+    }
+
+    #[test]
+    fn only_source_text_loads() {
+        let script = r#"
+local f, err = loadstring(string.dump(function() return 1 end))
+assert(f == nil and err:find("wrong mode"), tostring(err))
+f, err = load(string.dump(function() return 1 end))
+assert(f == nil and err:find("wrong mode"), tostring(err))
+return {status = "Healthy", message = loadstring("return 'text'")() .. " " .. load("return 2")()}
+"#;
+        assert_eq!(
+            run(script, true, &widget(None)),
+            Health::new(Healthy, "text 2")
         );
     }
 
