@@ -1,5 +1,7 @@
 //! `plumb health`: the health of objects in files, as sync waves and app health judge it
-//! (user Lua scripts, built-in checks, the generic status-conditions check).
+//! (user Lua scripts, built-in checks, the generic status-conditions check). Files are read as
+//! every command reads them, except that an object without `metadata.name` is judged too (as
+//! `argocd admin settings resource-overrides health` judges one), with an empty name.
 //!
 //! [`HealthScriptArgs`] (`--settings-configmap` / `--resource-customizations`) is shared with
 //! the controller and `app sync`, which install the checker the same way; the directory is read
@@ -145,16 +147,216 @@ fn identity(obj: &Value) -> (&str, &str, &str, &str) {
     )
 }
 
+/// What `plumb_render` says of an object without `metadata.name`.
+const MISSING_NAME: &str = "not a Kubernetes object: missing metadata.name";
+
+/// Stands in for a missing name while `plumb_render` checks an object, and is removed after.
+const PLACEHOLDER_NAME: &str = "plumb-health-unnamed-object";
+
+/// The objects of `paths`, read as every other command reads files
+/// ([`plumb_render::load_paths`]: the same limits and checks, the same errors), except that an
+/// object without `metadata.name` is judged too, with an empty name: Argo CD's
+/// `argocd admin settings resource-overrides health` judges a file's object whatever its name,
+/// and Argo CD's own health test inputs often have none.
+fn load(paths: &[PathBuf]) -> Result<Vec<Value>> {
+    match plumb_render::load_paths(paths) {
+        Ok(found) => return Ok(found.into_iter().map(|m| m.object).collect()),
+        Err(e) if e.message != MISSING_NAME => return Err(anyhow!("{e}")),
+        Err(_) => {}
+    }
+    let mut out = Vec::new();
+    for file in manifest_files(paths)? {
+        match plumb_render::load_file(&file) {
+            Ok(found) => out.extend(found.into_iter().map(|m| m.object)),
+            Err(e) if e.message == MISSING_NAME => out.extend(load_unnamed(&file)?),
+            Err(e) => return Err(anyhow!("{e}")),
+        }
+    }
+    Ok(out)
+}
+
+/// The files [`plumb_render::load_paths`] reads: each file named, and the manifest files under
+/// each directory (recursively, sorted, no directory whose name starts with `.`).
+fn manifest_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    fn walk(dir: &std::path::Path, out: &mut Vec<PathBuf>) -> Result<()> {
+        let read = |e: std::io::Error| anyhow!("{}: cannot read directory: {e}", dir.display());
+        for entry in std::fs::read_dir(dir).map_err(read)? {
+            let entry = entry.map_err(read)?;
+            let path = entry.path();
+            if entry.file_type().map_err(read)?.is_dir() {
+                if !entry.file_name().to_string_lossy().starts_with('.') {
+                    walk(&path, out)?;
+                }
+            } else if plumb_render::is_manifest_file(&path) {
+                out.push(path);
+            }
+        }
+        Ok(())
+    }
+    let mut files = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            let mut found = Vec::new();
+            walk(p, &mut found)?;
+            found.sort();
+            files.extend(found);
+        } else {
+            files.push(p.clone());
+        }
+    }
+    Ok(files)
+}
+
+/// A file holding an object without a name, which [`plumb_render::load_file`] has read (so it
+/// is a regular UTF-8 file within the size limit): document by document, each through
+/// [`plumb_render::parse_str`], an unnamed object with a placeholder name the checks then drop.
+fn load_unnamed(file: &std::path::Path) -> Result<Vec<Value>> {
+    let text = std::fs::read_to_string(file).map_err(|e| anyhow!("{}: {e}", file.display()))?;
+    // An error in a document, at its line in the file.
+    let shifted = |start: usize, e: plumb_render::LoadError| {
+        let line = Some(e.line.map_or(start, |l| l + start - 1));
+        let column = e.column;
+        let message = e.message.replace(PLACEHOLDER_NAME, "(no name)");
+        let file = file.to_owned();
+        anyhow!(
+            "{}",
+            plumb_render::LoadError {
+                file,
+                line,
+                column,
+                message
+            }
+        )
+    };
+    // An error in an object checked with a placeholder name: at the line its document starts.
+    let at = |start: usize, e: plumb_render::LoadError| {
+        shifted(
+            start,
+            plumb_render::LoadError {
+                line: None,
+                column: None,
+                ..e
+            },
+        )
+    };
+    let mut out = Vec::new();
+    if file.extension().is_some_and(|e| e == "json") {
+        for v in serde_json::Deserializer::from_str(&text).into_iter::<Value>() {
+            let v = v.map_err(|e| anyhow!("{}: invalid JSON: {e}", file.display()))?;
+            out.extend(named_for_checks(v, file).map_err(|e| at(1, e))?);
+        }
+        return Ok(out);
+    }
+    for (start, doc) in yaml_documents(&text) {
+        match plumb_render::parse_str(doc, file) {
+            Ok(found) => out.extend(found.into_iter().map(|m| m.object)),
+            Err(e) if e.message == MISSING_NAME => {
+                // plumb_render parsed it already (so within its limits): parse it as it does.
+                let options = serde_saphyr::options! {
+                    legacy_octal_numbers: true,
+                    alias_limits: serde_saphyr::alias_limits! {
+                        max_total_replayed_events: plumb_core::limits::MAX_YAML_ALIAS_EVENTS,
+                    },
+                    emit_comments: false,
+                };
+                let v: Value = plumb_render::yaml_fast::parse_document(doc)
+                    .map(Ok)
+                    .unwrap_or_else(|| serde_saphyr::from_str_with_options(doc, options))
+                    .map_err(|e| anyhow!("{}:{start}: invalid YAML: {e}", file.display()))?;
+                out.extend(named_for_checks(v, file).map_err(|e| at(start, e))?);
+            }
+            Err(e) => return Err(shifted(start, e)),
+        }
+    }
+    Ok(out)
+}
+
+/// `v` (an object, or a List of them) checked by [`plumb_render::parse_str`] as any object is,
+/// with [`PLACEHOLDER_NAME`] given to each object that lacks a name, and taken away after
+/// (`metadata` too where the object had none).
+fn named_for_checks(
+    mut v: Value,
+    file: &std::path::Path,
+) -> Result<Vec<Value>, plumb_render::LoadError> {
+    fn name(obj: &mut Value) -> Option<bool> {
+        let has_name = obj
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .is_some_and(|n| !n.is_empty());
+        let map = obj.as_object_mut()?;
+        if has_name {
+            return None;
+        }
+        let had_metadata = map.get("metadata").is_some_and(Value::is_object);
+        if !had_metadata {
+            map.insert("metadata".into(), json!({}));
+        }
+        map["metadata"]["name"] = json!(PLACEHOLDER_NAME);
+        Some(had_metadata)
+    }
+    // A List as plumb_render expands it.
+    let kind = v.get("kind").and_then(Value::as_str).unwrap_or("");
+    let is_list = kind.ends_with("List")
+        && v.get("items").is_some_and(Value::is_array)
+        && v.get("metadata").is_none()
+        || kind == "List" && v.get("items").is_some();
+    let mut had_metadata = Vec::new();
+    match v.get_mut("items").and_then(Value::as_array_mut) {
+        Some(items) if is_list => {
+            for item in items {
+                had_metadata.push(name(item));
+            }
+        }
+        _ => had_metadata.push(name(&mut v)),
+    }
+    let text = serde_json::to_string(&v).unwrap_or_default();
+    let found = plumb_render::parse_str(&text, &file.with_extension("json"))?;
+    Ok(found
+        .into_iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let mut obj = m.object;
+            if obj.pointer("/metadata/name").and_then(Value::as_str) == Some(PLACEHOLDER_NAME)
+                && let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut)
+            {
+                meta.remove("name");
+                if had_metadata.get(i).copied().flatten() == Some(false) && meta.is_empty() {
+                    obj.as_object_mut().map(|o| o.remove("metadata"));
+                }
+            }
+            obj
+        })
+        .collect())
+}
+
+/// A YAML stream's documents with the line each starts on, split at `---` (and `...`) lines as
+/// `plumb_render` splits them; documents of only blanks and comments left out.
+fn yaml_documents(text: &str) -> Vec<(usize, &str)> {
+    let mut docs = Vec::new();
+    let (mut start_byte, mut start_line, mut pos) = (0, 1, 0);
+    for (i, line) in text.split_inclusive('\n').enumerate() {
+        let trimmed = line.trim_end_matches(['\n', '\r']);
+        if trimmed == "---" || trimmed.starts_with("--- ") || trimmed == "..." {
+            docs.push((start_line, &text[start_byte..pos]));
+            start_byte = pos + line.len();
+            start_line = i + 2;
+        }
+        pos += line.len();
+    }
+    docs.push((start_line, &text[start_byte..]));
+    docs.retain(|(_, doc)| {
+        doc.lines()
+            .any(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+    });
+    docs
+}
+
 pub fn run(args: HealthArgs) -> Result<u8> {
     let checker = checker(
         args.settings.as_ref(),
         args.resource_customizations.as_ref(),
     )?;
-    let objects: Vec<Value> = plumb_render::load_paths(&args.paths)
-        .map_err(|e| anyhow!("{e}"))?
-        .into_iter()
-        .map(|m| m.object)
-        .collect();
+    let objects = load(&args.paths)?;
     let results: Vec<Assessment> = plumb_core::parallel::map(&objects, |o| checker.check(o));
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     match args.output {

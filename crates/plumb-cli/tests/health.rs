@@ -391,3 +391,160 @@ fn doctor_health_missing_and_settings_from_the_snapshot() {
         (&Value::from("from argocd-cm"), &Value::from("lua"))
     );
 }
+
+#[test]
+fn objects_without_a_name_are_judged() {
+    let s = Scratch::new("health-unnamed");
+    let yaml = s.write(
+        "objects.yaml",
+        "apiVersion: v1\nkind: Pod\nstatus:\n  phase: Succeeded\n---\n\
+         apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  namespace: ns\nstatus:\n  phase: Bound\n---\n\
+         apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: PersistentVolumeClaim\n  metadata: {name: named}\n  status: {phase: Pending}\n\
+         - apiVersion: v1\n  kind: PersistentVolumeClaim\n  status: {phase: Bound}\n",
+    );
+    let json = s.write(
+        "object.json",
+        r#"{"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"namespace": "ns"}, "status": {"phase": "Pending"}}"#,
+    );
+    let named = s.write(
+        "named.yaml",
+        "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: pvc}\nstatus: {phase: Bound}\n",
+    );
+    let args = |o: &str| {
+        let mut a = vec!["health".to_owned(), "-o".to_owned(), o.to_owned()];
+        for p in [&named, &yaml, &json] {
+            a.push(p.display().to_string());
+        }
+        a
+    };
+    let run = |o: &str| {
+        let a = args(o);
+        plumb(&a.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    let rows = json_rows(&run("json"));
+    let got: Vec<(&str, &str, &str, &str)> = rows
+        .iter()
+        .map(|r| {
+            let s = |k: &str| r[k].as_str().unwrap_or("?");
+            (s("kind"), s("namespace"), s("name"), s("status"))
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("PersistentVolumeClaim", "", "pvc", "Healthy"),
+            ("Pod", "", "", "Healthy"),
+            ("PersistentVolumeClaim", "ns", "", "Healthy"),
+            ("PersistentVolumeClaim", "", "named", "Progressing"),
+            ("PersistentVolumeClaim", "", "", "Healthy"),
+            ("PersistentVolumeClaim", "ns", "", "Progressing"),
+        ]
+    );
+    // Text: the name is empty, as the namespace of a cluster-wide object is.
+    let text = run("text");
+    assert_eq!(text.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&text.stdout).into_owned();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[1], "/Pod / Healthy", "{text}");
+    assert_eq!(lines[2], "/PersistentVolumeClaim ns/ Healthy", "{text}");
+
+    // An unnamed object is still checked as any object is: one error line, exit 2.
+    let long = "n".repeat(70);
+    for (file, text, want) in [
+        (
+            "no-kind.yaml",
+            "apiVersion: v1\nstatus: {}\n".to_owned(),
+            "no-kind.yaml:1: not a Kubernetes object: missing kind".to_owned(),
+        ),
+        (
+            "long-ns.yaml",
+            format!(
+                "apiVersion: v1\nkind: Pod\n---\napiVersion: v1\nkind: Pod\nmetadata: {{namespace: {long}}}\n"
+            ),
+            "long-ns.yaml:4: Pod (no name): metadata.namespace is 70 characters".to_owned(),
+        ),
+        (
+            "bad.yaml",
+            "apiVersion: v1\nkind: Pod\n---\nkind: [\n".to_owned(),
+            "bad.yaml:4".to_owned(),
+        ),
+    ] {
+        let p = s.write(file, &text);
+        let o = plumb(&["health", p.to_str().expect("path")]);
+        assert_eq!(o.status.code(), Some(2), "{file}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(err.lines().count(), 1, "{file}: {err}");
+        assert!(err.contains(&want), "{file}: {err}");
+    }
+}
+
+/// Argo CD's own health scripts and test inputs (pinned by plumb-health), through
+/// `plumb health` at once: every input judged, unnamed or not, with Argo CD's status and
+/// message — or, for an input being deleted, Progressing "Pending deletion", which Argo CD's
+/// `argocd admin settings resource-overrides health` says too (its health check looks at
+/// `metadata.deletionTimestamp` before any script; Argo CD's script tests call the script
+/// alone).
+#[test]
+fn argo_cd_health_inputs_through_plumb_health() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../plumb-health/tests/argocd-lua/resource_customizations");
+    let mut cases = Vec::new();
+    let mut dirs = vec![root.clone()];
+    while let Some(dir) = dirs.pop() {
+        let tests = dir.join("health_test.yaml");
+        if tests.is_file() {
+            let text = std::fs::read_to_string(&tests).expect("health_test.yaml");
+            let tests: Value = serde_saphyr::from_str(&text).expect("YAML");
+            for t in tests["tests"].as_array().expect("tests") {
+                // Argo CD reads the keys case-insensitively; one file spells it `inputpath`.
+                let input = t.get("inputPath").or_else(|| t.get("inputpath"));
+                let h = &t["healthStatus"];
+                cases.push((
+                    dir.join(input.and_then(Value::as_str).expect("inputPath")),
+                    h["status"].as_str().expect("status").to_owned(),
+                    h["message"].as_str().unwrap_or("").to_owned(),
+                ));
+            }
+        }
+        for e in std::fs::read_dir(&dir).expect("dir") {
+            let p = e.expect("entry").path();
+            if p.is_dir() && !p.ends_with("testdata") {
+                dirs.push(p);
+            }
+        }
+    }
+    // One input repeats a mapping key, which plumb's loader refuses (as kubectl does).
+    cases.retain(|(p, _, _)| !p.ends_with("rabbitmq.com/User/testdata/unknown.yaml"));
+    assert!(cases.len() > 1000, "{} cases", cases.len());
+    let mut args = vec![
+        "health".to_owned(),
+        "--resource-customizations".to_owned(),
+        root.display().to_string(),
+        "-o".to_owned(),
+        "json".to_owned(),
+    ];
+    args.extend(cases.iter().map(|(p, _, _)| p.display().to_string()));
+    let rows = json_rows(&plumb(&args.iter().map(String::as_str).collect::<Vec<_>>()));
+    assert_eq!(rows.len(), cases.len());
+    let mut unnamed = 0;
+    for ((path, status, message), row) in cases.iter().zip(&rows) {
+        let text = std::fs::read_to_string(path).expect("input");
+        let docs: Vec<Value> = serde_saphyr::from_str_multiple(&text).expect("input YAML");
+        let deleting = docs
+            .first()
+            .and_then(|o| o.pointer("/metadata/deletionTimestamp"));
+        let (status, message) = if deleting.is_some_and(|t| !t.is_null()) {
+            ("Progressing", "Pending deletion")
+        } else {
+            (status.as_str(), message.as_str())
+        };
+        assert_eq!(
+            (row["status"].as_str(), row["message"].as_str()),
+            (Some(status), Some(message)),
+            "{}",
+            path.display()
+        );
+        unnamed += usize::from(row["name"] == "");
+    }
+    assert!(unnamed > 100, "{unnamed} unnamed objects");
+}

@@ -1,5 +1,18 @@
-//! Argo CD's Lua health customizations, run unchanged by an embedded Lua 5.1 (`mlua`, vendored;
-//! no system library).
+//! Argo CD's Lua health customizations, run unchanged by an embedded LuaJIT (`mlua`, vendored
+//! and built with `make` and the C compiler; no system library, no cmake) with its compiler
+//! turned off.
+//!
+//! Why LuaJIT: Argo CD runs its scripts on gopher-lua, which is Lua 5.1 plus `goto` and labels,
+//! and Argo CD's own scripts use both (the 3scale and Gateway API checks); LuaJIT is Lua 5.1 plus
+//! `goto`, with 5.1's library (`unpack`, `table.getn`, `loadstring`, `setfenv`, ...; Argo CD's
+//! Rollout and CronJob checks call `table.getn`, which Lua 5.2 has not). Plain Lua 5.1 rejects
+//! `goto`. The JIT compiler is off (`jit.off()` at load, then the `jit` library is removed):
+//! compiled traces do not call the count hook the time limit relies on, and a health check
+//! gains nothing from compiling. Every case of Argo CD's own health tests gives Argo CD's
+//! status and message (`tests/argocd_lua.rs`). What still differs from gopher-lua: numbers print
+//! with `%.14g` (`1/3` is `0.33333333333333`, `1e14` is `1e+14`; gopher-lua prints Go's
+//! shortest form and integers in full); an unknown string escape (`"\d"`) is a syntax error
+//! (gopher-lua reads `d`) and `\x41` is `A`; there is no `math.mod` (`math.fmod` is).
 //!
 //! Where scripts come from ([`Customizations`]):
 //!
@@ -20,12 +33,16 @@
 //! `metadata.managedFields` is left out);
 //! the script returns a table `{status = "<Healthy|Progressing|Degraded|Suspended|Missing|Unknown>",
 //! message = "..."}`. Standard libraries: `base`, `table` and a safe `os` (`time`, `date`,
-//! `clock`) always (Lua 5.1's base includes `coroutine`); `string` and `math` only with
-//! `useOpenLibs` (`io`, `debug`,
-//! `package` never: a health check has no business with files or native modules).
+//! `clock`) always (LuaJIT's base, as Lua 5.1's, includes `coroutine`); `string` and `math`
+//! only with `useOpenLibs` (`io`, `debug`, `package`, `ffi`, `bit`, `jit` never: a health check
+//! has no business with files, native code or the compiler). `load` and `loadstring` take
+//! source text only: bytecode runs unverified, so crafted bytecode could reach past the sandbox
+//! (gopher-lua has no bytecode at all).
 //!
-//! Limits: each call may run for [`LuaLimits::time`] (checked every 1,000 VM instructions) and
-//! its state may hold [`LuaLimits::memory`] bytes. A syntax error, a runtime error, a limit hit
+//! Limits: each call may run for [`LuaLimits::time`] (a count hook checks it every 1,000
+//! interpreted instructions; with the compiler off, no compiled loop escapes it) and its state
+//! may hold [`LuaLimits::memory`] bytes (mlua's allocator, which LuaJIT's 64-bit mode takes).
+//! A syntax error, a runtime error, a limit hit
 //! or a return that is not such a table gives Unknown with a message saying which script and
 //! why; never a panic, and other objects are unaffected.
 //!
@@ -438,13 +455,20 @@ fn short(e: &mlua::Error) -> String {
 }
 
 fn compile(check: &LuaCheck, limits: LuaLimits) -> Result<Vm, String> {
-    let mut libs = StdLib::TABLE | StdLib::OS;
+    // `jit` only to turn the compiler off, then out of the scripts' reach.
+    let mut libs = StdLib::TABLE | StdLib::OS | StdLib::JIT;
     if check.use_open_libs {
         libs |= StdLib::STRING | StdLib::MATH;
     }
     let lua = Lua::new_with(libs, LuaOptions::default()).map_err(|e| short(&e))?;
     let safe_os = || -> mlua::Result<()> {
         let globals = lua.globals();
+        // Interpreted only: LuaJIT's compiled traces do not call the count hook the time limit
+        // relies on, and a health script is too short-lived to gain from compiling.
+        let jit: Table = globals.get("jit")?;
+        jit.get::<Function>("off")?.call::<()>(())?;
+        jit.get::<Function>("flush")?.call::<()>(())?;
+        globals.set("jit", mlua::Value::Nil)?;
         let os: Table = globals.get("os")?;
         let safe = lua.create_table()?;
         for f in ["time", "date", "clock"] {
@@ -455,6 +479,15 @@ fn compile(check: &LuaCheck, limits: LuaLimits) -> Result<Vm, String> {
         for f in ["dofile", "loadfile"] {
             globals.set(f, mlua::Value::Nil)?;
         }
+        // Source text only: LuaJIT (as Lua 5.1) runs bytecode unverified, and crafted bytecode
+        // reaches past the sandbox. gopher-lua has no bytecode, so no script loses anything.
+        lua.load(
+            r#"local any_load = load
+load = function(chunk, name) return any_load(chunk, name, "t") end
+loadstring = function(text, name) return any_load(text, name, "t") end"#,
+        )
+        .set_name("=plumb")
+        .exec()?;
         Ok(())
     };
     safe_os().map_err(|e| short(&e))?;
@@ -734,6 +767,57 @@ return hs
         );
         // The runner still works afterwards.
         assert_eq!(run(PHASE, false, &widget(Some("Ready"))).status, Healthy);
+    }
+
+    #[test]
+    fn goto_and_lua_5_1_library() {
+        // Argo CD's scripts (gopher-lua: Lua 5.1 with goto) use both.
+        let script = r#"
+local n = 0
+for i = 1, 5 do
+  if i % 2 == 0 then goto continue end
+  n = n + 1
+  ::continue::
+end
+local a, b = unpack({table.getn(obj.status.items), n})
+assert(jit == nil, "the JIT library is out of reach")
+return {status = "Healthy", message = a .. " " .. b .. " " .. 7 / 2}
+"#;
+        assert_eq!(
+            run(script, true, &widget(None)),
+            Health::new(Healthy, "3 3 3.5")
+        );
+    }
+
+    #[test]
+    fn only_source_text_loads() {
+        let script = r#"
+local f, err = loadstring(string.dump(function() return 1 end))
+assert(f == nil and err:find("wrong mode"), tostring(err))
+f, err = load(string.dump(function() return 1 end))
+assert(f == nil and err:find("wrong mode"), tostring(err))
+return {status = "Healthy", message = loadstring("return 'text'")() .. " " .. load("return 2")()}
+"#;
+        assert_eq!(
+            run(script, true, &widget(None)),
+            Health::new(Healthy, "text 2")
+        );
+    }
+
+    #[test]
+    fn hot_loops_are_stopped_too() {
+        // Loops LuaJIT would compile to traces, which call no hooks: the compiler is off.
+        for script in [
+            "for i = 1, 1e300 do end",
+            "local t = {} for i = 1, 1e300 do t[i % 8 + 1] = i end",
+            "local function f(n) return n + 1 end local n = 0 while true do n = f(n) end",
+        ] {
+            let start = Instant::now();
+            let h = run(script, false, &widget(None));
+            assert!(start.elapsed() < Duration::from_secs(1), "{script}");
+            assert_eq!(h.status, Unknown, "{script}");
+            assert!(h.message.contains("time limit"), "{script}: {}", h.message);
+        }
     }
 
     #[test]
