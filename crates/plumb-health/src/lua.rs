@@ -751,14 +751,10 @@ return hs
     }
 
     #[test]
-    fn an_infinite_loop_is_stopped_within_a_second() {
-        let start = Instant::now();
+    fn an_infinite_loop_is_stopped_by_the_time_limit() {
+        // The message is the evidence that the limit stopped it (no elapsed-time assertion:
+        // a busy machine would fail one).
         let h = run("while true do end", false, &widget(None));
-        assert!(
-            start.elapsed() < Duration::from_secs(1),
-            "{:?}",
-            start.elapsed()
-        );
         assert_eq!(h.status, Unknown);
         assert!(
             h.message.contains("time limit of 500 ms exceeded"),
@@ -812,9 +808,7 @@ return {status = "Healthy", message = loadstring("return 'text'")() .. " " .. lo
             "local t = {} for i = 1, 1e300 do t[i % 8 + 1] = i end",
             "local function f(n) return n + 1 end local n = 0 while true do n = f(n) end",
         ] {
-            let start = Instant::now();
             let h = run(script, false, &widget(None));
-            assert!(start.elapsed() < Duration::from_secs(1), "{script}");
             assert_eq!(h.status, Unknown, "{script}");
             assert!(h.message.contains("time limit"), "{script}: {}", h.message);
         }
