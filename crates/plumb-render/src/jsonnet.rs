@@ -88,9 +88,11 @@ pub(crate) fn render_file(
         .collect())
 }
 
-/// The program's value as JSON text: evaluated on a thread of its own against `timeout`,
-/// reading its imports from `fs` through this thread.
-pub(crate) fn evaluate(
+/// The value of the program `file` (repository-relative) of the directory source at
+/// `source_dir`, as JSON text: evaluated on a thread of its own against `timeout`, reading
+/// its imports from `fs` through the calling thread. [`render_file`] makes objects of it;
+/// the oracle test compares it with go-jsonnet's.
+pub fn evaluate(
     fs: &dyn SourceFs,
     source_dir: &str,
     file: &str,
