@@ -8,6 +8,12 @@
 //!   each a string or, with `code: true`, Jsonnet code; `libs`, library search paths relative
 //!   to the repository's root. A TLA the program's top-level function lacks is an error; TLAs
 //!   given to a program that is not a function are ignored, as go-jsonnet ignores them.
+//! - **Build environment** ([`substitute`]): as Argo CD, `$NAME` and `${NAME}` in a
+//!   variable's or argument's value are replaced (Go's `os.Expand`: `$$` is `$`, an unknown
+//!   name is empty) by `ARGOCD_APP_NAME`, `ARGOCD_APP_NAMESPACE`, `ARGOCD_APP_SOURCE_REPO_URL`,
+//!   `ARGOCD_APP_SOURCE_PATH`, `ARGOCD_APP_SOURCE_TARGET_REVISION`, `KUBE_VERSION` and
+//!   `KUBE_API_VERSIONS`. The ones plumb cannot know here (`ARGOCD_APP_PROJECT_NAME`, the
+//!   resolved `ARGOCD_APP_REVISION*`) are an error naming the variable, never an empty string.
 //! - **Imports** (`import`, `importstr`, `importbin`) are read through the source's
 //!   [`SourceFs`] (a git revision from git's object database, never the work tree): first
 //!   relative to the importing file, then in the library paths, the last one first, then in
@@ -15,10 +21,13 @@
 //!   libs, and go-jsonnet tries the rightmost first). An import that leaves the repository
 //!   (`..` past the root, an absolute path, a symlink out) is an error naming the importing
 //!   file and the path.
-//! - **Output**: an object, an array of objects (nested arrays flattened, `null` elements
-//!   skipped as Argo CD skips nil objects), and a `kind: …List` object stands for its
-//!   `items`. Anything else is an error naming the file. Each object must have a `kind` and a
-//!   `metadata.name` (a hook may have a `generateName` instead), as in a YAML file.
+//! - **Output**, as Argo CD reads the JSON (an array of objects, else one object): an
+//!   object, or an array of objects whose `null` elements are skipped (Argo CD skips nil
+//!   objects); `null` or `[]` is no object. A `kind: …List` object stands for its `items`
+//!   (none when `items` is null). Anything else — a string, a number, an array holding an
+//!   array or a scalar — is an error naming the file, as Argo CD fails to unmarshal it. Each
+//!   object must have a `kind` and a `metadata.name` (a hook may have a `generateName`
+//!   instead), as in a YAML file.
 //! - **Limits**: a call stack of [`MAX_JSONNET_STACK`] frames, a deadline
 //!   (`PLUMB_TOOL_TIMEOUT`, [`crate::render::DEFAULT_TOOL_TIMEOUT`]) and
 //!   [`MAX_JSONNET_OUTPUT_BYTES`] of JSON. The program runs on a thread of its own, which
@@ -47,10 +56,115 @@ use jrsonnet_gcmodule::Acyclic;
 use plumb_core::argo::JsonnetSource;
 use plumb_core::limits::{MAX_JSONNET_OUTPUT_BYTES, MAX_JSONNET_STACK};
 use serde_json::Value;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+
+/// The build environment Argo CD substitutes into `extVars` and `tlas` values: each name
+/// with its value, or `None` for a variable Argo CD sets and plumb cannot know here.
+pub(crate) fn build_env(
+    source: &plumb_core::argo::AppSource,
+    opts: &crate::render::RenderOptions,
+) -> BTreeMap<&'static str, Option<String>> {
+    BTreeMap::from([
+        (
+            "ARGOCD_APP_NAME",
+            Some(opts.app_name.clone().unwrap_or_default()),
+        ),
+        (
+            "ARGOCD_APP_NAMESPACE",
+            Some(opts.namespace.clone().unwrap_or_default()),
+        ),
+        ("ARGOCD_APP_PROJECT_NAME", None),
+        ("ARGOCD_APP_REVISION", None),
+        ("ARGOCD_APP_REVISION_SHORT", None),
+        ("ARGOCD_APP_REVISION_SHORT_8", None),
+        ("ARGOCD_APP_SOURCE_REPO_URL", Some(source.repo_url.clone())),
+        ("ARGOCD_APP_SOURCE_PATH", Some(source.path.clone())),
+        (
+            "ARGOCD_APP_SOURCE_TARGET_REVISION",
+            Some(source.target_revision.clone()),
+        ),
+        (
+            "KUBE_VERSION",
+            Some(opts.kube_version.clone().unwrap_or_default()),
+        ),
+        ("KUBE_API_VERSIONS", Some(opts.api_versions.join(","))),
+    ])
+}
+
+/// `settings` with the build environment substituted into every variable's and argument's
+/// value, as Argo CD does before evaluating; an error names a variable plumb cannot know.
+pub fn substitute(
+    settings: &JsonnetSource,
+    env: &BTreeMap<&'static str, Option<String>>,
+) -> Result<JsonnetSource, String> {
+    let mut out = settings.clone();
+    for (field, vars) in [("extVars", &mut out.ext_vars), ("tlas", &mut out.tlas)] {
+        for v in vars.iter_mut() {
+            v.value = expand(&v.value, |name| match env.get(name) {
+                Some(Some(value)) => Ok(value.clone()),
+                Some(None) => Err(format!(
+                    "spec.source.directory.jsonnet.{field} {:?}: ${name} is not known to plumb \
+                     here; refusing to render it otherwise than Argo CD",
+                    v.name
+                )),
+                None => Ok(String::new()),
+            })?;
+        }
+    }
+    Ok(out)
+}
+
+/// Go's `os.Expand`: `${name}`, `$name` (letters, digits, `_`) and the one-character special
+/// names (`$$`, `$1`, `$*`, …) are replaced by `lookup` (`$$` by `$`, as Argo CD's mapping
+/// does); a `$` before anything else stays; a malformed `${` or `${}` is dropped.
+fn expand(
+    s: &str,
+    mut lookup: impl FnMut(&str) -> Result<String, String>,
+) -> Result<String, String> {
+    let special = |c: u8| b"*#$@!?-".contains(&c) || c.is_ascii_digit();
+    let name_char = |c: u8| c == b'_' || c.is_ascii_alphanumeric();
+    let b = s.as_bytes();
+    let mut out = String::with_capacity(s.len());
+    let (mut i, mut j) = (0, 0);
+    while j < b.len() {
+        if b[j] != b'$' || j + 1 >= b.len() {
+            j += 1;
+            continue;
+        }
+        out.push_str(&s[i..j]);
+        let rest = &b[j + 1..];
+        // The name, and how many bytes after the `$` it took.
+        let (name, width): (&str, usize) = if rest[0] == b'{' {
+            if rest.len() > 2 && special(rest[1]) && rest[2] == b'}' {
+                (&s[j + 2..j + 3], 3)
+            } else {
+                match rest.iter().position(|&c| c == b'}') {
+                    Some(1) => ("", 2),
+                    Some(end) => (&s[j + 2..j + 1 + end], end + 1),
+                    None => ("", 1),
+                }
+            }
+        } else if special(rest[0]) {
+            (&s[j + 1..j + 2], 1)
+        } else {
+            let n = rest.iter().take_while(|&&c| name_char(c)).count();
+            (&s[j + 1..j + 1 + n], n)
+        };
+        // A `$` before no name stays; `$$` is a `$` (Argo CD's escape).
+        if (name.is_empty() && width == 0) || name == "$" {
+            out.push('$');
+        } else if !name.is_empty() {
+            out.push_str(&lookup(name)?);
+        }
+        j += width + 1;
+        i = j;
+    }
+    out.push_str(&s[i..]);
+    Ok(out)
+}
 
 /// Whether `name` is a Jsonnet program a directory source evaluates (`*.jsonnet`; a
 /// `*.libsonnet` is only imported).
@@ -381,31 +495,33 @@ impl ImportResolver for RepoImporter {
     }
 }
 
-/// The objects of a program's value, appended to `out`.
+/// The objects of a program's value, appended to `out`: `top` is the value itself, else an
+/// element of the top-level array or of a List's `items`.
 fn collect(value: Value, file: &str, top: bool, out: &mut Vec<Value>) -> Result<(), LoadError> {
     match value {
-        Value::Array(items) => {
+        Value::Array(items) if top => {
             for item in items {
                 collect(item, file, false, out)?;
             }
             Ok(())
         }
-        Value::Null if !top => Ok(()),
-        Value::Object(map) => {
+        Value::Null => Ok(()),
+        Value::Object(mut map) => {
             let kind = map.get("kind").and_then(Value::as_str).unwrap_or("");
-            if kind.ends_with("List")
-                && let Some(Value::Array(_)) = map.get("items")
-            {
-                let Some(Value::Array(items)) = map
-                    .into_iter()
-                    .find_map(|(k, v)| (k == "items").then_some(v))
-                else {
-                    unreachable!("checked above")
-                };
-                for item in items {
-                    collect(item, file, false, out)?;
+            if kind.ends_with("List") {
+                match map.get("items") {
+                    Some(Value::Array(_)) => {
+                        let Some(Value::Array(items)) = map.remove("items") else {
+                            unreachable!("checked above")
+                        };
+                        for item in items {
+                            collect(item, file, false, out)?;
+                        }
+                        return Ok(());
+                    }
+                    Some(Value::Null) => return Ok(()),
+                    _ => {}
                 }
-                return Ok(());
             }
             let object = Value::Object(map);
             check_object(&object, file)?;
@@ -527,7 +643,7 @@ mod tests {
     }
 
     #[test]
-    fn objects_arrays_nested_arrays_and_lists() {
+    fn objects_arrays_and_lists_as_argo_cd_reads_them() {
         let dir = TempDir::new("jsonnet-shapes");
         let root = dir.path();
         write(root, "a/object.jsonnet", &cm("one"));
@@ -535,7 +651,7 @@ mod tests {
             root,
             "a/shapes.jsonnet",
             &format!(
-                "[{}, [[{}], null], {{ kind: 'List', apiVersion: 'v1', items: [{}, {}] }}]",
+                "[{}, null, {}, {{ kind: 'List', apiVersion: 'v1', items: [{}, {}] }}]",
                 cm("two"),
                 cm("three"),
                 cm("four"),
@@ -545,6 +661,16 @@ mod tests {
         let fs = open_source(root, None).expect("open");
         let got = rendered(fs.as_ref(), "a", json!({}));
         assert_eq!(names(&got), ["one", "two", "three", "four", "five"]);
+        // No object at all: null, [], a List whose items are null (as Argo CD reads them).
+        for program in [
+            "null",
+            "[]",
+            "[null]",
+            "{ kind: 'ConfigMapList', items: null }",
+        ] {
+            write(root, "none/p.jsonnet", program);
+            assert_eq!(rendered(fs.as_ref(), "none", json!({})), [], "{program}");
+        }
         assert_eq!(got[0].0, "a/object.jsonnet");
         assert_eq!(got[1].0, "a/shapes.jsonnet");
         let r = render(
@@ -577,7 +703,7 @@ mod tests {
             ("'a string'", "is a string"),
             ("42", "is a number"),
             ("[1]", "holds an element that is a number"),
-            ("null", "is null"),
+            ("[[{ kind: 'X' }]]", "holds an element that is an array"),
         ] {
             write(root, "bad/p.jsonnet", program);
             let e = error(fs.as_ref(), "bad", json!({}));
@@ -810,5 +936,66 @@ mod tests {
         write(root, "e/p.jsonnet", "local f(n) = f(n + 1);\nf(0)");
         let e = error(fs.as_ref(), "e", json!({}));
         assert!(e.contains("stack overflow"), "{e}");
+    }
+
+    #[test]
+    fn the_build_environment_is_substituted_as_argo_cd_does() {
+        use super::expand;
+        let env = |name: &str| -> Result<String, String> {
+            match name {
+                "A" => Ok("app".into()),
+                "EMPTY" => Ok(String::new()),
+                "1" => Ok("one".into()),
+                _ => Ok(String::new()),
+            }
+        };
+        for (given, want) in [
+            ("plain", "plain"),
+            ("$A-${A}", "app-app"),
+            ("$$A costs $$5", "$A costs $5"),
+            ("$UNKNOWN|${UNKNOWN}|", "||"),
+            ("trailing $", "trailing $"),
+            ("$ space", "$ space"),
+            ("$-x $1", "x one"),
+            ("${} ${A", " A"),
+            ("a${A}b$Ac", "aappb"),
+            ("é$A✓", "éapp✓"),
+        ] {
+            assert_eq!(expand(given, env).as_deref(), Ok(want), "{given:?}");
+        }
+
+        let dir = TempDir::new("jsonnet-env");
+        let root = dir.path();
+        write(
+            root,
+            "app/p.jsonnet",
+            "function(ns) { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: std.extVar('name'), namespace: ns } }",
+        );
+        let fs = open_source(root, None).expect("open");
+        let mut source = source(json!({"jsonnet": {
+            "extVars": [{"name": "name", "value": "${ARGOCD_APP_NAME}-$ARGOCD_APP_SOURCE_PATH"}],
+            "tlas": [{"name": "ns", "value": "$ARGOCD_APP_NAMESPACE"}],
+        }}));
+        source.path = "app".into();
+        let opts = RenderOptions {
+            app_name: Some("guestbook".into()),
+            namespace: Some("web".into()),
+            ..RenderOptions::default()
+        };
+        let r = render(fs.as_ref(), "app", &source, &opts).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            r.objects[0].object["metadata"],
+            json!({"name": "guestbook-app", "namespace": "web"})
+        );
+        // What plumb cannot know is refused by name, never substituted as empty.
+        let mut source = source.clone();
+        source.directory.as_mut().unwrap().jsonnet.tlas[0].value = "$ARGOCD_APP_REVISION".into();
+        let e = render(fs.as_ref(), "app", &source, &opts)
+            .expect_err("refused")
+            .to_string();
+        assert!(
+            e.starts_with("app: spec.source.directory.jsonnet.tlas \"ns\": $ARGOCD_APP_REVISION"),
+            "{e}"
+        );
     }
 }

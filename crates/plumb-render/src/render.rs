@@ -41,6 +41,7 @@ use crate::kustomize::{self, KustomizeError};
 use crate::source::{EntryKind, SourceFs, join};
 use crate::{LoadError, Manifest};
 use plumb_core::argo::{AppSource, DirectorySource, KustomizeSource};
+
 use plumb_core::glob::PathGlob;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -256,14 +257,15 @@ fn render_with(
     let mut notes = Vec::new();
     let source_type = detect(fs, &path, source)?;
     let objects = match source_type {
-        SourceType::Directory => render_directory(
-            fs,
-            &path,
-            source
-                .directory
-                .as_ref()
-                .unwrap_or(&DirectorySource::default()),
-        )?,
+        SourceType::Directory => {
+            let mut directory = source.directory.clone().unwrap_or_default();
+            if !directory.jsonnet.is_empty() {
+                let env = crate::jsonnet::build_env(source, opts);
+                directory.jsonnet = crate::jsonnet::substitute(&directory.jsonnet, &env)
+                    .map_err(|m| fail(&path, m))?;
+            }
+            render_directory(fs, &path, &directory)?
+        }
         SourceType::Kustomize => {
             render_kustomize(fs, &path, source.kustomize.as_ref(), renderer, &mut notes)?
         }
