@@ -20,7 +20,8 @@
 //!   the source's own directory (Argo CD's search path is the source path followed by the
 //!   libs, and go-jsonnet tries the rightmost first). An import that leaves the repository
 //!   (`..` past the root, an absolute path, a symlink out) is an error naming the importing
-//!   file and the path.
+//!   file and the path. `std.thisFile` is the repository-relative path (Argo CD's is the
+//!   path in its checkout, which no two renders share).
 //! - **Output**, as Argo CD reads the JSON (an array of objects, else one object): an
 //!   object, or an array of objects whose `null` elements are skipped (Argo CD skips nil
 //!   objects); `null` or `[]` is no object. A `kind: …List` object stands for its `items`
@@ -49,10 +50,9 @@ use crate::source::{EntryKind, SourceFs, join};
 use jrsonnet_evaluator::error::ErrorKind;
 use jrsonnet_evaluator::manifest::JsonFormat;
 use jrsonnet_evaluator::tla::TlaArg;
-use jrsonnet_evaluator::{
-    AsPathLike, IStr, ImportResolver, SourcePath, SourceVirtual, State, apply_tla,
-};
+use jrsonnet_evaluator::{AsPathLike, IStr, ImportResolver, SourcePath, State, apply_tla};
 use jrsonnet_gcmodule::Acyclic;
+use jrsonnet_ir::SourcePathT;
 use plumb_core::argo::JsonnetSource;
 use plumb_core::limits::{MAX_JSONNET_OUTPUT_BYTES, MAX_JSONNET_STACK};
 use serde_json::Value;
@@ -387,18 +387,44 @@ impl Job {
     }
 }
 
-/// A repository-relative file, as the evaluator names it (`std.thisFile`, locations).
-fn repo_path(path: &str) -> SourcePath {
-    SourcePath::new(SourceVirtual(format!("{REPO_PREFIX}{path}").into()))
+/// A repository file as the evaluator names it: its repository-relative path (also
+/// `std.thisFile`, where Argo CD gives the path in its checkout).
+#[derive(Acyclic, Hash, PartialEq, Eq, Debug)]
+struct RepoFile(String);
+
+impl std::fmt::Display for RepoFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
 }
 
-/// Marks the evaluator's paths that are repository files (others are the standard library
-/// and inline code).
-const REPO_PREFIX: &str = "repo:";
+impl SourcePathT for RepoFile {
+    fn is_default(&self) -> bool {
+        false
+    }
+    fn path(&self) -> Option<&std::path::Path> {
+        None
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+    fn dyn_hash(&self, mut hasher: &mut dyn std::hash::Hasher) {
+        std::hash::Hash::hash(self, &mut hasher);
+    }
+    fn dyn_eq(&self, other: &dyn SourcePathT) -> bool {
+        other.as_any().downcast_ref::<Self>() == Some(self)
+    }
+    fn dyn_debug(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self, f)
+    }
+}
+
+fn repo_path(path: &str) -> SourcePath {
+    SourcePath::new(RepoFile(path.to_string()))
+}
 
 fn repo_file(path: &SourcePath) -> Option<String> {
-    let v = path.downcast_ref::<SourceVirtual>()?;
-    v.0.strip_prefix(REPO_PREFIX).map(str::to_string)
+    path.downcast_ref::<RepoFile>().map(|f| f.0.clone())
 }
 
 /// One line: the evaluator's message (its lines joined) and the innermost place it names.
@@ -790,7 +816,7 @@ mod tests {
                env: std.extVar('env'),\n\
                code: std.toString(std.extVar('code')),\n\
                count: std.toString(count), flag: std.toString(flag),\n\
-               shared: (import 'shared.libsonnet').shared,\n\
+               shared: (import 'shared.libsonnet').shared, this: std.thisFile,\n\
              } }]",
         );
         let fs = open_source(root, None).expect("open");
@@ -811,7 +837,7 @@ mod tests {
         assert_eq!(
             o["data"],
             json!({"text": "hello\n", "bytes": "6", "env": "prod", "code": "{\"a\": 2}",
-                   "count": "6", "flag": "false", "shared": "from-the-source-dir"})
+                   "count": "6", "flag": "false", "shared": "from-the-source-dir", "this": "apps/x/main.jsonnet"})
         );
 
         // A TLA the function lacks, an undefined external variable: errors naming the file.
