@@ -1024,4 +1024,30 @@ mod tests {
             "{e}"
         );
     }
+
+    #[test]
+    fn a_program_past_the_deadline_fails_naming_it() {
+        let dir = TempDir::new("jsonnet-deadline");
+        write(
+            dir.path(),
+            "slow.jsonnet",
+            "std.foldl(function(a, x) a + x, std.range(1, 2000000), 0)",
+        );
+        let fs = open_source(dir.path(), None).expect("open");
+        let started = std::time::Instant::now();
+        let e = super::evaluate(
+            fs.as_ref(),
+            "",
+            "slow.jsonnet",
+            &Default::default(),
+            std::time::Duration::from_millis(50),
+        )
+        .expect_err("past the deadline")
+        .to_string();
+        assert!(started.elapsed() < std::time::Duration::from_secs(2), "{e}");
+        assert!(
+            e.starts_with("slow.jsonnet: the Jsonnet evaluation did not finish within 0.05 s"),
+            "{e}"
+        );
+    }
 }
