@@ -429,9 +429,15 @@ fn repo_file(path: &SourcePath) -> Option<String> {
 
 /// One line: the evaluator's message (its lines joined) and the innermost place it names.
 fn failure(e: &jrsonnet_evaluator::Error) -> Failure {
-    let message = e
-        .error()
-        .to_string()
+    let message = match e.error() {
+        // The evaluator's own words name a flag of its command line.
+        ErrorKind::StackOverflow => format!(
+            "stack overflow: more than {MAX_JSONNET_STACK} nested calls (plumb's limit, as \
+             go-jsonnet's default)"
+        ),
+        other => other.to_string(),
+    };
+    let message = message
         .lines()
         .map(str::trim)
         .filter(|l| !l.is_empty())
