@@ -1,6 +1,7 @@
-# Sourced by testbed/build-helm.sh and testbed/build-registry.sh: builds one command of a Go
-# module into ${PLUMB_TESTBED_CACHE:-$HOME/.cache/plumb-testbed}/<name>-<version>/<name>, in a
-# wrapper module of its own (<dir>/build: go.mod, build.log), and prints that directory. A STAMP
+# Sourced by testbed/build-helm.sh, testbed/build-jsonnet.sh and testbed/build-registry.sh:
+# builds one command of a Go module into
+# ${PLUMB_TESTBED_CACHE:-$HOME/.cache/plumb-testbed}/<name>-<version>/<name>, in a wrapper
+# module of its own (<dir>/build: go.mod, build.log), and prints that directory. A STAMP
 # naming module@version makes a second call free (FORCE=1 rebuilds).
 #
 #   build_go_tool LOGTAG NAME MODULE VERSION CMD_PACKAGE LDFLAGS VERSION_ARGS...

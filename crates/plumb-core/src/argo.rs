@@ -462,9 +462,48 @@ pub struct DirectorySource {
     /// Like `include`; takes precedence over it.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub exclude: String,
-    /// Fields not modelled (`jsonnet`), kept for writing back.
+    /// `jsonnet`: how the directory's `*.jsonnet` files are evaluated. Always written, as
+    /// Argo CD writes it (`"jsonnet": {}` when nothing is set).
+    pub jsonnet: JsonnetSource,
+    /// Fields not modelled, kept for writing back.
     #[serde(flatten)]
     pub extra: Extra,
+}
+
+/// `spec.source.directory.jsonnet`: the evaluation settings of a directory's Jsonnet
+/// programs, as Argo CD passes them to its Jsonnet VM.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct JsonnetSource {
+    /// `extVars`: external variables, read with `std.extVar(name)`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ext_vars: Vec<JsonnetVar>,
+    /// `tlas`: top-level arguments, passed to a program whose value is a function.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tlas: Vec<JsonnetVar>,
+    /// `libs`: library search paths, relative to the repository's root.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub libs: Vec<String>,
+}
+
+impl JsonnetSource {
+    /// Whether nothing is set (no variables, arguments or libraries).
+    pub fn is_empty(&self) -> bool {
+        self.ext_vars.is_empty() && self.tlas.is_empty() && self.libs.is_empty()
+    }
+}
+
+/// One Jsonnet external variable or top-level argument.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct JsonnetVar {
+    /// The variable's (or parameter's) name.
+    pub name: String,
+    /// Its value: a string, or Jsonnet code when `code` is set.
+    pub value: String,
+    /// Whether `value` is Jsonnet code (evaluated) rather than a string.
+    #[serde(skip_serializing_if = "is_false")]
+    pub code: bool,
 }
 
 /// `spec.source.kustomize`: parameters Argo CD applies to the kustomization before building.
@@ -716,6 +755,34 @@ pub fn tracking_id_app(obj: &Value) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_directory_jsonnet_block_is_typed_and_written_back_as_given() {
+        let given = serde_json::json!({"repoURL": "https://git.example/r", "directory": {
+            "recurse": true,
+            "jsonnet": {
+                "extVars": [{"name": "env", "value": "prod"}, {"name": "n", "value": "1 + 1", "code": true}],
+                "tlas": [{"name": "ns", "value": "web"}],
+                "libs": ["vendor"],
+            },
+        }});
+        let source: AppSource = serde_json::from_value(given.clone()).expect("a source");
+        let jsonnet = &source.directory.as_ref().expect("directory").jsonnet;
+        assert_eq!(jsonnet.libs, ["vendor"]);
+        assert!(jsonnet.ext_vars[1].code && !jsonnet.ext_vars[0].code);
+        assert_eq!(jsonnet.tlas[0].value, "web");
+        assert!(source.directory.as_ref().unwrap().extra.is_empty());
+        assert_eq!(source.to_value(), given);
+        let empty: AppSource = serde_json::from_value(
+            serde_json::json!({"repoURL": "r", "directory": {"jsonnet": {}}}),
+        )
+        .expect("a source");
+        // As Argo CD writes it: `jsonnet` always, its empty lists never.
+        assert_eq!(
+            empty.to_value(),
+            serde_json::json!({"repoURL": "r", "directory": {"jsonnet": {}}})
+        );
+    }
     use serde_json::json;
 
     #[test]

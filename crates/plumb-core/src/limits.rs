@@ -4,8 +4,8 @@
 //! lists them; the catalogue of bad input (`tests/bad-input/`) holds a case for each.
 //!
 //! The limits: file size, name and namespace length, `ignoreDifferences` entries, YAML alias
-//! replay, jq expression and value nesting, a `Retry-After` wait, and the length of input
-//! quoted in a message.
+//! replay, jq expression and value nesting, Jsonnet stack depth and output size, a
+//! `Retry-After` wait, and the length of input quoted in a message.
 
 /// Largest manifest, kustomization, values or snapshot file read (checked before reading).
 /// Parsing costs about ten times a file's size in memory, so this keeps one file well
@@ -33,6 +33,15 @@ pub const MAX_JQ_EXPR_NESTING: usize = 256;
 /// Deepest array/object a jq evaluation may build; a deeper value stops the evaluation
 /// as an error instead of exhausting the stack.
 pub const MAX_JQ_VALUE_NESTING: usize = 512;
+
+/// Deepest Jsonnet call stack (function calls, object fields being evaluated) a
+/// directory source's program may reach: deeper recursion is an error naming the file, not
+/// a crash. go-jsonnet's default (`--max-stack 500`), so what Argo CD evaluates, plumb does.
+pub const MAX_JSONNET_STACK: usize = 500;
+
+/// Largest JSON one Jsonnet program may produce, in bytes: a program that builds more (a
+/// runaway comprehension) is refused instead of handed to the diff.
+pub const MAX_JSONNET_OUTPUT_BYTES: usize = 64 * 1024 * 1024;
 
 /// Longest wait, in seconds, a `Retry-After` header of a throttled API request (429/503/504)
 /// can impose before plumb retries it. A server asking for longer (`Retry-After: 3600`) is

@@ -1,5 +1,6 @@
 //! Rendering an Application source the way Argo CD's repo server does: a plain
-//! directory, a kustomization (natively, with source locations, or through the
+//! directory (its YAML and JSON files, and its Jsonnet programs: [`crate::jsonnet`]), a
+//! kustomization (natively, with source locations, or through the
 //! kustomize binary), or a Helm chart (through `helm template`).
 //!
 //! Every rendered object carries the file and line that declared it; natively rendered
@@ -40,6 +41,7 @@ use crate::kustomize::{self, KustomizeError};
 use crate::source::{EntryKind, SourceFs, join};
 use crate::{LoadError, Manifest};
 use plumb_core::argo::{AppSource, DirectorySource, KustomizeSource};
+
 use plumb_core::glob::PathGlob;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -255,14 +257,15 @@ fn render_with(
     let mut notes = Vec::new();
     let source_type = detect(fs, &path, source)?;
     let objects = match source_type {
-        SourceType::Directory => render_directory(
-            fs,
-            &path,
-            source
-                .directory
-                .as_ref()
-                .unwrap_or(&DirectorySource::default()),
-        )?,
+        SourceType::Directory => {
+            let mut directory = source.directory.clone().unwrap_or_default();
+            if !directory.jsonnet.is_empty() {
+                let env = crate::jsonnet::build_env(source, opts);
+                directory.jsonnet = crate::jsonnet::substitute(&directory.jsonnet, &env)
+                    .map_err(|m| fail(&path, m))?;
+            }
+            render_directory(fs, &path, &directory)?
+        }
         SourceType::Kustomize => {
             render_kustomize(fs, &path, source.kustomize.as_ref(), renderer, &mut notes)?
         }
@@ -291,8 +294,8 @@ fn fail(file: &str, message: impl Into<String>) -> LoadError {
 /// all, must not reach a compare or a sync (with automated prune, an empty render deletes the
 /// app's objects). A field left at its default (`null`, `false`, `""`, `[]`, `{}`) changes
 /// nothing and passes, as do the tool versions Argo CD selects a binary with
-/// (`kustomize.version`, `helm.version`) and `directory.jsonnet`, whose `*.jsonnet` files
-/// [`directory_files`] refuses.
+/// (`kustomize.version`, `helm.version`). (`directory.jsonnet` is modelled: the directory's
+/// `*.jsonnet` programs are evaluated, [`crate::jsonnet`].)
 fn refuse_unsupported(source: &AppSource, path: &str) -> Result<(), LoadError> {
     if source.extra.get("plugin").is_some_and(|p| !p.is_null()) {
         return Err(fail(
@@ -310,11 +313,7 @@ fn refuse_unsupported(source: &AppSource, path: &str) -> Result<(), LoadError> {
         Value::Number(_) => false,
     };
     let options = [
-        (
-            "directory",
-            source.directory.as_ref().map(|d| &d.extra),
-            "jsonnet",
-        ),
+        ("directory", source.directory.as_ref().map(|d| &d.extra), ""),
         (
             "kustomize",
             source.kustomize.as_ref().map(|k| &k.extra),
@@ -363,8 +362,8 @@ fn child(dir: &str, name: &str) -> String {
 // ---------------------------------------------------------------------------------------
 // Directories
 
-/// The manifest files of a directory source, in Argo CD's order (sorted, depth-first),
-/// filtered by `recurse`, `include` and `exclude`.
+/// The manifest files and Jsonnet programs of a directory source, in Argo CD's order (one
+/// sorted list, depth-first), filtered by `recurse`, `include` and `exclude`.
 fn directory_files(
     fs: &dyn SourceFs,
     root: &str,
@@ -392,7 +391,8 @@ fn directory_files(
             match kind {
                 EntryKind::Dir if opts.recurse && !name.starts_with('.') => subdirs.push(full),
                 EntryKind::File
-                    if crate::is_manifest_file(Path::new(&name)) || is_jsonnet(&name) =>
+                    if crate::is_manifest_file(Path::new(&name))
+                        || crate::jsonnet::is_program(&name) =>
                 {
                     let rel = full
                         .strip_prefix(root)
@@ -403,16 +403,6 @@ fn directory_files(
                     }
                     if include.as_ref().is_some_and(|g| !g.is_match(rel)) {
                         continue;
-                    }
-                    if is_jsonnet(&name) {
-                        // Argo CD evaluates a directory's `*.jsonnet` files; leaving them out
-                        // would render the directory short (or empty) without a word.
-                        return Err(fail(
-                            &full,
-                            "Jsonnet is not rendered by plumb yet (Argo CD evaluates the \
-                             *.jsonnet files of a directory source); refusing to render the \
-                             directory without it",
-                        ));
                     }
                     out.push(full);
                 }
@@ -425,22 +415,23 @@ fn directory_files(
     Ok(out)
 }
 
-/// A Jsonnet program, as Argo CD's directory sources find them (`*.jsonnet`; a `*.libsonnet`
-/// is only imported).
-fn is_jsonnet(name: &str) -> bool {
-    name.ends_with(".jsonnet")
-}
-
 fn render_directory(
     fs: &dyn SourceFs,
     root: &str,
     opts: &DirectorySource,
 ) -> Result<Vec<RenderedObject>, LoadError> {
     let files = directory_files(fs, root, opts)?;
-    let parsed = plumb_core::parallel::map(&files, |f| kustomize::load_file(fs, f));
+    let timeout = crate::seconds_from_env("PLUMB_TOOL_TIMEOUT", DEFAULT_TOOL_TIMEOUT);
+    let parsed = plumb_core::parallel::map(&files, |f| {
+        if crate::jsonnet::is_program(f) {
+            crate::jsonnet::render_file(fs, root, f, &opts.jsonnet, timeout)
+        } else {
+            kustomize::load_file(fs, f).map(|r| r.into_iter().map(from_kustomize).collect())
+        }
+    });
     let mut out = Vec::new();
     for r in parsed {
-        out.extend(r?.into_iter().map(from_kustomize));
+        out.extend(r?);
     }
     Ok(out)
 }
@@ -1020,7 +1011,8 @@ mod tests {
     }
 
     /// What Argo CD would render and plumb cannot is an error naming the file or field, never
-    /// a render without it: Jsonnet files of a directory, a plugin, an option plumb lacks.
+    /// a render without it: a plugin, an option plumb lacks. A directory's Jsonnet programs
+    /// are rendered with the YAML beside them.
     #[test]
     fn a_source_plumb_cannot_render_whole_is_refused_by_name() {
         use crate::source::tests::{TempDir, write};
@@ -1031,7 +1023,7 @@ mod tests {
         write(
             root,
             "app/nested/guestbook.jsonnet",
-            "{ apiVersion: 'v1', kind: 'ConfigMap' }",
+            "{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'g' } }",
         );
         write(root, "app/lib/util.libsonnet", "{}");
         write(root, "jsonnet/main.jsonnet", "[]");
@@ -1055,18 +1047,13 @@ mod tests {
                 .len()
         };
 
-        // A directory of Jsonnet programs rendered nothing before: now the file is named.
-        let e = render_err("jsonnet", serde_json::json!({}));
-        assert!(
-            e.starts_with("jsonnet/main.jsonnet: Jsonnet is not rendered"),
-            "{e}"
-        );
+        // A directory whose one program yields no object renders nothing, as in Argo CD.
+        assert_eq!(renders("jsonnet", serde_json::json!({})), 0);
         // Recursing finds the nested program; excluding it renders the rest; libsonnet is
         // only ever imported, and without recurse the subdirectory is not read.
-        let e = render_err("app", serde_json::json!({"directory": {"recurse": true}}));
-        assert!(
-            e.starts_with("app/nested/guestbook.jsonnet: Jsonnet"),
-            "{e}"
+        assert_eq!(
+            renders("app", serde_json::json!({"directory": {"recurse": true}})),
+            2
         );
         let exclude = serde_json::json!({"directory": {"recurse": true, "exclude": "*.jsonnet",
             "jsonnet": {"tlas": [{"name": "x", "value": "1"}]}}});

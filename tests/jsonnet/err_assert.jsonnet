@@ -1,0 +1,2 @@
+// {"fails": true}
+{ a: 1, assert self.a == 2 : 'a must be 2' }

@@ -1,0 +1,2 @@
+// {"fails": true}
+{ f: function(x) x }

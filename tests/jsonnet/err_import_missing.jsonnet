@@ -1,0 +1,2 @@
+// {"fails": true}
+import 'does-not-exist.libsonnet'

@@ -1,0 +1,2 @@
+// {"fails": true}
+{ v: std.extVar('undefined') }

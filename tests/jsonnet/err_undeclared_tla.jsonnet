@@ -1,0 +1,2 @@
+// {"fails": true, "tlas": [{"name": "nope", "value": "1"}]}
+function(name='x') { name: name }

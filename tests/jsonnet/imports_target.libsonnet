@@ -1,0 +1,1 @@
+{ who: 'imported from the source directory' }

@@ -1,0 +1,2 @@
+// {}
+[std.base64('hello, world'), std.base64('é ÿ')]

@@ -1,0 +1,21 @@
+// {}
+{
+  split: std.split('a,b,,c', ','),
+  splitLimit: std.splitLimit('a-b-c-d', '-', 2),
+  join: std.join('-', ['a', 'b', 'c']),
+  joinArrays: std.join([0], [[1], [2, 3]]),
+  lines: std.lines(['a', 'b']),
+  substr: std.substr('hello', 1, 3),
+  upper: std.asciiUpper('MiXeD é'),
+  lower: std.asciiLower('MiXeD'),
+  strReplace: std.strReplace('aaa', 'a', 'bb'),
+  startsEnds: [std.startsWith('plumb', 'pl'), std.endsWith('plumb', 'mb')],
+  trim: std.stripChars('  xx  ', ' '),
+  findSubstr: std.findSubstr('a', 'banana'),
+  parseInt: [std.parseInt('-42'), std.parseOctal('755'), std.parseHex('ff')],
+  chars: std.stringChars('é✓'),
+  codepoint: [std.codepoint('é'), std.char(10003)],
+  length: [std.length('é✓'), std.length([1, 2]), std.length({ a: 1 })],
+  slice: ['abcdef'[1:4], [1, 2, 3, 4, 5][::2]],
+  isEmpty: std.isEmpty(''),
+}

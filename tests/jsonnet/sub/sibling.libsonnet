@@ -1,0 +1,1 @@
+{ x: 'from sub/sibling.libsonnet' }

@@ -1,0 +1,2 @@
+// {"tlas": [{"name": "b", "value": "given"}]}
+function(a='default-a', b='default-b') [a, b]

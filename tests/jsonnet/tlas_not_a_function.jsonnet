@@ -1,0 +1,2 @@
+// {"tlas": [{"name": "ignored", "value": "x"}]}
+{ note: 'TLAs given to a program that is not a function are ignored' }
