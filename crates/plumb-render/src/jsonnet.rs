@@ -204,7 +204,7 @@ pub(crate) fn render_file(
 
 /// The value of the program `file` (repository-relative) of the directory source at
 /// `source_dir`, as JSON text: evaluated on a thread of its own against `timeout`, reading
-/// its imports from `fs` through the calling thread. [`render_file`] makes objects of it;
+/// its imports from `fs` through the calling thread. `render_file` makes objects of it;
 /// the oracle test compares it with go-jsonnet's.
 pub fn evaluate(
     fs: &dyn SourceFs,
