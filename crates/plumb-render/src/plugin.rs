@@ -580,10 +580,7 @@ type Env = Vec<(String, String)>;
 
 /// A plugin's environment (name, value) in order, and the values the Application passed
 /// (redacted from messages).
-fn environment(
-    ctx: &RunContext<'_>,
-    home: &Path,
-) -> Result<(Env, Vec<String>), LoadError> {
+fn environment(ctx: &RunContext<'_>, home: &Path) -> Result<(Env, Vec<String>), LoadError> {
     let opts = ctx.opts;
     let source = ctx.source;
     let short = |n: usize| ctx.commit.chars().take(n).collect::<String>();
