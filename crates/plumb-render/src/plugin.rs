@@ -36,15 +36,17 @@
 //! `_SHORT`/`_SHORT_8` prefixes, `ARGOCD_APP_SOURCE_REPO_URL`, `ARGOCD_APP_SOURCE_PATH`,
 //! `ARGOCD_APP_SOURCE_TARGET_REVISION`, `KUBE_VERSION`, `KUBE_API_VERSIONS`), each
 //! `spec.source.plugin.env` entry as `ARGOCD_ENV_NAME` (its value with `$VAR`/`${VAR}` of
-//! those variables substituted, `$$` a dollar, as Go's `os.Expand`), and the parameters as
-//! `ARGOCD_APP_PARAMETERS` (their JSON as Go writes it: keys sorted, `<>&` escaped) and
+//! those variables substituted, `$$` a dollar, as Go's `os.Expand`), and, for a source with
+//! `plugin:`, the parameters as `ARGOCD_APP_PARAMETERS` (their JSON as Go writes it: keys sorted, `<>&` escaped) and
 //! `PARAM_<NAME>`, `PARAM_<NAME>_<i>`, `PARAM_<NAME>_<KEY>` (upper-cased, every character
 //! outside `A-Z0-9_` made `_`). Nothing else of plumb's environment reaches a plugin: no
 //! `KUBECONFIG`, token, `AWS_*` or repository credential (`provideGitCreds` is not honoured).
 //!
 //! Each command runs in its own process group against `PLUMB_TOOL_TIMEOUT`
 //! ([`crate::render::DEFAULT_TOOL_TIMEOUT`]); on the deadline, or once stdout passes
-//! [`plumb_core::limits::MAX_PLUGIN_OUTPUT_BYTES`], the whole group is killed. A failure is
+//! [`plumb_core::limits::MAX_PLUGIN_OUTPUT_BYTES`], the whole group is killed, and so is
+//! whatever is left of it when the command ends (a process that left the group and still
+//! holds the output open fails the render 2 s later instead of hanging it). A failure is
 //! one line naming the plugin, the command and the end of its stderr, with every value the
 //! Application passed (`env`, parameters) replaced by `***`. `generate`'s stdout is read by
 //! the loader directory sources use: a YAML stream, JSON objects, `kind: List`; anything else
@@ -303,7 +305,7 @@ pub(crate) struct RunContext<'a> {
 }
 
 /// The source's private copy and environment, made once per render.
-pub(crate) struct Prepared {
+struct Prepared {
     tree: crate::render::Materialized,
     env: Vec<(String, String)>,
     secrets: Vec<String>,
@@ -320,7 +322,7 @@ impl Prepared {
 pub(crate) fn select<'p>(
     plugins: &'p Plugins,
     ctx: &RunContext<'_>,
-) -> Result<Option<(&'p Plugin, Option<PreparedBox>)>, LoadError> {
+) -> Result<Option<&'p Plugin>, LoadError> {
     let spec = source_plugin(ctx.source);
     let named = spec
         .and_then(|p| p.get("name"))
@@ -368,7 +370,7 @@ pub(crate) fn select<'p>(
                 ),
             ));
         }
-        return Ok(Some((plugin, prepared)));
+        return Ok(Some(plugin));
     }
     let mut found = Vec::new();
     let mut last_err = None;
@@ -380,7 +382,7 @@ pub(crate) fn select<'p>(
         }
     }
     match found.as_slice() {
-        [one] => Ok(Some((one, prepared))),
+        [one] => Ok(Some(one)),
         [] if spec.is_none() => Ok(None),
         [] => Err(fail(
             ctx.path,
@@ -406,8 +408,9 @@ pub(crate) fn select<'p>(
     }
 }
 
-/// A lazily made private copy, shared by discovery and generation.
-pub(crate) type PreparedBox = Box<Prepared>;
+/// A lazily made private copy, shared by the `find.command`s of one discovery (`generate`
+/// gets a fresh one, as Argo CD sends the files again).
+type PreparedBox = Box<Prepared>;
 
 impl Plugin {
     fn discover_rule(&self) -> String {
@@ -450,21 +453,24 @@ fn prepare<'a>(
     ctx: &RunContext<'_>,
     prepared: &'a mut Option<PreparedBox>,
 ) -> Result<&'a Prepared, LoadError> {
-    if prepared.is_none() {
-        let tree = crate::render::Materialized::of(ctx.fs, &[String::new()])?;
-        let (env, secrets) = environment(ctx, &tree.root)?;
-        *prepared = Some(Box::new(Prepared { tree, env, secrets }));
-    }
-    Ok(prepared.as_deref().expect("just made"))
+    let made = match prepared.take() {
+        Some(p) => p,
+        None => {
+            let tree = crate::render::Materialized::of(ctx.fs, &[String::new()])?;
+            let (env, secrets) = environment(ctx, &tree.root)?;
+            Box::new(Prepared { tree, env, secrets })
+        }
+    };
+    Ok(prepared.insert(made))
 }
 
 /// Renders the source with `plugin`.
 pub(crate) fn generate(
     plugin: &Plugin,
     ctx: &RunContext<'_>,
-    mut prepared: Option<PreparedBox>,
     notes: &mut Vec<String>,
 ) -> Result<Vec<RenderedObject>, LoadError> {
+    let mut prepared = None;
     let prep = prepare(ctx, &mut prepared)?;
     if let Some(init) = &plugin.init {
         run_command(plugin, "init", init, ctx.path, prep)?;
@@ -645,12 +651,15 @@ fn environment(ctx: &RunContext<'_>, home: &Path) -> Result<(Env, Vec<String>), 
             env.push((format!("ARGOCD_ENV_{name}"), value));
         }
     }
-    let params = spec.get("parameters").filter(|v| !v.is_null());
-    let (json, vars) = parameters(params).map_err(|e| bad("parameters", &e))?;
-    env.push(("ARGOCD_APP_PARAMETERS".into(), json));
-    for (k, v) in vars {
-        secrets.push(v.clone());
-        env.push((k, v));
+    // Argo CD adds the parameters only for a source with `plugin:` (`null` when it has none).
+    if !spec.is_null() {
+        let params = spec.get("parameters").filter(|v| !v.is_null());
+        let (json, vars) = parameters(params).map_err(|e| bad("parameters", &e))?;
+        env.push(("ARGOCD_APP_PARAMETERS".into(), json));
+        for (k, v) in vars {
+            secrets.push(v.clone());
+            env.push((k, v));
+        }
     }
     Ok((env, secrets))
 }
@@ -830,8 +839,12 @@ fn run_command(
         let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
     };
     let overflow = Arc::new(AtomicBool::new(false));
+    // Readers answer through channels: a process that left the group (setsid) and holds a
+    // pipe open must not hang the render.
+    let (out_tx, out_rx) = std::sync::mpsc::channel();
+    let (err_tx, err_rx) = std::sync::mpsc::channel();
     let stdout = child.stdout.take();
-    let stdout = {
+    {
         let overflow = overflow.clone();
         std::thread::spawn(move || {
             let mut bytes = Vec::new();
@@ -842,11 +855,11 @@ fn run_command(
                     kill_group();
                 }
             }
-            bytes
-        })
-    };
+            let _ = out_tx.send(bytes);
+        });
+    }
     let stderr = child.stderr.take();
-    let stderr = std::thread::spawn(move || {
+    std::thread::spawn(move || {
         // Only the end is kept: it is all an error quotes.
         let mut tail: Vec<u8> = Vec::new();
         if let Some(mut p) = stderr {
@@ -861,7 +874,7 @@ fn run_command(
                 }
             }
         }
-        tail
+        let _ = err_tx.send(tail);
     });
     let deadline = Instant::now() + timeout;
     let status = loop {
@@ -881,8 +894,9 @@ fn run_command(
     };
     // Whatever the command left behind in its group goes too (and closes its pipes).
     kill_group();
-    let out = stdout.join().unwrap_or_default();
-    let err = stderr.join().unwrap_or_default();
+    const GRACE: Duration = Duration::from_secs(2);
+    let out = out_rx.recv_timeout(GRACE);
+    let err = err_rx.recv_timeout(GRACE).unwrap_or_default();
     let tail = stderr_tail(&err, &prep.secrets);
     let Some(status) = status else {
         return Err(fail(
@@ -902,6 +916,14 @@ fn run_command(
             ),
         ));
     }
+    let Ok(out) = out else {
+        return Err(fail(
+            path,
+            format!(
+                "{what}: a process it started outside its process group still holds its output open"
+            ),
+        ));
+    };
     if !status.success() {
         let how = match status.code() {
             Some(c) => format!("exit status {c}"),

@@ -281,8 +281,8 @@ fn render_with(
             opts,
             commit,
         };
-        if let Some((plugin, prepared)) = crate::plugin::select(plugins, &ctx)? {
-            let objects = crate::plugin::generate(plugin, &ctx, prepared, &mut notes)?;
+        if let Some(plugin) = crate::plugin::select(plugins, &ctx)? {
+            let objects = crate::plugin::generate(plugin, &ctx, &mut notes)?;
             return Ok(Rendered {
                 objects,
                 source_type: SourceType::Plugin,

@@ -259,7 +259,7 @@ fn discovery_picks_the_one_plugin_that_matches() {
                 "by-file",
                 "",
                 "  discover:\n    fileName: '*.jsonnet'\n",
-                "echo 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: by-file}'",
+                "echo 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: by-file}\ndata: {p: \"'\"${ARGOCD_APP_PARAMETERS-unset}\"'\"}'",
             ),
         )
         .write(
@@ -300,6 +300,10 @@ fn discovery_picks_the_one_plugin_that_matches() {
     assert_eq!(one("c", Some(json!({}))).unwrap(), ["by-command"]);
     // A source naming no type goes through discovery too, as in Argo CD ...
     assert_eq!(one("a", None).unwrap(), ["by-file"]);
+    // ... (Argo CD passes parameters only to a source with `plugin:`).
+    let params = |p| run(&repo.0, "a", p, &plugins).unwrap().objects[0].object["data"]["p"].clone();
+    assert_eq!(params(None), "unset");
+    assert_eq!(params(Some(json!({}))), "null");
     // ... and renders as a directory when nothing matches; `plugin: {}` is then an error.
     let r = run(&repo.0, "e", None, &plugins).unwrap();
     assert_eq!(
@@ -427,6 +431,19 @@ fn a_failing_plugin_is_one_line_with_its_stderr_and_no_secret() {
         e.contains("plugin init-fails: init (sh): failed (exit status 1): init broke"),
         "{e}"
     );
+    // A process that leaves the group and keeps stdout open does not hang the render.
+    let pid_file = plugins.0.join("escaped.pid");
+    plugins.write(
+        "escapes.yaml",
+        &plugin("escapes", "", "", &format!("setsid sleep 60 & echo $! > {}; echo 'apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: x}}'", pid_file.display())),
+    );
+    let started = std::time::Instant::now();
+    let e = err("escapes", json!({}));
+    let _ = std::process::Command::new("kill")
+        .arg(std::fs::read_to_string(&pid_file).unwrap().trim())
+        .status();
+    assert!(e.contains("plugin escapes: generate (sh): a process it started outside its process group still holds its output open"), "{e}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
     let e = err("huge", json!({}));
     assert!(e.contains("plugin huge: generate (sh): printed more than 64 MiB, the limit on a plugin's output; killed"), "{e}");
 }
