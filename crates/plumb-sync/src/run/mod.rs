@@ -1606,6 +1606,8 @@ pub mod events;
 mod execute;
 #[cfg(test)]
 mod orphan_tests;
+#[cfg(test)]
+mod plugin_tests;
 mod route;
 mod status_write;
 pub mod sync_loop;
