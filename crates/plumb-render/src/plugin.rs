@@ -27,8 +27,8 @@
 //! **How a plugin runs** (Argo CD's `cmpserver/plugin`): the whole source (the revision's
 //! files, from git's object database for a git source) is written to a private temporary
 //! directory as the helm and kustomize fall-backs write it ([`crate::render`]), files
-//! `0644` (Argo CD's default; `preserveFileMode: true` is refused, as plumb's sources do not
-//! carry file modes yet); then `init` (when given) and `generate` run in the app's path
+//! without their modes (Argo CD's default) unless the plugin says `preserveFileMode: true`:
+//! then executable files (git mode `100755`, an `x` bit on disk) are `0755`; then `init` (when given) and `generate` run in the app's path
 //! there. The program is `command[0]`, its arguments the rest of `command` then `args` — no
 //! shell unless the plugin names one. The environment starts **empty**: `PATH` (plumb's),
 //! `HOME` (the temporary directory), Argo CD's build variables (`ARGOCD_APP_NAME`,
@@ -95,6 +95,7 @@ pub struct Plugin {
     init: Option<PluginCommand>,
     generate: PluginCommand,
     discover: Discover,
+    preserve_file_mode: bool,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -189,14 +190,6 @@ impl Plugin {
         if spec.generate.command.is_empty() {
             return Err(bad(line, "spec.generate.command is empty".into()));
         }
-        if spec.preserve_file_mode {
-            return Err(bad(
-                line,
-                "spec.preserveFileMode: not supported by plumb yet (a plugin gets files without \
-                 their modes)"
-                    .into(),
-            ));
-        }
         Ok(Plugin {
             name: field("/metadata/name").to_string(),
             version: spec.version,
@@ -204,6 +197,7 @@ impl Plugin {
             init: spec.init.filter(|c| !c.command.is_empty()),
             generate: spec.generate,
             discover: spec.discover,
+            preserve_file_mode: spec.preserve_file_mode,
         })
     }
 }
@@ -306,6 +300,8 @@ pub(crate) struct RunContext<'a> {
 
 /// The source's private copy and environment, made once per render.
 struct Prepared {
+    /// Whether executable files were written `0755` (`preserveFileMode`).
+    modes: bool,
     tree: crate::render::Materialized,
     env: Vec<(String, String)>,
     secrets: Vec<String>,
@@ -438,7 +434,7 @@ fn matches(
     } else if !d.find.glob.is_empty() {
         (d.find.glob.as_str(), true)
     } else {
-        let prep = prepare(ctx, prepared)?;
+        let prep = prepare(ctx, prepared, plugin.preserve_file_mode)?;
         let cmd = PluginCommand {
             command: d.find.command.clone(),
             args: d.find.args.clone(),
@@ -452,13 +448,19 @@ fn matches(
 fn prepare<'a>(
     ctx: &RunContext<'_>,
     prepared: &'a mut Option<PreparedBox>,
+    modes: bool,
 ) -> Result<&'a Prepared, LoadError> {
     let made = match prepared.take() {
-        Some(p) => p,
-        None => {
-            let tree = crate::render::Materialized::of(ctx.fs, &[String::new()])?;
+        Some(p) if p.modes == modes => p,
+        _ => {
+            let tree = crate::render::Materialized::with_modes(ctx.fs, &[String::new()], modes)?;
             let (env, secrets) = environment(ctx, &tree.root)?;
-            Box::new(Prepared { tree, env, secrets })
+            Box::new(Prepared {
+                modes,
+                tree,
+                env,
+                secrets,
+            })
         }
     };
     Ok(prepared.insert(made))
@@ -471,7 +473,7 @@ pub(crate) fn generate(
     notes: &mut Vec<String>,
 ) -> Result<Vec<RenderedObject>, LoadError> {
     let mut prepared = None;
-    let prep = prepare(ctx, &mut prepared)?;
+    let prep = prepare(ctx, &mut prepared, plugin.preserve_file_mode)?;
     if let Some(init) = &plugin.init {
         run_command(plugin, "init", init, ctx.path, prep)?;
     }

@@ -724,6 +724,9 @@ impl SourceFs for Overlay<'_> {
     fn real_path(&self, path: &str) -> Result<Option<String>, LoadError> {
         self.inner.real_path(path)
     }
+    fn executable(&self, path: &str) -> Result<bool, LoadError> {
+        self.inner.executable(path)
+    }
 }
 
 /// The first of `kustomize` and `kubectl` on PATH.
@@ -1030,6 +1033,16 @@ pub(crate) struct Materialized {
 impl Materialized {
     /// The subtrees `dirs` of the source (`""` for all of it), written out.
     pub(crate) fn of(fs: &dyn SourceFs, dirs: &[String]) -> Result<Materialized, LoadError> {
+        Materialized::with_modes(fs, dirs, false)
+    }
+
+    /// [`Materialized::of`], executable files made `0755` when `modes` (else every file is
+    /// written with the default mode).
+    pub(crate) fn with_modes(
+        fs: &dyn SourceFs,
+        dirs: &[String],
+        modes: bool,
+    ) -> Result<Materialized, LoadError> {
         static COUNTER: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let root = std::env::temp_dir().join(format!("plumb-src-{}-{n}", std::process::id()));
@@ -1044,7 +1057,13 @@ impl Materialized {
                     if let Some(parent) = dest.parent() {
                         std::fs::create_dir_all(parent).map_err(io)?;
                     }
-                    std::fs::write(&dest, fs.read(rel)?).map_err(io)
+                    std::fs::write(&dest, fs.read(rel)?).map_err(io)?;
+                    if modes && fs.executable(rel)? {
+                        use std::os::unix::fs::PermissionsExt;
+                        std::fs::set_permissions(&dest, std::fs::Permissions::from_mode(0o755))
+                            .map_err(io)?;
+                    }
+                    Ok(())
                 }
             }
         })?;

@@ -364,11 +364,6 @@ fn bad_plugin_manifests_are_one_line_naming_the_file() {
             "apiVersion: argoproj.io/v1alpha1\nkind: ConfigManagementPlugin\nmetadata: {name: x}\nspec: {}\n",
             "spec.generate.command is empty",
         ),
-        (
-            "mode.yaml",
-            "apiVersion: argoproj.io/v1alpha1\nkind: ConfigManagementPlugin\nmetadata: {name: x}\nspec: {generate: {command: [cat]}, preserveFileMode: true}\n",
-            "spec.preserveFileMode: not supported",
-        ),
     ];
     for (file, text, want) in cases {
         let d = Tmp::new("bad");
@@ -511,4 +506,79 @@ fn a_plugin_piping_helm_template_into_kustomize() {
     assert_eq!(d["spec"]["replicas"], 3);
     // The repository itself is untouched (the plugin wrote into its private copy).
     assert!(!repo.0.join("chart/all.yaml").exists());
+}
+
+#[test]
+fn preserve_file_mode_gives_executable_files_their_mode() {
+    let plugins = Tmp::new("p");
+    let script = "printf 'apiVersion: v1\\nkind: ConfigMap\\nmetadata: {name: modes}\\ndata: {gen: %s, data: %s}\\n' \"$(stat -c %a gen.sh)\" \"$(stat -c %a cm.yaml)\"";
+    plugins
+        .write(
+            "keep.yaml",
+            &format!(
+                "{}  preserveFileMode: true\n",
+                plugin("keep", "", "", script)
+            ),
+        )
+        .write("drop.yaml", &plugin("drop", "", "", script));
+    let repo = Tmp::new("g");
+    repo.write("app/cm.yaml", CM)
+        .write("app/gen.sh", "#!/bin/sh\n");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        repo.0.join("app/gen.sh"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    let modes = |repo: &Path, rev: Option<&str>, name: &str| {
+        let fs = open_source(repo, rev).unwrap();
+        let r = render(
+            fs.as_ref(),
+            "app",
+            &source("app", Some(json!({"name": name}))),
+            &opts(&plugins),
+        )
+        .unwrap();
+        let d = &r.objects[0].object["data"];
+        (d["gen"].to_string(), d["data"].to_string())
+    };
+    // Without preserveFileMode every file gets the default mode (umask's); with it an
+    // executable one is 0755. A plain directory: the `x` bit on disk.
+    let check = |(script, data): (String, String), keep: bool| {
+        if keep {
+            assert_eq!(script, "755");
+            assert_ne!(data, "755");
+        } else {
+            assert_eq!(script, data);
+        }
+    };
+    check(modes(&repo.0, None, "keep"), true);
+    check(modes(&repo.0, None, "drop"), false);
+    // A git revision: mode 100755 in the tree, whatever the work tree says.
+    let git = |args: &[&str]| {
+        let o = std::process::Command::new("git")
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "-c",
+                "commit.gpgsign=false",
+            ])
+            .args(args)
+            .current_dir(&repo.0)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    git(&["init", "-q"]);
+    git(&["add", "."]);
+    git(&["commit", "-qm", "one"]);
+    std::fs::set_permissions(
+        repo.0.join("app/gen.sh"),
+        std::fs::Permissions::from_mode(0o644),
+    )
+    .unwrap();
+    check(modes(&repo.0, Some("HEAD"), "keep"), true);
+    check(modes(&repo.0, Some("HEAD"), "drop"), false);
 }
