@@ -512,6 +512,36 @@ fn glob_matches(
     if !start.is_empty() && fs.kind(&start)? != Some(EntryKind::Dir) {
         return Ok(false);
     }
+    if !(double_star && joined.contains("**")) {
+        // One directory level per segment, as Go's Glob reads them: never the whole subtree.
+        let segments: Vec<&str> = joined.split('/').skip(literal.len()).collect();
+        let mut current = vec![start];
+        for (i, segment) in segments.iter().enumerate() {
+            let re = glob_regex(segment, false)
+                .map_err(|e| fail(dir, format!("discover pattern {pattern:?}: {e}")))?;
+            let last = i + 1 == segments.len();
+            let mut next = Vec::new();
+            for d in &current {
+                for (name, kind) in fs.list(d)? {
+                    if !re.is_match(&name) {
+                        continue;
+                    }
+                    if last {
+                        return Ok(true);
+                    }
+                    if kind == EntryKind::Dir {
+                        next.push(if d.is_empty() {
+                            name
+                        } else {
+                            format!("{d}/{name}")
+                        });
+                    }
+                }
+            }
+            current = next;
+        }
+        return Ok(false);
+    }
     let mut found = false;
     crate::render::walk_tree(fs, &[start], &mut |rel, _| {
         if !found && re.is_match(rel) {

@@ -9,7 +9,9 @@
 //! the directory rules (`directory.include/exclude`, recursion) and the Application's
 //! kustomize parameters (served as an edited kustomization through an overlay `SourceFs`), and
 //! renders natively where it can; otherwise it falls back to the kustomize or helm binary on a
-//! materialized copy of the tree.
+//! materialized copy of the tree. With [`RenderOptions::plugins`] (`--plugins DIR`), a source
+//! with `plugin:`, or one naming no type that a plugin discovers, is rendered by that config
+//! management plugin ([`crate::plugin`]) instead.
 //!
 //! - **The kustomize binary gets only the directories the build reads**
 //!   ([`crate::kustomize::build_dirs`]: the kustomization's and, recursively, those its
@@ -325,8 +327,9 @@ fn fail(file: &str, message: impl Into<String>) -> LoadError {
     }
 }
 
-/// Source fields that Argo CD acts on and plumb does not (yet): a config management plugin,
-/// or a `directory`, `kustomize` or `helm` option plumb does not model. Each is an error naming
+/// Source fields that Argo CD acts on and plumb does not (yet): a config management plugin
+/// when no plugins were given ([`RenderOptions::plugins`]; with them, `plugin` beside another
+/// type is Argo CD's `multiple application sources defined`), or a `directory`, `kustomize` or `helm` option plumb does not model. Each is an error naming
 /// the field, never a render that ignores it: what Argo CD would render differently, or at
 /// all, must not reach a compare or a sync (with automated prune, an empty render deletes the
 /// app's objects). A field left at its default (`null`, `false`, `""`, `[]`, `{}`) changes

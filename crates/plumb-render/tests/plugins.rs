@@ -281,6 +281,10 @@ fn discovery_picks_the_one_plugin_that_matches() {
             ),
         )
         .write(
+            "by-sub.yaml",
+            &plugin("by-sub", "", "  discover:\n    fileName: './sub*/s[aeiou]?.yaml'\n", "echo 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: by-sub}'"),
+        )
+        .write(
             "undiscoverable.yaml",
             &plugin("undiscoverable", "", "", CAT),
         )
@@ -293,7 +297,10 @@ fn discovery_picks_the_one_plugin_that_matches() {
         .write("d/main.jsonnet", "{}")
         .write("d/x/marker.txt", "")
         .write("e/cm.yaml", CM)
-        .write("f/sub/main.jsonnet", "{}");
+        .write("f/sub/main.jsonnet", "{}")
+        .write("g/subdir/set.yaml", "")
+        .write("h/subdir/deeper/set.yaml", "")
+        .write("h/cm.yaml", CM);
     let one = |path: &str, p: Option<Value>| run(&repo.0, path, p, &plugins).map(|r| names(&r));
     assert_eq!(one("a", Some(json!({}))).unwrap(), ["by-file"]);
     assert_eq!(one("b", Some(json!({}))).unwrap(), ["by-glob"]);
@@ -317,6 +324,9 @@ fn discovery_picks_the_one_plugin_that_matches() {
     );
     // `fileName` is Go's filepath.Glob: `*` stops at `/`.
     assert!(one("f", Some(json!({}))).is_err());
+    // Segment by segment: `./sub*/s[aeiou]?.yaml` is `g/subdir/set.yaml`, not one level down.
+    assert_eq!(one("g", Some(json!({}))).unwrap(), ["by-sub"]);
+    assert_eq!(one("h", None).unwrap(), ["from-repo"]);
     // Several matches: an error naming them.
     let e = one("d", Some(json!({}))).unwrap_err();
     assert!(
