@@ -19,7 +19,8 @@
 //!   matched by every plugin's `discover`: `fileName` (a Go `filepath.Glob` pattern relative
 //!   to the app's path: `*` stops at `/`), else `find.glob` (the same, with `**` crossing
 //!   directories), else `find.command` (run in the app's path of a private copy: it matches
-//!   when it exits 0 and prints something). A plugin without discovery rules is never
+//!   when it exits 0 and prints something; one that fails is no match, its error quoted when
+//!   nothing matches). A plugin without discovery rules is never
 //!   discovered. No match is an error for `plugin: {}` (a source without a type then renders
 //!   as Argo CD's own detection says); **several matches are an error naming them** — Argo CD
 //!   takes the first by socket file name, plumb refuses to guess (a documented difference).
@@ -28,8 +29,8 @@
 //! files, from git's object database for a git source) is written to a private temporary
 //! directory as the helm and kustomize fall-backs write it ([`crate::render`]), files
 //! without their modes (Argo CD's default) unless the plugin says `preserveFileMode: true`:
-//! then executable files (git mode `100755`, an `x` bit on disk) are `0755`; then `init` (when given) and `generate` run in the app's path
-//! there. The program is `command[0]`, its arguments the rest of `command` then `args` — no
+//! then executable files (git mode `100755`, an `x` bit on disk) are `0755`. Then `init`
+//! (when given) and `generate` run in the app's path there. The program is `command[0]`, its arguments the rest of `command` then `args` — no
 //! shell unless the plugin names one. The environment starts **empty**: `PATH` (plumb's),
 //! `HOME` (the temporary directory), Argo CD's build variables (`ARGOCD_APP_NAME`,
 //! `ARGOCD_APP_NAMESPACE`, `ARGOCD_APP_PROJECT_NAME`, `ARGOCD_APP_REVISION` and its
@@ -37,8 +38,8 @@
 //! `ARGOCD_APP_SOURCE_TARGET_REVISION`, `KUBE_VERSION`, `KUBE_API_VERSIONS`), each
 //! `spec.source.plugin.env` entry as `ARGOCD_ENV_NAME` (its value with `$VAR`/`${VAR}` of
 //! those variables substituted, `$$` a dollar, as Go's `os.Expand`), and, for a source with
-//! `plugin:`, the parameters as `ARGOCD_APP_PARAMETERS` (their JSON as Go writes it: keys sorted, `<>&` escaped) and
-//! `PARAM_<NAME>`, `PARAM_<NAME>_<i>`, `PARAM_<NAME>_<KEY>` (upper-cased, every character
+//! `plugin:`, the parameters as `ARGOCD_APP_PARAMETERS` (their JSON as Go writes it: keys
+//! sorted, `<>&` escaped) and `PARAM_<NAME>`, `PARAM_<NAME>_<i>`, `PARAM_<NAME>_<KEY>` (upper-cased, every character
 //! outside `A-Z0-9_` made `_`). Nothing else of plumb's environment reaches a plugin: no
 //! `KUBECONFIG`, token, `AWS_*` or repository credential (`provideGitCreds` is not honoured).
 //!
@@ -55,6 +56,12 @@
 //!
 //! Parameter announcements (`parameters.static`, `parameters.dynamic`) only feed Argo CD's
 //! UI; plumb reads past them.
+//!
+//! Argo CD code followed: `cmpserver/plugin/{config,plugin}.go` (the manifest, discovery,
+//! running), `reposerver/repository/repository.go` (`newEnv`, `getPluginEnvs`,
+//! `getPluginParamEnvs`, `GetAppSourceType`), `util/app/discovery/discovery.go`
+//! (`DetectConfigManagementPlugin`) and `pkg/apis/application/v1alpha1/types.go`
+//! (`ApplicationSourcePluginParameters.Environ`, `Env.Envsubst`).
 
 use crate::render::{RenderOptions, RenderedObject};
 use crate::source::{EntryKind, SourceFs, join};
@@ -298,7 +305,8 @@ pub(crate) struct RunContext<'a> {
     pub commit: &'a str,
 }
 
-/// The source's private copy and environment, made once per render.
+/// A private copy of the source and the environment a plugin's commands get (one for
+/// `init` and `generate`, one shared by a discovery's `find.command`s).
 struct Prepared {
     /// Whether executable files were written `0755` (`preserveFileMode`).
     modes: bool,
