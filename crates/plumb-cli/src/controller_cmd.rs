@@ -92,6 +92,11 @@ pub struct ControllerArgs {
     /// The largest push webhook body accepted, in bytes (larger: 413).
     #[arg(long, value_name = "BYTES", default_value_t = crate::serve::DEFAULT_WEBHOOK_MAX_BYTES)]
     webhook_max_payload_bytes: usize,
+    /// Config management plugins: a directory of Argo CD `ConfigManagementPlugin` manifests
+    /// (`NAME.yaml`, or `NAME/plugin.yaml`; in deploy/, a ConfigMap mounted there). Read once
+    /// at start. Without it an Application whose source has `plugin:` gets a ComparisonError.
+    #[arg(long, value_name = "DIR")]
+    plugins: Option<std::path::PathBuf>,
     #[command(flatten)]
     health: crate::health_cmd::HealthScriptArgs,
 }
@@ -263,6 +268,10 @@ fn webhook_secrets(path: Option<&std::path::Path>) -> Result<plumb_sync::webhook
 pub fn run(mut args: ControllerArgs) -> Result<u8> {
     let application_namespaces = plumb_core::glob::NamespaceList::new(&args.application_namespaces)
         .map_err(|e| anyhow!("--application-namespaces: {e}"))?;
+    // Bad plugin manifests stop the controller before it connects, naming the file.
+    if let Some(dir) = &args.plugins {
+        plumb_render::plugin::Plugins::load(dir).map_err(|e| anyhow!("--plugins: {e}"))?;
+    }
     // In a pod there is no kubeconfig: the in-cluster configuration applies.
     args.cluster.cluster = true;
     let Connected { rt, cluster } = connect(&args.cluster)?;
@@ -342,6 +351,12 @@ async fn run_async(
             cap: Duration::from_secs(args.self_heal_backoff_cap_seconds),
         },
         wave_timeout: Duration::from_secs(args.wave_timeout_seconds.max(1)),
+        plugins: match &args.plugins {
+            Some(dir) => Some(Arc::new(
+                plumb_render::plugin::Plugins::load(dir).map_err(|e| anyhow!("--plugins: {e}"))?,
+            )),
+            None => None,
+        },
         control_namespace: Some(
             args.control_namespace
                 .clone()

@@ -38,6 +38,10 @@ pub struct SourceArgs {
     /// Secrets (labelled argocd.argoproj.io/secret-type: repository or repo-creds).
     #[arg(long, value_name = "PATH")]
     pub repo_creds: Option<PathBuf>,
+    /// Config management plugins: a directory of Argo CD `ConfigManagementPlugin` manifests
+    /// (`NAME.yaml`, or `NAME/plugin.yaml`). Without it a source with `plugin:` is refused.
+    #[arg(long, value_name = "DIR")]
+    pub plugins: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -118,6 +122,11 @@ pub fn render_sources_on(
         RendererArg::KustomizeBinary => Renderer::KustomizeBinary,
     };
     let mut opts = RenderOptions::for_app(app.map(|(a, _)| a), renderer);
+    if let Some(dir) = &args.plugins {
+        let plugins =
+            plumb_render::plugin::Plugins::load(dir).map_err(|e| anyhow!("--plugins: {e}"))?;
+        opts.plugins = Some(std::sync::Arc::new(plugins));
+    }
     if let Some(c) = cluster {
         let api = c
             .block_on(c.cluster.api_resources())

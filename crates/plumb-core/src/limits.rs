@@ -5,7 +5,8 @@
 //!
 //! The limits: file size, name and namespace length, `ignoreDifferences` entries, YAML alias
 //! replay, jq expression and value nesting, Jsonnet stack depth and output size, a
-//! `Retry-After` wait, and the length of input quoted in a message.
+//! `Retry-After` wait, a config management plugin's output, and the length of input quoted in
+//! a message.
 
 /// Largest manifest, kustomization, values or snapshot file read (checked before reading).
 /// Parsing costs about ten times a file's size in memory, so this keeps one file well
@@ -47,6 +48,11 @@ pub const MAX_JSONNET_OUTPUT_BYTES: usize = 64 * 1024 * 1024;
 /// can impose before plumb retries it. A server asking for longer (`Retry-After: 3600`) is
 /// retried after this many seconds instead, so one answer cannot stall a sync for an hour.
 pub const MAX_RETRY_AFTER_SECS: u64 = 30;
+
+/// Most bytes a config management plugin's command may print on stdout: past it the
+/// command's process group is killed and the render fails (a runaway plugin must not fill
+/// memory). The same as [`MAX_FILE_BYTES`]: a plugin's output is parsed as a file is.
+pub const MAX_PLUGIN_OUTPUT_BYTES: u64 = MAX_FILE_BYTES;
 
 /// Longest piece of user input (a jq expression, a pointer) quoted in an error message.
 pub const MAX_QUOTED_INPUT: usize = 200;

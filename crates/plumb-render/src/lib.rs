@@ -22,6 +22,7 @@ pub mod chart;
 pub mod fetch;
 pub mod jsonnet;
 pub mod kustomize;
+pub mod plugin;
 pub mod remote;
 pub mod render;
 pub mod repocreds;

@@ -10,7 +10,9 @@
 //! the directory rules (`directory.include/exclude`, recursion) and the Application's
 //! kustomize parameters (served as an edited kustomization through an overlay `SourceFs`), and
 //! renders natively where it can; otherwise it falls back to the kustomize or helm binary on a
-//! materialized copy of the tree.
+//! materialized copy of the tree. With [`RenderOptions::plugins`] (`--plugins DIR`), a source
+//! with `plugin:`, or one naming no type that a plugin discovers, is rendered by that config
+//! management plugin ([`crate::plugin`]) instead.
 //!
 //! - **The kustomize binary gets only the directories the build reads**
 //!   ([`crate::kustomize::build_dirs`]: the kustomization's and, recursively, those its
@@ -57,6 +59,8 @@ pub enum SourceType {
     Directory,
     Kustomize,
     Helm,
+    /// A config management plugin ([`crate::plugin`]).
+    Plugin,
 }
 
 impl SourceType {
@@ -65,6 +69,7 @@ impl SourceType {
             SourceType::Directory => "Directory",
             SourceType::Kustomize => "Kustomize",
             SourceType::Helm => "Helm",
+            SourceType::Plugin => "Plugin",
         }
     }
 }
@@ -134,6 +139,10 @@ pub struct RenderOptions {
     /// The destination cluster's API versions (`apps/v1`, `apps/v1/Deployment`), for
     /// `--api-versions` when the source's `helm.apiVersions` is empty.
     pub api_versions: Vec<String>,
+    /// The Application's project (`ARGOCD_APP_PROJECT_NAME` for a plugin).
+    pub project: Option<String>,
+    /// The config management plugins of `--plugins DIR`; `None`: plugins are refused.
+    pub plugins: Option<std::sync::Arc<crate::plugin::Plugins>>,
 }
 
 impl RenderOptions {
@@ -215,13 +224,20 @@ pub fn render_fetched_with(
     opts: &RenderOptions,
     refs: &Refs<'_>,
 ) -> Result<Rendered, LoadError> {
-    let mut rendered =
-        render_with(fetched.fs.as_ref(), &source.path, source, opts, refs).map_err(|mut e| {
-            if e.file.is_relative() && fetched.dir != Path::new(".") {
-                e.file = fetched.dir.join(&e.file);
-            }
-            e
-        })?;
+    let mut rendered = render_with(
+        fetched.fs.as_ref(),
+        &source.path,
+        source,
+        opts,
+        refs,
+        &fetched.commit,
+    )
+    .map_err(|mut e| {
+        if e.file.is_relative() && fetched.dir != Path::new(".") {
+            e.file = fetched.dir.join(&e.file);
+        }
+        e
+    })?;
     if let Some(label) = &fetched.revision_label {
         rendered.revision = label.clone();
     }
@@ -235,7 +251,7 @@ pub fn render(
     source: &AppSource,
     opts: &RenderOptions,
 ) -> Result<Rendered, LoadError> {
-    render_with(fs, path, source, opts, &Refs::new())
+    render_with(fs, path, source, opts, &Refs::new(), "")
 }
 
 fn render_with(
@@ -244,6 +260,7 @@ fn render_with(
     source: &AppSource,
     opts: &RenderOptions,
     refs: &Refs<'_>,
+    commit: &str,
 ) -> Result<Rendered, LoadError> {
     let renderer = opts.renderer;
     let path = join("", path, path)?;
@@ -252,9 +269,32 @@ fn render_with(
         Some(EntryKind::File) => return Err(fail(&path, "source path is a file, not a directory")),
         None => return Err(fail(&path, "source path does not exist at this revision")),
     }
-    refuse_unsupported(source, &path)?;
+    refuse_unsupported(source, &path, opts)?;
     let revision = fs.revision_label();
     let mut notes = Vec::new();
+    // A config management plugin: named or discovered by `plugin:`, or discovered for a
+    // source that names no type (Argo CD tries plugins before its own detection).
+    if let Some(plugins) = &opts.plugins
+        && (crate::plugin::source_plugin(source).is_some()
+            || !crate::plugin::has_explicit_type(source))
+    {
+        let ctx = crate::plugin::RunContext {
+            fs,
+            path: &path,
+            source,
+            opts,
+            commit,
+        };
+        if let Some(plugin) = crate::plugin::select(plugins, &ctx)? {
+            let objects = crate::plugin::generate(plugin, &ctx, &mut notes)?;
+            return Ok(Rendered {
+                objects,
+                source_type: SourceType::Plugin,
+                revision,
+                notes,
+            });
+        }
+    }
     let source_type = detect(fs, &path, source)?;
     let objects = match source_type {
         SourceType::Directory => {
@@ -270,6 +310,8 @@ fn render_with(
             render_kustomize(fs, &path, source.kustomize.as_ref(), renderer, &mut notes)?
         }
         SourceType::Helm => render_helm(fs, &path, source, opts, refs, &mut notes)?,
+        // `detect` never says Plugin: plugins were tried above.
+        SourceType::Plugin => return Err(fail(&path, "no config management plugin selected")),
     };
     Ok(Rendered {
         objects,
@@ -288,21 +330,47 @@ fn fail(file: &str, message: impl Into<String>) -> LoadError {
     }
 }
 
-/// Source fields that Argo CD acts on and plumb does not (yet): a config management plugin,
-/// or a `directory`, `kustomize` or `helm` option plumb does not model. Each is an error naming
+/// Source fields that Argo CD acts on and plumb does not (yet): a config management plugin
+/// when no plugins were given ([`RenderOptions::plugins`]; with them, `plugin` beside another
+/// type is Argo CD's `multiple application sources defined`), or a `directory`, `kustomize` or `helm` option plumb does not model. Each is an error naming
 /// the field, never a render that ignores it: what Argo CD would render differently, or at
 /// all, must not reach a compare or a sync (with automated prune, an empty render deletes the
 /// app's objects). A field left at its default (`null`, `false`, `""`, `[]`, `{}`) changes
 /// nothing and passes, as do the tool versions Argo CD selects a binary with
 /// (`kustomize.version`, `helm.version`). (`directory.jsonnet` is modelled: the directory's
 /// `*.jsonnet` programs are evaluated, [`crate::jsonnet`].)
-fn refuse_unsupported(source: &AppSource, path: &str) -> Result<(), LoadError> {
-    if source.extra.get("plugin").is_some_and(|p| !p.is_null()) {
-        return Err(fail(
-            path,
-            "spec.source.plugin: config management plugins are not supported by plumb yet; \
-             refusing to render the source (an empty render could prune the app)",
-        ));
+fn refuse_unsupported(
+    source: &AppSource,
+    path: &str,
+    opts: &RenderOptions,
+) -> Result<(), LoadError> {
+    if crate::plugin::source_plugin(source).is_some() {
+        if opts.plugins.is_none() {
+            return Err(fail(
+                path,
+                "spec.source.plugin: a config management plugin renders this source, and no \
+                 --plugins directory was given; refusing to render the source (an empty \
+                 render could prune the app)",
+            ));
+        }
+        // As Argo CD: one type per source.
+        let others: Vec<&str> = [
+            ("Kustomize", source.kustomize.is_some()),
+            ("Helm", source.helm.is_some()),
+            ("Directory", source.directory.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(name, set)| set.then_some(name))
+        .collect();
+        if !others.is_empty() {
+            return Err(fail(
+                path,
+                format!(
+                    "multiple application sources defined: {},Plugin",
+                    others.join(",")
+                ),
+            ));
+        }
     }
     let is_default = |v: &Value| match v {
         Value::Null => true,
@@ -650,6 +718,9 @@ impl SourceFs for Overlay<'_> {
     fn real_path(&self, path: &str) -> Result<Option<String>, LoadError> {
         self.inner.real_path(path)
     }
+    fn executable(&self, path: &str) -> Result<bool, LoadError> {
+        self.inner.executable(path)
+    }
 }
 
 /// The first of `kustomize` and `kubectl` on PATH.
@@ -902,7 +973,7 @@ const MAX_WALK_ENTRIES: usize = 100_000;
 /// repository, so a walk that succeeds proves the subtrees read nothing outside it.
 /// Symlinks can make the paths to one directory many (2^n for n links that each lead to
 /// the next level twice): past [`MAX_WALK_ENTRIES`] directories the walk is an error.
-fn walk_tree(
+pub(crate) fn walk_tree(
     fs: &dyn SourceFs,
     dirs: &[String],
     visit: &mut dyn FnMut(&str, EntryKind) -> Result<(), LoadError>,
@@ -949,13 +1020,23 @@ fn walk_tree_within(
 
 /// A source's files written to a private temporary directory, removed on drop. External
 /// renderers see exactly the revision's files (never the work tree) and nothing outside.
-struct Materialized {
-    root: PathBuf,
+pub(crate) struct Materialized {
+    pub(crate) root: PathBuf,
 }
 
 impl Materialized {
     /// The subtrees `dirs` of the source (`""` for all of it), written out.
-    fn of(fs: &dyn SourceFs, dirs: &[String]) -> Result<Materialized, LoadError> {
+    pub(crate) fn of(fs: &dyn SourceFs, dirs: &[String]) -> Result<Materialized, LoadError> {
+        Materialized::with_modes(fs, dirs, false)
+    }
+
+    /// [`Materialized::of`], executable files made `0755` when `modes` (else every file is
+    /// written with the default mode).
+    pub(crate) fn with_modes(
+        fs: &dyn SourceFs,
+        dirs: &[String],
+        modes: bool,
+    ) -> Result<Materialized, LoadError> {
         static COUNTER: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let root = std::env::temp_dir().join(format!("plumb-src-{}-{n}", std::process::id()));
@@ -970,7 +1051,13 @@ impl Materialized {
                     if let Some(parent) = dest.parent() {
                         std::fs::create_dir_all(parent).map_err(io)?;
                     }
-                    std::fs::write(&dest, fs.read(rel)?).map_err(io)
+                    std::fs::write(&dest, fs.read(rel)?).map_err(io)?;
+                    if modes && fs.executable(rel)? {
+                        use std::os::unix::fs::PermissionsExt;
+                        std::fs::set_permissions(&dest, std::fs::Permissions::from_mode(0o755))
+                            .map_err(io)?;
+                    }
+                    Ok(())
                 }
             }
         })?;
@@ -1067,7 +1154,8 @@ mod tests {
         for plugin in [serde_json::json!({"name": "cmp"}), serde_json::json!({})] {
             let e = render_err("app", serde_json::json!({"plugin": plugin}));
             assert!(
-                e.starts_with("app: spec.source.plugin: config management plugins"),
+                e.starts_with("app: spec.source.plugin: a config management plugin renders")
+                    && e.contains("no --plugins directory was given"),
                 "{e}"
             );
         }

@@ -86,6 +86,13 @@ pub trait SourceFs: Sync {
     fn real_path(&self, path: &str) -> Result<Option<String>, LoadError> {
         Ok(self.kind(path)?.map(|_| path.to_string()))
     }
+    /// Whether the file at `path` is executable (git mode 100755; any `x` bit on disk), for
+    /// tools that are given file modes (a config management plugin's `preserveFileMode`).
+    /// `false` when the source does not know.
+    fn executable(&self, path: &str) -> Result<bool, LoadError> {
+        let _ = path;
+        Ok(false)
+    }
 }
 
 /// Joins a relative reference (as written in a kustomization or Application) onto a
@@ -323,6 +330,13 @@ impl SourceFs for DirSource {
     fn revision_label(&self) -> String {
         "working tree".to_owned()
     }
+
+    fn executable(&self, path: &str) -> Result<bool, LoadError> {
+        use std::os::unix::fs::PermissionsExt;
+        Ok(self
+            .resolve(path)?
+            .is_some_and(|(_, meta)| meta.is_file() && meta.permissions().mode() & 0o111 != 0))
+    }
 }
 
 /// Maps a file type to the entry kind the renderers see; special files are invisible.
@@ -356,6 +370,8 @@ enum Node {
 struct TreeEntry {
     node: Node,
     id: ObjectId,
+    /// A blob of mode 100755.
+    exec: bool,
 }
 
 /// One decoded tree: visible entry names (sorted, as `BTreeMap` keeps them) to entries.
@@ -531,7 +547,8 @@ impl GitSource {
                 GitEntryKind::Commit => Node::Submodule,
             };
             let id = entry.oid.to_owned();
-            dir.insert(name.to_owned(), TreeEntry { node, id });
+            let exec = entry.mode.kind() == GitEntryKind::BlobExecutable;
+            dir.insert(name.to_owned(), TreeEntry { node, id, exec });
         }
         let dir = Arc::new(dir);
         lock(&self.trees).insert(id, Arc::clone(&dir));
@@ -744,6 +761,23 @@ impl SourceFs for GitSource {
 
     fn revision_label(&self) -> String {
         self.label.clone()
+    }
+
+    fn executable(&self, path: &str) -> Result<bool, LoadError> {
+        self.with_repo(|repo| {
+            // The entry the path leads to, every symlink followed: its mode.
+            let Some((Target::File(_), physical)) = self.resolve_physical(repo, path)? else {
+                return Ok(false);
+            };
+            let (parent, name) = physical.rsplit_once('/').unwrap_or(("", &physical));
+            let Some(Target::Dir(tree)) = self.resolve(repo, parent)? else {
+                return Ok(false);
+            };
+            Ok(self
+                .tree(repo, tree, path)?
+                .get(name)
+                .is_some_and(|e| e.exec))
+        })
     }
 }
 

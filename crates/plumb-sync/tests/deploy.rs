@@ -56,8 +56,29 @@ async fn deploy_manifests_install_and_accept_applications() {
     let container = &controller[0]["spec"]["template"]["spec"]["containers"][0];
     assert_eq!(
         container["args"],
-        json!(["controller", "--listen=0.0.0.0:8082"])
+        json!([
+            "controller",
+            "--listen=0.0.0.0:8082",
+            "--plugins=/etc/plumb/plugins"
+        ])
     );
+    // Config management plugins: the optional ConfigMap `plumb-plugins`, mounted read-only
+    // where --plugins reads.
+    let pod = &controller[0]["spec"]["template"]["spec"];
+    let volume = pod["volumes"]
+        .as_array()
+        .and_then(|v| v.iter().find(|v| v["name"] == "plugins"))
+        .expect("a plugins volume");
+    assert_eq!(
+        volume["configMap"],
+        json!({"name": "plumb-plugins", "optional": true, "defaultMode": 420})
+    );
+    let mount = container["volumeMounts"]
+        .as_array()
+        .and_then(|m| m.iter().find(|m| m["name"] == "plugins"))
+        .expect("a plugins mount");
+    assert_eq!(mount["mountPath"], "/etc/plumb/plugins");
+    assert_eq!(mount["readOnly"], true);
     assert_eq!(container["livenessProbe"]["httpGet"]["path"], "/healthz");
     assert_eq!(container["readinessProbe"]["httpGet"]["port"], "metrics");
     assert_eq!(container["ports"][0]["containerPort"], 8082);

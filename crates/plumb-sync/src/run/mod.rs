@@ -174,6 +174,9 @@ pub struct RunOptions {
     /// Sync-loop recognition and LoopGuard (the controller's; see [`sync_loop`]); `None`:
     /// neither.
     pub loops: Option<LoopsHandle>,
+    /// Config management plugins (`plumb controller --plugins DIR`); `None`: a `plugin:`
+    /// source is refused.
+    pub plugins: Option<std::sync::Arc<plumb_render::plugin::Plugins>>,
 }
 
 /// A [`plumb_cluster::LiveCache`] in [`RunOptions`].
@@ -207,6 +210,7 @@ impl Default for RunOptions {
             destinations: None,
             events: None,
             loops: None,
+            plugins: None,
         }
     }
 }
@@ -493,6 +497,8 @@ async fn observe_desired_with(
         opts.repos.charts().set_creds(creds);
     }
     let mut render_opts = RenderOptions::for_app(Some(&app), Renderer::Native);
+    render_opts.project = Some(tenancy::project_name(app_obj));
+    render_opts.plugins = opts.plugins.clone();
     // A chart is rendered for the destination cluster's version and APIs, as Argo CD does.
     // (Discovery is cached; whether a git path is a chart is known only once fetched.)
     {
@@ -1600,6 +1606,8 @@ pub mod events;
 mod execute;
 #[cfg(test)]
 mod orphan_tests;
+#[cfg(test)]
+mod plugin_tests;
 mod route;
 mod status_write;
 pub mod sync_loop;
