@@ -1396,7 +1396,7 @@ async fn an_unreachable_destination_is_a_condition_naming_its_server() {
     assert!(app(&home)["status"].get("conditions").is_none());
 }
 
-/// A source plumb refuses to render (a Jsonnet program it cannot evaluate) is a
+/// A source that does not render (a Jsonnet program that fails) is a
 /// `ComparisonError` naming the file, and nothing is applied or pruned — the app's objects stay
 /// although git's directory now renders none of them; once the source renders, the condition
 /// goes and the app syncs.
@@ -1410,9 +1410,9 @@ async fn a_source_that_does_not_render_is_a_comparison_error_and_prunes_nothing(
     reconcile(&cluster, &mut state, now()).await;
     assert!(cluster.object(&cm_key("a")).is_some(), "synced");
 
-    // git replaces the manifest with a program plumb does not render: an empty render would
-    // prune `a` (automated prune, allowEmpty).
-    std::fs::write(repo.dir.path().join("app/a.jsonnet"), "{}").expect("write");
+    // git replaces the manifest with a program that fails: an empty render would prune `a`
+    // (automated prune, allowEmpty).
+    std::fs::write(repo.dir.path().join("app/a.jsonnet"), "error 'not today'").expect("write");
     repo.commit(&[], &["a"]);
     cluster.clear_log();
     let err = reconcile_once(&cluster, &app(&cluster), now(), &mut state)
@@ -1423,7 +1423,8 @@ async fn a_source_that_does_not_render_is_a_comparison_error_and_prunes_nothing(
     assert_eq!(kind, COMPARISON_ERROR);
     assert!(
         message.starts_with("Failed to load target state: ")
-            && message.contains("app/a.jsonnet: Jsonnet is not rendered"),
+            && message.contains("app/a.jsonnet")
+            && message.contains("not today"),
         "{message}"
     );
     assert_eq!(object_writes(&cluster), Vec::<String>::new());
