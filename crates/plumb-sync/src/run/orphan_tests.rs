@@ -71,20 +71,7 @@ async fn without_a_cache_the_destination_namespace_is_listed() {
             .put(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))
             .expect("namespace");
     }
-    cluster.add_kind(plumb_cluster::ResourceInfo {
-        group: "plumb.dev".into(),
-        kind: "AppProject".into(),
-        version: "v1alpha1".into(),
-        versions: vec!["v1alpha1".into()],
-        plural: "appprojects".into(),
-        namespaced: true,
-        verbs: [
-            "get", "list", "watch", "create", "patch", "update", "delete",
-        ]
-        .map(String::from)
-        .to_vec(),
-        subresources: Vec::new(),
-    });
+    super::tests::serve_projects(&cluster);
     project(&cluster, json!({"warn": true}));
     cluster
         .put(

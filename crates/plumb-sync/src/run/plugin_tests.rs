@@ -69,20 +69,7 @@ async fn an_application_with_a_plugin_source_renders_through_it_and_syncs() {
             .put(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))
             .expect("namespace");
     }
-    cluster.add_kind(plumb_cluster::ResourceInfo {
-        group: "plumb.dev".into(),
-        kind: "AppProject".into(),
-        version: "v1alpha1".into(),
-        versions: vec!["v1alpha1".into()],
-        plural: "appprojects".into(),
-        namespaced: true,
-        verbs: [
-            "get", "list", "watch", "create", "patch", "update", "delete",
-        ]
-        .map(String::from)
-        .to_vec(),
-        subresources: Vec::new(),
-    });
+    super::tests::serve_projects(&cluster);
     cluster
         .put(objects::app_project(
             "team",

@@ -735,7 +735,8 @@ async fn a_deleted_application_cascades_in_reverse_wave_order() {
 // ---------------------------------------------------------------------------------------
 // Projects and destinations (run/tenancy.rs)
 
-fn serve_projects(cluster: &MemoryCluster) {
+/// Makes `cluster` serve AppProjects (plumb.dev), as the runner's tenancy checks read them.
+pub(super) fn serve_projects(cluster: &MemoryCluster) {
     cluster.add_kind(plumb_cluster::ResourceInfo {
         group: "plumb.dev".into(),
         kind: "AppProject".into(),
