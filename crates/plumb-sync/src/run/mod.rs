@@ -963,12 +963,14 @@ pub async fn refresh_app(
     let admission = tenancy::admit(home, app, opts, now).await?;
     let target = route::connect(home, app, &admission.cluster, opts, now).await?;
     let (cluster, opts) = (&target.routed(home), target.options(opts));
-    let result = async {
+    // Boxed: the inner future is large (render, compare, apply); inlined in every entry
+    // point's future it overflowed a 2 MiB thread stack in debug builds.
+    let result = Box::pin(async {
         let mut obs = observe(cluster, app, opts, None).await?;
         look_for_orphans(cluster, &mut obs, &admission.project, opts).await;
         write_refreshed(cluster, app, &obs, opts, now).await?;
         Ok(obs.status)
-    }
+    })
     .await;
     target.report(home, app, result, now).await
 }
@@ -1022,7 +1024,7 @@ pub async fn sync_app_with(
     let target = route::connect(home, app, &admission.cluster, opts, now).await?;
     let (cluster, opts) = (&target.routed(home), target.options(opts));
     if request.dry_run {
-        let result = dry_run::dry_run(cluster, app, opts, request, &admission).await;
+        let result = Box::pin(dry_run::dry_run(cluster, app, opts, request, &admission)).await;
         return target.report(home, app, result, now).await;
     }
     // An operation someone terminated ends now (its runner, if alive, stops on seeing it).
@@ -1036,7 +1038,7 @@ pub async fn sync_app_with(
             ),
         });
     }
-    let result = async {
+    let result = Box::pin(async {
         // The project judges the rendered objects before any request for them (not even a
         // LIST of a refused kind).
         let mut obs = observe_desired(cluster, app, opts, request.revision.as_deref(), &[]).await?;
@@ -1046,7 +1048,7 @@ pub async fn sync_app_with(
         let mut outcome = execute::execute(cluster, app, obs, opts, op, false, now).await?;
         outcome.timings.total = started.elapsed();
         Ok(outcome)
-    }
+    })
     .await;
     target.report(home, app, result, now).await
 }
@@ -1187,7 +1189,15 @@ pub async fn rollback_app(
             rollback: Some(entry.id),
             ..SyncRequest::default()
         };
-        return sync_app_with(cluster, app, opts, &request, initiated_by, now).await;
+        return Box::pin(sync_app_with(
+            cluster,
+            app,
+            opts,
+            &request,
+            initiated_by,
+            now,
+        ))
+        .await;
     }
     if entry.revision.is_empty() {
         return Err(fail(format!("deployment {} records no revision", entry.id)));
@@ -1206,7 +1216,15 @@ pub async fn rollback_app(
         rollback: Some(entry.id),
         ..SyncRequest::default()
     };
-    sync_app_with(cluster, app, opts, &request, initiated_by, now).await
+    Box::pin(sync_app_with(
+        cluster,
+        app,
+        opts,
+        &request,
+        initiated_by,
+        now,
+    ))
+    .await
 }
 
 /// The Application with `source` in place of `spec.source` (an operation that renders another
@@ -1252,7 +1270,7 @@ pub async fn resume_app(
     let admission = tenancy::admit(home, app, opts, now).await?;
     let target = route::connect(home, app, &admission.cluster, opts, now).await?;
     let (cluster, opts) = (&target.routed(home), target.options(opts));
-    let result = async {
+    let result = Box::pin(async {
         let mut obs =
             observe_desired(cluster, app, opts, op.revision.as_deref(), &op.revisions).await?;
         refuse_operation(cluster, app, &admission, &obs, &op, now).await?;
@@ -1261,7 +1279,7 @@ pub async fn resume_app(
         let mut outcome = execute::execute(cluster, app, obs, opts, op, automated, now).await?;
         outcome.timings.total = started.elapsed();
         Ok(Some(outcome))
-    }
+    })
     .await;
     target.report(home, app, result, now).await
 }
@@ -1512,7 +1530,12 @@ async fn finalize_deletion_at_destination(
             reason: format!("{reason}; the app's resources are not deleted"),
         })?;
     let target = route::connect(home, app, &cluster, opts, now).await?;
-    let result = delete::finalize_deletion(&target.routed(home), app, target.options(opts)).await;
+    let result = Box::pin(delete::finalize_deletion(
+        &target.routed(home),
+        app,
+        target.options(opts),
+    ))
+    .await;
     target.report(home, app, result, now).await
 }
 

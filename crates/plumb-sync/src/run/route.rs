@@ -117,12 +117,14 @@ impl Target {
     ) -> Result<T, RunError> {
         if let Err(RunError::Render { reason, .. }) = &result {
             let message = format!("{TARGET_STATE_FAILED}{reason}");
-            set_condition_fresh(home, app, Some(&message), now).await?;
+            // Boxed, as the other condition writes here: inlined, they made every entry
+            // point's future too big for a 2 MiB thread stack in debug builds.
+            Box::pin(set_condition_fresh(home, app, Some(&message), now)).await?;
             return result;
         }
         let Some((server, name)) = &self.remote else {
             if result.is_ok() && has_condition(app, COMPARISON_ERROR) {
-                set_condition_fresh(home, app, None, now).await?;
+                Box::pin(set_condition_fresh(home, app, None, now)).await?;
             }
             return result;
         };
@@ -132,7 +134,14 @@ impl Target {
                 ..
             }) => {
                 let message = unreachable_message(name, server, source);
-                set_condition(home, app, COMPARISON_ERROR, Some(&message), now).await?;
+                Box::pin(set_condition(
+                    home,
+                    app,
+                    COMPARISON_ERROR,
+                    Some(&message),
+                    now,
+                ))
+                .await?;
                 Err(RunError::Destination {
                     app: app_name(app),
                     reason: message,
@@ -140,7 +149,7 @@ impl Target {
             }
             Err(_) => result,
             Ok(_) => {
-                set_condition(home, app, COMPARISON_ERROR, None, now).await?;
+                Box::pin(set_condition(home, app, COMPARISON_ERROR, None, now)).await?;
                 result
             }
         }
