@@ -122,6 +122,7 @@ pub fn render_sources_on(
         RendererArg::KustomizeBinary => Renderer::KustomizeBinary,
     };
     let mut opts = RenderOptions::for_app(app.map(|(a, _)| a), renderer);
+    opts.charts = Some(cache.charts().clone());
     if let Some(dir) = &args.plugins {
         let plugins =
             plumb_render::plugin::Plugins::load(dir).map_err(|e| anyhow!("--plugins: {e}"))?;

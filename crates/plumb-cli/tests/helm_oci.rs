@@ -352,6 +352,11 @@ impl Env {
     }
 
     fn plumb(&self, args: &[&str]) -> Output {
+        self.plumb_with(args, &[])
+    }
+
+    /// [`Env::plumb`] with more environment (set last).
+    fn plumb_with(&self, args: &[&str], extra_env: &[(&str, &str)]) -> Output {
         let helm_dir = self.helm.parent().expect("helm's directory").to_path_buf();
         let mut paths = vec![helm_dir];
         if let Some(p) = std::env::var_os("PATH") {
@@ -365,6 +370,9 @@ impl Env {
             .env("SSL_CERT_FILE", &self.registry.ca_file)
             .env_remove("PLUMB_HTTP_TIMEOUT");
         helm_env(&mut cmd, &self.dir);
+        for (k, v) in extra_env {
+            cmd.env(k, v);
+        }
         cmd.output().expect("plumb runs")
     }
 
@@ -916,6 +924,99 @@ fn the_bearer_token_flow_of_a_token_authenticated_registry() {
     let e = one_error_line(&env.plumb(&["render", "--app", "app.yaml", "--repo-creds", "creds"]));
     assert!(
         e.contains("token from https://127.0.0.1") && e.contains("were refused"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_git_chart_with_an_oci_dependency_renders_as_helm_dependency_build() {
+    let (_h, _r) = tools_or_skip!("a_git_chart_with_an_oci_dependency");
+    let Some(env) = Env::new("dependency") else {
+        return;
+    };
+    for v in ["1.2.0", "1.2.3", "2.0.0"] {
+        env.push(v);
+    }
+    let oci = format!("oci://{}/charts", env.registry.host);
+    let chart = |root: &Path| {
+        write(
+            root,
+            "apps/web/Chart.yaml",
+            &format!(
+                "apiVersion: v2\nname: web\nversion: 1.0.0\ndependencies:\n- name: shop\n  version: ~1.2.0\n  repository: {oci}\n"
+            ),
+        );
+        write(root, "apps/web/values.yaml", "shop:\n  color: teal\n");
+    };
+    let repo = env.dir.join("repo");
+    chart(&repo);
+    let oracle = env.dir.join("oracle");
+    chart(&oracle);
+    let owc = oracle.join("apps/web");
+    run_helm(
+        &env.helm,
+        &env.dir,
+        &[
+            "dependency",
+            "build",
+            &owc.to_string_lossy(),
+            "--ca-file",
+            &env.registry.ca_file.to_string_lossy(),
+            "--username",
+            USER,
+            "--password",
+            PASSWORD,
+        ],
+    );
+    let expected = run_helm(
+        &env.helm,
+        &env.dir,
+        &[
+            "template",
+            "web",
+            &owc.to_string_lossy(),
+            "--namespace",
+            "shop",
+            "--include-crds",
+        ],
+    );
+    env.secret(&oci, PASSWORD);
+    write(
+        &env.dir,
+        "app.yaml",
+        &format!(
+            "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: web\n  namespace: argocd\nspec:\n  project: default\n  source:\n    repoURL: {}\n    path: apps/web\n  destination:\n    server: https://kubernetes.default.svc\n    namespace: shop\n",
+            repo.display()
+        ),
+    );
+    let o = env.plumb(&["render", "--app", "app.yaml", "--repo-creds", "creds"]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let text = out(&o);
+    let (_, body) = text.split_once('\n').expect("a header");
+    assert_eq!(
+        body,
+        as_plumb_prints(&out(&expected)),
+        "as helm dependency build + template"
+    );
+    assert!(
+        body.contains("chartVersion: 1.2.3") && body.contains("color: teal"),
+        "{body}"
+    );
+    assert!(
+        err(&o).contains("helm dependency shop 1.2.3 fetched from oci://"),
+        "{}",
+        err(&o)
+    );
+
+    // A wrong password: one line naming the dependency, no password.
+    env.secret(&oci, "wrong-Pa55");
+    let fresh = env.dir.join("cache-2");
+    let e = one_error_line(&env.plumb_with(
+        &["render", "--app", "app.yaml", "--repo-creds", "creds"],
+        &[("PLUMB_REPO_CACHE", &fresh.to_string_lossy())],
+    ));
+    assert!(
+        e.contains("apps/web/Chart.yaml: dependency shop ~1.2.0"),
         "{e}"
     );
 }

@@ -733,3 +733,251 @@ fn an_unreachable_repository_fails_at_the_deadline() {
     let e = one_error_line(&env.plumb(&["render", "--app", "app.yaml"], &[]));
     assert!(e.contains(&url), "{e}");
 }
+
+// ---------------------------------------------------------------------------------------
+// Dependencies of a chart in git
+
+/// A chart `name` at `version` (one ConfigMap naming it), packaged into `srv/<dir>/` and the
+/// directory indexed again.
+fn publish_lib(helm: &Path, root: &Path, dir: &str, name: &str, version: &str) {
+    let src = root.join(format!("src/{dir}-{name}-{version}/{name}"));
+    write(
+        &src,
+        "Chart.yaml",
+        &format!("apiVersion: v2\nname: {name}\nversion: {version}\n"),
+    );
+    write(&src, "values.yaml", "note: from-the-library\n");
+    write(
+        &src,
+        "templates/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-{{ .Chart.Name }}\ndata:\n  version: {{ .Chart.Version | quote }}\n  note: {{ .Values.note | quote }}\n",
+    );
+    let dest = root.join("srv").join(dir);
+    std::fs::create_dir_all(&dest).expect("srv dir");
+    run_helm(
+        helm,
+        root,
+        &[
+            "package",
+            &src.to_string_lossy(),
+            "-d",
+            &dest.to_string_lossy(),
+        ],
+    );
+    run_helm(helm, root, &["repo", "index", &dest.to_string_lossy()]);
+}
+
+/// `repo/apps/web`: a chart whose dependencies come from the public repository (aliased,
+/// values set through the alias), the private one (credentials) and `file://` inside the
+/// repository.
+fn web_chart(repo: &Path, public: &str, private: &str) {
+    write(
+        repo,
+        "libs/common/Chart.yaml",
+        "apiVersion: v2\nname: common\nversion: 0.3.0\n",
+    );
+    write(
+        repo,
+        "libs/common/templates/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-common\ndata:\n  from: file\n",
+    );
+    write(
+        repo,
+        "apps/web/Chart.yaml",
+        &format!(
+            "apiVersion: v2\nname: web\nversion: 1.0.0\ndependencies:\n- name: shop\n  alias: storefront\n  version: ^1.0.0\n  repository: {public}\n- name: badge\n  version: 2.x\n  repository: {private}\n- name: common\n  version: 0.3.0\n  repository: file://../../libs/common\n"
+        ),
+    );
+    write(
+        repo,
+        "apps/web/values.yaml",
+        "storefront:\n  color: green\n  size: medium\n  greeting: hi\n  replicas: 2\n  token: t\nbadge:\n  note: set-by-the-parent\n",
+    );
+    write(
+        repo,
+        "apps/web/templates/svc.yaml",
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: {{ .Release.Name }}-web\nspec:\n  ports:\n  - port: 80\n",
+    );
+}
+
+#[test]
+fn a_git_chart_fetches_its_dependencies_as_helm_dependency_build() {
+    let helm = helm_or_skip!("a_git_chart_fetches_its_dependencies_as_helm_dependency_build");
+    let env = setup("deps", helm.clone());
+    publish(&helm, &env.dir, "public", &["1.0.0"]);
+    publish_lib(&helm, &env.dir, "private", "badge", "2.0.0");
+    let (public, private) = (env.url("public"), env.url("private"));
+    let repo = env.dir.join("repo");
+    web_chart(&repo, &public, &private);
+
+    // The lock, as a team commits it: `helm dependency update` while shop 1.0.0 was the
+    // newest; charts/ is not committed.
+    let ca = env.repo.ca_file.to_string_lossy().to_string();
+    run_helm(
+        &helm,
+        &env.dir,
+        &["repo", "add", "pub", &public, "--ca-file", &ca],
+    );
+    run_helm(
+        &helm,
+        &env.dir,
+        &[
+            "repo",
+            "add",
+            "priv",
+            &private,
+            "--ca-file",
+            &ca,
+            "--username",
+            USER,
+            "--password",
+            PASSWORD,
+        ],
+    );
+    let web = repo.join("apps/web");
+    run_helm(
+        &helm,
+        &env.dir,
+        &["dependency", "update", &web.to_string_lossy()],
+    );
+    assert!(
+        std::fs::read_to_string(web.join("Chart.lock"))
+            .expect("lock")
+            .contains("version: 1.0.0")
+    );
+    std::fs::remove_dir_all(web.join("charts")).expect("charts/ not committed");
+    // Since then shop 1.2.0 and badge 2.1.0 came out: the lock still says 1.0.0 and 2.0.0.
+    publish(&helm, &env.dir, "public", &["1.0.0", "1.2.0"]);
+    publish_lib(&helm, &env.dir, "private", "badge", "2.1.0");
+
+    // What Argo CD's repo server runs: `helm dependency build`, then `helm template`.
+    let oracle = env.dir.join("oracle");
+    copy_tree(&repo, &oracle);
+    let owc = oracle.join("apps/web");
+    run_helm(
+        &helm,
+        &env.dir,
+        &["dependency", "build", &owc.to_string_lossy()],
+    );
+    let expected = run_helm(
+        &helm,
+        &env.dir,
+        &[
+            "template",
+            "web",
+            &owc.to_string_lossy(),
+            "--namespace",
+            "shop",
+            "--include-crds",
+        ],
+    );
+    let expected = as_plumb_prints(&out(&expected));
+
+    let app = format!(
+        "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: web\n  namespace: argocd\nspec:\n  project: default\n  source:\n    repoURL: {}\n    path: apps/web\n  destination:\n    server: https://kubernetes.default.svc\n    namespace: shop\n",
+        repo.display()
+    );
+    write(&env.dir, "app.yaml", &app);
+    let secret = format!(
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: private\n  namespace: argocd\n  labels:\n    argocd.argoproj.io/secret-type: repository\nstringData:\n  type: helm\n  url: {private}\n  username: {USER}\n  password: {PASSWORD}\n"
+    );
+    write(&env.dir, "creds/private.yaml", &secret);
+    let o = env.plumb(
+        &["render", "--app", "app.yaml", "--repo-creds", "creds"],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let text = out(&o);
+    let (header, body) = text.split_once('\n').expect("a header");
+    assert!(header.starts_with("# Helm source apps/web"), "{header}");
+    assert_eq!(body, expected, "as helm dependency build + helm template");
+    for line in [
+        "  chartVersion: 1.0.0",
+        "  color: green",
+        "  version: 2.0.0",
+        "  note: set-by-the-parent",
+        "  from: file",
+    ] {
+        assert!(body.lines().any(|l| l == line), "{line:?} in:\n{body}");
+    }
+    let notes = err(&o);
+    assert!(
+        notes.contains("helm dependency shop 1.0.0 fetched from"),
+        "{notes}"
+    );
+    assert!(
+        notes.contains("helm dependency common copied from libs/common"),
+        "{notes}"
+    );
+    assert!(!notes.contains(PASSWORD) && !text.contains(PASSWORD));
+    // The repository itself is untouched: dependencies go to plumb's private copy.
+    assert!(!web.join("charts").exists());
+
+    // The same render again: every dependency version is in the cache, only the private
+    // and public indexes are read (a lock pins exact versions: not even those).
+    let before = env.repo.requests();
+    let o = env.plumb(
+        &["render", "--app", "app.yaml", "--repo-creds", "creds"],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    assert_eq!(out(&o), text);
+    assert_eq!(
+        env.repo.requests(),
+        before,
+        "locked versions come from the cache"
+    );
+
+    // Without the credentials (and an empty cache) the private dependency is one line
+    // naming it.
+    let empty = env.dir.join("empty-cache");
+    let o = env.plumb(
+        &["render", "--app", "app.yaml"],
+        &[("PLUMB_REPO_CACHE", &empty.to_string_lossy())],
+    );
+    let e = one_error_line(&o);
+    assert!(
+        e.contains("apps/web/Chart.yaml: dependency badge 2.x"),
+        "{e}"
+    );
+    assert!(e.contains("HTTP 401"), "{e}");
+
+    // An unreachable repository, and a dependency that is nowhere.
+    let closed = {
+        let l = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind");
+        l.local_addr().expect("address").port()
+    };
+    let gone = format!("https://127.0.0.1:{closed}/charts");
+    std::fs::remove_file(web.join("Chart.lock")).expect("no lock");
+    let chart = std::fs::read_to_string(web.join("Chart.yaml")).expect("Chart.yaml");
+    write(
+        &repo,
+        "apps/web/Chart.yaml",
+        &chart.replace(&private, &gone),
+    );
+    let e = one_error_line(&env.plumb(&["render", "--app", "app.yaml"], &[]));
+    assert!(e.contains(&format!("dependency badge 2.x ({gone})")), "{e}");
+    write(
+        &repo,
+        "apps/web/Chart.yaml",
+        "apiVersion: v2\nname: web\nversion: 1.0.0\ndependencies:\n- name: vendored\n  version: 1.0.0\n",
+    );
+    let e = one_error_line(&env.plumb(&["render", "--app", "app.yaml"], &[]));
+    assert!(
+        e.contains("dependency vendored 1.0.0 (\"\"): not in apps/web/charts/ and no repository"),
+        "{e}"
+    );
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for e in std::fs::read_dir(from).expect("read_dir") {
+        let e = e.expect("entry");
+        let dest = to.join(e.file_name());
+        if e.file_type().expect("type").is_dir() {
+            copy_tree(&e.path(), &dest);
+        } else {
+            std::fs::copy(e.path(), &dest).expect("copy");
+        }
+    }
+}

@@ -26,6 +26,7 @@
 //! it, as OpenSSL reads that variable); `insecure: "true"` in the repository Secret skips
 //! verification.
 
+pub(crate) mod deps;
 mod oci;
 
 use crate::remote::redact;
@@ -239,6 +240,8 @@ pub struct ChartCache {
     interval: Duration,
     /// Per repository URL: when its index was read and what came of it.
     indexes: std::sync::Mutex<IndexMemo>,
+    /// When the credentials were last set ([`ChartCache::creds_due`]).
+    creds_set_at: std::sync::Mutex<Option<std::time::Instant>>,
 }
 
 type IndexMemo = std::collections::HashMap<
@@ -261,6 +264,7 @@ impl ChartCache {
             creds: Default::default(),
             interval,
             indexes: Default::default(),
+            creds_set_at: Default::default(),
         }
     }
 
@@ -270,10 +274,29 @@ impl ChartCache {
         if let Ok(mut c) = self.creds.write() {
             *c = std::sync::Arc::new(creds);
         }
+        if let Ok(mut at) = self.creds_set_at.lock() {
+            *at = Some(std::time::Instant::now());
+        }
+    }
+
+    /// Whether the credentials are older than the cache's interval (or were never set): a
+    /// controller reads the repository Secrets again for a source that may need them (a
+    /// chart in git whose dependencies come from a chart repository), at most once an
+    /// interval.
+    pub fn creds_due(&self) -> bool {
+        self.creds_set_at
+            .lock()
+            .map(|at| at.is_none_or(|t| t.elapsed() >= self.interval))
+            .unwrap_or(true)
     }
 
     fn creds(&self) -> std::sync::Arc<CredStore> {
         self.creds.read().map(|c| c.clone()).unwrap_or_default()
+    }
+
+    /// The URL of the repository Secret named `name` (a Helm dependency's `@name`).
+    pub fn url_named(&self, name: &str) -> Option<String> {
+        self.creds().url_named(name).map(str::to_string)
     }
 
     /// Where `chart` `version` of `repo` is (or would be) unpacked.

@@ -99,15 +99,16 @@ pub struct RepoCache {
     /// Per repository: its lock (one git command at a time) and what it last did.
     repos: Mutex<HashMap<String, Arc<Mutex<Attempt>>>>,
     git: PathBuf,
-    /// Charts from Helm chart repositories, under `dir/helm`.
-    charts: crate::chart::ChartCache,
+    /// Charts from Helm chart repositories, under `dir/helm` (shared with renders, which
+    /// fetch a chart's dependencies through it).
+    charts: Arc<crate::chart::ChartCache>,
 }
 
 impl RepoCache {
     pub fn new(dir: impl Into<PathBuf>, interval: Duration) -> RepoCache {
         let dir = dir.into();
         RepoCache {
-            charts: crate::chart::ChartCache::new(dir.join("helm"), interval),
+            charts: Arc::new(crate::chart::ChartCache::new(dir.join("helm"), interval)),
             dir,
             interval,
             repos: Mutex::new(HashMap::new()),
@@ -123,7 +124,7 @@ impl RepoCache {
     }
 
     /// The chart part of the cache: Helm chart repositories.
-    pub fn charts(&self) -> &crate::chart::ChartCache {
+    pub fn charts(&self) -> &Arc<crate::chart::ChartCache> {
         &self.charts
     }
 

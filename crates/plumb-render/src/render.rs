@@ -143,6 +143,10 @@ pub struct RenderOptions {
     pub project: Option<String>,
     /// The config management plugins of `--plugins DIR`; `None`: plugins are refused.
     pub plugins: Option<std::sync::Arc<crate::plugin::Plugins>>,
+    /// The chart cache a Helm chart's missing dependencies are fetched through (the
+    /// repository cache's, [`crate::remote::RepoCache::charts`]); `None`: a dependency
+    /// `charts/` lacks is an error (`file://` ones are still copied).
+    pub charts: Option<std::sync::Arc<crate::chart::ChartCache>>,
 }
 
 impl RenderOptions {
@@ -321,7 +325,7 @@ fn render_with(
     })
 }
 
-fn fail(file: &str, message: impl Into<String>) -> LoadError {
+pub(crate) fn fail(file: &str, message: impl Into<String>) -> LoadError {
     LoadError {
         file: PathBuf::from(file),
         line: None,
@@ -846,6 +850,12 @@ fn render_helm(
     let params = source.helm.clone().unwrap_or_default();
     let tree = Materialized::of(fs, &[String::new()])?;
     let chart_dir = tree.root.join(path);
+    // What `helm dependency build` would fetch (Argo CD runs it when charts/ lacks one).
+    notes.extend(crate::chart::deps::build_missing(
+        &tree.root,
+        path,
+        opts.charts.as_deref(),
+    )?);
     let mut cmd = Command::new(helm);
     // Argo CD names the release after the Application and puts it in the destination
     // namespace unless the helm parameters say otherwise.

@@ -32,6 +32,9 @@ pub enum CredsKind {
 pub struct RepoCreds {
     /// The Secret's `namespace/name`, for messages.
     pub secret: String,
+    /// The repository's `name` (Argo CD's; a Helm dependency's `@name`/`alias:name`
+    /// refers to it).
+    pub name: String,
     pub url: String,
     /// `git`, `helm` (empty: git, as in Argo CD).
     pub repo_type: String,
@@ -51,6 +54,7 @@ impl std::fmt::Debug for RepoCreds {
         let set = |s: &str| if s.is_empty() { "<unset>" } else { "<set>" };
         f.debug_struct("RepoCreds")
             .field("secret", &self.secret)
+            .field("name", &self.name)
             .field("url", &self.url)
             .field("repo_type", &self.repo_type)
             .field("username", &set(&self.username))
@@ -129,6 +133,15 @@ impl CredStore {
         self.repositories.is_empty() && self.templates.is_empty()
     }
 
+    /// The URL of the repository Secret named `name` (a Helm dependency's `@name` or
+    /// `alias:name`, as Argo CD adds its Helm repositories to helm under their names).
+    pub fn url_named(&self, name: &str) -> Option<&str> {
+        self.repositories
+            .iter()
+            .find(|r| !r.name.is_empty() && r.name == name)
+            .map(|r| r.url.as_str())
+    }
+
     /// The credentials for `url`: its repository Secret, else the credential template with
     /// the longest matching prefix; a repository Secret without credentials takes them (not
     /// its own options) from the template.
@@ -194,6 +207,7 @@ fn read_secret(o: &Value) -> Result<RepoCreds, CredsError> {
     }
     let flag = |s: String| matches!(s.trim(), "true" | "True" | "TRUE" | "1");
     Ok(RepoCreds {
+        name: field("name")?.trim().to_string(),
         url: url.trim().to_string(),
         repo_type: field("type")?,
         username: field("username")?,

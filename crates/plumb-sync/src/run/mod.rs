@@ -483,22 +483,30 @@ async fn observe_desired_with(
         })
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| fail(e.to_string()))?;
+    let control = tenancy::control_namespace(app_obj, opts);
     if located
         .iter()
         .any(|at| matches!(at.repo, plumb_render::fetch::RepoRef::Chart { .. }))
     {
         // Part of fetching the chart: an API server error here is retried as a fetch is.
-        let creds = repository_secrets(cluster, &tenancy::control_namespace(app_obj, opts))
+        let creds = repository_secrets(cluster, &control)
             .await
             .map_err(|reason| RunError::Render {
                 app: name.clone(),
                 reason,
             })?;
         opts.repos.charts().set_creds(creds);
+    } else if opts.repos.charts().creds_due()
+        && let Ok(creds) = repository_secrets(cluster, &control).await
+    {
+        // A chart in git may fetch dependencies from chart repositories: their credentials,
+        // read at most once an interval (a failure keeps the ones already read).
+        opts.repos.charts().set_creds(creds);
     }
     let mut render_opts = RenderOptions::for_app(Some(&app), Renderer::Native);
     render_opts.project = Some(tenancy::project_name(app_obj));
     render_opts.plugins = opts.plugins.clone();
+    render_opts.charts = Some(opts.repos.charts().clone());
     // A chart is rendered for the destination cluster's version and APIs, as Argo CD does.
     // (Discovery is cached; whether a git path is a chart is known only once fetched.)
     {
