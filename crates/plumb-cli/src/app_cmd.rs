@@ -155,9 +155,10 @@ struct WaitArgs {
 struct NamedArgs {
     /// The Application's name.
     name: String,
-    /// The namespace the Application lives in.
-    #[arg(long = "app-namespace", short = 'N', default_value = plumb_core::PLUMB_APP_NAMESPACE)]
-    app_namespace: String,
+    /// The namespace the Application lives in (default: `plumb`; `argocd` with
+    /// `--api-group argoproj.io`).
+    #[arg(long = "app-namespace", short = 'N')]
+    app_namespace: Option<String>,
     /// Where AppProjects and cluster Secrets are read from (the controller's namespace);
     /// default: the Application's namespace.
     #[arg(long, value_name = "NAMESPACE")]
@@ -175,14 +176,26 @@ struct ListArgs {
     cluster: ClusterArgs,
 }
 
-const APPLICATION: (&str, &str) = ("plumb.dev", "Application");
+impl NamedArgs {
+    /// `-N`, else the group's namespace of Applications.
+    fn namespace(&self) -> String {
+        self.app_namespace
+            .clone()
+            .unwrap_or_else(|| self.cluster.default_app_namespace().to_string())
+    }
+}
+
+/// The Application kind of the group `--api-group` names.
+fn application_kind(cluster: &ClusterArgs) -> GroupKind {
+    GroupKind {
+        group: cluster.app_group().into(),
+        kind: "Application".into(),
+    }
+}
 
 fn read_apps(cluster: &ClusterArgs, namespace: Option<&str>) -> Result<Vec<Value>> {
     let c = connect(cluster)?;
-    let kinds = [GroupKind {
-        group: APPLICATION.0.into(),
-        kind: APPLICATION.1.into(),
-    }];
+    let kinds = [application_kind(cluster)];
     let namespaces = namespace.map(|n| vec![n.to_string()]);
     c.block_on(c.cluster.list_live(&kinds, namespaces.as_deref(), None))
         .map_err(|e| anyhow!("{e}"))
@@ -192,14 +205,15 @@ fn one_app(args: &NamedArgs) -> Result<Value> {
     if !args.cluster.cluster {
         bail!("plumb app reads Applications from a cluster: pass --cluster");
     }
-    read_apps(&args.cluster, Some(&args.app_namespace))?
+    let namespace = args.namespace();
+    read_apps(&args.cluster, Some(&namespace))?
         .into_iter()
         .find(|a| a.pointer("/metadata/name").and_then(Value::as_str) == Some(&args.name))
         .ok_or_else(|| {
             anyhow!(
                 "application {:?} not found in namespace {:?}",
                 args.name,
-                args.app_namespace
+                namespace
             )
         })
 }
@@ -270,13 +284,15 @@ fn read_project(
     let control = args
         .control_namespace
         .clone()
-        .unwrap_or_else(|| args.app_namespace.clone());
+        .unwrap_or_else(|| args.namespace());
     let c = connect(&args.cluster)?;
     Ok(
-        match c.block_on(
-            c.cluster
-                .get_object("plumb.dev", "AppProject", &control, project),
-        ) {
+        match c.block_on(c.cluster.get_object(
+            c.cluster.app_group(),
+            "AppProject",
+            &control,
+            project,
+        )) {
             Ok(Some(obj)) => {
                 Some(plumb_core::project::AppProject::from_value(&obj).map_err(|e| e.to_string()))
             }
@@ -548,7 +564,8 @@ fn delete(args: &DeleteArgs) -> Result<u8> {
     use plumb_sync::deletion::{RESOURCES_FINALIZER, RESOURCES_FINALIZER_BACKGROUND};
     let app = one_app(&args.app)?;
     let c = connect(&args.app.cluster)?;
-    let (ns, name) = (args.app.app_namespace.as_str(), args.app.name.as_str());
+    let ns = args.app.namespace();
+    let (ns, name) = (ns.as_str(), args.app.name.as_str());
     // The resources finalizer says what happens to the resources: set for --cascade (the
     // propagation policy's variant), removed for --cascade=false, as `argocd app delete` does.
     let current: Vec<Value> = app
@@ -584,9 +601,10 @@ fn delete(args: &DeleteArgs) -> Result<u8> {
         c.block_on(c.cluster.patch_application(ns, name, &patch))
             .map_err(|e| anyhow!("{e}"))?;
     }
+    let kind = application_kind(&args.app.cluster);
     let key = plumb_core::ResourceKey {
-        group: APPLICATION.0.into(),
-        kind: APPLICATION.1.into(),
+        group: kind.group,
+        kind: kind.kind,
         namespace: ns.into(),
         name: name.into(),
     };

@@ -26,6 +26,31 @@ pub struct ClusterArgs {
     /// The kubeconfig file (default: $KUBECONFIG, else ~/.kube/config, else in-cluster).
     #[arg(long, value_name = "FILE", requires = "cluster")]
     pub kubeconfig: Option<PathBuf>,
+    /// The Applications and AppProjects to read and write: plumb's own (`plumb.dev`) or
+    /// Argo CD's (`argoproj.io`; the Application namespace then defaults to `argocd`).
+    #[arg(long, value_name = "GROUP", default_value = plumb_core::PLUMB_GROUP,
+          value_parser = [plumb_core::PLUMB_GROUP, plumb_core::ARGO_GROUP])]
+    pub api_group: String,
+}
+
+impl ClusterArgs {
+    /// `--api-group` as the constant it names.
+    pub fn app_group(&self) -> &'static str {
+        if self.api_group == plumb_core::ARGO_GROUP {
+            plumb_core::ARGO_GROUP
+        } else {
+            plumb_core::PLUMB_GROUP
+        }
+    }
+
+    /// The namespace Applications live in unless `-N` says otherwise: `plumb`, or `argocd`
+    /// for Argo CD's group.
+    pub fn default_app_namespace(&self) -> &'static str {
+        match self.app_group() {
+            plumb_core::ARGO_GROUP => plumb_core::ARGOCD_NAMESPACE,
+            _ => plumb_core::PLUMB_APP_NAMESPACE,
+        }
+    }
 }
 
 /// A connected cluster and the runtime its calls run on.
@@ -50,9 +75,10 @@ pub fn connect(args: &ClusterArgs) -> Result<Connected> {
         kubeconfig: args.kubeconfig.clone(),
         context: args.context.clone(),
     };
-    let cluster = rt
+    let mut cluster = rt
         .block_on(Cluster::connect(&opts))
         .map_err(|e| anyhow!("{e}"))?;
+    cluster.set_app_group(args.app_group());
     Ok(Connected { rt, cluster })
 }
 

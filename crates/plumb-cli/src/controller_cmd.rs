@@ -101,6 +101,37 @@ pub struct ControllerArgs {
     health: crate::health_cmd::HealthScriptArgs,
 }
 
+/// The names Argo CD's install gives its application controller (a StatefulSet; a
+/// Deployment with dynamic cluster distribution).
+const ARGOCD_CONTROLLER: &str = "argocd-application-controller";
+
+/// An Argo CD application controller deployed in `namespace` (replicas above zero), named:
+/// two controllers writing the same Applications would fight over every status.
+async fn argocd_controller_in(
+    cluster: &plumb_cluster::Cluster,
+    namespace: &str,
+) -> Result<Option<String>> {
+    for kind in ["StatefulSet", "Deployment"] {
+        let found = cluster
+            .get_object("apps", kind, namespace, ARGOCD_CONTROLLER)
+            .await
+            .map_err(|e| anyhow!("looking for Argo CD's application controller: {e}"))?;
+        if let Some(w) = found {
+            // Kubernetes defaults replicas to 1.
+            let replicas = w
+                .pointer("/spec/replicas")
+                .and_then(serde_json::Value::as_i64);
+            if replicas.unwrap_or(1) > 0 {
+                return Ok(Some(format!(
+                    "{kind} {namespace}/{ARGOCD_CONTROLLER} ({} replicas)",
+                    replicas.unwrap_or(1)
+                )));
+            }
+        }
+    }
+    Ok(None)
+}
+
 const LEASE: &str = "plumb-controller";
 
 /// Who holds the Lease after an attempt to take or renew it.
@@ -291,6 +322,21 @@ async fn run_async(
     );
     let scripts = args.health.load_dir()?;
     args.health.install(&cluster, scripts).await?;
+    let control = args
+        .control_namespace
+        .clone()
+        .or_else(|| args.app_namespace.clone())
+        .unwrap_or_else(|| match cluster.app_group() {
+            plumb_core::ARGO_GROUP => plumb_core::ARGOCD_NAMESPACE.to_string(),
+            _ => args.lease_namespace.clone(),
+        });
+    if cluster.app_group() == plumb_core::ARGO_GROUP
+        && let Some(found) = argocd_controller_in(&cluster, &control).await?
+    {
+        return Err(anyhow!(
+            "--api-group argoproj.io: Argo CD's application controller is deployed in {control} ({found}); two controllers would fight over the same Applications. Scale it to zero first (kubectl -n {control} scale statefulset {ARGOCD_CONTROLLER} --replicas=0)"
+        ));
+    }
     let renew_every = Duration::from_secs((args.lease_duration / 3).max(1));
     let metrics = Arc::new(crate::serve::Metrics::default());
     let webhook = Arc::new(crate::serve::Webhook::new(
@@ -357,12 +403,7 @@ async fn run_async(
             )),
             None => None,
         },
-        control_namespace: Some(
-            args.control_namespace
-                .clone()
-                .or_else(|| args.app_namespace.clone())
-                .unwrap_or_else(|| args.lease_namespace.clone()),
-        ),
+        control_namespace: Some(control),
         ..plumb_sync::run::RunOptions::default()
     };
     let opts = ControllerOptions {
@@ -398,6 +439,7 @@ async fn run_async(
     log_line(json!({
         "leader": me,
         "reconciling": true,
+        "apiGroup": cluster.app_group(),
         "watching": controller.cache().kinds().len(),
         "cached": controller.cache().len(),
         "namespaces": {

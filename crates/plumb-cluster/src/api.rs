@@ -192,11 +192,20 @@ pub trait ClusterApi: Send + Sync {
     fn server_version(&self) -> String {
         String::new()
     }
+
+    /// The API group of the Applications and AppProjects served ([`Cluster::app_group`]).
+    fn app_group(&self) -> &'static str {
+        plumb_core::PLUMB_GROUP
+    }
 }
 
 impl ClusterApi for Cluster {
     fn api_resources(&self) -> BoxFuture<'_, Result<Arc<ApiResources>>> {
         Box::pin(Cluster::api_resources(self))
+    }
+
+    fn app_group(&self) -> &'static str {
+        Cluster::app_group(self)
     }
 
     fn server_version(&self) -> String {

@@ -95,6 +95,9 @@ pub struct Cluster {
     discovery: Mutex<Option<Arc<ApiResources>>>,
     /// Objects per LIST page ([`LIST_PAGE_SIZE`]).
     list_page: std::sync::atomic::AtomicU32,
+    /// The API group of the Applications (and AppProjects) served: plumb's own
+    /// (`plumb.dev`, the default) or Argo CD's (`argoproj.io`, [`Cluster::set_app_group`]).
+    app_group: &'static str,
 }
 
 /// Objects per page of a LIST (kubectl's and client-go's `limit`).
@@ -260,7 +263,19 @@ impl Cluster {
             server_version: info.git_version,
             discovery: Mutex::new(None),
             list_page: std::sync::atomic::AtomicU32::new(LIST_PAGE_SIZE),
+            app_group: plumb_core::PLUMB_GROUP,
         })
+    }
+
+    /// Serve the Applications and AppProjects of `group` (`plumb.dev` or `argoproj.io`):
+    /// every Application read and write goes there.
+    pub fn set_app_group(&mut self, group: &'static str) {
+        self.app_group = group;
+    }
+
+    /// The API group of the Applications served ([`Cluster::set_app_group`]).
+    pub fn app_group(&self) -> &'static str {
+        self.app_group
     }
 
     /// Asks the server for its version (`GET /version`), failing with

@@ -1093,6 +1093,7 @@ impl Cluster {
             server_version: self.server_version.clone(),
             discovery: Mutex::new(self.discovery.lock().ok().and_then(|d| d.clone())),
             list_page: std::sync::atomic::AtomicU32::new(self.list_page_size()),
+            app_group: self.app_group,
         }
     }
 

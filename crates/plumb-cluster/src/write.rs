@@ -59,17 +59,22 @@ struct ListBody {
     items: Vec<Value>,
 }
 
-/// The Application resource, without discovery (plumb knows its own CRD).
-fn application_info() -> ResourceInfo {
+/// The Application resource of `group`, without discovery (plumb's CRD and Argo CD's have
+/// the same kind, version and plural; only plumb's has a status subresource).
+fn application_info(group: &str) -> ResourceInfo {
     ResourceInfo {
-        group: APPLICATION_GROUP.to_string(),
+        group: group.to_string(),
         kind: APPLICATION_KIND.to_string(),
         version: APPLICATION_VERSION.to_string(),
         versions: vec![APPLICATION_VERSION.to_string()],
         plural: APPLICATION_PLURAL.to_string(),
         namespaced: true,
         verbs: Vec::new(),
-        subresources: vec!["status".to_string()],
+        subresources: if group == plumb_core::ARGO_GROUP {
+            Vec::new()
+        } else {
+            vec!["status".to_string()]
+        },
     }
 }
 
@@ -299,9 +304,10 @@ impl Cluster {
         }
     }
 
-    /// A plumb.dev Application, or `None` when it does not exist.
+    /// An Application of the group served ([`Cluster::app_group`]), or `None` when it does
+    /// not exist.
     pub async fn get_application(&self, namespace: &str, name: &str) -> Result<Option<Value>> {
-        let info = application_info();
+        let info = application_info(self.app_group);
         let request = kube::core::Request::new(info.url_path(APPLICATION_VERSION, Some(namespace)))
             .get(name, &kube::api::GetParams::default())
             .map_err(bad_request)?;
@@ -315,7 +321,7 @@ impl Cluster {
     /// The plumb.dev Applications of `namespace` (all namespaces when `None`),
     /// each with `apiVersion` and `kind`.
     pub async fn list_applications(&self, namespace: Option<&str>) -> Result<Vec<Value>> {
-        let info = application_info();
+        let info = application_info(self.app_group);
         let request = kube::core::Request::new(info.url_path(APPLICATION_VERSION, namespace))
             .list(&kube::api::ListParams::default())
             .map_err(bad_request)?;
@@ -354,7 +360,9 @@ impl Cluster {
         name: &str,
         patch: &Value,
     ) -> Result<Value> {
-        self.merge_patch_application(namespace, name, patch, Some("status"))
+        // Argo CD's CRD has no status subresource: its status is written with the object.
+        let subresource = (self.app_group != plumb_core::ARGO_GROUP).then_some("status");
+        self.merge_patch_application(namespace, name, patch, subresource)
             .await
     }
 
@@ -365,7 +373,7 @@ impl Cluster {
         patch: &Value,
         subresource: Option<&str>,
     ) -> Result<Value> {
-        let info = application_info();
+        let info = application_info(self.app_group);
         let params = kube::api::PatchParams {
             field_manager: Some("plumb".to_string()),
             ..Default::default()

@@ -180,11 +180,14 @@ pub fn tracking_app(obj: &Value) -> Option<&str> {
     .and_then(Value::as_str)
 }
 
-fn application_kind() -> GroupKind {
-    GroupKind::new(
-        plumb_cluster::APPLICATION_GROUP,
-        plumb_cluster::APPLICATION_KIND,
-    )
+/// The Application kind of `group` (plumb's or Argo CD's, [`Cluster::app_group`]).
+fn application_kind(group: &str) -> GroupKind {
+    GroupKind::new(group, plumb_cluster::APPLICATION_KIND)
+}
+
+/// Whether `key` is an Application of `group`.
+fn is_application(key: &plumb_core::ResourceKey, group: &str) -> bool {
+    key.group == group && key.kind == plumb_cluster::APPLICATION_KIND
 }
 
 fn random_below(limit: Duration) -> Duration {
@@ -222,11 +225,12 @@ impl Controller {
         cluster: Arc<Cluster>,
         opts: ControllerOptions,
     ) -> Result<Controller, plumb_cluster::ClusterError> {
+        let apps = application_kind(cluster.app_group());
         let cache = match (opts.namespaced, &opts.app_namespace) {
-            (true, Some(ns)) => cluster.watch_cache_in(&[application_kind()], ns).await?,
+            (true, Some(ns)) => cluster.watch_cache_in(&[apps], ns).await?,
             _ => {
                 let cache = cluster.watch_cache_all().await?;
-                cache.ensure_kind(&application_kind()).await?;
+                cache.ensure_kind(&apps).await?;
                 cache
             }
         };
@@ -268,6 +272,7 @@ impl Controller {
             self.cache.clone(),
             self.opts.scope(),
             self.opts.app_namespace.clone(),
+            self.cluster.app_group(),
             self.opts.run.repos.clone(),
             self.pushed.0.clone(),
         )
@@ -288,7 +293,10 @@ impl Controller {
         let scope = self.opts.scope();
         let (mut keys, mut ignored): (Vec<AppKey>, Vec<AppKey>) = self
             .cache
-            .list(&application_kind(), self.opts.app_namespace.as_deref())
+            .list(
+                &application_kind(self.cluster.app_group()),
+                self.opts.app_namespace.as_deref(),
+            )
             .iter()
             .filter_map(|a| app_key(a))
             .partition(|k| scope.serves(&k.0));
@@ -358,13 +366,14 @@ impl Controller {
         // `retries_soon`), and how many times in a row.
         let mut failing: HashMap<AppKey, u32> = HashMap::new();
         let workers = Arc::new(Semaphore::new(opts.workers.max(1)));
-        let mut schedule = Schedule::new(opts);
+        let group = self.cluster.app_group();
+        let mut schedule = Schedule::new(opts).serving(group);
         let now = Instant::now();
         let scope = opts.scope();
         let mut ignored = HashSet::new();
         for app in self
             .cache
-            .list(&application_kind(), opts.app_namespace.as_deref())
+            .list(&application_kind(group), opts.app_namespace.as_deref())
         {
             schedule.know_app(&app, now);
             if let Some(key) = app_key(&app)
@@ -446,9 +455,7 @@ impl Controller {
                 }
                 Some(change) = remote_changes.recv() => {
                     // Another cluster's objects; its Applications are not ours to serve.
-                    if !(change.key.group == plumb_cluster::APPLICATION_GROUP
-                        && change.key.kind == plumb_cluster::APPLICATION_KIND)
-                    {
+                    if !is_application(&change.key, group) {
                         schedule.on_change(&change, Instant::now());
                     }
                 }
@@ -457,8 +464,7 @@ impl Controller {
                         Ok(change) => {
                             schedule.on_change(&change, Instant::now());
                             if change.kind != ChangeKind::Deleted
-                                && change.key.group == plumb_cluster::APPLICATION_GROUP
-                                && change.key.kind == plumb_cluster::APPLICATION_KIND
+                                && is_application(&change.key, group)
                                 && !scope.serves(&change.key.namespace)
                             {
                                 let key = (change.key.namespace.clone(), change.key.name.clone());
@@ -467,8 +473,7 @@ impl Controller {
                                 }
                             }
                             if change.kind == ChangeKind::Deleted
-                                && change.key.group == plumb_cluster::APPLICATION_GROUP
-                                && change.key.kind == plumb_cluster::APPLICATION_KIND
+                                && is_application(&change.key, group)
                             {
                                 let key = (change.key.namespace.clone(), change.key.name.clone());
                                 self.loops.forget(&key.0, &key.1);
@@ -527,15 +532,36 @@ pub fn spread(base: Duration, draw: impl FnOnce(Duration) -> Duration) -> Durati
     base.saturating_add(draw(tenth).min(tenth))
 }
 
+/// What a reconcile answers to in an Application: everything but `metadata` and `status`
+/// (`spec`, Argo CD's `operation`), and whether it is being deleted. Not
+/// `metadata.generation`: Argo CD's CRD has no status subresource, so there every status
+/// write moves the generation too (and would queue the app again at once, forever).
+fn spec_identity(app: &Value) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    if let Some(fields) = app.as_object() {
+        for (k, v) in fields {
+            if k != "metadata" && k != "status" {
+                k.hash(&mut h);
+                v.to_string().hash(&mut h);
+            }
+        }
+    }
+    app.pointer("/metadata/deletionTimestamp")
+        .is_some_and(|t| !t.is_null())
+        .hash(&mut h);
+    h.finish()
+}
+
 /// Which app reconciles when: the controller loop's bookkeeping, without I/O or clocks (times
 /// are passed in).
 #[derive(Debug)]
 pub struct Schedule {
     /// Next reconcile of each app, and why.
     due: HashMap<AppKey, (Instant, Trigger)>,
-    /// `metadata.generation` of each known app (a change of spec changes it; status writes
-    /// do not).
-    generations: HashMap<AppKey, i64>,
+    /// The [`spec_identity`] of each known app (a change of spec or operation changes it;
+    /// status writes do not).
+    generations: HashMap<AppKey, u64>,
     /// App keys by name: tracking annotations and labels name the app only.
     by_name: HashMap<String, HashSet<AppKey>>,
     in_flight: HashSet<AppKey>,
@@ -545,6 +571,8 @@ pub struct Schedule {
     scope: crate::scope::AppScope,
     refresh: Duration,
     debounce: Duration,
+    /// The API group of the Applications served.
+    app_group: &'static str,
 }
 
 impl Schedule {
@@ -558,7 +586,14 @@ impl Schedule {
             scope: opts.scope(),
             refresh: opts.refresh,
             debounce: opts.debounce,
+            app_group: plumb_core::PLUMB_GROUP,
         }
+    }
+
+    /// The same schedule for the Applications of `group` (`argoproj.io`: Argo CD's own).
+    pub fn serving(mut self, group: &'static str) -> Schedule {
+        self.app_group = group;
+        self
     }
 
     /// Queues `key` at `at` unless it is queued sooner already.
@@ -576,10 +611,7 @@ impl Schedule {
         if !self.scope.serves(&key.0) {
             return;
         }
-        let generation = app
-            .pointer("/metadata/generation")
-            .and_then(Value::as_i64)
-            .unwrap_or(0);
+        let generation = spec_identity(app);
         let refresh_asked =
             plumb_core::value::annotation(app, crate::run::REFRESH_ANNOTATION).is_some();
         if self.generations.insert(key.clone(), generation) != Some(generation) || refresh_asked {
@@ -590,9 +622,7 @@ impl Schedule {
 
     /// A change the watches report.
     pub fn on_change(&mut self, change: &Change, now: Instant) {
-        if change.key.group == plumb_cluster::APPLICATION_GROUP
-            && change.key.kind == plumb_cluster::APPLICATION_KIND
-        {
+        if is_application(&change.key, self.app_group) {
             let key = (change.key.namespace.clone(), change.key.name.clone());
             if change.kind == ChangeKind::Deleted {
                 self.generations.remove(&key);
@@ -604,11 +634,16 @@ impl Schedule {
             } else {
                 self.know_app(&change.object, now);
             }
-            return;
         }
+        // A tracked object's app is refreshed: an app-of-apps' children are Applications too
+        // (their health is the parent's), but an app that tracks itself is not refreshed by
+        // its own status writes.
         let Some(app) = tracking_app(&change.object) else {
             return;
         };
+        if is_application(&change.key, self.app_group) && app == change.key.name {
+            return;
+        }
         let keys: Vec<AppKey> = self
             .by_name
             .get(app)
@@ -816,9 +851,11 @@ mod tests {
         assert_eq!(tracking_app(&json!({"metadata": {}})), None);
     }
 
+    /// An Application at `generation`: its spec changes with it.
     fn app(ns: &str, name: &str, generation: i64) -> Value {
         json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "Application",
-            "metadata": {"namespace": ns, "name": name, "generation": generation}})
+            "metadata": {"namespace": ns, "name": name, "generation": generation},
+            "spec": {"project": format!("p{generation}")}})
     }
 
     fn change(obj: Value, kind: ChangeKind) -> Change {
@@ -831,6 +868,48 @@ mod tests {
 
     fn key(ns: &str, name: &str) -> AppKey {
         (ns.to_string(), name.to_string())
+    }
+
+    #[test]
+    fn an_app_of_apps_is_refreshed_by_its_children_and_not_by_itself() {
+        let opts = ControllerOptions {
+            debounce: Duration::from_secs(1),
+            app_namespace: Some("argocd".into()),
+            ..ControllerOptions::default()
+        };
+        let mut s = Schedule::new(&opts).serving(plumb_core::ARGO_GROUP);
+        let t0 = Instant::now();
+        let argo = |name: &str, tracked_by: &str, project: &str| {
+            json!({"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+                "metadata": {"namespace": "argocd", "name": name,
+                    "labels": {"app.kubernetes.io/instance": tracked_by}},
+                "spec": {"project": project}})
+        };
+        for app in [argo("parent", "parent", "p"), argo("child", "parent", "p")] {
+            s.know_app(&app, t0);
+        }
+        assert_eq!(s.ready(t0).len(), 2, "both new");
+        for k in [key("argocd", "parent"), key("argocd", "child")] {
+            s.start(&k);
+            s.finished(k, t0, None, Duration::from_secs(3600));
+        }
+        // A status write of the child (same spec): the parent, which tracks it, refreshes.
+        let mut child = argo("child", "parent", "p");
+        child["status"] = json!({"health": {"status": "Healthy"}});
+        s.on_change(&change(child, ChangeKind::Modified), t0);
+        let t1 = t0 + Duration::from_secs(1);
+        assert_eq!(s.ready(t1), [(key("argocd", "parent"), Trigger::Watch)]);
+        // The parent's own status write (it tracks itself) queues nothing.
+        s.start(&key("argocd", "parent"));
+        s.finished(key("argocd", "parent"), t1, None, Duration::from_secs(3600));
+        let mut parent = argo("parent", "parent", "p");
+        parent["status"] = json!({"sync": {"status": "Synced"}});
+        s.on_change(&change(parent, ChangeKind::Modified), t1);
+        assert!(s.ready(t1 + Duration::from_secs(5)).is_empty());
+        // A plumb.dev Application is not an app of this controller's group.
+        let plumb_app = app("argocd", "parent", 7);
+        s.on_change(&change(plumb_app, ChangeKind::Modified), t1);
+        assert!(s.ready(t1 + Duration::from_secs(5)).is_empty());
     }
 
     #[test]

@@ -339,3 +339,51 @@ async fn install_manifest_passes_a_server_side_dry_run() {
         Err(e) => panic!("kubectl: {e}"),
     }
 }
+
+/// `deploy/argocd/` (plumb serving Argo CD's `argoproj.io` Applications): no plumb CRD, the
+/// controller with `--api-group=argoproj.io`, rights on Argo CD's group and the Secrets of
+/// `argocd`; accepted by a server-side dry run of `kubectl apply -k`, as the book says to
+/// install it (docs/src/operations/argocd-mode.md).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn argocd_mode_manifest_passes_a_server_side_dry_run() {
+    let objects = deploy_objects("argocd/install.yaml");
+    let kinds: Vec<&str> = objects.iter().filter_map(|o| o["kind"].as_str()).collect();
+    assert!(!kinds.contains(&"CustomResourceDefinition"), "{kinds:?}");
+    let controller = objects
+        .iter()
+        .find(|o| o["kind"] == "Deployment")
+        .expect("the controller");
+    let args = &controller["spec"]["template"]["spec"]["containers"][0]["args"];
+    assert!(
+        args.as_array()
+            .is_some_and(|a| a.iter().any(|x| x == "--api-group=argoproj.io")),
+        "{args}"
+    );
+    assert!(objects.iter().any(|o| o["kind"] == "ClusterRole"
+        && o["rules"].as_array().is_some_and(|r| r.iter().any(|rule| {
+            rule["apiGroups"][0] == "argoproj.io" && rule["resources"][1] == "applications/status"
+        }))));
+    let Some(cluster) = testbed("argocd_mode_manifest_dry_run").await else {
+        return;
+    };
+    let ns = ["plumb-system", "argocd"]
+        .map(|n| json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}}));
+    apply(&cluster, ns.to_vec()).await;
+    let kubeconfig = std::env::var("KUBECONFIG").expect("KUBECONFIG");
+    match std::process::Command::new("kubectl")
+        .args(["apply", "--server-side", "--dry-run=server", "-k"])
+        .arg(common::deploy_dir().join("argocd"))
+        .env("KUBECONFIG", kubeconfig)
+        .output()
+    {
+        Ok(out) => assert!(
+            out.status.success(),
+            "kubectl apply -k deploy/argocd --dry-run=server: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ),
+        Err(e) if std::env::var("REQUIRE_KUBECTL").as_deref() != Ok("1") => {
+            eprintln!("SKIP kubectl dry run: {e}")
+        }
+        Err(e) => panic!("kubectl: {e}"),
+    }
+}

@@ -988,20 +988,17 @@ pub struct SyncOperationResult {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ResourceResult {
+    // group, version, kind, namespace and name are always written, empty or not, as Argo CD
+    // writes them: its CRD requires all five.
     /// The API group (empty: core).
-    #[serde(skip_serializing_if = "String::is_empty")]
     pub group: String,
     /// The API version (`v1`).
-    #[serde(skip_serializing_if = "String::is_empty")]
     pub version: String,
     /// The kind.
-    #[serde(skip_serializing_if = "String::is_empty")]
     pub kind: String,
     /// The namespace (empty: cluster-scoped).
-    #[serde(skip_serializing_if = "String::is_empty")]
     pub namespace: String,
     /// The name.
-    #[serde(skip_serializing_if = "String::is_empty")]
     pub name: String,
     /// `Synced`, `SyncFailed`, `Pruned`, `PruneSkipped`.
     #[serde(skip_serializing_if = "String::is_empty")]

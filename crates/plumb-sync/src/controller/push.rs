@@ -22,6 +22,8 @@ pub struct PushRefresher {
     cache: LiveCache,
     scope: AppScope,
     app_namespace: Option<String>,
+    /// The API group of the Applications served.
+    app_group: &'static str,
     repos: Arc<RepoCache>,
     queue: mpsc::UnboundedSender<Vec<AppKey>>,
 }
@@ -31,6 +33,7 @@ impl PushRefresher {
         cache: LiveCache,
         scope: AppScope,
         app_namespace: Option<String>,
+        app_group: &'static str,
         repos: Arc<RepoCache>,
         queue: mpsc::UnboundedSender<Vec<AppKey>>,
     ) -> PushRefresher {
@@ -38,6 +41,7 @@ impl PushRefresher {
             cache,
             scope,
             app_namespace,
+            app_group,
             repos,
             queue,
         }
@@ -46,9 +50,10 @@ impl PushRefresher {
     /// The served Applications `push` concerns (sorted), after queueing them for a refresh
     /// now and expiring the mirrors of the pushed repository.
     pub fn refresh(&self, push: &Push) -> Vec<AppKey> {
-        let apps: Vec<Arc<Value>> = self
-            .cache
-            .list(&application_kind(), self.app_namespace.as_deref());
+        let apps: Vec<Arc<Value>> = self.cache.list(
+            &application_kind(self.app_group),
+            self.app_namespace.as_deref(),
+        );
         let mut keys: Vec<AppKey> = apps
             .iter()
             .filter(|app| refreshes(app, push))

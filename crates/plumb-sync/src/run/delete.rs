@@ -123,7 +123,7 @@ async fn delete_resources(
         // As Argo CD's `shouldBeDeleted`: never a CRD (its deletion takes every custom
         // resource of the kind with it), never the Application itself, never what Helm keeps.
         let never = (key.group == "apiextensions.k8s.io" && key.kind == "CustomResourceDefinition")
-            || (key.group == plumb_cluster::APPLICATION_GROUP
+            || (key.group == cluster.app_group()
                 && key.kind == plumb_cluster::APPLICATION_KIND
                 && key.namespace == app_namespace(app)
                 && key.name == app_name(app))

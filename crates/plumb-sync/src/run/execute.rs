@@ -362,9 +362,11 @@ impl ResourceResult {
         }
     }
 
-    fn to_model(&self) -> model::ResourceResult {
+    /// The model's entry; `version` is the resource's API version where the operation knows it.
+    fn to_model(&self, version: &str) -> model::ResourceResult {
         model::ResourceResult {
             group: self.key.group.clone(),
+            version: version.to_string(),
             kind: self.key.kind.clone(),
             namespace: self.key.namespace.clone(),
             name: self.key.name.clone(),
@@ -1077,7 +1079,20 @@ pub(super) fn operation_state(
     result.source = Some(obs.source.clone());
     result.revisions = obs.revisions.clone();
     result.sources = obs.sources.clone();
-    result.resources = results.iter().map(ResourceResult::to_model).collect();
+    // The version each object was applied with, or (a prune) read with.
+    let version = |key: &ResourceKey| {
+        obs.targets
+            .get(key)
+            .or_else(|| obs.live.get(key))
+            .and_then(|o| o.get("apiVersion"))
+            .and_then(Value::as_str)
+            .map(|v| v.rsplit('/').next().unwrap_or(v).to_string())
+            .unwrap_or_default()
+    };
+    result.resources = results
+        .iter()
+        .map(|r| r.to_model(&version(&r.key)))
+        .collect();
     state
 }
 

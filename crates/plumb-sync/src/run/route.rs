@@ -288,6 +288,10 @@ impl ClusterApi for Routed<'_> {
         self.dest.api_resources()
     }
 
+    fn app_group(&self) -> &'static str {
+        self.home.app_group()
+    }
+
     fn resource_for<'a>(
         &'a self,
         group: &'a str,

@@ -75,7 +75,8 @@ async fn read_project(
     control: &str,
     name: &str,
 ) -> Result<Result<AppProject, String>, ClusterError> {
-    let gk = plumb_core::GroupKind::new("plumb.dev", "AppProject");
+    // The AppProjects of the group served (plumb's, or Argo CD's own).
+    let gk = plumb_core::GroupKind::new(home.app_group(), "AppProject");
     let read = match cache.filter(|c| c.kinds().contains(&gk)) {
         // The controller's watch cache: no request.
         Some(cache) => Ok(cache
@@ -87,7 +88,7 @@ async fn read_project(
             })
             .map(|o| (*o).clone())),
         None => {
-            home.get_object("plumb.dev", "AppProject", control, name)
+            home.get_object(home.app_group(), "AppProject", control, name)
                 .await
         }
     };
