@@ -24,6 +24,7 @@ spec:
     command: [sh, -c]
     args:
       - |
+        if [ -f BROKEN ]; then echo "broken on purpose: $(cat BROKEN)" >&2; exit 1; fi
         cat <<EOF
         apiVersion: v1
         kind: ConfigMap
@@ -121,4 +122,39 @@ async fn the_controller_renders_a_plugin_source_and_syncs_it() {
     );
     let a = app(&cluster, ns, name).await;
     assert_eq!(a["status"]["sync"]["status"], "Synced", "{}", a["status"]);
+
+    // The plugin breaks (exit 1) at the next commit: a ComparisonError naming it and its
+    // stderr, and nothing pruned (automated prune is on).
+    std::fs::write(bed.repo().join("BROKEN"), "see the runbook\n").expect("write");
+    for args in [&["add", "-A"][..], &["commit", "-q", "-m", "break"]] {
+        common::git(&bed.dir.join("repo"), args);
+    }
+    cluster
+        .patch_application(
+            ns,
+            name,
+            &json!({"metadata": {"annotations": {"argocd.argoproj.io/refresh": "normal"}}}),
+        )
+        .await
+        .expect("refresh asked");
+    let message = wait_until("a ComparisonError for the broken plugin", || async {
+        let a = app(&cluster, ns, name).await;
+        a["status"]["conditions"]
+            .as_array()?
+            .iter()
+            .find(|c| c["type"] == "ComparisonError")
+            .and_then(|c| c["message"].as_str().map(str::to_string))
+    })
+    .await;
+    assert!(message.starts_with("Failed to load target state: "), "{message}");
+    assert!(message.contains("env-v1"), "names the plugin: {message}");
+    assert!(message.contains("broken on purpose: see the runbook"), "{message}");
+    assert!(
+        cluster
+            .get_object("", "ConfigMap", &bed.dest, "from-plugin")
+            .await
+            .expect("get")
+            .is_some(),
+        "the app's resources are untouched"
+    );
 }
