@@ -146,9 +146,15 @@ async fn the_controller_renders_a_plugin_source_and_syncs_it() {
             .and_then(|c| c["message"].as_str().map(str::to_string))
     })
     .await;
-    assert!(message.starts_with("Failed to load target state: "), "{message}");
+    assert!(
+        message.starts_with("Failed to load target state: "),
+        "{message}"
+    );
     assert!(message.contains("env-v1"), "names the plugin: {message}");
-    assert!(message.contains("broken on purpose: see the runbook"), "{message}");
+    assert!(
+        message.contains("broken on purpose: see the runbook"),
+        "{message}"
+    );
     assert!(
         cluster
             .get_object("", "ConfigMap", &bed.dest, "from-plugin")

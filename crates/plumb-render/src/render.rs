@@ -1351,7 +1351,7 @@ mod tests {
     }
 
     /// What makes plumb hand a kustomization to the binary (as in the test above).
-    const FALLBACK: &str = "vars: []\nconfigurations:\n- cfg.yaml\n";
+    const FALLBACK: &str = "buildMetadata: [managedByLabel]\n";
 
     fn leaks(objects: &[Value]) -> bool {
         objects.iter().any(|o| {
@@ -1435,6 +1435,8 @@ mod tests {
             "app/kustomization.yaml",
             &format!("resources:\n- ../a/b/link\n{FALLBACK}"),
         );
+        let expected = kubectl_kustomize(&repo.path().join("app"));
+        assert_eq!(expected[0]["metadata"]["name"], "other");
         let out = render(&fs, "app", &AppSource::default(), &opts).expect("binary");
         let got: Vec<Value> = out.objects.into_iter().map(|o| o.object).collect();
         assert_eq!(got, expected);

@@ -388,10 +388,11 @@ pub fn common_annotations() -> &'static [FieldSpec] {
 
 /// One entry of kustomize's name reference table: fields of `referrer` kinds holding
 /// the name of a `target` kind.
+#[derive(Clone, Debug)]
 pub struct NameRef {
-    pub group: &'static str,
-    pub version: &'static str,
-    pub kind: &'static str,
+    pub group: String,
+    pub version: String,
+    pub kind: String,
     pub referrers: Vec<FieldSpec>,
 }
 
@@ -424,9 +425,9 @@ pub fn name_refs() -> &'static [NameRef] {
     static T: OnceLock<Vec<NameRef>> = OnceLock::new();
     T.get_or_init(|| {
         let hpa = |kind: &'static str| NameRef {
-            group: "",
-            version: "",
-            kind,
+            group: String::new(),
+            version: String::new(),
+            kind: kind.into(),
             referrers: vec![FieldSpec::new(
                 "",
                 "",
@@ -550,21 +551,21 @@ pub fn name_refs() -> &'static [NameRef] {
             hpa("ReplicaSet"),
             hpa("StatefulSet"),
             NameRef {
-                group: "",
-                version: "v1",
-                kind: "ConfigMap",
+                group: "".into(),
+                version: "v1".into(),
+                kind: "ConfigMap".into(),
                 referrers: cm,
             },
             NameRef {
-                group: "",
-                version: "v1",
-                kind: "Secret",
+                group: "".into(),
+                version: "v1".into(),
+                kind: "Secret".into(),
                 referrers: secret,
             },
             NameRef {
-                group: "",
-                version: "v1",
-                kind: "Service",
+                group: "".into(),
+                version: "v1".into(),
+                kind: "Service".into(),
                 referrers: specs(&[
                     ("StatefulSet", "spec/serviceName", "apps"),
                     ("Ingress", "spec/rules/http/paths/backend/serviceName", ""),
@@ -585,15 +586,15 @@ pub fn name_refs() -> &'static [NameRef] {
                 ]),
             },
             NameRef {
-                group: "rbac.authorization.k8s.io",
-                version: "",
-                kind: "Role",
+                group: "rbac.authorization.k8s.io".into(),
+                version: "".into(),
+                kind: "Role".into(),
                 referrers: specs(&[("RoleBinding", "roleRef/name", "rbac.authorization.k8s.io")]),
             },
             NameRef {
-                group: "rbac.authorization.k8s.io",
-                version: "",
-                kind: "ClusterRole",
+                group: "rbac.authorization.k8s.io".into(),
+                version: "".into(),
+                kind: "ClusterRole".into(),
                 referrers: specs(&[
                     ("RoleBinding", "roleRef/name", "rbac.authorization.k8s.io"),
                     (
@@ -604,30 +605,30 @@ pub fn name_refs() -> &'static [NameRef] {
                 ]),
             },
             NameRef {
-                group: "",
-                version: "v1",
-                kind: "ServiceAccount",
+                group: "".into(),
+                version: "v1".into(),
+                kind: "ServiceAccount".into(),
                 referrers: sa,
             },
             NameRef {
-                group: "",
-                version: "v1",
-                kind: "PersistentVolumeClaim",
+                group: "".into(),
+                version: "v1".into(),
+                kind: "PersistentVolumeClaim".into(),
                 referrers: pvc,
             },
             NameRef {
-                group: "",
-                version: "v1",
-                kind: "PersistentVolume",
+                group: "".into(),
+                version: "v1".into(),
+                kind: "PersistentVolume".into(),
                 referrers: specs(&[
                     ("PersistentVolumeClaim", "spec/volumeName", ""),
                     ("ClusterRole", "rules/resourceNames", ""),
                 ]),
             },
             NameRef {
-                group: "storage.k8s.io",
-                version: "v1",
-                kind: "StorageClass",
+                group: "storage.k8s.io".into(),
+                version: "v1".into(),
+                kind: "StorageClass".into(),
                 referrers: specs(&[
                     ("PersistentVolume", "spec/storageClassName", ""),
                     ("PersistentVolumeClaim", "spec/storageClassName", ""),
@@ -639,21 +640,21 @@ pub fn name_refs() -> &'static [NameRef] {
                 ]),
             },
             NameRef {
-                group: "scheduling.k8s.io",
-                version: "v1",
-                kind: "PriorityClass",
+                group: "scheduling.k8s.io".into(),
+                version: "v1".into(),
+                kind: "PriorityClass".into(),
                 referrers: workload_paths("priorityClassName"),
             },
             NameRef {
-                group: "networking.k8s.io/v1",
-                version: "v1",
-                kind: "IngressClass",
+                group: "networking.k8s.io/v1".into(),
+                version: "v1".into(),
+                kind: "IngressClass".into(),
                 referrers: specs(&[("Ingress", "spec/ingressClassName", "")]),
             },
             NameRef {
-                group: "admissionregistration.k8s.io",
-                version: "",
-                kind: "ValidatingAdmissionPolicy",
+                group: "admissionregistration.k8s.io".into(),
+                version: "".into(),
+                kind: "ValidatingAdmissionPolicy".into(),
                 referrers: specs(&[(
                     "ValidatingAdmissionPolicyBinding",
                     "spec/policyName",

@@ -18,7 +18,6 @@ pub const UNSUPPORTED: &[&str] = &[
     "helmGlobals",
     "helmChartInflationGenerator",
     "helmChartRepos",
-    "configurations",
     "openapi",
     "crds",
     "transformers",
@@ -52,6 +51,7 @@ pub const SUPPORTED: &[&str] = &[
     "generatorOptions",
     "sortOptions",
     "imageTags",
+    "configurations",
 ];
 
 /// The field of kustomize's Kustomization type a key of a kustomization file sets: Go's

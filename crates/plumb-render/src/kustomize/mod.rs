@@ -50,6 +50,7 @@
 //! copies no key. Benchmarks: `examples/kustomize_bench.rs` (against `kubectl kustomize`) and
 //! `bench/render-scale.sh`.
 
+mod config;
 mod fieldspec;
 mod generators;
 mod json6902;
@@ -399,7 +400,7 @@ pub fn build(fs: &dyn SourceFs, dir: &str) -> Result<Vec<Rendered>, KustomizeErr
     let kust = ctx.load_kustomization(dir, None)?;
     let mut ra = Vec::new();
     ctx.stack.push(dir.to_string());
-    ctx.accumulate(&kust, &mut ra)?;
+    let config = ctx.accumulate(&kust, &mut ra)?;
     // Top level only, as kustomize does: hash suffixes, then name references.
     for r in ra.iter_mut() {
         if r.needs_hash {
@@ -414,7 +415,7 @@ pub fn build(fs: &dyn SourceFs, dir: &str) -> Result<Vec<Rendered>, KustomizeErr
             r.set_name(name, org);
         }
     }
-    namerefs::fix(&mut ra).map_err(|m| load_error(&kust.path, None, m))?;
+    namerefs::fix(&mut ra, &config.name_refs()).map_err(|m| load_error(&kust.path, None, m))?;
     ra.retain(|r| {
         r.node.path_str(&[
             "metadata",
@@ -878,7 +879,14 @@ impl Ctx<'_> {
 
     /// Accumulates a kustomization's resources, components and generated objects into
     /// `ra`, then runs its transformers over `ra`.
-    fn accumulate(&mut self, k: &Kust, ra: &mut Vec<Res>) -> Result<(), KustomizeError> {
+    /// Returns the transformer config of the build so far (`configurations` of `k` and of
+    /// everything it includes, [`config`]).
+    fn accumulate(
+        &mut self,
+        k: &Kust,
+        ra: &mut Vec<Res>,
+    ) -> Result<config::Config, KustomizeError> {
+        let mut config = config::Config::default();
         let mut entries = k.strings("resources").map_err(|m| self.kerr(k, None, m))?;
         entries.extend(k.strings("bases").map_err(|m| self.kerr(k, None, m))?);
         let mut seen = None;
@@ -907,7 +915,7 @@ impl Ctx<'_> {
                     }
                     let mut sub_ra = Vec::new();
                     self.enter(k, &p, e.org)?;
-                    self.accumulate(&sub, &mut sub_ra)?;
+                    config.merge(&self.accumulate(&sub, &mut sub_ra)?);
                     self.stack.pop();
                     append(self, k, ra, &mut seen, sub_ra, Some(e.org))?;
                 }
@@ -955,7 +963,7 @@ impl Ctx<'_> {
                 ));
             }
             self.enter(k, &p, c.org)?;
-            self.accumulate(&comp, ra)?;
+            config.merge(&self.accumulate(&comp, ra)?);
             self.stack.pop();
         }
         // Generators.
@@ -966,7 +974,9 @@ impl Ctx<'_> {
                 absorb(self, k, ra, g)?;
             }
         }
-        transformers::run(self, k, ra)
+        config.merge(&config::read(self, k)?);
+        transformers::run(self, k, ra, &config)?;
+        Ok(config)
     }
 
     /// Pushes a kustomization directory on the stack, refusing cycles.

@@ -3,7 +3,7 @@
 //! transformer does it — candidates are matched by *previous* names, narrowed by kind,
 //! roleRef, namespace and finally by prefix/suffix history (loosely, then strictly).
 
-use super::fieldspec::{Leaf, name_refs, walk};
+use super::fieldspec::{Leaf, walk};
 use super::resource::{IdRef, Res, ResId};
 use super::tree::{Node, Org};
 use std::collections::HashMap;
@@ -61,7 +61,7 @@ struct Referrer<'a> {
     role_ref: Option<(String, String)>,
 }
 
-pub fn fix(ra: &mut [Res]) -> Result<(), String> {
+pub fn fix(ra: &mut [Res], table: &[super::fieldspec::NameRef]) -> Result<(), String> {
     // kustomize reads every RoleBinding's ServiceAccount subjects (for the namespaces its
     // references may reach) whether or not anything was renamed, and refuses one whose
     // `namespace` is there but not a string (`namespace:` left empty is null).
@@ -95,7 +95,7 @@ pub fn fix(ra: &mut [Res]) -> Result<(), String> {
             suffixes: std::mem::take(&mut r.suffixes),
         })
         .collect();
-    let result = repair(ra, &cands);
+    let result = repair(ra, &cands, table);
     for (r, c) in ra.iter_mut().zip(cands) {
         r.prev = c.prev;
         r.prefixes = c.prefixes;
@@ -108,7 +108,11 @@ pub fn fix(ra: &mut [Res]) -> Result<(), String> {
 type Gvk<'a> = (&'a str, &'a str, &'a str);
 
 /// Repairs the name references of every resource; `cands[i]` describes `ra[i]`.
-fn repair(ra: &mut [Res], cands: &[Cand]) -> Result<(), String> {
+fn repair(
+    ra: &mut [Res],
+    cands: &[Cand],
+    table: &[super::fieldspec::NameRef],
+) -> Result<(), String> {
     let mut by_prev_name: HashMap<&str, Vec<usize>> = HashMap::new();
     for (i, c) in cands.iter().enumerate() {
         for p in &c.prev {
@@ -135,7 +139,6 @@ fn repair(ra: &mut [Res], cands: &[Cand]) -> Result<(), String> {
     // The (name reference, referrer field spec) pairs that select a group/version/kind,
     // in table order: worked out once per kind, not once per object.
     let mut specs_by_gvk: HashMap<Gvk, Vec<(usize, usize)>> = HashMap::new();
-    let table = name_refs();
     for (r, c) in ra.iter_mut().zip(cands) {
         let id = &c.cur;
         let subset = Subset {
@@ -178,7 +181,7 @@ fn repair(ra: &mut [Res], cands: &[Cand]) -> Result<(), String> {
         for &(n, f) in specs.iter() {
             let nr = &table[n];
             let fs = &nr.referrers[f];
-            let target = (nr.group, nr.version, nr.kind);
+            let target = (nr.group.as_str(), nr.version.as_str(), nr.kind.as_str());
             let is_role_ref = fs.path.ends_with("roleRef/name");
             walk(&mut r.node, fs.segments(), false, Leaf::Scalar, &mut |n| {
                 set(

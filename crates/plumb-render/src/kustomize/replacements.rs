@@ -44,6 +44,8 @@ fn split_path(p: &str) -> Vec<String> {
         }
     }
     out.push(cur);
+    // kyaml skips empty elements: `.metadata.namespace` is `metadata.namespace`.
+    out.retain(|s| !s.is_empty());
     out
 }
 

@@ -1,6 +1,7 @@
 //! The builtin transformers, run in kustomize's fixed order over a kustomization's
 //! accumulated resources.
 
+use super::config::Config;
 use super::fieldspec::{self, FieldSpec, Leaf, walk};
 use super::kustfile::{Kust, Spanned, entry_bool, entry_str, known_fields, string_map_of};
 use super::resource::{Res, cluster_scoped};
@@ -14,13 +15,19 @@ fn kerr(k: &Kust, org: Option<Org>, m: impl Into<String>) -> KustomizeError {
 }
 
 /// Runs a kustomization's transformers over `ra`.
-pub fn run(ctx: &mut Ctx, k: &Kust, ra: &mut Vec<Res>) -> Result<(), KustomizeError> {
+/// `config`: the build's transformer configs (`configurations`), added to the builtin specs.
+pub fn run(
+    ctx: &mut Ctx,
+    k: &Kust,
+    ra: &mut Vec<Res>,
+    config: &Config,
+) -> Result<(), KustomizeError> {
     patches::patches_strategic_merge(ctx, k, ra)?;
     patches::patches(ctx, k, ra)?;
-    namespace(k, ra)?;
+    namespace(k, ra, config)?;
     prefix_suffix(k, ra)?;
-    labels(k, ra)?;
-    annotations(k, ra)?;
+    labels(k, ra, config)?;
+    annotations(k, ra, config)?;
     patches::patches_json6902(ctx, k, ra)?;
     replicas(k, ra)?;
     images(k, ra)?;
@@ -29,14 +36,14 @@ pub fn run(ctx: &mut Ctx, k: &Kust, ra: &mut Vec<Res>) -> Result<(), KustomizeEr
 
 /// `namespace`: metadata.namespace of namespaced kinds, the name of Namespace objects,
 /// RoleBinding subjects named `default`, and a few service references.
-fn namespace(k: &Kust, ra: &mut [Res]) -> Result<(), KustomizeError> {
+fn namespace(k: &Kust, ra: &mut [Res], config: &Config) -> Result<(), KustomizeError> {
     let Some(ns) = k.string("namespace").map_err(|m| kerr(k, None, m))? else {
         return Ok(());
     };
     if ns.value.is_empty() {
         return Ok(());
     }
-    let specs = [
+    let mut specs = vec![
         FieldSpec::new("", "", "Namespace", "metadata/name", true),
         FieldSpec::new(
             "apiregistration.k8s.io",
@@ -53,6 +60,13 @@ fn namespace(k: &Kust, ra: &mut [Res]) -> Result<(), KustomizeError> {
             false,
         ),
     ];
+    for f in &config.namespace {
+        if !specs.iter().any(|g| {
+            (&g.group, &g.version, &g.kind, &g.path) == (&f.group, &f.version, &f.kind, &f.path)
+        }) {
+            specs.push(f.clone());
+        }
+    }
     let value = Node::str(ns.value.clone(), ns.org);
     for r in ra.iter_mut() {
         if r.is_empty() {
@@ -231,10 +245,16 @@ fn read_specs(k: &Kust, n: Option<&Node>) -> Result<Vec<FieldSpec>, String> {
 }
 
 /// `commonLabels`, then each `labels` entry.
-fn labels(k: &Kust, ra: &mut [Res]) -> Result<(), KustomizeError> {
+fn labels(k: &Kust, ra: &mut [Res], config: &Config) -> Result<(), KustomizeError> {
+    let with_config = |builtin: &[FieldSpec], extra: &[FieldSpec]| {
+        let mut v = builtin.to_vec();
+        v.extend(extra.iter().cloned());
+        v
+    };
+    let common_specs = with_config(fieldspec::common_labels(), &config.common_labels);
     let common = k.string_map("commonLabels").map_err(|m| kerr(k, None, m))?;
     if !common.is_empty() {
-        let mut specs = SpecsByKind::new(fieldspec::common_labels());
+        let mut specs = SpecsByKind::new(&common_specs);
         for r in ra.iter_mut() {
             set_pairs(k, r, &mut specs, &common)?;
         }
@@ -248,7 +268,7 @@ fn labels(k: &Kust, ra: &mut [Res]) -> Result<(), KustomizeError> {
         let pairs = string_map_of(k, e.get("pairs"), "pairs").map_err(|m| kerr(k, None, m))?;
         let mut specs = read_specs(k, e.get("fields")).map_err(|m| kerr(k, None, m))?;
         if entry_bool(e, "includeSelectors") {
-            specs.extend(fieldspec::common_labels().iter().cloned());
+            specs.extend(common_specs.iter().cloned());
         } else {
             specs.push(FieldSpec::new("", "", "", "metadata/labels", true));
             if entry_bool(e, "includeTemplates") {
@@ -267,14 +287,16 @@ fn labels(k: &Kust, ra: &mut [Res]) -> Result<(), KustomizeError> {
 }
 
 /// `commonAnnotations`.
-fn annotations(k: &Kust, ra: &mut [Res]) -> Result<(), KustomizeError> {
+fn annotations(k: &Kust, ra: &mut [Res], config: &Config) -> Result<(), KustomizeError> {
     let pairs = k
         .string_map("commonAnnotations")
         .map_err(|m| kerr(k, None, m))?;
     if pairs.is_empty() {
         return Ok(());
     }
-    let mut specs = SpecsByKind::new(fieldspec::common_annotations());
+    let mut all = fieldspec::common_annotations().to_vec();
+    all.extend(config.common_annotations.iter().cloned());
+    let mut specs = SpecsByKind::new(&all);
     for r in ra.iter_mut() {
         set_pairs(k, r, &mut specs, &pairs)?;
     }

@@ -1,0 +1,210 @@
+//! `configurations`: kustomize's transformer configs (`transformerconfigs`), files that add
+//! field specs to the builtin transformers. A kustomization's configs are merged with those of
+//! everything it includes (kustomize merges a sub-build's config into its accumulator), so a
+//! base's `nameReference` for a CRD field also applies in every overlay above it.
+//!
+//! Native: `nameReference` (more referrer fields of a referenced kind), `namespace`,
+//! `commonLabels`, `commonAnnotations`, and `varReference` (used only by `vars`, which still
+//! fall back to the kustomize binary). A config with one of kustomize's other sections
+//! (`namePrefix`, `images`, `replicas`, …) makes the build fall back, as an unsupported field
+//! does; a section kustomize does not know is an error naming it, as in kustomize.
+
+use super::fieldspec::{FieldSpec, NameRef};
+use super::kustfile::Kust;
+use super::{Ctx, KustomizeError};
+use serde_json::Value;
+
+/// The field specs a build adds to the builtin ones.
+#[derive(Clone, Debug, Default)]
+pub struct Config {
+    pub namespace: Vec<FieldSpec>,
+    pub common_labels: Vec<FieldSpec>,
+    pub common_annotations: Vec<FieldSpec>,
+    /// In kustomize's merge order: a kind already listed gains referrers.
+    pub name_reference: Vec<NameRef>,
+}
+
+/// Sections of kustomize's TransformerConfig not read natively: a config with one falls back
+/// to the kustomize binary. (A section kustomize does not know is an error, as in kustomize.)
+const NOT_NATIVE: &[&str] = &[
+    "namePrefix",
+    "nameSuffix",
+    "templateLabels",
+    "images",
+    "replicas",
+];
+
+/// The sections read natively.
+const NATIVE: &[&str] = &[
+    "nameReference",
+    "namespace",
+    "commonLabels",
+    "commonAnnotations",
+    "varReference",
+];
+
+fn same(a: &FieldSpec, b: &FieldSpec) -> bool {
+    (&a.group, &a.version, &a.kind, &a.path) == (&b.group, &b.version, &b.kind, &b.path)
+}
+
+fn merge_specs(into: &mut Vec<FieldSpec>, from: &[FieldSpec]) {
+    for f in from {
+        if !into.iter().any(|g| same(f, g)) {
+            into.push(f.clone());
+        }
+    }
+}
+
+impl Config {
+    /// Adds `other`'s specs that are not already here.
+    pub fn merge(&mut self, other: &Config) {
+        merge_specs(&mut self.namespace, &other.namespace);
+        merge_specs(&mut self.common_labels, &other.common_labels);
+        merge_specs(&mut self.common_annotations, &other.common_annotations);
+        merge_name_refs(&mut self.name_reference, &other.name_reference);
+    }
+
+    /// The builtin name reference table with this config's entries merged in.
+    pub fn name_refs(&self) -> std::borrow::Cow<'static, [NameRef]> {
+        let builtin = super::fieldspec::name_refs();
+        if self.name_reference.is_empty() {
+            return std::borrow::Cow::Borrowed(builtin);
+        }
+        let mut table = builtin.to_vec();
+        merge_name_refs(&mut table, &self.name_reference);
+        std::borrow::Cow::Owned(table)
+    }
+}
+
+fn merge_name_refs(into: &mut Vec<NameRef>, from: &[NameRef]) {
+    for nr in from {
+        match into
+            .iter_mut()
+            .find(|t| (&t.group, &t.version, &t.kind) == (&nr.group, &nr.version, &nr.kind))
+        {
+            Some(t) => merge_specs(&mut t.referrers, &nr.referrers),
+            None => into.push(nr.clone()),
+        }
+    }
+}
+
+/// The configs `k`'s `configurations` lists, read.
+pub fn read(ctx: &Ctx, k: &Kust) -> Result<Config, KustomizeError> {
+    let mut config = Config::default();
+    for entry in k
+        .strings("configurations")
+        .map_err(|m| ctx.kerr(k, None, m))?
+    {
+        let path = ctx.file_under(k, &entry.value, entry.org)?;
+        let text = ctx.read_text(&path)?;
+        let fail = |m: String| ctx.kerr(k, Some(entry.org), format!("{path}: {m}"));
+        let doc: Value = serde_saphyr::from_str(&text).map_err(|e| {
+            fail(format!(
+                "not a transformer config: {}",
+                crate::yaml_reason(&e)
+            ))
+        })?;
+        let Some(sections) = doc.as_object() else {
+            if doc.is_null() {
+                continue;
+            }
+            return Err(fail("not a transformer config: expected a mapping".into()));
+        };
+        for (key, value) in sections {
+            // Go's JSON decoding, as kustomize reads the file: a field's name matches ignoring
+            // case; an unknown field is an error.
+            let Some(section) = NOT_NATIVE
+                .iter()
+                .chain(NATIVE)
+                .find(|f| f.eq_ignore_ascii_case(key))
+                .map(|f| f.to_string())
+            else {
+                return Err(fail(format!(
+                    "not a transformer config: unknown field {key:?}"
+                )));
+            };
+            if NOT_NATIVE.contains(&section.as_str()) {
+                if value.is_null() || value.as_array().is_some_and(Vec::is_empty) {
+                    continue;
+                }
+                return Err(KustomizeError::Unsupported {
+                    file: path.clone(),
+                    field: format!("configurations: {section}"),
+                });
+            }
+            let list = match value {
+                Value::Null => continue,
+                Value::Array(items) => items,
+                _ => return Err(fail(format!("{section}: expected a list"))),
+            };
+            match section.as_str() {
+                "nameReference" => {
+                    for item in list {
+                        let target = spec(item).map_err(|m| fail(format!("{section}: {m}")))?;
+                        let referrers = match item.get("fieldSpecs") {
+                            None | Some(Value::Null) => Vec::new(),
+                            Some(Value::Array(fs)) => fs
+                                .iter()
+                                .map(spec)
+                                .collect::<Result<_, _>>()
+                                .map_err(|m| fail(format!("{section}: fieldSpecs: {m}")))?,
+                            Some(_) => {
+                                return Err(fail(format!(
+                                    "{section}: fieldSpecs: expected a list"
+                                )));
+                            }
+                        };
+                        merge_name_refs(
+                            &mut config.name_reference,
+                            &[NameRef {
+                                group: target.group,
+                                version: target.version,
+                                kind: target.kind,
+                                referrers,
+                            }],
+                        );
+                    }
+                }
+                "varReference" => {}
+                _ => {
+                    let specs: Vec<FieldSpec> = list
+                        .iter()
+                        .map(spec)
+                        .collect::<Result<_, _>>()
+                        .map_err(|m| fail(format!("{section}: {m}")))?;
+                    let into = match section.as_str() {
+                        "namespace" => &mut config.namespace,
+                        "commonLabels" => &mut config.common_labels,
+                        _ => &mut config.common_annotations,
+                    };
+                    merge_specs(into, &specs);
+                }
+            }
+        }
+    }
+    Ok(config)
+}
+
+/// One field spec (or a name reference's target: its group, version and kind).
+fn spec(v: &Value) -> Result<FieldSpec, String> {
+    let m = v.as_object().ok_or("expected a mapping")?;
+    let s = |f: &str| -> Result<String, String> {
+        match m.get(f) {
+            None | Some(Value::Null) => Ok(String::new()),
+            Some(Value::String(s)) => Ok(s.clone()),
+            Some(other) => Err(format!("{f}: expected a string, got {other}")),
+        }
+    };
+    let create = match m.get("create") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(other) => return Err(format!("create: expected true or false, got {other}")),
+    };
+    Ok(FieldSpec::new(
+        &s("group")?,
+        &s("version")?,
+        &s("kind")?,
+        &s("path")?,
+        create,
+    ))
+}
