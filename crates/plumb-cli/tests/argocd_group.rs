@@ -318,17 +318,17 @@ async fn it_refuses_to_start_beside_argo_cds_application_controller() {
     };
     install_argocd_crds(&cluster).await;
     let control = namespace(&cluster, "argocd-busy", json!({})).await;
-    let labels = json!({"app.kubernetes.io/name": "argocd-application-controller"});
-    apply(
-        &cluster,
+    // Argo CD's application controller, as its install names it, at `replicas`.
+    let argocd_controller = |replicas: u32| {
+        let labels = json!({"app.kubernetes.io/name": "argocd-application-controller"});
         vec![json!({"apiVersion": "apps/v1", "kind": "StatefulSet",
         "metadata": {"name": "argocd-application-controller", "namespace": control},
-        "spec": {"replicas": 1, "serviceName": "argocd-application-controller",
+        "spec": {"replicas": replicas, "serviceName": "argocd-application-controller",
             "selector": {"matchLabels": labels},
             "template": {"metadata": {"labels": labels},
-                "spec": {"containers": [{"name": "c", "image": "registry.invalid/argocd:v3"}]}}}})],
-    )
-    .await;
+                "spec": {"containers": [{"name": "c", "image": "registry.invalid/argocd:v3"}]}}}})]
+    };
+    apply(&cluster, argocd_controller(1)).await;
     let dir = std::env::temp_dir().join(unique("plumb-argocd-refusal"));
     std::fs::create_dir_all(&dir).expect("mkdir");
     let log = dir.join("controller.log");
@@ -363,16 +363,7 @@ async fn it_refuses_to_start_beside_argo_cds_application_controller() {
         "{text}"
     );
     // Scaled to zero, plumb takes over.
-    apply(
-        &cluster,
-        vec![json!({"apiVersion": "apps/v1", "kind": "StatefulSet",
-        "metadata": {"name": "argocd-application-controller", "namespace": control},
-        "spec": {"replicas": 0, "serviceName": "argocd-application-controller",
-            "selector": {"matchLabels": labels},
-            "template": {"metadata": {"labels": labels},
-                "spec": {"containers": [{"name": "c", "image": "registry.invalid/argocd:v3"}]}}}})],
-    )
-    .await;
+    apply(&cluster, argocd_controller(0)).await;
     let st = run("argoproj.io");
     assert_eq!(
         st.code(),

@@ -26,7 +26,7 @@ mod fixture;
 #[path = "../../plumb-cluster/tests/support/mod.rs"]
 mod support;
 
-use fixture::{AppBed, Controller, app, op, plumb};
+use fixture::{AppBed, Controller, app, ask_refresh, op, plumb};
 use plumb_cluster::Cluster;
 use serde_json::{Value, json};
 use std::path::Path;
@@ -598,22 +598,6 @@ async fn a_sync_through_a_down_webhook_fails_naming_it_and_is_retried() {
         )
         .await;
     hook.stop().await;
-}
-
-/// Asks for a refresh of the Application `ns/name`, as `argocd app get --refresh` does (the
-/// annotation `argocd.argoproj.io/refresh`), retrying the write until the API answers.
-async fn ask_refresh(cluster: &Cluster, ns: &str, name: &str) {
-    wait_until("the refresh annotation written", || async {
-        cluster
-            .patch_application(
-                ns,
-                name,
-                &json!({"metadata": {"annotations": {"argocd.argoproj.io/refresh": "normal"}}}),
-            )
-            .await
-            .ok()
-    })
-    .await;
 }
 
 /// The controller's log lines about `app` (`ns/name`), parsed.

@@ -284,18 +284,7 @@ fn publish(helm: &Path, root: &Path, dir: &str, versions: &[&str]) {
         s("motd.txt", "welcome, shopper");
         s("templates/all.yaml", CHART_TPL);
         s("crds/widget.yaml", CRD);
-        let dest = root.join("srv").join(dir);
-        std::fs::create_dir_all(&dest).expect("srv dir");
-        run_helm(
-            helm,
-            root,
-            &[
-                "package",
-                &src.to_string_lossy(),
-                "-d",
-                &dest.to_string_lossy(),
-            ],
-        );
+        package(helm, root, &src, dir);
     }
     let dest = root.join("srv").join(dir);
     run_helm(helm, root, &["repo", "index", &dest.to_string_lossy()]);
@@ -752,6 +741,13 @@ fn publish_lib(helm: &Path, root: &Path, dir: &str, name: &str, version: &str) {
         "templates/cm.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-{{ .Chart.Name }}\ndata:\n  version: {{ .Chart.Version | quote }}\n  note: {{ .Values.note | quote }}\n",
     );
+    package(helm, root, &src, dir);
+    let dest = root.join("srv").join(dir);
+    run_helm(helm, root, &["repo", "index", &dest.to_string_lossy()]);
+}
+
+/// The chart at `src` packaged by helm into `srv/<dir>/`.
+fn package(helm: &Path, root: &Path, src: &Path, dir: &str) {
     let dest = root.join("srv").join(dir);
     std::fs::create_dir_all(&dest).expect("srv dir");
     run_helm(
@@ -764,7 +760,6 @@ fn publish_lib(helm: &Path, root: &Path, dir: &str, name: &str, version: &str) {
             &dest.to_string_lossy(),
         ],
     );
-    run_helm(helm, root, &["repo", "index", &dest.to_string_lossy()]);
 }
 
 /// `repo/apps/web`: a chart whose dependencies come from the public repository (aliased,

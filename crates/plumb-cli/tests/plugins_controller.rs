@@ -129,14 +129,7 @@ async fn the_controller_renders_a_plugin_source_and_syncs_it() {
     for args in [&["add", "-A"][..], &["commit", "-q", "-m", "break"]] {
         common::git(&bed.dir.join("repo"), args);
     }
-    cluster
-        .patch_application(
-            ns,
-            name,
-            &json!({"metadata": {"annotations": {"argocd.argoproj.io/refresh": "normal"}}}),
-        )
-        .await
-        .expect("refresh asked");
+    fixture::ask_refresh(&cluster, ns, name).await;
     let message = wait_until("a ComparisonError for the broken plugin", || async {
         let a = app(&cluster, ns, name).await;
         a["status"]["conditions"]

@@ -205,3 +205,19 @@ impl Drop for Controller {
         let _ = self.0.wait();
     }
 }
+
+/// Asks for a refresh of the Application `ns/name`, as `argocd app get --refresh` does (the
+/// annotation `argocd.argoproj.io/refresh`), retrying the write until the API answers.
+pub async fn ask_refresh(cluster: &Cluster, ns: &str, name: &str) {
+    wait_until("the refresh annotation written", || async {
+        cluster
+            .patch_application(
+                ns,
+                name,
+                &json!({"metadata": {"annotations": {"argocd.argoproj.io/refresh": "normal"}}}),
+            )
+            .await
+            .ok()
+    })
+    .await;
+}
