@@ -1200,7 +1200,8 @@ mod tests {
         assert!(!e.contains("not supported"), "{e}");
     }
 
-    /// A kustomization plumb renders with the kustomize binary (`vars`), over a base two
+    /// A kustomization plumb renders with the kustomize binary (`buildMetadata`; its `vars`
+    /// are native since), over a base two
     /// directories away, next to an unrelated directory holding a symlink that leaves the
     /// repository.
     fn fallback_tree(root: &Path) {
@@ -1208,7 +1209,7 @@ mod tests {
         write(
             root,
             "apps/web/kustomization.yaml",
-            "resources:\n- ../../base\nvars:\n- name: SVC\n  objref:\n    kind: Service\n    name: web\n    apiVersion: v1\n",
+            "resources:\n- ../../base\nbuildMetadata: [managedByLabel]\nvars:\n- name: SVC\n  objref:\n    kind: Service\n    name: web\n    apiVersion: v1\n",
         );
         write(
             root,

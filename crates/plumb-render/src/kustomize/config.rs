@@ -4,8 +4,7 @@
 //! base's `nameReference` for a CRD field also applies in every overlay above it.
 //!
 //! Native: `nameReference` (more referrer fields of a referenced kind), `namespace`,
-//! `commonLabels`, `commonAnnotations`, and `varReference` (used only by `vars`, which still
-//! fall back to the kustomize binary). A config with one of kustomize's other sections
+//! `commonLabels`, `commonAnnotations`, and `varReference` (where `vars` are replaced). A config with one of kustomize's other sections
 //! (`namePrefix`, `images`, `replicas`, …) makes the build fall back, as an unsupported field
 //! does; a section kustomize does not know is an error naming it, as in kustomize.
 
@@ -22,6 +21,8 @@ pub struct Config {
     pub common_annotations: Vec<FieldSpec>,
     /// In kustomize's merge order: a kind already listed gains referrers.
     pub name_reference: Vec<NameRef>,
+    /// Where `$(VAR)` is replaced, besides kustomize's builtin places.
+    pub var_reference: Vec<FieldSpec>,
 }
 
 /// Sections of kustomize's TransformerConfig not read natively: a config with one falls back
@@ -62,6 +63,14 @@ impl Config {
         merge_specs(&mut self.common_labels, &other.common_labels);
         merge_specs(&mut self.common_annotations, &other.common_annotations);
         merge_name_refs(&mut self.name_reference, &other.name_reference);
+        merge_specs(&mut self.var_reference, &other.var_reference);
+    }
+
+    /// kustomize's builtin `varReference` field specs with this config's.
+    pub fn var_references(&self) -> Vec<FieldSpec> {
+        let mut all = super::vars::builtin_references();
+        merge_specs(&mut all, &self.var_reference);
+        all
     }
 
     /// The builtin name reference table with this config's entries merged in.
@@ -165,7 +174,6 @@ pub fn read(ctx: &Ctx, k: &Kust) -> Result<Config, KustomizeError> {
                         );
                     }
                 }
-                "varReference" => {}
                 _ => {
                     let specs: Vec<FieldSpec> = list
                         .iter()
@@ -175,6 +183,7 @@ pub fn read(ctx: &Ctx, k: &Kust) -> Result<Config, KustomizeError> {
                     let into = match section.as_str() {
                         "namespace" => &mut config.namespace,
                         "commonLabels" => &mut config.common_labels,
+                        "varReference" => &mut config.var_reference,
                         _ => &mut config.common_annotations,
                     };
                     merge_specs(into, &specs);

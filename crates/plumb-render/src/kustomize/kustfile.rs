@@ -13,7 +13,6 @@ pub const FILE_NAMES: &[&str] = &["kustomization.yaml", "kustomization.yml", "Ku
 /// Fields kustomize accepts but the native renderer does not implement: their presence
 /// (non-empty) makes the build fall back to the kustomize binary.
 pub const UNSUPPORTED: &[&str] = &[
-    "vars",
     "helmCharts",
     "helmGlobals",
     "helmChartInflationGenerator",
@@ -52,6 +51,7 @@ pub const SUPPORTED: &[&str] = &[
     "sortOptions",
     "imageTags",
     "configurations",
+    "vars",
 ];
 
 /// The field of kustomize's Kustomization type a key of a kustomization file sets: Go's
@@ -156,8 +156,26 @@ const REPLACEMENT: Shape = Struct(&[
     ),
 ]);
 
+/// A `vars` entry: kustomize's `Var` (objref: its `Target`; fieldref: its `FieldSelector`).
+const VAR: Shape = Struct(&[
+    ("name", Leaf),
+    (
+        "objref",
+        Struct(&[
+            ("group", Leaf),
+            ("version", Leaf),
+            ("kind", Leaf),
+            ("apiVersion", Leaf),
+            ("name", Leaf),
+            ("namespace", Leaf),
+        ]),
+    ),
+    ("fieldref", Struct(&[("fieldPath", Leaf)])),
+]);
+
 /// The shapes of the implemented fields whose values are structs or lists of structs.
 fn shape_of(field: &str) -> &'static Shape {
+    const VARS: Shape = List(&VAR);
     const PATCHES: Shape = List(&PATCH);
     const IMAGES: Shape = List(&IMAGE);
     const CONFIG_MAPS: Shape = List(&CONFIG_MAP_ARGS);
@@ -191,6 +209,7 @@ fn shape_of(field: &str) -> &'static Shape {
         "labels" => &LABELS,
         "replicas" => &REPLICAS,
         "replacements" => &REPLACEMENTS,
+        "vars" => &VARS,
         "metadata" => &METADATA,
         "generatorOptions" => &GENERATOR_OPTIONS,
         "sortOptions" => &SORT_OPTIONS,

@@ -63,6 +63,7 @@ mod select;
 mod smp;
 mod transformers;
 mod tree;
+mod vars;
 
 use crate::LoadError;
 use crate::source::{EntryKind, SourceFs, join};
@@ -400,7 +401,7 @@ pub fn build(fs: &dyn SourceFs, dir: &str) -> Result<Vec<Rendered>, KustomizeErr
     let kust = ctx.load_kustomization(dir, None)?;
     let mut ra = Vec::new();
     ctx.stack.push(dir.to_string());
-    let config = ctx.accumulate(&kust, &mut ra)?;
+    let acc = ctx.accumulate(&kust, &mut ra)?;
     // Top level only, as kustomize does: hash suffixes, then name references.
     for r in ra.iter_mut() {
         if r.needs_hash {
@@ -415,7 +416,11 @@ pub fn build(fs: &dyn SourceFs, dir: &str) -> Result<Vec<Rendered>, KustomizeErr
             r.set_name(name, org);
         }
     }
-    namerefs::fix(&mut ra, &config.name_refs()).map_err(|m| load_error(&kust.path, None, m))?;
+    namerefs::fix(&mut ra, &acc.config.name_refs()).map_err(|m| load_error(&kust.path, None, m))?;
+    // With the names final, the vars.
+    vars::resolve(&mut ra, &acc.vars, &acc.config.var_references()).map_err(|(file, m)| {
+        load_error(if file.is_empty() { &kust.path } else { &file }, None, m)
+    })?;
     ra.retain(|r| {
         r.node.path_str(&[
             "metadata",
@@ -678,6 +683,21 @@ impl PartialOrd for LegacyKey {
     }
 }
 
+/// What a kustomization's build hands up to the one including it, besides its objects.
+#[derive(Default)]
+struct Accumulated {
+    config: config::Config,
+    vars: std::collections::BTreeMap<String, vars::Var>,
+}
+
+impl Accumulated {
+    /// `sub`'s config and vars added (a var declared twice is an error, named in `k`).
+    fn merge(&mut self, ctx: &Ctx, k: &Kust, sub: Accumulated) -> Result<(), KustomizeError> {
+        self.config.merge(&sub.config);
+        vars::merge_set(ctx, k, sub.vars.into_values(), &mut self.vars)
+    }
+}
+
 /// Build state: the source, the file table origins point into, the kustomization stack.
 pub(crate) struct Ctx<'a> {
     fs: &'a dyn SourceFs,
@@ -879,14 +899,10 @@ impl Ctx<'_> {
 
     /// Accumulates a kustomization's resources, components and generated objects into
     /// `ra`, then runs its transformers over `ra`.
-    /// Returns the transformer config of the build so far (`configurations` of `k` and of
-    /// everything it includes, [`config`]).
-    fn accumulate(
-        &mut self,
-        k: &Kust,
-        ra: &mut Vec<Res>,
-    ) -> Result<config::Config, KustomizeError> {
-        let mut config = config::Config::default();
+    /// Returns the transformer config and the vars of the build so far (those of `k` and of
+    /// everything it includes: [`config`], [`vars`]).
+    fn accumulate(&mut self, k: &Kust, ra: &mut Vec<Res>) -> Result<Accumulated, KustomizeError> {
+        let mut acc = Accumulated::default();
         let mut entries = k.strings("resources").map_err(|m| self.kerr(k, None, m))?;
         entries.extend(k.strings("bases").map_err(|m| self.kerr(k, None, m))?);
         let mut seen = None;
@@ -915,7 +931,8 @@ impl Ctx<'_> {
                     }
                     let mut sub_ra = Vec::new();
                     self.enter(k, &p, e.org)?;
-                    config.merge(&self.accumulate(&sub, &mut sub_ra)?);
+                    let sub_acc = self.accumulate(&sub, &mut sub_ra)?;
+                    acc.merge(self, k, sub_acc)?;
                     self.stack.pop();
                     append(self, k, ra, &mut seen, sub_ra, Some(e.org))?;
                 }
@@ -963,7 +980,8 @@ impl Ctx<'_> {
                 ));
             }
             self.enter(k, &p, c.org)?;
-            config.merge(&self.accumulate(&comp, ra)?);
+            let comp_acc = self.accumulate(&comp, ra)?;
+            acc.merge(self, k, comp_acc)?;
             self.stack.pop();
         }
         // Generators.
@@ -974,9 +992,11 @@ impl Ctx<'_> {
                 absorb(self, k, ra, g)?;
             }
         }
-        config.merge(&config::read(self, k)?);
-        transformers::run(self, k, ra, &config)?;
-        Ok(config)
+        acc.config.merge(&config::read(self, k)?);
+        transformers::run(self, k, ra, &acc.config)?;
+        let declared = vars::read(self, k)?;
+        vars::merge(self, k, declared, ra, &mut acc.vars)?;
+        Ok(acc)
     }
 
     /// Pushes a kustomization directory on the stack, refusing cycles.

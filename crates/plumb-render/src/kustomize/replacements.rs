@@ -24,6 +24,20 @@ fn res_id(m: &Map) -> ResId {
     }
 }
 
+/// The value at `field_path` (a replacement source's syntax: `spec.ports.0.port`,
+/// `spec.containers.[name=web].image`) of `node`, if any.
+pub(super) fn read_field(node: &Node, field_path: &str) -> Result<Option<Node>, String> {
+    let mut node = node.clone();
+    let mut hit = None;
+    find(&mut node, &split_path(field_path), false, None, &mut |n| {
+        if hit.is_none() {
+            hit = Some(n.clone());
+        }
+        Ok(())
+    })?;
+    Ok(hit)
+}
+
 /// Splits a field path at dots outside brackets.
 fn split_path(p: &str) -> Vec<String> {
     let mut out = Vec::new();

@@ -225,6 +225,8 @@ pub struct Res {
     pub suffixes: Vec<String>,
     pub behavior: Option<Behavior>,
     pub needs_hash: bool,
+    /// The `vars` attached to this object ([`super::vars`]).
+    pub ref_vars: Vec<String>,
 }
 
 impl Res {
@@ -238,6 +240,7 @@ impl Res {
             suffixes: Vec::new(),
             behavior: None,
             needs_hash: false,
+            ref_vars: Vec::new(),
         }
     }
 
