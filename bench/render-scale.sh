@@ -7,7 +7,8 @@
 # (`kustomize::build`, as `plumb render`/`diff`/the controller call it: objects plus the origin
 # of every scalar), the process's wall time, CPU time and peak RSS, and, from the same run, the
 # time to merely parse the same YAML (the base's resource files read as a directory source, with
-# origins); then `kubectl kustomize` on the 2,000 overlay for the ratio.
+# origins); then `plumb render`'s whole-process wall time at each size, and `kubectl kustomize`
+# on the 2,000 overlay beside both (the in-process build and the CLI) for the ratios.
 # Usage: bench/render-scale.sh [SIZES] [RUNS]   e.g. bench/render-scale.sh "2000 8000 20000" 3
 # PLUMB_BENCH_SKIP_KUBECTL=1 skips kubectl (about a minute at 2,000); RENDER_SCALE_BIN runs
 # another build of the example (e.g. an older commit's).
@@ -20,6 +21,9 @@ trap 'rm -rf "$root"' EXIT
 if [ -z "${RENDER_SCALE_BIN:-}" ]; then
   cargo build --release -q -p plumb-render --example render_scale
 fi
+# The CLI as users run it (`plumb render`, the whole process: start, read, build, print).
+cargo build --release -q -p plumb-cli
+plumb_bin=$PWD/target/release/plumb
 bin=${RENDER_SCALE_BIN:-$PWD/target/release/examples/render_scale}
 echo "cores: $(nproc), load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 
@@ -142,9 +146,20 @@ done
 if [ -n "${ms[2000]:-}" ] && [ -n "${ms[8000]:-}" ]; then
   awk -v a="${ms[2000]}" -v b="${ms[8000]}" 'BEGIN { printf "8,000 / 2,000: %.2fx (linear: 4x)\n", b / a }'
 fi
+# cli N: median wall seconds of `plumb render` on the N overlay, over $runs runs.
+cli() {
+  for _ in $(seq "$runs"); do
+    /usr/bin/time -f "%e" -o "$root/time" "$plumb_bin" render --repo "$root/$1" --path overlay >/dev/null
+    tail -n 1 "$root/time"
+  done | median
+}
+for n in $sizes; do
+  printf 'plumb render (whole process) at %d: %.3f s\n' "$n" "$(cli "$n")"
+done
 if [ -n "${ms[2000]:-}" ] && [ -z "${PLUMB_BENCH_SKIP_KUBECTL:-}" ]; then
   /usr/bin/time -f "%e %M" -o "$root/time" kubectl kustomize "$root/2000/overlay" >"$root/kubectl.yaml"
   read -r ksecs kkb < <(tail -n 1 "$root/time")
-  awk -v k="$ksecs" -v kb="$kkb" -v p="${ms[2000]}" 'BEGIN {
-    printf "kubectl kustomize at 2,000: %.2f s (peak RSS %.0f MB) | plumb build %.0fx faster\n", k, kb / 1024, k * 1000 / p }'
+  pcli=$(cli 2000)
+  awk -v k="$ksecs" -v kb="$kkb" -v p="${ms[2000]}" -v c="$pcli" 'BEGIN {
+    printf "kubectl kustomize at 2,000: %.2f s (peak RSS %.0f MB) | plumb build %.0fx faster | plumb render, whole process, %.3f s: %.0fx faster\n", k, kb / 1024, k * 1000 / p, c, k / c }'
 fi

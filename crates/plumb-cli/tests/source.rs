@@ -265,7 +265,11 @@ fn unsupported_kustomize_features_fall_back_to_the_binary() {
     let root = repo_root();
     let o = plumb_in(
         &root,
-        &["render", "--path", "tests/kustomize-fallback/01-vars"],
+        &[
+            "render",
+            "--path",
+            "tests/kustomize-fallback/03-openapi-custom-schema",
+        ],
     );
     assert_eq!(o.status.code(), Some(0), "{}", err(&o));
     assert!(
