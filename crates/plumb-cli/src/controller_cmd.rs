@@ -97,6 +97,11 @@ pub struct ControllerArgs {
     /// at start. Without it an Application whose source has `plugin:` gets a ComparisonError.
     #[arg(long, value_name = "DIR")]
     plugins: Option<std::path::PathBuf>,
+    /// kustomize build options, as Argo CD's `kustomize.buildOptions` in argocd-cm: only
+    /// `--enable-helm` (a kustomization's `helmCharts`, inflated by the kustomize binary with
+    /// the `helm` in the image).
+    #[arg(long, value_name = "OPTIONS", allow_hyphen_values = true)]
+    kustomize_build_options: Option<String>,
     #[command(flatten)]
     health: crate::health_cmd::HealthScriptArgs,
 }
@@ -299,6 +304,11 @@ fn webhook_secrets(path: Option<&std::path::Path>) -> Result<plumb_sync::webhook
 pub fn run(mut args: ControllerArgs) -> Result<u8> {
     let application_namespaces = plumb_core::glob::NamespaceList::new(&args.application_namespaces)
         .map_err(|e| anyhow!("--application-namespaces: {e}"))?;
+    let kustomize_build_options = match &args.kustomize_build_options {
+        Some(text) => plumb_render::render::kustomize_build_options(text)
+            .map_err(|e| anyhow!("--kustomize-build-options: {e}"))?,
+        None => Vec::new(),
+    };
     // Bad plugin manifests stop the controller before it connects, naming the file.
     if let Some(dir) = &args.plugins {
         plumb_render::plugin::Plugins::load(dir).map_err(|e| anyhow!("--plugins: {e}"))?;
@@ -307,13 +317,19 @@ pub fn run(mut args: ControllerArgs) -> Result<u8> {
     args.cluster.cluster = true;
     let Connected { rt, cluster } = connect(&args.cluster)?;
     let cluster = Arc::new(cluster);
-    rt.block_on(run_async(args, cluster, application_namespaces))
+    rt.block_on(run_async(
+        args,
+        cluster,
+        application_namespaces,
+        kustomize_build_options,
+    ))
 }
 
 async fn run_async(
     args: ControllerArgs,
     cluster: Arc<plumb_cluster::Cluster>,
     application_namespaces: plumb_core::glob::NamespaceList,
+    kustomize_build_options: Vec<String>,
 ) -> Result<u8> {
     let me = format!(
         "{}-{}",
@@ -404,6 +420,7 @@ async fn run_async(
             None => None,
         },
         control_namespace: Some(control),
+        kustomize_build_options,
         ..plumb_sync::run::RunOptions::default()
     };
     let opts = ControllerOptions {

@@ -42,6 +42,11 @@ pub struct SourceArgs {
     /// (`NAME.yaml`, or `NAME/plugin.yaml`). Without it a source with `plugin:` is refused.
     #[arg(long, value_name = "DIR")]
     pub plugins: Option<PathBuf>,
+    /// kustomize build options, as Argo CD's `kustomize.buildOptions` in argocd-cm: only
+    /// `--enable-helm` (a kustomization's `helmCharts`, inflated by the kustomize binary with
+    /// the `helm` on PATH).
+    #[arg(long, value_name = "OPTIONS", allow_hyphen_values = true)]
+    pub kustomize_build_options: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -127,6 +132,10 @@ pub fn render_sources_on(
         let plugins =
             plumb_render::plugin::Plugins::load(dir).map_err(|e| anyhow!("--plugins: {e}"))?;
         opts.plugins = Some(std::sync::Arc::new(plugins));
+    }
+    if let Some(text) = &args.kustomize_build_options {
+        opts.kustomize_build_options = plumb_render::render::kustomize_build_options(text)
+            .map_err(|e| anyhow!("--kustomize-build-options: {e}"))?;
     }
     if let Some(c) = cluster {
         let api = c

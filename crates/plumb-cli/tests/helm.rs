@@ -697,3 +697,87 @@ fn parameter_values_with_commas_are_one_value() {
         "hello,world"
     );
 }
+
+/// A kustomization's `helmCharts` (a chart in `charts/`, values inline over its own) with
+/// Argo CD's `kustomize.buildOptions: --enable-helm`: rendered by the kustomize binary with
+/// the helm on PATH, equal to `kubectl kustomize --enable-helm`. Without the option it is one
+/// line saying so (exit 2); an option plumb does not pass on is refused before any render.
+#[test]
+fn kustomize_helm_charts_need_enable_helm_and_render_as_kubectl_kustomize() {
+    let helm = helm_or_skip!("kustomize_helm_charts_need_enable_helm");
+    let dir = tmp("kustomize-helm-charts");
+    let w = |rel: &str, text: &str| common::write(&dir, rel, text);
+    w(
+        "app/kustomization.yaml",
+        "namespace: shop\nhelmCharts:\n- name: mini\n  releaseName: r1\n  includeCRDs: true\n  valuesInline:\n    color: red\n",
+    );
+    w(
+        "app/charts/mini/Chart.yaml",
+        "apiVersion: v2\nname: mini\nversion: 0.1.0\n",
+    );
+    w("app/charts/mini/values.yaml", "color: blue\nsize: small\n");
+    w(
+        "app/charts/mini/templates/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-cm\ndata:\n  color: {{ .Values.color }}\n  size: {{ .Values.size }}\n  namespace: {{ .Release.Namespace }}\n",
+    );
+    let o = plumb(&helm, &dir, &["render", "--path", "app"]);
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    let e = err(&o);
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(e.contains("must specify --enable-helm"), "{e}");
+
+    let o = plumb(
+        &helm,
+        &dir,
+        &[
+            "render",
+            "--path",
+            "app",
+            "--kustomize-build-options=--enable-helm",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let mut paths = vec![helm.clone()];
+    paths.extend(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    ));
+    let kubectl = Command::new("kubectl")
+        .args(["kustomize", "--enable-helm"])
+        .arg(dir.join("app"))
+        .env("PATH", std::env::join_paths(paths).expect("PATH"))
+        .env("HELM_CONFIG_HOME", dir.join(".helm-home/config"))
+        .env("HELM_CACHE_HOME", dir.join(".helm-home/cache"))
+        .env("HELM_DATA_HOME", dir.join(".helm-home/data"))
+        .output()
+        .expect("kubectl runs");
+    assert!(kubectl.status.success(), "{}", err(&kubectl));
+    let want = plumb_render::parse_str(&out(&kubectl), Path::new("-")).expect("kubectl's YAML");
+    let text = out(&o);
+    let got = plumb_render::parse_str(&text, Path::new("-")).expect("plumb's YAML");
+    assert_eq!(
+        got.iter().map(|m| &m.object).collect::<Vec<_>>(),
+        want.iter().map(|m| &m.object).collect::<Vec<_>>()
+    );
+    assert!(
+        text.contains("color: red") && text.contains("size: small"),
+        "{text}"
+    );
+
+    let o = plumb(
+        &helm,
+        &dir,
+        &[
+            "render",
+            "--path",
+            "app",
+            "--kustomize-build-options",
+            "--load-restrictor LoadRestrictionsNone",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        err(&o).contains("\"--load-restrictor\" is not supported"),
+        "{}",
+        err(&o)
+    );
+}

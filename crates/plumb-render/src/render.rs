@@ -143,6 +143,10 @@ pub struct RenderOptions {
     pub project: Option<String>,
     /// The config management plugins of `--plugins DIR`; `None`: plugins are refused.
     pub plugins: Option<std::sync::Arc<crate::plugin::Plugins>>,
+    /// kustomize's build options (Argo CD's `kustomize.buildOptions`), for the kustomize
+    /// binary: only `--enable-helm` ([`KUSTOMIZE_BUILD_OPTIONS`]), which inflates a
+    /// kustomization's `helmCharts` with the `helm` on PATH.
+    pub kustomize_build_options: Vec<String>,
     /// The chart cache a Helm chart's missing dependencies are fetched through (the
     /// repository cache's, [`crate::remote::RepoCache::charts`]); `None`: a dependency
     /// `charts/` lacks is an error (`file://` ones are still copied).
@@ -266,7 +270,6 @@ fn render_with(
     refs: &Refs<'_>,
     commit: &str,
 ) -> Result<Rendered, LoadError> {
-    let renderer = opts.renderer;
     let path = join("", path, path)?;
     match fs.kind(&path)? {
         Some(EntryKind::Dir) => {}
@@ -311,7 +314,7 @@ fn render_with(
             render_directory(fs, &path, &directory)?
         }
         SourceType::Kustomize => {
-            render_kustomize(fs, &path, source.kustomize.as_ref(), renderer, &mut notes)?
+            render_kustomize(fs, &path, source.kustomize.as_ref(), opts, &mut notes)?
         }
         SourceType::Helm => render_helm(fs, &path, source, opts, refs, &mut notes)?,
         // `detect` never says Plugin: plugins were tried above.
@@ -524,9 +527,10 @@ fn render_kustomize(
     fs: &dyn SourceFs,
     path: &str,
     params: Option<&KustomizeSource>,
-    renderer: Renderer,
+    opts: &RenderOptions,
     notes: &mut Vec<String>,
 ) -> Result<Vec<RenderedObject>, LoadError> {
+    let renderer = opts.renderer;
     let overlay;
     let fs: &dyn SourceFs = match params {
         Some(p) if !is_empty_params(p) => {
@@ -543,12 +547,12 @@ fn render_kustomize(
                 notes.push(format!(
                     "{file}: `{field}` is not implemented by plumb's kustomize; rendered with the kustomize binary, so source locations are unavailable for this source"
                 ));
-                return kustomize_binary(fs, path, Some((&file, &field)));
+                return kustomize_binary(fs, path, Some((&file, &field)), opts);
             }
         }
     }
     notes.push("rendered with the kustomize binary: source locations are unavailable".into());
-    kustomize_binary(fs, path, None)
+    kustomize_binary(fs, path, None, opts)
 }
 
 fn is_empty_params(p: &KustomizeSource) -> bool {
@@ -748,10 +752,33 @@ fn which(name: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// The kustomize build options plumb passes on (Argo CD's `kustomize.buildOptions`): only
+/// `--enable-helm`. Others (`--load-restrictor LoadRestrictionsNone` would read outside the
+/// kustomization) are refused where they are given.
+pub const KUSTOMIZE_BUILD_OPTIONS: &[&str] = &["--enable-helm"];
+
+/// `text` (Argo CD's `kustomize.buildOptions`, words split as a shell splits them) as
+/// options plumb passes on, or an error naming the first it does not.
+pub fn kustomize_build_options(text: &str) -> Result<Vec<String>, String> {
+    text.split_whitespace()
+        .map(|o| {
+            if KUSTOMIZE_BUILD_OPTIONS.contains(&o) {
+                Ok(o.to_string())
+            } else {
+                Err(format!(
+                    "kustomize build option {o:?} is not supported (supported: {})",
+                    KUSTOMIZE_BUILD_OPTIONS.join(", ")
+                ))
+            }
+        })
+        .collect()
+}
+
 fn kustomize_binary(
     fs: &dyn SourceFs,
     path: &str,
     unsupported: Option<(&str, &str)>,
+    opts: &RenderOptions,
 ) -> Result<Vec<RenderedObject>, LoadError> {
     let Some(mut cmd) = kustomize_command() else {
         return Err(match unsupported {
@@ -779,6 +806,15 @@ fn kustomize_binary(
             tree.root.as_path()
         }
     };
+    for o in &opts.kustomize_build_options {
+        cmd.arg(o);
+        // kustomize runs `helm` by name; the one plumb found on PATH, by its path.
+        if o == "--enable-helm"
+            && let Some(helm) = which("helm")
+        {
+            cmd.arg("--helm-command").arg(helm);
+        }
+    }
     cmd.arg(root.join(path));
     // Remote bases over the network only: git would clone a local path or file:// URL.
     cmd.env("GIT_ALLOW_PROTOCOL", "https:ssh:git:http");
@@ -805,16 +841,32 @@ fn run(mut cmd: Command, path: &str) -> Result<String, LoadError> {
         }
     })?;
     if !status.success() {
-        let err = String::from_utf8_lossy(&stderr);
-        let first = err
-            .lines()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("failed")
-            .trim()
-            .trim_start_matches("Error: ");
-        return Err(fail(path, format!("{program} failed: {first}")));
+        let reason = tool_error_line(&String::from_utf8_lossy(&stderr));
+        return Err(fail(path, format!("{program} failed: {reason}")));
     }
     String::from_utf8(stdout).map_err(|_| fail(path, format!("{program} printed non-UTF-8")))
+}
+
+/// What a tool's standard error says, in one line: its first line that is not a warning,
+/// without `Error: `; kubectl's log form (`E1204 … "command failed" err="…"`, or `err=<` and an
+/// indented block) reduced to the message.
+fn tool_error_line(stderr: &str) -> String {
+    let mut lines = stderr
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("# Warning:"));
+    let Some(first) = lines.next() else {
+        return "failed".into();
+    };
+    if let Some((_, rest)) = first.split_once("\"command failed\" err=") {
+        if rest == "<" {
+            let block: Vec<&str> = lines.take_while(|l| *l != ">").collect();
+            return block.join(" ");
+        }
+        let quoted = rest.trim_start_matches('"').trim_end_matches('"');
+        return quoted.replace("\\\"", "\"");
+    }
+    first.trim_start_matches("Error: ").to_string()
 }
 
 fn parse_tool_output(text: &str, path: &str) -> Result<Vec<RenderedObject>, LoadError> {
@@ -1084,6 +1136,36 @@ impl Drop for Materialized {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tools_error_is_one_line_of_what_it_said() {
+        assert_eq!(tool_error_line("Error: no such chart\n"), "no such chart");
+        assert_eq!(
+            tool_error_line(
+                "# Warning: 'vars' is deprecated.\nE1204 23:44:36.290687 1549 run.go:72] \"command failed\" err=\"var 'X' cannot be mapped\"\n"
+            ),
+            "var 'X' cannot be mapped"
+        );
+        assert_eq!(
+            tool_error_line(
+                "E1204 23:44:36.223956 1543 run.go:72] \"command failed\" err=<\n\ttrouble configuring builtin HelmChartInflationGenerator with config: `\n\tname: mini\n\t`: must specify --enable-helm\n >\n"
+            ),
+            "trouble configuring builtin HelmChartInflationGenerator with config: ` name: mini `: must specify --enable-helm"
+        );
+        assert_eq!(tool_error_line(""), "failed");
+    }
+
+    #[test]
+    fn only_known_kustomize_build_options_pass() {
+        assert_eq!(
+            kustomize_build_options(" --enable-helm ").unwrap(),
+            ["--enable-helm"]
+        );
+        assert_eq!(kustomize_build_options("").unwrap(), Vec::<String>::new());
+        let e = kustomize_build_options("--enable-helm --load-restrictor LoadRestrictionsNone")
+            .unwrap_err();
+        assert!(e.contains("\"--load-restrictor\" is not supported"), "{e}");
+    }
 
     #[test]
     fn directory_sources_accept_generate_name_hooks_and_kustomize_refuses_them() {

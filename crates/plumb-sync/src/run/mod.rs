@@ -177,6 +177,9 @@ pub struct RunOptions {
     /// Config management plugins (`plumb controller --plugins DIR`); `None`: a `plugin:`
     /// source is refused.
     pub plugins: Option<std::sync::Arc<plumb_render::plugin::Plugins>>,
+    /// kustomize build options for the kustomize binary (Argo CD's `kustomize.buildOptions`;
+    /// only `--enable-helm`, [`plumb_render::render::kustomize_build_options`]).
+    pub kustomize_build_options: Vec<String>,
 }
 
 /// A [`plumb_cluster::LiveCache`] in [`RunOptions`].
@@ -211,6 +214,7 @@ impl Default for RunOptions {
             events: None,
             loops: None,
             plugins: None,
+            kustomize_build_options: Vec::new(),
         }
     }
 }
@@ -507,6 +511,7 @@ async fn observe_desired_with(
     render_opts.project = Some(tenancy::project_name(app_obj));
     render_opts.plugins = opts.plugins.clone();
     render_opts.charts = Some(opts.repos.charts().clone());
+    render_opts.kustomize_build_options = opts.kustomize_build_options.clone();
     // A chart is rendered for the destination cluster's version and APIs, as Argo CD does.
     // (Discovery is cached; whether a git path is a chart is known only once fetched.)
     {
