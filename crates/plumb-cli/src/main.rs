@@ -13,6 +13,7 @@
 //! controller or `plumb app`, `tests/common/testbed.rs`.
 
 mod app_cmd;
+mod appset_cmd;
 mod blame_cmd;
 mod cluster_args;
 mod controller_cmd;
@@ -74,6 +75,8 @@ enum Command {
     /// The health of objects in files (user Lua scripts, built-in checks, generic
     /// conditions): `GROUP/KIND NAMESPACE/NAME STATUS MESSAGE`. Exit code 0.
     Health(health_cmd::HealthArgs),
+    /// ApplicationSets: `generate` prints the Applications one generates, without a cluster.
+    Appset(appset_cmd::AppsetArgs),
 }
 
 /// Exit codes shared by every command.
@@ -102,6 +105,7 @@ fn main() -> ExitCode {
         Command::Doctor(args) => doctor_cmd::run(args),
         Command::Controller(args) => controller_cmd::run(args),
         Command::Health(args) => health_cmd::run(args),
+        Command::Appset(args) => appset_cmd::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

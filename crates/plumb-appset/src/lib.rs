@@ -1,0 +1,192 @@
+//! Argo CD's ApplicationSets, pure: an ApplicationSet and what its generators read (git
+//! repositories through [`Repos`], cluster Secrets as [`Cluster`]s) in, the Applications it
+//! generates out, as Argo CD's ApplicationSet controller would create them.
+//!
+//! - Generators ([`generators`]): `list` (`elements`, `elementsYaml`), `clusters` (its
+//!   `selector`, `values`, the in-cluster entry Argo CD adds), `git` directories (`exclude`,
+//!   `pathParamPrefix`, `values`) and files (JSON or YAML, an object or a list of them; `*`
+//!   crosses `/` as in `git ls-files`), `matrix` (two children; the second sees the first's
+//!   params) and `merge` (`mergeKeys`); a generator's own `template` and `selector`.
+//! - Templates ([`template`]): the legacy mode (`{{param}}` in every string, an unknown
+//!   parameter left as written) and `goTemplate: true` (Go's text/template through the
+//!   `gotmpl` crate, with `goTemplateOptions: [missingkey=error]`, Argo CD's `normalize` and
+//!   `slugify` and the Sprig functions of [`template::FUNCTIONS`]).
+//! - All or nothing: any error (an invalid field, a template error, a duplicate generated
+//!   name) is one line naming the generator or field, and no Application is returned.
+//!
+//! Not here yet: the `pullRequest`, `scmProvider`, `clusterDecisionResource` and `plugin`
+//! generators, `templatePatch`, the controller and progressive sync.
+
+pub mod generators;
+pub mod template;
+
+pub use generators::{Cluster, Repos};
+use serde_json::{Map, Value};
+
+/// Why an ApplicationSet generates nothing: one line naming the field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct AppSetError(pub String);
+
+/// What the generators read besides the ApplicationSet.
+pub struct Inputs<'a> {
+    pub repos: &'a dyn Repos,
+    /// The cluster Secrets of the control namespace (Argo CD's `secret-type: cluster`).
+    pub clusters: &'a [Cluster],
+}
+
+/// One set of parameters and the template it fills (a generator's own, else the spec's).
+#[derive(Debug, Clone)]
+pub struct Generated {
+    pub params: Map<String, Value>,
+    pub template: Value,
+}
+
+/// How templates render.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Mode {
+    /// `goTemplate: true`.
+    pub go: bool,
+    /// `goTemplateOptions: [missingkey=error]`.
+    pub missing_key_error: bool,
+}
+
+/// The Applications `appset` generates, in generator order, each named once.
+pub fn generate(appset: &Value, inputs: &Inputs<'_>) -> Result<Vec<Value>, AppSetError> {
+    let fail = |m: String| AppSetError(m);
+    let api_version = appset
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let group = api_version.split('/').next().unwrap_or("");
+    if appset.get("kind").and_then(Value::as_str) != Some("ApplicationSet")
+        || !matches!(group, "argoproj.io" | "plumb.dev")
+    {
+        return Err(fail(format!(
+            "not an ApplicationSet (kind ApplicationSet, apiVersion argoproj.io/v1alpha1 or plumb.dev/v1alpha1): apiVersion {api_version:?}, kind {:?}",
+            appset.get("kind").and_then(Value::as_str).unwrap_or("")
+        )));
+    }
+    let name = appset
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let at = |field: &str| format!("ApplicationSet {name}: {field}");
+    let namespace = appset
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty())
+        .unwrap_or("argocd");
+    let spec = appset
+        .get("spec")
+        .and_then(Value::as_object)
+        .ok_or_else(|| fail(at("spec: missing")))?;
+    let mode = Mode {
+        go: spec
+            .get("goTemplate")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        missing_key_error: read_options(spec.get("goTemplateOptions"))
+            .map_err(|m| fail(at(&format!("spec.goTemplateOptions: {m}"))))?,
+    };
+    let template = spec
+        .get("template")
+        .cloned()
+        .ok_or_else(|| fail(at("spec.template: missing")))?;
+    let gens = spec
+        .get("generators")
+        .and_then(Value::as_array)
+        .filter(|g| !g.is_empty())
+        .ok_or_else(|| fail(at("spec.generators: at least one generator is required")))?;
+    let mut out: Vec<Value> = Vec::new();
+    let mut names: Vec<String> = Vec::new();
+    for (i, g) in gens.iter().enumerate() {
+        let path = format!("spec.generators[{i}]");
+        let generated =
+            generators::run(g, &path, &template, mode, inputs).map_err(|m| fail(at(&m)))?;
+        for one in generated {
+            let rendered = template::render(&one.template, &one.params, mode)
+                .map_err(|m| fail(at(&format!("{path}: template: {m}"))))?;
+            let app = application(&rendered, group, namespace).map_err(|m| fail(at(&m)))?;
+            let app_name = app
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            if names.contains(&app_name) {
+                return Err(fail(at(&format!(
+                    "{path}: generates Application {app_name:?} a second time (names must be unique)"
+                ))));
+            }
+            names.push(app_name);
+            out.push(app);
+        }
+    }
+    Ok(out)
+}
+
+/// `goTemplateOptions`: only `missingkey=…` is known (Argo CD passes them to Go's `Option`).
+fn read_options(v: Option<&Value>) -> Result<bool, String> {
+    let mut error = false;
+    for o in v.and_then(Value::as_array).into_iter().flatten() {
+        match o.as_str().unwrap_or("") {
+            "missingkey=error" => error = true,
+            "missingkey=zero" | "missingkey=default" | "missingkey=invalid" => error = false,
+            other => return Err(format!("unknown option {other:?}")),
+        }
+    }
+    Ok(error)
+}
+
+/// A rendered template as the Application Argo CD creates: the template's `metadata`
+/// (name, labels, annotations, finalizers) in the ApplicationSet's namespace, its `spec`.
+fn application(rendered: &Value, group: &str, namespace: &str) -> Result<Value, String> {
+    let meta = rendered
+        .get("metadata")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let name = meta.get("name").and_then(Value::as_str).unwrap_or("");
+    if name.is_empty() {
+        return Err("template.metadata.name: empty after rendering".into());
+    }
+    let mut metadata = Map::new();
+    metadata.insert("name".into(), Value::String(name.into()));
+    metadata.insert("namespace".into(), Value::String(namespace.into()));
+    for key in ["labels", "annotations", "finalizers"] {
+        if let Some(v) = meta.get(key).filter(|v| !v.is_null()) {
+            metadata.insert(key.into(), v.clone());
+        }
+    }
+    let mut app = Map::new();
+    app.insert(
+        "apiVersion".into(),
+        Value::String(format!("{group}/v1alpha1")),
+    );
+    app.insert("kind".into(), Value::String("Application".into()));
+    app.insert("metadata".into(), Value::Object(metadata));
+    app.insert(
+        "spec".into(),
+        rendered.get("spec").cloned().unwrap_or(Value::Null),
+    );
+    Ok(Value::Object(app))
+}
+
+/// Argo CD's `SanitizeName`: lower case, anything but `a-z0-9.-` a `-`, at most 253
+/// characters, without leading or trailing `-` and `.` (`normalize`, `nameNormalized`,
+/// `basenameNormalized`).
+pub fn normalize(name: &str) -> String {
+    let lower: String = name
+        .to_lowercase()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_lowercase() || c.is_ascii_digit() || c == '.' || c == '-' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let cut: String = lower.chars().take(253).collect();
+    cut.trim_matches(|c| c == '-' || c == '.').to_string()
+}

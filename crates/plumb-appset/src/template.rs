@@ -1,0 +1,423 @@
+//! Filling a template with a parameter set, in Argo CD's two modes:
+//!
+//! - **legacy** (`fasttemplate`): `{{name}}` (spaces inside the braces allowed) in every
+//!   string and map key is the parameter's value; a tag no parameter names stays as written;
+//! - **`goTemplate: true`**: every string is a Go text/template executed on the parameters
+//!   (Go's semantics through the `gotmpl` crate: pipelines, `if`/`range`/`with`, sorted map
+//!   iteration, `printf`), with `missingkey=error` when asked and the functions of
+//!   [`FUNCTIONS`]. A string without `{{` is left as it is.
+
+use crate::Mode;
+use gotmpl::{MissingKey, Template, TemplateError, Value as G};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// The functions `goTemplate` offers besides Go's builtins: Argo CD's own and the Sprig
+/// functions ApplicationSets use most.
+pub const FUNCTIONS: &[&str] = &[
+    "normalize",
+    "slugify",
+    "toYaml",
+    "fromYaml",
+    "toJson",
+    "lower",
+    "upper",
+    "title",
+    "trim",
+    "trimPrefix",
+    "trimSuffix",
+    "replace",
+    "default",
+    "quote",
+    "squote",
+    "join",
+    "splitList",
+    "trunc",
+    "contains",
+    "hasPrefix",
+    "hasSuffix",
+    "b64enc",
+];
+
+/// `v` with every string filled from `params`.
+pub fn render(v: &Value, params: &Map<String, Value>, mode: Mode) -> Result<Value, String> {
+    if mode.go {
+        let data = to_go(&Value::Object(params.clone()));
+        walk(v, &mut |s| go_string(s, &data, mode))
+    } else {
+        walk(v, &mut |s| Ok(legacy_string(s, params)))
+    }
+}
+
+fn walk(v: &Value, f: &mut dyn FnMut(&str) -> Result<String, String>) -> Result<Value, String> {
+    Ok(match v {
+        Value::String(s) => Value::String(f(s)?),
+        Value::Array(items) => {
+            Value::Array(items.iter().map(|i| walk(i, f)).collect::<Result<_, _>>()?)
+        }
+        Value::Object(m) => {
+            let mut out = Map::new();
+            for (k, v) in m {
+                out.insert(f(k)?, walk(v, f)?);
+            }
+            Value::Object(out)
+        }
+        other => other.clone(),
+    })
+}
+
+/// fasttemplate's substitution: `{{ key }}` → the parameter, unknown tags kept.
+fn legacy_string(s: &str, params: &Map<String, Value>) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(start) = rest.find("{{") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find("}}") else {
+            out.push_str(&rest[start..]);
+            return out;
+        };
+        let key = after[..end].trim();
+        match params.get(key) {
+            Some(Value::String(v)) => out.push_str(v),
+            Some(other) => out.push_str(&other.to_string()),
+            None => out.push_str(&rest[start..start + 2 + end + 2]),
+        }
+        rest = &after[end + 2..];
+    }
+    out.push_str(rest);
+    out
+}
+
+fn go_string(s: &str, data: &G, mode: Mode) -> Result<String, String> {
+    if !s.contains("{{") {
+        return Ok(s.to_string());
+    }
+    let mut t = Template::new("template");
+    if mode.missing_key_error {
+        t = t.missing_key(MissingKey::Error);
+    }
+    for (name, f) in functions() {
+        t = t.func(name, f);
+    }
+    let t = t.parse(s).map_err(|e| one_line(&e))?;
+    t.execute_to_string(data).map_err(|e| one_line(&e))
+}
+
+fn one_line(e: &TemplateError) -> String {
+    e.to_string().lines().next().unwrap_or("error").to_string()
+}
+
+/// serde_json → the template engine's values (maps sorted, as Go iterates them).
+pub fn to_go(v: &Value) -> G {
+    match v {
+        Value::Null => G::Nil,
+        Value::Bool(b) => G::Bool(*b),
+        Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
+            (Some(i), _, _) => G::Int(i),
+            (None, Some(u), _) => G::Uint(u),
+            (_, _, f) => G::Float(f.unwrap_or(0.0)),
+        },
+        Value::String(s) => G::String(s.as_str().into()),
+        Value::Array(items) => G::List(items.iter().map(to_go).collect::<Vec<_>>().into()),
+        Value::Object(m) => {
+            let map: BTreeMap<Arc<str>, G> = m
+                .iter()
+                .map(|(k, v)| (k.as_str().into(), to_go(v)))
+                .collect();
+            G::Map(Arc::new(map))
+        }
+    }
+}
+
+/// The engine's values → serde_json (for `toYaml`, `toJson`).
+fn from_go(v: &G) -> Value {
+    match v {
+        G::Nil => Value::Null,
+        G::Bool(b) => Value::Bool(*b),
+        G::Int(i) => Value::from(*i),
+        G::Uint(u) => Value::from(*u),
+        G::Float(f) => serde_json::Number::from_f64(*f).map_or(Value::Null, Value::Number),
+        G::String(s) => Value::String(s.to_string()),
+        G::List(items) => Value::Array(items.iter().map(from_go).collect()),
+        G::Map(m) => Value::Object(m.iter().map(|(k, v)| (k.to_string(), from_go(v))).collect()),
+        other => Value::String(other.to_string()),
+    }
+}
+
+type Func = Box<dyn Fn(&[G]) -> gotmpl::Result<G> + Send + Sync>;
+
+fn text(v: Option<&G>) -> String {
+    match v {
+        Some(G::String(s)) => s.to_string(),
+        Some(G::Nil) | None => String::new(),
+        Some(other) => other.to_string(),
+    }
+}
+
+fn s(v: impl Into<String>) -> G {
+    G::String(v.into().into())
+}
+
+fn err(m: impl std::fmt::Display) -> TemplateError {
+    TemplateError::Exec(m.to_string())
+}
+
+/// The last argument: a pipeline's value (Sprig's functions take it last).
+fn last(args: &[G]) -> Option<&G> {
+    args.last()
+}
+
+fn functions() -> Vec<(&'static str, Func)> {
+    let f = |g: fn(&[G]) -> gotmpl::Result<G>| -> Func { Box::new(g) };
+    vec![
+        ("normalize", f(|a| Ok(s(crate::normalize(&text(last(a))))))),
+        ("slugify", f(slugify)),
+        (
+            "toYaml",
+            f(|a| {
+                let v = from_go(last(a).unwrap_or(&G::Nil));
+                let text = serde_saphyr::to_string(&v).map_err(err)?;
+                Ok(s(text.trim_end_matches('\n').to_string()))
+            }),
+        ),
+        (
+            "fromYaml",
+            f(|a| {
+                let v: Value = serde_saphyr::from_str(&text(last(a))).map_err(err)?;
+                Ok(to_go(&v))
+            }),
+        ),
+        (
+            "toJson",
+            f(|a| {
+                Ok(s(serde_json::to_string(&from_go(
+                    last(a).unwrap_or(&G::Nil),
+                ))
+                .map_err(err)?))
+            }),
+        ),
+        ("lower", f(|a| Ok(s(text(last(a)).to_lowercase())))),
+        ("upper", f(|a| Ok(s(text(last(a)).to_uppercase())))),
+        (
+            "title",
+            f(|a| {
+                let t = text(last(a));
+                let mut out = String::with_capacity(t.len());
+                let mut start = true;
+                for c in t.chars() {
+                    if start && c.is_alphabetic() {
+                        out.extend(c.to_uppercase());
+                    } else {
+                        out.push(c);
+                    }
+                    start = c.is_whitespace();
+                }
+                Ok(s(out))
+            }),
+        ),
+        ("trim", f(|a| Ok(s(text(last(a)).trim().to_string())))),
+        (
+            "trimPrefix",
+            f(|a| {
+                let (p, t) = (text(a.first()), text(last(a)));
+                Ok(s(t.strip_prefix(&p).unwrap_or(&t).to_string()))
+            }),
+        ),
+        (
+            "trimSuffix",
+            f(|a| {
+                let (p, t) = (text(a.first()), text(last(a)));
+                Ok(s(t.strip_suffix(&p).unwrap_or(&t).to_string()))
+            }),
+        ),
+        (
+            "replace",
+            f(|a| {
+                if a.len() != 3 {
+                    return Err(err("replace takes OLD NEW STRING"));
+                }
+                Ok(s(text(a.get(2)).replace(&text(a.first()), &text(a.get(1)))))
+            }),
+        ),
+        (
+            "default",
+            f(|a| {
+                let given = if a.len() > 1 { a.last() } else { None };
+                match given {
+                    Some(g) if g.is_truthy() => Ok(g.clone()),
+                    _ => Ok(a.first().cloned().unwrap_or(G::Nil)),
+                }
+            }),
+        ),
+        ("quote", f(|a| Ok(s(format!("{:?}", text(last(a))))))),
+        ("squote", f(|a| Ok(s(format!("'{}'", text(last(a))))))),
+        (
+            "join",
+            f(|a| {
+                let sep = text(a.first());
+                match last(a) {
+                    Some(G::List(items)) => Ok(s(items
+                        .iter()
+                        .map(|i| text(Some(i)))
+                        .collect::<Vec<_>>()
+                        .join(&sep))),
+                    other => Ok(s(text(other))),
+                }
+            }),
+        ),
+        (
+            "splitList",
+            f(|a| {
+                let sep = text(a.first());
+                let t = text(last(a));
+                Ok(G::List(
+                    t.split(sep.as_str()).map(s).collect::<Vec<_>>().into(),
+                ))
+            }),
+        ),
+        (
+            "trunc",
+            f(|a| {
+                let n = a.first().and_then(G::as_int).unwrap_or(0);
+                let t = text(last(a));
+                let len = t.chars().count() as i64;
+                Ok(s(if n >= 0 {
+                    t.chars().take(n as usize).collect::<String>()
+                } else {
+                    t.chars()
+                        .skip((len + n).max(0) as usize)
+                        .collect::<String>()
+                }))
+            }),
+        ),
+        (
+            "contains",
+            f(|a| Ok(G::Bool(text(last(a)).contains(&text(a.first()))))),
+        ),
+        (
+            "hasPrefix",
+            f(|a| Ok(G::Bool(text(last(a)).starts_with(&text(a.first()))))),
+        ),
+        (
+            "hasSuffix",
+            f(|a| Ok(G::Bool(text(last(a)).ends_with(&text(a.first()))))),
+        ),
+        ("b64enc", f(|a| Ok(s(base64(text(last(a)).as_bytes()))))),
+    ]
+}
+
+/// Argo CD's `slugify [MAX [SMART]] TEXT`: lower case, runs of anything but `a-z0-9` one `-`,
+/// cut to MAX (default 50) characters, at a `-` when SMART (default true).
+fn slugify(a: &[G]) -> gotmpl::Result<G> {
+    let t = text(last(a));
+    let max = if a.len() > 1 {
+        a.first().and_then(G::as_int).unwrap_or(50)
+    } else {
+        50
+    };
+    let smart = if a.len() > 2 {
+        a.get(1).is_none_or(G::is_truthy)
+    } else {
+        true
+    };
+    let mut out = String::new();
+    for c in t.to_lowercase().chars() {
+        if c.is_ascii_lowercase() || c.is_ascii_digit() {
+            out.push(c);
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    let mut out = out.trim_matches('-').to_string();
+    let max = usize::try_from(max).unwrap_or(0);
+    if max > 0 && out.len() > max {
+        let cut = &out[..max];
+        out = match (smart, cut.rfind('-')) {
+            (true, Some(i)) if i > 0 => cut[..i].to_string(),
+            _ => cut.to_string(),
+        };
+        out = out.trim_end_matches('-').to_string();
+    }
+    Ok(s(out))
+}
+
+fn base64(bytes: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn params(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().expect("a map")
+    }
+
+    #[test]
+    fn legacy_tags_are_filled_and_unknown_ones_stay() {
+        let p = params(json!({"path.basename": "web", "cluster": "prod"}));
+        let t = json!({"name": "{{path.basename}}-{{ cluster }}", "keep": "{{nope}} {{", "n": 3});
+        let out = render(&t, &p, Mode::default()).expect("rendered");
+        assert_eq!(
+            out,
+            json!({"name": "web-prod", "keep": "{{nope}} {{", "n": 3})
+        );
+    }
+
+    #[test]
+    fn go_templates_follow_go() {
+        let go = Mode {
+            go: true,
+            missing_key_error: false,
+        };
+        let p = params(
+            json!({"path": {"basename": "Web App", "segments": ["apps", "web"]},
+            "replicas": 3, "labels": {"b": "2", "a": "1"}}),
+        );
+        let render_one = |src: &str, mode: Mode| {
+            render(&json!(src), &p, mode).map(|v| v.as_str().unwrap_or_default().to_string())
+        };
+        assert_eq!(
+            render_one("{{.path.basename | normalize}}", go).unwrap(),
+            "web-app"
+        );
+        assert_eq!(render_one("{{index .path.segments 1}}", go).unwrap(), "web");
+        assert_eq!(
+            render_one("{{range $k, $v := .labels}}{{$k}}={{$v}},{{end}}", go).unwrap(),
+            "a=1,b=2,"
+        );
+        assert_eq!(
+            render_one("{{printf \"%03d\" .replicas}}", go).unwrap(),
+            "003"
+        );
+        assert_eq!(render_one("{{.missing}}", go).unwrap(), "<no value>");
+        assert_eq!(
+            render_one(
+                "{{ default \"x\" .missing }}-{{ .path.basename | lower | replace \" \" \"_\" }}",
+                go
+            )
+            .unwrap(),
+            "x-web_app"
+        );
+        assert_eq!(
+            render_one("{{ slugify \"Hello, World! And more\" }}", go).unwrap(),
+            "hello-world-and-more"
+        );
+        assert_eq!(
+            render_one("{{ .labels | toJson }}", go).unwrap(),
+            r#"{"a":"1","b":"2"}"#
+        );
+        assert_eq!(render_one("{{ \"abc\" | b64enc }}", go).unwrap(), "YWJj");
+        let strict = Mode {
+            go: true,
+            missing_key_error: true,
+        };
+        assert!(render_one("{{.missing}}", strict).is_err());
+        let e = render_one("{{.path.basename", go).unwrap_err();
+        assert!(e.contains("unclosed action"), "{e}");
+    }
+}

@@ -1,0 +1,173 @@
+//! `plumb appset generate` on real git repositories: the git generators read the revision the
+//! generator names (a tag here), `--repo DIR` serves a remote repoURL from a local clone, the
+//! clusters generator reads cluster Secrets from a file; output as YAML or JSON; bad input is
+//! one line, exit 2, nothing printed.
+
+mod common;
+use common::{err, git, out, write};
+use serde_json::Value;
+
+fn plumb(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_plumb"))
+        .args(args)
+        .current_dir(dir)
+        .env("PLUMB_REPO_CACHE", dir.join("cache"))
+        .output()
+        .expect("plumb runs")
+}
+
+const APPSET: &str = r#"apiVersion: argoproj.io/v1alpha1
+kind: ApplicationSet
+metadata:
+  name: estate
+  namespace: argocd
+spec:
+  goTemplate: true
+  goTemplateOptions: ["missingkey=error"]
+  generators:
+  - matrix:
+      generators:
+      - git:
+          repoURL: REPO
+          revision: REVISION
+          directories:
+          - path: apps/*
+      - clusters:
+          selector:
+            matchLabels: {env: prod}
+  template:
+    metadata:
+      name: '{{.path.basename}}-{{.name}}'
+      labels: {team: '{{.path.basename | upper}}'}
+      finalizers: [resources-finalizer.argocd.argoproj.io]
+    spec:
+      project: default
+      source: {repoURL: REPO, targetRevision: REVISION, path: '{{.path.path}}'}
+      destination: {server: '{{.server}}', namespace: '{{.path.basename}}'}
+"#;
+
+const CLUSTERS: &str = "apiVersion: v1
+kind: Secret
+metadata:
+  name: prod-eu
+  namespace: argocd
+  labels: {argocd.argoproj.io/secret-type: cluster, env: prod}
+stringData: {name: prod-eu, server: 'https://prod-eu.example.com', config: '{}'}
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: staging
+  namespace: argocd
+  labels: {argocd.argoproj.io/secret-type: cluster, env: staging}
+data: {name: c3RhZ2luZw==, server: aHR0cHM6Ly9zdGFnaW5nLmV4YW1wbGUuY29t}
+";
+
+#[test]
+fn generates_from_a_git_revision_and_cluster_secrets() {
+    let dir = common::tmp("appset", "generate");
+    let repo = dir.join("repo");
+    write(&repo, "apps/billing/deploy.yaml", "kind: ConfigMap\n");
+    write(&repo, "README.md", "estate\n");
+    git(&repo, &["init", "-q"]);
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "v1"]);
+    git(&repo, &["tag", "v1"]);
+    write(&repo, "apps/web/deploy.yaml", "kind: ConfigMap\n");
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "v2"]);
+    write(&dir, "clusters.yaml", CLUSTERS);
+    let url = format!("file://{}", repo.display());
+    let appset =
+        |revision: &str, url: &str| APPSET.replace("REPO", url).replace("REVISION", revision);
+    write(&dir, "appset.yaml", &appset("HEAD", &url));
+    let o = plumb(
+        &dir,
+        &[
+            "appset",
+            "generate",
+            "appset.yaml",
+            "--cluster-secrets",
+            "clusters.yaml",
+            "-o",
+            "json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let apps: Vec<Value> = serde_json::from_str(&out(&o)).expect("a JSON array");
+    let names: Vec<&str> = apps
+        .iter()
+        .filter_map(|a| a["metadata"]["name"].as_str())
+        .collect();
+    assert_eq!(names, ["billing-prod-eu", "web-prod-eu"]);
+    let web = &apps[1];
+    assert_eq!(web["metadata"]["namespace"], "argocd");
+    assert_eq!(web["metadata"]["labels"]["team"], "WEB");
+    assert_eq!(
+        web["metadata"]["finalizers"][0],
+        "resources-finalizer.argocd.argoproj.io"
+    );
+    assert_eq!(
+        web["spec"]["destination"]["server"],
+        "https://prod-eu.example.com"
+    );
+    assert_eq!(web["spec"]["source"]["path"], "apps/web");
+
+    // At the tag, only billing exists; a remote repoURL served by --repo.
+    write(
+        &dir,
+        "appset.yaml",
+        &appset("v1", "https://git.example.com/estate.git"),
+    );
+    let o = plumb(
+        &dir,
+        &[
+            "appset",
+            "generate",
+            "appset.yaml",
+            "--repo",
+            "repo",
+            "--cluster-secrets",
+            "clusters.yaml",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let text = out(&o);
+    assert_eq!(text.matches("kind: Application\n").count(), 1, "{text}");
+    assert!(text.contains("name: billing-prod-eu"), "{text}");
+
+    // Bad input: one line, exit 2, nothing printed.
+    for (spec, want) in [
+        (
+            appset("HEAD", &url).replace("'{{.path.basename}}-{{.name}}'", "'{{.nope}}'"),
+            "map has no entry for key",
+        ),
+        (
+            appset("HEAD", &url).replace("- clusters:", "- nosuch:"),
+            "unknown generator \"nosuch\"",
+        ),
+        (
+            appset("HEAD", &url).replace("path: apps/*", "path: ../../etc/*"),
+            "leaves the repository",
+        ),
+        (appset("no-such-revision", &url), "no-such-revision"),
+    ] {
+        write(&dir, "appset.yaml", &spec);
+        let o = plumb(
+            &dir,
+            &[
+                "appset",
+                "generate",
+                "appset.yaml",
+                "--cluster-secrets",
+                "clusters.yaml",
+            ],
+        );
+        assert_eq!(o.status.code(), Some(2), "{want}: {}", out(&o));
+        let e = err(&o);
+        assert_eq!(e.lines().count(), 1, "{e}");
+        assert!(e.contains("appset.yaml: ApplicationSet estate: "), "{e}");
+        assert!(e.contains(want), "{want:?} in {e}");
+        assert!(out(&o).is_empty());
+    }
+}
