@@ -109,16 +109,14 @@ fn one_line(e: &TemplateError) -> String {
     e.to_string().lines().next().unwrap_or("error").to_string()
 }
 
-/// serde_json → the template engine's values (maps sorted, as Go iterates them).
+/// serde_json → the template engine's values (maps sorted, as Go iterates them). Every
+/// number is a float64, as Argo CD's generators hand parameters to Go (through
+/// encoding/json): `{{.replicas}}` prints `3`, `printf "%d"` does not take it.
 pub fn to_go(v: &Value) -> G {
     match v {
         Value::Null => G::Nil,
         Value::Bool(b) => G::Bool(*b),
-        Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
-            (Some(i), _, _) => G::Int(i),
-            (None, Some(u), _) => G::Uint(u),
-            (_, _, f) => G::Float(f.unwrap_or(0.0)),
-        },
+        Value::Number(n) => G::Float(n.as_f64().unwrap_or(0.0)),
         Value::String(s) => G::String(s.as_str().into()),
         Value::Array(items) => G::List(items.iter().map(to_go).collect::<Vec<_>>().into()),
         Value::Object(m) => {
