@@ -533,18 +533,17 @@ fn matrix(
             inputs,
         )? {
             let mut p = a.params.clone();
-            for (k, v) in b.params {
-                if !mode.go && p.get(&k).is_some_and(|old| old != &v) {
-                    return Err(format!(
-                        "{at}: both child generators set the parameter {k:?} to different values"
-                    ));
-                }
-                let next = match p.get(&k) {
-                    Some(old) if mode.go => merged(old, &v),
-                    _ => v,
-                };
-                p.insert(k, next);
+            if let Some(k) = b
+                .params
+                .iter()
+                .find(|(k, v)| !mode.go && p.get(*k).is_some_and(|old| old != *v))
+                .map(|(k, _)| k)
+            {
+                return Err(format!(
+                    "{at}: both child generators set the parameter {k:?} to different values"
+                ));
             }
+            overlay(&mut p, &b.params, mode);
             out.push(p);
         }
     }
@@ -589,17 +588,22 @@ fn merge(
                 continue;
             };
             for b in base.iter_mut().filter(|b| key_of(b).as_ref() == Some(&k)) {
-                for (key, v) in &other.params {
-                    let next = match b.get(key) {
-                        Some(old) if mode.go => merged(old, v),
-                        _ => v.clone(),
-                    };
-                    b.insert(key.clone(), next);
-                }
+                overlay(b, &other.params, mode);
             }
         }
     }
     Ok(base)
+}
+
+/// `from`'s parameters set over `into`'s (goTemplate: nested maps merged key by key).
+fn overlay(into: &mut Params, from: &Params, mode: Mode) {
+    for (k, v) in from {
+        let next = match into.get(k) {
+            Some(old) if mode.go => merged(old, v),
+            _ => v.clone(),
+        };
+        into.insert(k.clone(), next);
+    }
 }
 
 /// A merge key's value: a flat key (legacy), or a dotted path into nested maps (goTemplate).

@@ -153,10 +153,10 @@ pub fn merge_set(
     Ok(())
 }
 
-/// kustomize's builtin `varReference` field specs (behaviour facts).
-pub fn builtin_references() -> Vec<FieldSpec> {
-    let mut v = Vec::new();
-    let pod_fields = [
+/// The fields of a pod spec where kustomize replaces vars, under `spec` of `kind`, and its
+/// NFS volume server at `volumes`.
+fn pod_references(v: &mut Vec<FieldSpec>, kind: &str, spec: &str, volumes: &str) {
+    const POD_FIELDS: [&str; 8] = [
         "containers/args",
         "containers/command",
         "containers/env/value",
@@ -166,82 +166,44 @@ pub fn builtin_references() -> Vec<FieldSpec> {
         "initContainers/env/value",
         "initContainers/volumeMounts/mountPath",
     ];
-    let mut pod = |kind: &str, spec: &str, volumes: &str| {
-        for f in pod_fields {
-            v.push(FieldSpec::new("", "", kind, &format!("{spec}{f}"), false));
-        }
-        v.push(FieldSpec::new("", "", kind, volumes, false));
-    };
-    pod(
+    for f in POD_FIELDS {
+        v.push(FieldSpec::new("", "", kind, &format!("{spec}{f}"), false));
+    }
+    v.push(FieldSpec::new("", "", kind, volumes, false));
+}
+
+/// kustomize's builtin `varReference` field specs (behaviour facts, in kustomize's order).
+pub fn builtin_references() -> Vec<FieldSpec> {
+    const TEMPLATE: &str = "spec/template/spec/";
+    const TEMPLATE_NFS: &str = "spec/template/spec/volumes/nfs/server";
+    let mut v = Vec::new();
+    pod_references(
+        &mut v,
         "CronJob",
         "spec/jobTemplate/spec/template/spec/",
         "spec/jobTemplate/spec/template/volumes/nfs/server",
     );
-    pod(
-        "DaemonSet",
-        "spec/template/spec/",
-        "spec/template/spec/volumes/nfs/server",
-    );
-    pod(
-        "Deployment",
-        "spec/template/spec/",
-        "spec/template/spec/volumes/nfs/server",
-    );
-    v.push(FieldSpec::new(
-        "",
-        "",
-        "Deployment",
-        "spec/template/metadata/annotations",
-        false,
-    ));
+    pod_references(&mut v, "DaemonSet", TEMPLATE, TEMPLATE_NFS);
+    pod_references(&mut v, "Deployment", TEMPLATE, TEMPLATE_NFS);
+    let plain = |kind: &str, path: &str| FieldSpec::new("", "", kind, path, false);
+    v.push(plain("Deployment", "spec/template/metadata/annotations"));
     for path in ["spec/rules/host", "spec/tls/hosts", "spec/tls/secretName"] {
-        v.push(FieldSpec::new("", "", "Ingress", path, false));
+        v.push(plain("Ingress", path));
     }
-    let mut pod = |kind: &str, spec: &str, volumes: &str| {
-        for f in pod_fields {
-            v.push(FieldSpec::new("", "", kind, &format!("{spec}{f}"), false));
-        }
-        v.push(FieldSpec::new("", "", kind, volumes, false));
-    };
-    pod(
-        "Job",
-        "spec/template/spec/",
-        "spec/template/spec/volumes/nfs/server",
-    );
-    pod("Pod", "spec/", "spec/volumes/nfs/server");
-    pod(
-        "ReplicaSet",
-        "spec/template/spec/",
-        "spec/template/spec/volumes/nfs/server",
-    );
-    v.push(FieldSpec::new("", "", "Service", "spec/ports/port", false));
-    v.push(FieldSpec::new(
-        "",
-        "",
-        "Service",
-        "spec/ports/targetPort",
-        false,
-    ));
-    let mut pod = |kind: &str, spec: &str, volumes: &str| {
-        for f in pod_fields {
-            v.push(FieldSpec::new("", "", kind, &format!("{spec}{f}"), false));
-        }
-        v.push(FieldSpec::new("", "", kind, volumes, false));
-    };
-    pod(
+    pod_references(&mut v, "Job", TEMPLATE, TEMPLATE_NFS);
+    pod_references(&mut v, "Pod", "spec/", "spec/volumes/nfs/server");
+    pod_references(&mut v, "ReplicaSet", TEMPLATE, TEMPLATE_NFS);
+    v.push(plain("Service", "spec/ports/port"));
+    v.push(plain("Service", "spec/ports/targetPort"));
+    pod_references(
+        &mut v,
         "StatefulSet",
-        "spec/template/spec/",
+        TEMPLATE,
         "spec/volumeClaimTemplates/spec/nfs/server",
     );
-    v.push(FieldSpec::new(
-        "",
-        "",
-        "PersistentVolume",
-        "spec/nfs/server",
-        false,
-    ));
-    v.push(FieldSpec::new("", "", "", "metadata/labels", false));
-    v.push(FieldSpec::new("", "", "", "metadata/annotations", false));
+    v.push(plain("PersistentVolume", "spec/nfs/server"));
+    v.push(plain("", "metadata/labels"));
+    v.push(plain("", "metadata/annotations"));
     v
 }
 
