@@ -14,8 +14,11 @@
 //! - All or nothing: any error (an invalid field, a template error, a duplicate generated
 //!   name) is one line naming the generator or field, and no Application is returned.
 //!
+//! - `templatePatch` (with `goTemplate`): a Go template rendering YAML, merged onto each
+//!   rendered template (maps key by key, `null` removes, lists replaced).
+//!
 //! Not here yet: the `pullRequest`, `scmProvider`, `clusterDecisionResource` and `plugin`
-//! generators, `templatePatch`, the controller and progressive sync.
+//! generators, the controller and progressive sync.
 
 pub mod generators;
 pub mod template;
@@ -93,6 +96,14 @@ pub fn generate(appset: &Value, inputs: &Inputs<'_>) -> Result<Vec<Value>, AppSe
         .get("template")
         .cloned()
         .ok_or_else(|| fail(at("spec.template: missing")))?;
+    let patch = match spec.get("templatePatch") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(p)) if mode.go => Some(p.clone()),
+        Some(Value::String(_)) => {
+            return Err(fail(at("spec.templatePatch: needs goTemplate: true")));
+        }
+        Some(_) => return Err(fail(at("spec.templatePatch: expected a string"))),
+    };
     let gens = spec
         .get("generators")
         .and_then(Value::as_array)
@@ -105,8 +116,20 @@ pub fn generate(appset: &Value, inputs: &Inputs<'_>) -> Result<Vec<Value>, AppSe
         let generated =
             generators::run(g, &path, &template, mode, inputs).map_err(|m| fail(at(&m)))?;
         for one in generated {
-            let rendered = template::render(&one.template, &one.params, mode)
+            let mut rendered = template::render(&one.template, &one.params, mode)
                 .map_err(|m| fail(at(&format!("{path}: template: {m}"))))?;
+            if let Some(p) = &patch {
+                let text = template::render(&Value::String(p.clone()), &one.params, mode)
+                    .map_err(|m| fail(at(&format!("{path}: templatePatch: {m}"))))?;
+                let doc: Value = serde_saphyr::from_str(text.as_str().unwrap_or_default())
+                    .map_err(|e| {
+                        fail(at(&format!(
+                            "{path}: templatePatch: not YAML after rendering: {}",
+                            e.to_string().lines().next().unwrap_or("invalid")
+                        )))
+                    })?;
+                merge_patch(&mut rendered, &doc);
+            }
             let app = application(&rendered, group, namespace).map_err(|m| fail(at(&m)))?;
             let app_name = app
                 .pointer("/metadata/name")
@@ -123,6 +146,27 @@ pub fn generate(appset: &Value, inputs: &Inputs<'_>) -> Result<Vec<Value>, AppSe
         }
     }
     Ok(out)
+}
+
+/// RFC 7386 merge patch: maps merged key by key, `null` removes, anything else replaces
+/// (Argo CD's strategic merge of an Application, whose fields have no merge keys).
+fn merge_patch(target: &mut Value, patch: &Value) {
+    let Value::Object(p) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = Value::Object(Map::new());
+    }
+    if let Value::Object(t) = target {
+        for (k, v) in p {
+            if v.is_null() {
+                t.remove(k);
+            } else {
+                merge_patch(t.entry(k.clone()).or_insert(Value::Null), v);
+            }
+        }
+    }
 }
 
 /// `goTemplateOptions`: only `missingkey=…` is known (Argo CD passes them to Go's `Option`).

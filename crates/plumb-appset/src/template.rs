@@ -38,6 +38,38 @@ pub const FUNCTIONS: &[&str] = &[
     "hasPrefix",
     "hasSuffix",
     "b64enc",
+    "b64dec",
+    "add",
+    "add1",
+    "sub",
+    "mul",
+    "div",
+    "mod",
+    "max",
+    "min",
+    "int",
+    "toString",
+    "atoi",
+    "list",
+    "dict",
+    "get",
+    "hasKey",
+    "first",
+    "last",
+    "has",
+    "sortAlpha",
+    "uniq",
+    "empty",
+    "coalesce",
+    "ternary",
+    "indent",
+    "nindent",
+    "repeat",
+    "regexMatch",
+    "regexReplaceAll",
+    "regexFind",
+    "sha256sum",
+    "fromYamlArray",
 ];
 
 /// `v` with every string filled from `params`.
@@ -303,7 +335,241 @@ fn functions() -> Vec<(&'static str, Func)> {
             f(|a| Ok(G::Bool(text(last(a)).ends_with(&text(a.first()))))),
         ),
         ("b64enc", f(|a| Ok(s(base64(text(last(a)).as_bytes()))))),
+        (
+            "b64dec",
+            f(|a| {
+                use base64::Engine as _;
+                let bytes = base64::engine::general_purpose::STANDARD
+                    .decode(text(last(a)))
+                    .map_err(err)?;
+                Ok(s(String::from_utf8_lossy(&bytes).into_owned()))
+            }),
+        ),
+        ("add", f(|a| Ok(G::Int(ints(a).iter().sum())))),
+        ("add1", f(|a| Ok(G::Int(int_of(last(a)) + 1)))),
+        (
+            "sub",
+            f(|a| Ok(G::Int(int_of(a.first()) - int_of(a.get(1))))),
+        ),
+        ("mul", f(|a| Ok(G::Int(ints(a).iter().product())))),
+        (
+            "div",
+            f(|a| match int_of(a.get(1)) {
+                0 => Err(err("integer divide by zero")),
+                d => Ok(G::Int(int_of(a.first()) / d)),
+            }),
+        ),
+        (
+            "mod",
+            f(|a| match int_of(a.get(1)) {
+                0 => Err(err("integer divide by zero")),
+                d => Ok(G::Int(int_of(a.first()) % d)),
+            }),
+        ),
+        (
+            "max",
+            f(|a| Ok(G::Int(ints(a).into_iter().max().unwrap_or(0)))),
+        ),
+        (
+            "min",
+            f(|a| Ok(G::Int(ints(a).into_iter().min().unwrap_or(0)))),
+        ),
+        ("int", f(|a| Ok(G::Int(int_of(last(a)))))),
+        ("toString", f(|a| Ok(s(text(last(a)))))),
+        (
+            "atoi",
+            f(|a| Ok(G::Int(text(last(a)).trim().parse().unwrap_or(0)))),
+        ),
+        ("list", f(|a| Ok(G::List(a.to_vec().into())))),
+        (
+            "dict",
+            f(|a| {
+                let mut m: BTreeMap<Arc<str>, G> = BTreeMap::new();
+                for pair in a.chunks(2) {
+                    let v = pair.get(1).cloned().unwrap_or(s(""));
+                    m.insert(text(pair.first()).into(), v);
+                }
+                Ok(G::Map(Arc::new(m)))
+            }),
+        ),
+        (
+            "get",
+            f(|a| match a.first() {
+                Some(G::Map(m)) => Ok(m.get(text(a.get(1)).as_str()).cloned().unwrap_or(s(""))),
+                _ => Ok(s("")),
+            }),
+        ),
+        (
+            "hasKey",
+            f(|a| match a.first() {
+                Some(G::Map(m)) => Ok(G::Bool(m.contains_key(text(a.get(1)).as_str()))),
+                _ => Ok(G::Bool(false)),
+            }),
+        ),
+        (
+            "first",
+            f(|a| match last(a) {
+                Some(G::List(l)) => Ok(l.first().cloned().unwrap_or(G::Nil)),
+                _ => Ok(G::Nil),
+            }),
+        ),
+        (
+            "last",
+            f(|a| match last(a) {
+                Some(G::List(l)) => Ok(l.last().cloned().unwrap_or(G::Nil)),
+                _ => Ok(G::Nil),
+            }),
+        ),
+        (
+            "has",
+            f(|a| match last(a) {
+                Some(G::List(l)) => {
+                    let needle = text(a.first());
+                    Ok(G::Bool(l.iter().any(|i| text(Some(i)) == needle)))
+                }
+                _ => Ok(G::Bool(false)),
+            }),
+        ),
+        (
+            "sortAlpha",
+            f(|a| {
+                let mut v: Vec<String> = match last(a) {
+                    Some(G::List(l)) => l.iter().map(|i| text(Some(i))).collect(),
+                    other => vec![text(other)],
+                };
+                v.sort();
+                Ok(G::List(v.into_iter().map(s).collect::<Vec<_>>().into()))
+            }),
+        ),
+        (
+            "uniq",
+            f(|a| {
+                let mut out: Vec<G> = Vec::new();
+                if let Some(G::List(l)) = last(a) {
+                    for i in l.iter() {
+                        if !out.iter().any(|o| text(Some(o)) == text(Some(i))) {
+                            out.push(i.clone());
+                        }
+                    }
+                }
+                Ok(G::List(out.into()))
+            }),
+        ),
+        (
+            "empty",
+            f(|a| Ok(G::Bool(!last(a).is_some_and(G::is_truthy)))),
+        ),
+        (
+            "coalesce",
+            f(|a| Ok(a.iter().find(|v| v.is_truthy()).cloned().unwrap_or(G::Nil))),
+        ),
+        (
+            "ternary",
+            f(|a| {
+                let cond = last(a).is_some_and(G::is_truthy);
+                Ok(if cond { a.first() } else { a.get(1) }
+                    .cloned()
+                    .unwrap_or(G::Nil))
+            }),
+        ),
+        (
+            "indent",
+            f(|a| Ok(s(indent(int_of(a.first()), &text(last(a)))))),
+        ),
+        (
+            "nindent",
+            f(|a| {
+                Ok(s(format!(
+                    "\n{}",
+                    indent(int_of(a.first()), &text(last(a)))
+                )))
+            }),
+        ),
+        (
+            "repeat",
+            f(|a| {
+                let n = usize::try_from(int_of(a.first())).unwrap_or(0).min(10_000);
+                Ok(s(text(last(a)).repeat(n)))
+            }),
+        ),
+        (
+            // Sprig's regexMatch ignores an invalid pattern (false); the others fail on it.
+            "regexMatch",
+            f(|a| {
+                Ok(G::Bool(
+                    regex(a.first()).is_ok_and(|re| re.is_match(&text(last(a)))),
+                ))
+            }),
+        ),
+        (
+            "regexReplaceAll",
+            f(|a| {
+                let re = regex(a.first())?;
+                // Go's $1 and ${1} expansion is the regex crate's.
+                Ok(s(re
+                    .replace_all(&text(a.get(1)), text(a.get(2)).as_str())
+                    .into_owned()))
+            }),
+        ),
+        (
+            "regexFind",
+            f(|a| {
+                let re = regex(a.first())?;
+                Ok(s(re
+                    .find(&text(last(a)))
+                    .map(|m| m.as_str().to_string())
+                    .unwrap_or_default()))
+            }),
+        ),
+        (
+            "sha256sum",
+            f(|a| {
+                use sha2::Digest as _;
+                Ok(s(hex(&sha2::Sha256::digest(text(last(a)).as_bytes()))))
+            }),
+        ),
+        (
+            "fromYamlArray",
+            f(|a| {
+                let v: Vec<Value> = serde_saphyr::from_str(&text(last(a))).map_err(err)?;
+                Ok(G::List(v.iter().map(to_go).collect::<Vec<_>>().into()))
+            }),
+        ),
     ]
+}
+
+/// Sprig's `toInt64` of each argument.
+fn ints(a: &[G]) -> Vec<i64> {
+    a.iter().map(|v| int_of(Some(v))).collect()
+}
+
+/// Sprig's `toInt64`: numbers truncated, numeric strings parsed, anything else 0.
+fn int_of(v: Option<&G>) -> i64 {
+    match v {
+        Some(G::Int(i)) => *i,
+        Some(G::Uint(u)) => i64::try_from(*u).unwrap_or(i64::MAX),
+        Some(G::Float(f)) => *f as i64,
+        Some(G::Bool(b)) => i64::from(*b),
+        Some(G::String(t)) => t
+            .trim()
+            .parse::<i64>()
+            .or_else(|_| t.trim().parse::<f64>().map(|f| f as i64))
+            .unwrap_or(0),
+        _ => 0,
+    }
+}
+
+fn indent(n: i64, t: &str) -> String {
+    let pad = " ".repeat(usize::try_from(n).unwrap_or(0).min(1_000));
+    format!("{pad}{}", t.replace('\n', &format!("\n{pad}")))
+}
+
+fn regex(v: Option<&G>) -> gotmpl::Result<regex::Regex> {
+    regex::Regex::new(&text(v)).map_err(err)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Argo CD's `slugify [MAX [SMART]] TEXT`: lower case, runs of anything but `a-z0-9` one `-`,

@@ -224,6 +224,39 @@ fn matrix_and_merge() {
     assert_eq!(names(&apps), ["a-false", "b-true"]);
 }
 
+/// Templates: templatePatch (the GoTemplate page's valueFiles and conditional syncPolicy).
+#[test]
+fn template_patch() {
+    let apps = run(
+        json!({"goTemplate": true,
+            "generators": [{"list": {"elements": [
+                {"cluster": "dev", "autoSync": true, "prune": true, "valueFiles": ["values.yaml", "dev.yaml"]},
+                {"cluster": "prod", "autoSync": false, "valueFiles": ["values.yaml"]}]}}],
+            "template": {"metadata": {"name": "{{.cluster}}-app"},
+                "spec": {"project": "default", "source": {"repoURL": "r", "path": "chart"}}},
+            "templatePatch": "spec:\n  source:\n    helm:\n      valueFiles:\n      {{- range $f := .valueFiles }}\n        - {{ $f }}\n      {{- end }}\n{{- if .autoSync }}\n  syncPolicy:\n    automated:\n      prune: {{ .prune }}\n{{- end }}\n"}),
+        &[],
+    )
+    .expect("generated");
+    assert_eq!(
+        apps[0]["spec"]["source"]["helm"]["valueFiles"],
+        json!(["values.yaml", "dev.yaml"])
+    );
+    assert_eq!(apps[0]["spec"]["source"]["path"], "chart");
+    assert_eq!(apps[0]["spec"]["syncPolicy"]["automated"]["prune"], true);
+    assert!(apps[1]["spec"].get("syncPolicy").is_none(), "{}", apps[1]);
+    let e = run(
+        json!({"generators": [{"list": {"elements": [{"a": "1"}]}}],
+            "template": {"metadata": {"name": "x"}, "spec": {}}, "templatePatch": "spec: {}"}),
+        &[],
+    )
+    .unwrap_err();
+    assert!(
+        e.contains("spec.templatePatch: needs goTemplate: true"),
+        "{e}"
+    );
+}
+
 /// Bad input: one line naming the generator and field, nothing generated.
 #[test]
 fn errors_name_the_generator_and_field() {
