@@ -8,6 +8,7 @@
 use crate::EXIT_IN_SYNC;
 use anyhow::{Result, anyhow, bail};
 use plumb_appset::{Cluster, Inputs, Repos};
+use plumb_cluster::ClusterApi as _;
 use plumb_core::argo::AppSource;
 use plumb_render::fetch::{Overrides, fetch, locate};
 use plumb_render::remote::RepoCache;
@@ -39,8 +40,15 @@ struct GenerateArgs {
     repo: Option<PathBuf>,
     /// Argo CD cluster Secrets (`argocd.argoproj.io/secret-type: cluster`), a file or a
     /// directory, for the clusters generator.
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", conflicts_with = "cluster")]
     cluster_secrets: Option<PathBuf>,
+    /// Read the cluster Secrets from the cluster (`--cluster`, `--context`, `--kubeconfig`), in
+    /// the control namespace: `--control-namespace`, else the ApplicationSet's.
+    #[command(flatten)]
+    cluster: crate::cluster_args::ClusterArgs,
+    /// Where the cluster Secrets are read from with `--cluster`.
+    #[arg(long, value_name = "NAMESPACE", requires = "cluster")]
+    control_namespace: Option<String>,
     /// `yaml` (a stream) or `json` (an array).
     #[arg(short, long, default_value = "yaml", value_parser = ["yaml", "json"])]
     output: String,
@@ -67,7 +75,31 @@ fn generate(a: GenerateArgs) -> Result<u8> {
         );
     };
     let clusters = match &a.cluster_secrets {
-        Some(p) => cluster_secrets(p)?,
+        Some(p) => {
+            let docs =
+                plumb_render::load_paths(std::slice::from_ref(p)).map_err(|e| anyhow!("{e}"))?;
+            cluster_secrets(docs.iter().map(|m| &m.object), &p.display().to_string())?
+        }
+        None if a.cluster.cluster => {
+            let control = a.control_namespace.clone().unwrap_or_else(|| {
+                appset
+                    .pointer("/metadata/namespace")
+                    .and_then(Value::as_str)
+                    .filter(|n| !n.is_empty())
+                    .unwrap_or(plumb_core::ARGOCD_NAMESPACE)
+                    .to_string()
+            });
+            let c = crate::cluster_args::connect(&a.cluster)?;
+            let secrets = c
+                .block_on(c.cluster.list_labelled(
+                    "",
+                    "Secret",
+                    &control,
+                    ("argocd.argoproj.io/secret-type", "cluster"),
+                ))
+                .map_err(|e| anyhow!("cluster Secrets in {control}: {e}"))?;
+            cluster_secrets(secrets.iter(), &format!("namespace {control}"))?
+        }
         None => Vec::new(),
     };
     let base = a.file.parent().map(Path::to_path_buf);
@@ -158,13 +190,15 @@ impl Repos for GitRepos {
     }
 }
 
-/// Argo CD cluster Secrets: `name`, `server` from `data` (base64) or `stringData`; the
-/// Secret's labels and annotations (the clusters generator's `metadata.*`).
-fn cluster_secrets(path: &Path) -> Result<Vec<Cluster>> {
-    let docs = plumb_render::load_paths(&[path.to_path_buf()]).map_err(|e| anyhow!("{e}"))?;
+/// Argo CD cluster Secrets among `objects` (read from `from`, for messages): `name`, `server`
+/// from `data` (base64) or `stringData`; the Secret's labels and annotations (the clusters
+/// generator's `metadata.*`). Values other than these two are never read.
+fn cluster_secrets<'a>(
+    objects: impl Iterator<Item = &'a Value>,
+    from: &str,
+) -> Result<Vec<Cluster>> {
     let mut out = Vec::new();
-    for m in docs {
-        let o = &m.object;
+    for o in objects {
         let labels = o
             .pointer("/metadata/labels")
             .and_then(Value::as_object)
@@ -192,18 +226,10 @@ fn cluster_secrets(path: &Path) -> Result<Vec<Cluster>> {
             let Some(v) = o.pointer(&format!("/data/{key}")).and_then(Value::as_str) else {
                 return Ok(String::new());
             };
-            let bytes = decode_base64(v.trim()).ok_or_else(|| {
-                anyhow!(
-                    "{}: Secret {secret}: data.{key} is not base64",
-                    path.display()
-                )
-            })?;
-            String::from_utf8(bytes).map_err(|_| {
-                anyhow!(
-                    "{}: Secret {secret}: data.{key} is not text",
-                    path.display()
-                )
-            })
+            let bytes = decode_base64(v.trim())
+                .ok_or_else(|| anyhow!("{from}: Secret {secret}: data.{key} is not base64"))?;
+            String::from_utf8(bytes)
+                .map_err(|_| anyhow!("{from}: Secret {secret}: data.{key} is not text"))
         };
         out.push(Cluster {
             name: field("name")?,

@@ -4,8 +4,10 @@
 //! one line, exit 2, nothing printed.
 
 mod common;
+#[path = "../../plumb-cluster/tests/support/mod.rs"]
+mod support;
 use common::{err, git, out, write};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 fn plumb(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_plumb"))
@@ -170,4 +172,66 @@ fn generates_from_a_git_revision_and_cluster_secrets() {
         assert!(e.contains(want), "{want:?} in {e}");
         assert!(out(&o).is_empty());
     }
+}
+
+/// `--cluster`: the cluster Secrets of the control namespace, read from the test bed (a real
+/// API server); Secret values other than `name` and `server` are never read or printed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_secrets_from_the_cluster() {
+    let Some(cluster) = support::testbed("appset-cluster-secrets").await else {
+        return;
+    };
+    let ns = support::namespace(&cluster, "appset-ctl", json!({})).await;
+    let secret = |name: &str, env: &str| {
+        json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": name, "namespace": ns,
+                "labels": {"argocd.argoproj.io/secret-type": "cluster", "env": env}},
+            "stringData": {"name": name, "server": format!("https://{name}.example.com"),
+                "config": "{\"bearerToken\": \"never-printed-token\"}"}})
+    };
+    support::apply(
+        &cluster,
+        vec![secret("eu-prod", "prod"), secret("us-dev", "dev")],
+    )
+    .await;
+    let dir = common::tmp("appset", "cluster");
+    write(
+        &dir,
+        "appset.yaml",
+        &format!(
+            "apiVersion: argoproj.io/v1alpha1\nkind: ApplicationSet\nmetadata: {{name: fleet, namespace: {ns}}}\nspec:\n  generators:\n  - clusters: {{selector: {{matchLabels: {{env: prod}}}}}}\n  - clusters: {{}}\n    template: {{metadata: {{name: 'all-{{{{name}}}}'}}}}\n  template:\n    metadata: {{name: 'web-{{{{name}}}}'}}\n    spec: {{destination: {{server: '{{{{server}}}}'}}}}\n"
+        ),
+    );
+    let o = plumb(
+        &dir,
+        &[
+            "appset",
+            "generate",
+            "appset.yaml",
+            "--cluster",
+            "-o",
+            "json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    assert!(!out(&o).contains("never-printed-token"));
+    let apps: Vec<Value> = serde_json::from_str(&out(&o)).expect("JSON");
+    let names: Vec<&str> = apps
+        .iter()
+        .filter_map(|a| a["metadata"]["name"].as_str())
+        .collect();
+    // The selector's one cluster; then, with the generator's own name, the local cluster
+    // (listed first, as Argo CD lists it) and every Secret.
+    assert_eq!(
+        names,
+        ["web-eu-prod", "all-in-cluster", "all-eu-prod", "all-us-dev"]
+    );
+    assert_eq!(
+        apps[0]["spec"]["destination"]["server"],
+        "https://eu-prod.example.com"
+    );
+    assert_eq!(
+        apps[1]["spec"]["destination"]["server"],
+        "https://kubernetes.default.svc"
+    );
 }
