@@ -58,15 +58,19 @@ pub fn run(args: RenderArgs) -> Result<u8> {
         for obj in &mut objects {
             plumb_diff::mask::hide_secret_data(&mut [&mut obj.object], &[]);
         }
-        for obj in &objects {
-            out.write_all(b"---\n")?;
-            let text = if args.show_origins {
+        // Each object's YAML on every core (the emitter is the larger part of a big render's
+        // time), written in order.
+        let texts = plumb_core::parallel::map(&objects, |obj| {
+            if args.show_origins {
                 plumb_diff::text::to_yaml_with_comments(&obj.object, &|p| {
                     obj.origins.get(p).map(|o| format!("{}:{}", o.file, o.line))
                 })
             } else {
                 plumb_diff::text::to_yaml(&obj.object)
-            };
+            }
+        });
+        for text in texts {
+            out.write_all(b"---\n")?;
             out.write_all(text.as_bytes())?;
         }
     }
