@@ -23,6 +23,7 @@
 //! pass the bound is the one named. CPU time rather than wall time is bounded, so that a busy
 //! machine does not fail the test; a run is killed after [`WALL_DEADLINE`].
 
+mod common;
 use nix::sys::resource::{UsageWho, getrusage};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -89,19 +90,6 @@ fn read_case(dir: &Path) -> Case {
     assert!(!case.args.is_empty(), "{name}: no `run:` line");
     assert!(!case.expect.is_empty(), "{name}: no `expect:` line");
     case
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("create case dir");
-    for entry in std::fs::read_dir(from).expect("read case dir") {
-        let entry = entry.expect("entry");
-        let dest = to.join(entry.file_name());
-        if entry.file_type().expect("file type").is_dir() {
-            copy_dir(&entry.path(), &dest);
-        } else {
-            std::fs::copy(entry.path(), &dest).expect("copy case file");
-        }
-    }
 }
 
 fn write_file(path: &Path, parts: &[&[u8]], repeat: Option<(&[u8], usize)>, tail: &[u8]) {
@@ -367,7 +355,7 @@ fn every_bad_input_is_one_error_line_in_bounded_time_and_memory() {
         // Each case's files under one more level, so that `..` from the case stays in
         // the scratch directory and a symlink "out of the repository" has a target.
         let work = scratch.join(&case.name).join("repo");
-        copy_dir(&case.dir, &work);
+        common::copy_tree(&case.dir, &work);
         std::fs::write(
             scratch.join(&case.name).join("outside.yaml"),
             "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: outside\n",

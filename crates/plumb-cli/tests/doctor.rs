@@ -6,9 +6,9 @@
 //! markdown report, that no Secret value is ever printed, and that `plumb diff --app` agrees.
 
 mod common;
-use common::{TmpDir, err, out, tmp};
+use common::{TmpDir, copy_tree, err, out, tmp};
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
 fn root() -> PathBuf {
@@ -402,20 +402,6 @@ fn crd_schema_prunes_a_declared_field() {
         finding["fixes"][1]["rule"]["jsonPointers"],
         json!(["/spec/retentionHours"])
     );
-}
-
-/// A copy of a directory tree.
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for e in std::fs::read_dir(from).expect("read_dir") {
-        let e = e.expect("entry");
-        let target = to.join(e.file_name());
-        if e.file_type().expect("type").is_dir() {
-            copy_tree(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), &target).expect("copy");
-        }
-    }
 }
 
 /// A scratch copy of `examples/<example>`, to change for one test.

@@ -7,7 +7,7 @@
 //! unless `REQUIRE_HELM=1`.
 
 mod common;
-use common::{TmpDir, err, out, write};
+use common::{TmpDir, copy_tree, err, out, write};
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
     KeyPair, KeyUsagePurpose, SanType,
@@ -962,17 +962,4 @@ fn a_git_chart_fetches_its_dependencies_as_helm_dependency_build() {
         e.contains("dependency vendored 1.0.0 (\"\"): not in apps/web/charts/ and no repository"),
         "{e}"
     );
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for e in std::fs::read_dir(from).expect("read_dir") {
-        let e = e.expect("entry");
-        let dest = to.join(e.file_name());
-        if e.file_type().expect("type").is_dir() {
-            copy_tree(&e.path(), &dest);
-        } else {
-            std::fs::copy(e.path(), &dest).expect("copy");
-        }
-    }
 }

@@ -73,3 +73,17 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
     assert!(o.status.success(), "git {args:?}: {}", err(&o));
     out(&o).trim().to_string()
 }
+
+/// A copy of the directory tree `from` at `to` (regular files and directories).
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for e in std::fs::read_dir(from).expect("read_dir") {
+        let e = e.expect("entry");
+        let target = to.join(e.file_name());
+        if e.file_type().expect("type").is_dir() {
+            copy_tree(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), &target).expect("copy");
+        }
+    }
+}
