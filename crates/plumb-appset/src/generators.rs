@@ -24,7 +24,7 @@ pub struct Cluster {
 }
 
 /// The local cluster Argo CD lists when no Secret names it.
-pub const IN_CLUSTER: &str = "https://kubernetes.default.svc";
+pub const IN_CLUSTER: &str = plumb_core::clusters::IN_CLUSTER_SERVER;
 
 type Params = Map<String, Value>;
 
@@ -110,42 +110,10 @@ fn merged(base: &Value, over: &Value) -> Value {
     }
 }
 
-/// A label selector (`matchLabels`, `matchExpressions`) over the parameters: in the legacy
-/// mode the flat keys, with `goTemplate` the top-level ones.
+/// A generator's `selector` (`matchLabels`, `matchExpressions`) over the parameters: in the
+/// legacy mode the flat keys, with `goTemplate` the top-level ones; any scalar as written.
 fn selects(selector: &Value, p: &Params) -> bool {
-    let text = |k: &str| p.get(k).map(scalar);
-    if let Some(m) = selector.get("matchLabels").and_then(Value::as_object) {
-        for (k, v) in m {
-            if text(k) != Some(scalar(v)) {
-                return false;
-            }
-        }
-    }
-    for e in selector
-        .get("matchExpressions")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let key = e.get("key").and_then(Value::as_str).unwrap_or("");
-        let values: Vec<String> = e
-            .get("values")
-            .and_then(Value::as_array)
-            .map(|v| v.iter().map(scalar).collect())
-            .unwrap_or_default();
-        let have = text(key);
-        let ok = match e.get("operator").and_then(Value::as_str).unwrap_or("") {
-            "In" => have.is_some_and(|h| values.contains(&h)),
-            "NotIn" => !have.is_some_and(|h| values.contains(&h)),
-            "Exists" => have.is_some(),
-            "DoesNotExist" => have.is_none(),
-            _ => false,
-        };
-        if !ok {
-            return false;
-        }
-    }
-    true
+    plumb_core::selector::matches_by(Some(selector), |k| p.get(k), |v| Some(scalar(v)))
 }
 
 fn scalar(v: &Value) -> String {
@@ -259,7 +227,7 @@ fn clusters(
         all.insert(
             0,
             Cluster {
-                name: "in-cluster".into(),
+                name: plumb_core::clusters::IN_CLUSTER_NAME.into(),
                 server: IN_CLUSTER.into(),
                 ..Cluster::default()
             },
@@ -267,14 +235,8 @@ fn clusters(
     }
     let mut out = Vec::new();
     for c in all {
-        if let Some(s) = selector {
-            let mut labels = Params::new();
-            for (k, v) in &c.labels {
-                labels.insert(k.clone(), v.clone());
-            }
-            if !selects(s, &labels) {
-                continue;
-            }
+        if selector.is_some_and(|s| !selects(s, &c.labels)) {
+            continue;
         }
         let mut p = Params::new();
         let normalized = crate::normalize(&c.name);

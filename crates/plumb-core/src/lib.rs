@@ -47,6 +47,7 @@ pub mod pointer;
 pub mod project;
 pub mod quantity;
 pub mod schema;
+pub mod selector;
 pub mod time;
 pub mod value;
 

@@ -35,7 +35,8 @@ pub mod fixes;
 pub mod health;
 pub mod managed;
 pub mod report;
-pub mod selector;
+/// Label selectors (shared with ApplicationSet generators: plumb-core's).
+pub use plumb_core::selector;
 mod status;
 
 pub use health::{AppHealth, ResourceHealth};

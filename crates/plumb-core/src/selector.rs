@@ -1,6 +1,7 @@
 //! Kubernetes label selectors (`metav1.LabelSelector`): `matchLabels` and `matchExpressions`
 //! with `In`, `NotIn`, `Exists`, `DoesNotExist`, as the API server evaluates them for
-//! admission webhooks' `namespaceSelector` and `objectSelector`.
+//! admission webhooks' `namespaceSelector` and `objectSelector` (the doctor), and as Argo CD's
+//! ApplicationSet generators evaluate a `selector` over parameters ([`matches_by`]).
 
 use serde_json::{Map, Value};
 
@@ -10,13 +11,28 @@ pub type Labels = Map<String, Value>;
 /// Whether `selector` selects `labels`. An absent (`null`) or empty selector selects
 /// everything. An unknown operator selects nothing, as the API server's conversion rejects it.
 pub fn matches(selector: Option<&Value>, labels: &Labels) -> bool {
+    matches_by(
+        selector,
+        |k| labels.get(k),
+        |v| v.as_str().map(str::to_string),
+    )
+}
+
+/// [`matches`] over any key → value lookup: `text` says how a value (a label's, or one the
+/// selector names) reads as a string, `None` when it does not (labels: strings only; an
+/// ApplicationSet's parameters: any scalar, as written).
+pub fn matches_by<'a>(
+    selector: Option<&Value>,
+    lookup: impl Fn(&str) -> Option<&'a Value>,
+    text: impl Fn(&Value) -> Option<String>,
+) -> bool {
     let Some(Value::Object(sel)) = selector else {
         return true;
     };
-    let label = |k: &str| labels.get(k).and_then(Value::as_str);
+    let label = |k: &str| lookup(k).and_then(&text);
     if let Some(Value::Object(ml)) = sel.get("matchLabels") {
         for (k, want) in ml {
-            if label(k) != want.as_str() {
+            if label(k) != text(want) {
                 return false;
             }
         }
@@ -28,6 +44,7 @@ pub fn matches(selector: Option<&Value>, labels: &Labels) -> bool {
     } in expressions(sel)
     {
         let have = label(key);
+        let values: Vec<String> = values.iter().filter_map(|v| text(v)).collect();
         let ok = match operator {
             "In" => have.is_some_and(|h| values.contains(&h)),
             // NotIn selects objects without the label too.
@@ -47,7 +64,7 @@ pub fn matches(selector: Option<&Value>, labels: &Labels) -> bool {
 struct Expression<'a> {
     key: &'a str,
     operator: &'a str,
-    values: Vec<&'a str>,
+    values: Vec<&'a Value>,
 }
 
 /// The selector's `matchExpressions` (none when absent or not a list).
@@ -63,7 +80,7 @@ fn expressions(sel: &Map<String, Value>) -> Vec<Expression<'_>> {
             values: e
                 .get("values")
                 .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .map(|a| a.iter().collect())
                 .unwrap_or_default(),
         })
         .collect()
@@ -86,6 +103,7 @@ pub fn describe(selector: Option<&Value>) -> String {
         values,
     } in expressions(sel)
     {
+        let values: Vec<&str> = values.iter().filter_map(|v| v.as_str()).collect();
         parts.push(match operator {
             "In" => format!("{key} in ({})", values.join(",")),
             "NotIn" => format!("{key} notin ({})", values.join(",")),
