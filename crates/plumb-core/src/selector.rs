@@ -18,7 +18,7 @@ pub fn matches(selector: Option<&Value>, labels: &Labels) -> bool {
     )
 }
 
-/// [`matches`] over any key → value lookup: `text` says how a value (a label's, or one the
+/// [`matches()`] over any key → value lookup: `text` says how a value (a label's, or one the
 /// selector names) reads as a string, `None` when it does not (labels: strings only; an
 /// ApplicationSet's parameters: any scalar, as written).
 pub fn matches_by<'a>(
