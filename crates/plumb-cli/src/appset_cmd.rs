@@ -161,24 +161,15 @@ impl GitRepos {
 impl Repos for GitRepos {
     fn files(&self, repo_url: &str, revision: &str) -> Result<Vec<String>, String> {
         let fs = self.open(repo_url, revision)?;
+        // The source walk every renderer uses: symlink cycles end, the walk is bounded.
         let mut out = Vec::new();
-        let mut stack = vec![String::new()];
-        while let Some(dir) = stack.pop() {
-            for (name, kind) in fs.list(&dir).map_err(|e| e.to_string())? {
-                if name == ".git" {
-                    continue;
-                }
-                let path = if dir.is_empty() {
-                    name
-                } else {
-                    format!("{dir}/{name}")
-                };
-                match kind {
-                    EntryKind::Dir => stack.push(path),
-                    EntryKind::File => out.push(path),
-                }
+        plumb_render::render::walk_tree(fs.as_ref(), &[String::new()], &mut |rel, kind| {
+            if kind == EntryKind::File {
+                out.push(rel.to_string());
             }
-        }
+            Ok(())
+        })
+        .map_err(|e| e.to_string())?;
         out.sort();
         Ok(out)
     }

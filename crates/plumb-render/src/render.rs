@@ -1034,8 +1034,8 @@ const MAX_WALK_ENTRIES: usize = 100_000;
 /// own ancestors is not entered again. Listing refuses a symlink that leaves the
 /// repository, so a walk that succeeds proves the subtrees read nothing outside it.
 /// Symlinks can make the paths to one directory many (2^n for n links that each lead to
-/// the next level twice): past [`MAX_WALK_ENTRIES`] directories the walk is an error.
-pub(crate) fn walk_tree(
+/// the next level twice): past `MAX_WALK_ENTRIES` (100,000) directories the walk is an error.
+pub fn walk_tree(
     fs: &dyn SourceFs,
     dirs: &[String],
     visit: &mut dyn FnMut(&str, EntryKind) -> Result<(), LoadError>,
