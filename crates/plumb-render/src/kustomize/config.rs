@@ -48,7 +48,8 @@ fn same(a: &FieldSpec, b: &FieldSpec) -> bool {
     (&a.group, &a.version, &a.kind, &a.path) == (&b.group, &b.version, &b.kind, &b.path)
 }
 
-fn merge_specs(into: &mut Vec<FieldSpec>, from: &[FieldSpec]) {
+/// Appends the specs of `from` that `into` lacks (same group, version, kind and path).
+pub(super) fn merge_specs(into: &mut Vec<FieldSpec>, from: &[FieldSpec]) {
     for f in from {
         if !into.iter().any(|g| same(f, g)) {
             into.push(f.clone());

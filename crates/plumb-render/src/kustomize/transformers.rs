@@ -60,13 +60,7 @@ fn namespace(k: &Kust, ra: &mut [Res], config: &Config) -> Result<(), KustomizeE
             false,
         ),
     ];
-    for f in &config.namespace {
-        if !specs.iter().any(|g| {
-            (&g.group, &g.version, &g.kind, &g.path) == (&f.group, &f.version, &f.kind, &f.path)
-        }) {
-            specs.push(f.clone());
-        }
-    }
+    super::config::merge_specs(&mut specs, &config.namespace);
     let value = Node::str(ns.value.clone(), ns.org);
     for r in ra.iter_mut() {
         if r.is_empty() {
