@@ -208,19 +208,9 @@ fn cluster_secrets<'a>(
             .and_then(Value::as_str)
             .unwrap_or("");
         let field = |key: &str| -> Result<String> {
-            if let Some(v) = o
-                .pointer(&format!("/stringData/{key}"))
-                .and_then(Value::as_str)
-            {
-                return Ok(v.to_string());
-            }
-            let Some(v) = o.pointer(&format!("/data/{key}")).and_then(Value::as_str) else {
-                return Ok(String::new());
-            };
-            let bytes = decode_base64(v.trim())
-                .ok_or_else(|| anyhow!("{from}: Secret {secret}: data.{key} is not base64"))?;
-            String::from_utf8(bytes)
-                .map_err(|_| anyhow!("{from}: Secret {secret}: data.{key} is not text"))
+            plumb_core::clusters::secret_string(o, key)
+                .map(Option::unwrap_or_default)
+                .map_err(|(field, reason)| anyhow!("{from}: Secret {secret}: {field}: {reason}"))
         };
         out.push(Cluster {
             name: field("name")?,
@@ -234,9 +224,4 @@ fn cluster_secrets<'a>(
         });
     }
     Ok(out)
-}
-
-fn decode_base64(s: &str) -> Option<Vec<u8>> {
-    use base64::Engine as _;
-    base64::engine::general_purpose::STANDARD.decode(s).ok()
 }

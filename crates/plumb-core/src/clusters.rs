@@ -210,26 +210,8 @@ impl Cluster {
             field: field.to_string(),
             reason,
         };
-        let field = |key: &str| -> Result<Option<String>, ClusterSecretError> {
-            if let Some(v) = secret.pointer(&format!("/stringData/{key}")) {
-                return match v.as_str() {
-                    Some(s) => Ok(Some(s.to_string())),
-                    None => Err(err(&format!("stringData.{key}"), "not a string".into())),
-                };
-            }
-            let Some(v) = secret.pointer(&format!("/data/{key}")) else {
-                return Ok(None);
-            };
-            let text = v
-                .as_str()
-                .ok_or_else(|| err(&format!("data.{key}"), "not a string".into()))?;
-            let bytes = base64::engine::general_purpose::STANDARD
-                .decode(text.trim())
-                .map_err(|e| err(&format!("data.{key}"), format!("invalid base64: {e}")))?;
-            String::from_utf8(bytes)
-                .map(Some)
-                .map_err(|_| err(&format!("data.{key}"), "not UTF-8".into()))
-        };
+        let field =
+            |key: &str| secret_string(secret, key).map_err(|(field, reason)| err(&field, reason));
         let at = |key: &str| {
             if secret.pointer(&format!("/stringData/{key}")).is_some() {
                 format!("stringData.{key}")
@@ -358,6 +340,30 @@ pub enum DestinationError {
     /// No cluster has the `server` given.
     #[error("application destination spec is invalid: cluster '{0}' has not been configured")]
     NoSuchServer(String),
+}
+
+/// A string of a Secret: `stringData.KEY` as written, else `data.KEY` decoded from base64;
+/// `None` when neither is there. An error is the field (`data.KEY`) and why.
+pub fn secret_string(secret: &Value, key: &str) -> Result<Option<String>, (String, String)> {
+    if let Some(v) = secret.pointer(&format!("/stringData/{key}")) {
+        return match v.as_str() {
+            Some(s) => Ok(Some(s.to_string())),
+            None => Err((format!("stringData.{key}"), "not a string".into())),
+        };
+    }
+    let Some(v) = secret.pointer(&format!("/data/{key}")) else {
+        return Ok(None);
+    };
+    let at = || format!("data.{key}");
+    let text = v
+        .as_str()
+        .ok_or_else(|| (at(), "not a string".to_string()))?;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text.trim())
+        .map_err(|e| (at(), format!("invalid base64: {e}")))?;
+    String::from_utf8(bytes)
+        .map(Some)
+        .map_err(|_| (at(), "not UTF-8".to_string()))
 }
 
 /// The destination clusters plumb knows.
