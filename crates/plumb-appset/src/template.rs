@@ -122,10 +122,38 @@ fn legacy_string(s: &str, params: &Map<String, Value>) -> String {
     out
 }
 
+/// Parsed templates by source and `missingkey`: an ApplicationSet renders the same strings
+/// once per parameter set (10,000 times in a large matrix), so each is parsed once.
+type Parsed = std::collections::HashMap<(String, bool), Result<Template, String>>;
+
+thread_local! {
+    static PARSED: std::cell::RefCell<Parsed> = std::cell::RefCell::new(Parsed::new());
+}
+
+/// The most templates [`PARSED`] keeps; past it the cache starts again.
+const MAX_PARSED: usize = 4096;
+
 fn go_string(s: &str, data: &G, mode: Mode) -> Result<String, String> {
     if !s.contains("{{") {
         return Ok(s.to_string());
     }
+    let key = (s.to_string(), mode.missing_key_error);
+    let parsed = PARSED.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        if let Some(t) = cache.get(&key) {
+            return t.clone();
+        }
+        if cache.len() >= MAX_PARSED {
+            cache.clear();
+        }
+        let t = parse(s, mode);
+        cache.insert(key, t.clone());
+        t
+    })?;
+    parsed.execute_to_string(data).map_err(|e| one_line(&e))
+}
+
+fn parse(s: &str, mode: Mode) -> Result<Template, String> {
     let mut t = Template::new("template");
     if mode.missing_key_error {
         t = t.missing_key(MissingKey::Error);
@@ -133,8 +161,7 @@ fn go_string(s: &str, data: &G, mode: Mode) -> Result<String, String> {
     for (name, f) in functions() {
         t = t.func(name, f);
     }
-    let t = t.parse(s).map_err(|e| one_line(&e))?;
-    t.execute_to_string(data).map_err(|e| one_line(&e))
+    t.parse(s).map_err(|e| one_line(&e))
 }
 
 fn one_line(e: &TemplateError) -> String {
