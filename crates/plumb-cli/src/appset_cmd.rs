@@ -111,6 +111,7 @@ fn generate(a: GenerateArgs) -> Result<u8> {
         base,
         cache: RepoCache::new(RepoCache::default_dir(), std::time::Duration::ZERO),
         opened: RefCell::new(HashMap::new()),
+        listed: RefCell::new(HashMap::new()),
     };
     let apps = plumb_appset::generate(
         appset,
@@ -136,6 +137,9 @@ struct GitRepos {
     base: Option<PathBuf>,
     cache: RepoCache,
     opened: RefCell<HashMap<(String, String), std::rc::Rc<dyn SourceFs>>>,
+    /// Each repository's file list at a revision, walked once (a matrix runs its second git
+    /// generator once per parameter set of the first).
+    listed: RefCell<HashMap<(String, String), Vec<String>>>,
 }
 
 impl GitRepos {
@@ -160,6 +164,10 @@ impl GitRepos {
 
 impl Repos for GitRepos {
     fn files(&self, repo_url: &str, revision: &str) -> Result<Vec<String>, String> {
+        let key = (repo_url.to_string(), revision.to_string());
+        if let Some(files) = self.listed.borrow().get(&key) {
+            return Ok(files.clone());
+        }
         let fs = self.open(repo_url, revision)?;
         // The source walk every renderer uses: symlink cycles end, the walk is bounded.
         let mut out = Vec::new();
@@ -171,6 +179,7 @@ impl Repos for GitRepos {
         })
         .map_err(|e| e.to_string())?;
         out.sort();
+        self.listed.borrow_mut().insert(key, out.clone());
         Ok(out)
     }
 
