@@ -302,7 +302,7 @@ impl ChartCache {
     /// Where `chart` `version` of `repo` is (or would be) unpacked.
     pub fn path_of(&self, repo: &str, chart: &str, version: &str) -> PathBuf {
         use sha2::Digest as _;
-        let h = sha2::Sha256::digest(repo.trim().trim_end_matches('/').as_bytes());
+        let h = sha2::Sha256::digest(crate::repocreds::normalize(repo).as_bytes());
         let key: String = h.iter().take(8).map(|b| format!("{b:02x}")).collect();
         self.dir.join(key).join(chart).join(version)
     }
@@ -354,7 +354,7 @@ impl ChartCache {
         }
         let creds = self.creds().lookup(repo);
         let client = Client::new(self.timeout, creds.as_ref(), &shown)?;
-        let base = format!("{}/", repo.trim().trim_end_matches('/'));
+        let base = format!("{}/", crate::repocreds::normalize(repo));
         let index = self.index(&client, &base, &fail)?;
         let versions = index
             .entries

@@ -90,7 +90,7 @@ pub struct CredStore {
 
 /// A URL as compared: trimmed, without a trailing `/`, lower-case scheme and host are not
 /// folded (Argo CD compares the normalized URL; for HTTP(S) that is this).
-fn normalize(url: &str) -> &str {
+pub(crate) fn normalize(url: &str) -> &str {
     url.trim().trim_end_matches('/')
 }
 

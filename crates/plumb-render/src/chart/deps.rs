@@ -258,7 +258,7 @@ fn origin_of(
 }
 
 fn same_repo(a: &str, b: &str) -> bool {
-    a.trim().trim_end_matches('/') == b.trim().trim_end_matches('/')
+    crate::repocreds::normalize(a) == crate::repocreds::normalize(b)
 }
 
 /// The lock's version must still satisfy the constraint, else helm says the lock is out of
