@@ -98,7 +98,7 @@ pub struct ControllerArgs {
     #[arg(long, value_name = "DIR")]
     plugins: Option<std::path::PathBuf>,
     /// kustomize build options, as Argo CD's `kustomize.buildOptions` in argocd-cm: only
-    /// `--enable-helm` (a kustomization's `helmCharts`, inflated by the kustomize binary with
+    /// `--enable-helm` (a kustomization's `helmCharts`, inflated natively with
     /// the `helm` in the image).
     #[arg(long, value_name = "OPTIONS", allow_hyphen_values = true)]
     kustomize_build_options: Option<String>,

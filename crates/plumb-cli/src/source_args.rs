@@ -43,7 +43,7 @@ pub struct SourceArgs {
     #[arg(long, value_name = "DIR")]
     pub plugins: Option<PathBuf>,
     /// kustomize build options, as Argo CD's `kustomize.buildOptions` in argocd-cm: only
-    /// `--enable-helm` (a kustomization's `helmCharts`, inflated by the kustomize binary with
+    /// `--enable-helm` (a kustomization's `helmCharts`, inflated natively with
     /// the `helm` on PATH).
     #[arg(long, value_name = "OPTIONS", allow_hyphen_values = true)]
     pub kustomize_build_options: Option<String>,

@@ -698,52 +698,15 @@ fn parameter_values_with_commas_are_one_value() {
     );
 }
 
-/// A kustomization's `helmCharts` (a chart in `charts/`, values inline over its own) with
-/// Argo CD's `kustomize.buildOptions: --enable-helm`: rendered by the kustomize binary with
-/// the helm on PATH, equal to `kubectl kustomize --enable-helm`. Without the option it is one
-/// line saying so (exit 2); an option plumb does not pass on is refused before any render.
-#[test]
-fn kustomize_helm_charts_need_enable_helm_and_render_as_kubectl_kustomize() {
-    let helm = helm_or_skip!("kustomize_helm_charts_need_enable_helm");
-    let dir = tmp("kustomize-helm-charts");
-    let w = |rel: &str, text: &str| common::write(&dir, rel, text);
-    w(
-        "app/kustomization.yaml",
-        "namespace: shop\nhelmCharts:\n- name: mini\n  releaseName: r1\n  includeCRDs: true\n  valuesInline:\n    color: red\n",
-    );
-    w(
-        "app/charts/mini/Chart.yaml",
-        "apiVersion: v2\nname: mini\nversion: 0.1.0\n",
-    );
-    w("app/charts/mini/values.yaml", "color: blue\nsize: small\n");
-    w(
-        "app/charts/mini/templates/cm.yaml",
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-cm\ndata:\n  color: {{ .Values.color }}\n  size: {{ .Values.size }}\n  namespace: {{ .Release.Namespace }}\n",
-    );
-    let o = plumb(&helm, &dir, &["render", "--path", "app"]);
-    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
-    let e = err(&o);
-    assert_eq!(e.lines().count(), 1, "{e}");
-    assert!(e.contains("must specify --enable-helm"), "{e}");
-
-    let o = plumb(
-        &helm,
-        &dir,
-        &[
-            "render",
-            "--path",
-            "app",
-            "--kustomize-build-options=--enable-helm",
-        ],
-    );
-    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
-    let mut paths = vec![helm.clone()];
+/// `kubectl kustomize --enable-helm` on `dir/path` (the oracle), its objects; helm on PATH.
+fn kubectl_kustomize_helm(helm: &Path, dir: &Path, path: &str) -> Vec<serde_json::Value> {
+    let mut paths = vec![helm.to_path_buf()];
     paths.extend(std::env::split_paths(
         &std::env::var_os("PATH").unwrap_or_default(),
     ));
     let kubectl = Command::new("kubectl")
         .args(["kustomize", "--enable-helm"])
-        .arg(dir.join("app"))
+        .arg(dir.join(path))
         .env("PATH", std::env::join_paths(paths).expect("PATH"))
         .env("HELM_CONFIG_HOME", dir.join(".helm-home/config"))
         .env("HELM_CACHE_HOME", dir.join(".helm-home/cache"))
@@ -752,16 +715,234 @@ fn kustomize_helm_charts_need_enable_helm_and_render_as_kubectl_kustomize() {
         .expect("kubectl runs");
     assert!(kubectl.status.success(), "{}", err(&kubectl));
     let want = plumb_render::parse_str(&out(&kubectl), Path::new("-")).expect("kubectl's YAML");
+    want.into_iter().map(|m| m.object).collect()
+}
+
+fn objects_of(text: &str) -> Vec<serde_json::Value> {
+    plumb_render::parse_str(text, Path::new("-"))
+        .expect("plumb's YAML")
+        .into_iter()
+        .map(|m| m.object)
+        .collect()
+}
+
+/// A small chart: a ConfigMap of its values (and release, namespace, capabilities), a
+/// test Pod, a hook Job and a CRD, as kustomize's own HelmChartInflationGenerator tests
+/// exercise them (plugin/builtin/helmchartinflationgenerator: IncludeCRDs, SkipHooks,
+/// ValuesOverride/Replace/Merge; api/krusty: MultipleValuesFiles, ApiVersions, SkipTests,
+/// NameTemplate).
+fn mini_chart(dir: &Path, at: &str, version: &str) {
+    let w = |rel: &str, text: &str| write(dir, &format!("{at}/{rel}"), text);
+    w(
+        "Chart.yaml",
+        &format!("apiVersion: v2\nname: mini\nversion: {version}\n"),
+    );
+    w(
+        "values.yaml",
+        "color: blue\nsize: small\nlist: [1, 2]\nnested: {b: 2, gone: {x: 1}}\n",
+    );
+    w(
+        "templates/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-cm\ndata:\n  color: {{ .Values.color | quote }}\n  size: {{ .Values.size | quote }}\n  list: {{ .Values.list | toJson | quote }}\n  nested: {{ .Values.nested | toJson | quote }}\n  extra: {{ .Values.extra | default \"none\" | quote }}\n  namespace: {{ .Release.Namespace }}\n  chart: {{ .Chart.Version | quote }}\n  kube: {{ .Capabilities.KubeVersion.Version | quote }}\n  widgets: {{ .Capabilities.APIVersions.Has \"example.com/v1\" | quote }}\n",
+    );
+    w(
+        "templates/tests/test-pod.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {{ .Release.Name }}-test\n  annotations:\n    helm.sh/hook: test\nspec:\n  containers:\n  - name: t\n    image: busybox\n",
+    );
+    w(
+        "templates/hook.yaml",
+        "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: {{ .Release.Name }}-migrate\n  annotations:\n    helm.sh/hook: pre-install\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers:\n      - name: m\n        image: busybox\n",
+    );
+    w(
+        "crds/widget.yaml",
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\nspec:\n  group: example.com\n  names: {kind: Widget, plural: widgets}\n  scope: Namespaced\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema: {type: object}\n",
+    );
+}
+
+/// `helmCharts` natively, with Argo CD's `kustomize.buildOptions: --enable-helm`: each of
+/// kustomize's options (values merge modes, additional values files, CRDs, tests, hooks,
+/// name template, API and Kubernetes versions, `helmGlobals.chartHome`, a vendored
+/// `<name>-<version>` directory), under an overlay's namespace, prefix and labels; equal to
+/// `kubectl kustomize --enable-helm` object for object and in order, every object declared
+/// at its `helmCharts` entry. Without the option it is one line saying so (exit 2); an
+/// option plumb does not pass on is refused before any render.
+#[test]
+fn kustomize_helm_charts_render_natively_as_kubectl_kustomize_enable_helm() {
+    let helm = helm_or_skip!("kustomize_helm_charts_render_natively");
+    let dir = tmp("kustomize-helm-charts");
+    let w = |rel: &str, text: &str| write(&dir, rel, text);
+    mini_chart(&dir, "app/charts/mini", "0.1.0");
+    mini_chart(&dir, "vendored/vendor/mini-0.2.0/mini", "0.2.0");
+    mini_chart(&dir, "vendored/vendor/mini", "0.1.5");
+    w("app/values/extra.yaml", "extra: from-additional\n");
+    w("app/values/own.yaml", "color: green\nsize: tiny\n");
+    w(
+        "app/kustomization.yaml",
+        "helmCharts:
+- name: mini
+  releaseName: over
+  includeCRDs: true
+  valuesInline:
+    color: red
+    list: [9]
+    nested: {a: 1, gone: null}
+- name: mini
+  releaseName: merged
+  valuesMerge: merge
+  skipTests: true
+  skipHooks: true
+  valuesInline:
+    color: red
+    list: [9]
+    nested: {a: 1}
+- name: mini
+  releaseName: replaced
+  valuesMerge: replace
+  valuesFile: values/own.yaml
+  additionalValuesFiles: [values/extra.yaml]
+  valuesInline:
+    size: huge
+  kubeVersion: \"1.29.0\"
+  apiVersions: [example.com/v1]
+- name: mini
+  nameTemplate: templated
+  namespace: chart-ns
+  valuesFile: values/own.yaml
+",
+    );
+    // A second kustomization: its own chart home, a vendored `<name>-<version>` (repo and
+    // version given, so no pull).
+    w(
+        "vendored/kustomization.yaml",
+        "helmGlobals:\n  chartHome: vendor\nhelmCharts:\n- name: mini\n  version: 0.2.0\n  repo: https://charts.invalid/never\n  releaseName: pinned\n",
+    );
+    w(
+        "overlay/kustomization.yaml",
+        "namespace: shop\nnamePrefix: prod-\nlabels:\n- pairs: {env: prod}\nresources:\n- ../app\n",
+    );
+    for path in ["app", "overlay"] {
+        let o = plumb(
+            &helm,
+            &dir,
+            &[
+                "render",
+                "--path",
+                path,
+                "--kustomize-build-options=--enable-helm",
+            ],
+        );
+        assert_eq!(o.status.code(), Some(0), "{path}: {}", err(&o));
+        let got = objects_of(&out(&o));
+        assert_eq!(got, kubectl_kustomize_helm(&helm, &dir, path), "{path}");
+        // over: CRD, ConfigMap, test Pod, hook Job; merged: ConfigMap (no tests, no hooks);
+        // replaced and templated: ConfigMap, test Pod, hook Job.
+        assert_eq!(got.len(), 11, "{path}");
+    }
+    // The vendored chart: kubectl's output is checked on a copy, since kustomize would pull
+    // into the chart home if the directory were missing.
+    let o = plumb(
+        &helm,
+        &dir,
+        &[
+            "render",
+            "--path",
+            "vendored",
+            "--kustomize-build-options=--enable-helm",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
     let text = out(&o);
-    let got = plumb_render::parse_str(&text, Path::new("-")).expect("plumb's YAML");
     assert_eq!(
-        got.iter().map(|m| &m.object).collect::<Vec<_>>(),
-        want.iter().map(|m| &m.object).collect::<Vec<_>>()
+        objects_of(&text),
+        kubectl_kustomize_helm(&helm, &dir, "vendored")
     );
+    assert!(text.contains("chart: 0.2.0"), "{text}");
+
+    // What the values came to, spelled out (kyaml's merge2).
+    let o = plumb(
+        &helm,
+        &dir,
+        &[
+            "render",
+            "--path",
+            "overlay",
+            "--kustomize-build-options=--enable-helm",
+            "--show-origins",
+        ],
+    );
+    let text = out(&o);
+    for line in [
+        "  color: red # app/kustomization.yaml:2",
+        // An inline null removes the field from the merged values; helm then takes the
+        // chart's default again.
+        "  nested: '{\"a\":1,\"b\":2,\"gone\":{\"x\":1}}' # app/kustomization.yaml:2",
+        "  color: blue # app/kustomization.yaml:9",
+        "  list: '[1,2]' # app/kustomization.yaml:9",
+        "  extra: from-additional # app/kustomization.yaml:18",
+        "  size: huge # app/kustomization.yaml:18",
+        "  kube: v1.29.0 # app/kustomization.yaml:18",
+        "  widgets: \"true\" # app/kustomization.yaml:18",
+        "  namespace: chart-ns # app/kustomization.yaml:27",
+        "  name: prod-templated-cm # overlay/kustomization.yaml:2",
+        "  namespace: shop # overlay/kustomization.yaml:1",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line:?} in:\n{text}");
+    }
+    assert!(!text.contains("kustomize binary"), "native: {text}");
+    // Nothing was written into the repository.
+    assert!(!dir.join("app/charts/mini/charts").exists());
+
+    // Without --enable-helm: kustomize's refusal, one line naming the entry.
+    let o = plumb(&helm, &dir, &["render", "--path", "app"]);
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    let e = err(&o);
+    assert_eq!(e.lines().count(), 1, "{e}");
     assert!(
-        text.contains("color: red") && text.contains("size: small"),
-        "{text}"
+        e.contains(
+            "app/kustomization.yaml:2:9: helmCharts: chart mini: must specify --enable-helm"
+        ),
+        "{e}"
     );
+    // Bad entries: one line each, naming the file and line.
+    for (k, want) in [
+        (
+            "helmCharts:\n- name: mini\n  valuesMerge: mix\n  valuesInline: {a: 1}\n",
+            "bad/kustomization.yaml:2:9: helmCharts: valuesMerge must be one of [merge override replace]",
+        ),
+        (
+            "helmCharts:\n- name: absent\n",
+            "bad/kustomization.yaml:2:9: helmCharts: no repo specified for pull, no chart found at 'bad/charts/absent'",
+        ),
+        (
+            "helmCharts:\n- name: mini\n  valuesFile: ../app/values/own.yaml\n",
+            "security; file 'app/values/own.yaml' is not in or below 'bad'",
+        ),
+        (
+            "helmGlobals:\n  chartHome: ../app/charts\nhelmCharts:\n- name: mini\n",
+            "security; file 'app/charts/mini/values.yaml' is not in or below 'bad'",
+        ),
+        (
+            "helmCharts:\n- name: mini\n  chartVersion: 1\n",
+            "bad/kustomization.yaml:3:17: invalid Kustomization: json: unknown field \"chartVersion\"",
+        ),
+    ] {
+        w("bad/kustomization.yaml", k);
+        mini_chart(&dir, "bad/charts/mini", "0.1.0");
+        let o = plumb(
+            &helm,
+            &dir,
+            &[
+                "render",
+                "--path",
+                "bad",
+                "--kustomize-build-options=--enable-helm",
+            ],
+        );
+        assert_eq!(o.status.code(), Some(2), "{k}: {}", err(&o));
+        let e = err(&o);
+        assert_eq!(e.lines().count(), 1, "{e}");
+        assert!(e.contains(want), "{k}: {e}");
+    }
 
     let o = plumb(
         &helm,

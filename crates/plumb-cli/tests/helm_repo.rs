@@ -963,3 +963,97 @@ fn a_git_chart_fetches_its_dependencies_as_helm_dependency_build() {
         "{e}"
     );
 }
+
+/// A kustomization's `helmCharts` entry with a `repo` (kustomize's
+/// TestHelmChartInflationGenerator, which pulls from a chart repository): the chart comes
+/// through plumb's chart cache (never written into the repository, where kustomize would
+/// `helm pull` it into the chart home) and renders as `kubectl kustomize --enable-helm`
+/// renders it, Secret data masked; a version that does not exist is one line.
+#[test]
+fn kustomize_helm_charts_from_a_chart_repository_render_as_kubectl_kustomize() {
+    let helm = helm_or_skip!("kustomize_helm_charts_from_a_chart_repository");
+    let env = setup("kustomize", helm.clone());
+    publish(&helm, &env.dir, "public", &["1.0.0", "1.2.0"]);
+    let kust = |version: &str| {
+        format!(
+            "namespace: shop\nhelmCharts:\n- name: shop\n  repo: {}\n  version: {version}\n  releaseName: store\n  includeCRDs: true\n  valuesInline:\n    color: green\n",
+            env.url("public")
+        )
+    };
+    write(&env.dir, "repo/app/kustomization.yaml", &kust("1.2.0"));
+    let o = env.plumb(
+        &[
+            "render",
+            "--repo",
+            "repo",
+            "--path",
+            "app",
+            "--kustomize-build-options=--enable-helm",
+            "--show-origins",
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let text = out(&o);
+    assert!(
+        !env.dir.join("repo/app/charts").exists(),
+        "nothing written into the repository"
+    );
+    assert!(
+        text.contains("  chartVersion: 1.2.0 # app/kustomization.yaml:3"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  color: green # app/kustomization.yaml:3"),
+        "{text}"
+    );
+
+    // The oracle, on a copy (kustomize pulls into the chart home).
+    let copy = env.dir.join("oracle");
+    copy_tree(&env.dir.join("repo"), &copy);
+    let mut paths = vec![helm_dir(&helm)];
+    paths.extend(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    ));
+    let mut cmd = Command::new("kubectl");
+    cmd.args(["kustomize", "--enable-helm"])
+        .arg(copy.join("app"))
+        .env("PATH", std::env::join_paths(paths).expect("PATH"))
+        .env("SSL_CERT_FILE", &env.repo.ca_file);
+    helm_env(&mut cmd, &env.dir);
+    let kubectl = cmd.output().expect("kubectl runs");
+    assert!(kubectl.status.success(), "{}", err(&kubectl));
+    let plain = env.plumb(
+        &[
+            "render",
+            "--repo",
+            "repo",
+            "--path",
+            "app",
+            "--kustomize-build-options=--enable-helm",
+        ],
+        &[],
+    );
+    let body = out(&plain);
+    let body = body.split_once('\n').expect("a header").1;
+    assert_eq!(body, as_plumb_prints(&out(&kubectl)));
+
+    write(&env.dir, "repo/app/kustomization.yaml", &kust("9.9.9"));
+    let o = env.plumb(
+        &[
+            "render",
+            "--repo",
+            "repo",
+            "--path",
+            "app",
+            "--kustomize-build-options=--enable-helm",
+        ],
+        &[],
+    );
+    let e = one_error_line(&o);
+    assert!(
+        e.contains("app/kustomization.yaml:3:9: helmCharts: chart shop:"),
+        "{e}"
+    );
+    assert!(e.contains("9.9.9"), "{e}");
+}

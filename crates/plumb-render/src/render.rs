@@ -540,7 +540,17 @@ fn render_kustomize(
         _ => fs,
     };
     if renderer == Renderer::Native {
-        match kustomize::build(fs, path) {
+        let options = kustomize::BuildOptions {
+            helm: opts
+                .kustomize_build_options
+                .iter()
+                .any(|o| o == "--enable-helm")
+                .then(|| kustomize::HelmOptions {
+                    command: which("helm"),
+                    charts: opts.charts.clone(),
+                }),
+        };
+        match kustomize::build_with(fs, path, &options) {
             Ok(objects) => return Ok(objects.into_iter().map(from_kustomize).collect()),
             Err(KustomizeError::Load(e)) => return Err(e),
             Err(KustomizeError::Unsupported { file, field }) => {
@@ -826,7 +836,7 @@ fn kustomize_binary(
 /// overrides it): a stalled tool (say, kustomize reading a FIFO) must not hang a render.
 pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(120);
 
-fn run(mut cmd: Command, path: &str) -> Result<String, LoadError> {
+pub(crate) fn run(mut cmd: Command, path: &str) -> Result<String, LoadError> {
     let program = cmd.get_program().to_string_lossy().into_owned();
     let (status, stdout, stderr) = crate::remote::output_within(
         &mut cmd,

@@ -13,8 +13,6 @@ pub const FILE_NAMES: &[&str] = &["kustomization.yaml", "kustomization.yml", "Ku
 /// Fields kustomize accepts but the native renderer does not implement: their presence
 /// (non-empty) makes the build fall back to the kustomize binary.
 pub const UNSUPPORTED: &[&str] = &[
-    "helmCharts",
-    "helmGlobals",
     "helmChartInflationGenerator",
     "helmChartRepos",
     "openapi",
@@ -52,6 +50,8 @@ pub const SUPPORTED: &[&str] = &[
     "imageTags",
     "configurations",
     "vars",
+    "helmCharts",
+    "helmGlobals",
 ];
 
 /// The field of kustomize's Kustomization type a key of a kustomization file sets: Go's
@@ -201,6 +201,26 @@ fn shape_of(field: &str) -> &'static Shape {
             Struct(&[("orderFirst", Leaf), ("orderLast", Leaf)]),
         ),
     ]);
+    const HELM_CHARTS: Shape = List(&Struct(&[
+        ("name", Leaf),
+        ("version", Leaf),
+        ("repo", Leaf),
+        ("releaseName", Leaf),
+        ("namespace", Leaf),
+        ("additionalValuesFiles", Leaf),
+        ("valuesFile", Leaf),
+        ("valuesInline", Leaf),
+        ("valuesMerge", Leaf),
+        ("includeCRDs", Leaf),
+        ("skipHooks", Leaf),
+        ("apiVersions", Leaf),
+        ("kubeVersion", Leaf),
+        ("nameTemplate", Leaf),
+        ("skipTests", Leaf),
+        ("debug", Leaf),
+        ("devel", Leaf),
+    ]));
+    const HELM_GLOBALS: Shape = Struct(&[("chartHome", Leaf), ("configHome", Leaf)]);
     match field {
         "patches" | "patchesJson6902" => &PATCHES,
         "images" | "imageTags" => &IMAGES,
@@ -213,6 +233,8 @@ fn shape_of(field: &str) -> &'static Shape {
         "metadata" => &METADATA,
         "generatorOptions" => &GENERATOR_OPTIONS,
         "sortOptions" => &SORT_OPTIONS,
+        "helmCharts" => &HELM_CHARTS,
+        "helmGlobals" => &HELM_GLOBALS,
         _ => &Leaf,
     }
 }

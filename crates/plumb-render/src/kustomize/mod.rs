@@ -4,7 +4,8 @@
 //!
 //! The build follows kustomize's structure: a kustomization accumulates its resources
 //! (files, and directories holding kustomizations, built recursively), its components,
-//! then its generators, then runs its transformers in kustomize's fixed order
+//! then its generators (`configMapGenerator`, `secretGenerator`, then `helmCharts` through
+//! `helm template`, only with [`BuildOptions::helm`]: the `helm` module), then runs its transformers in kustomize's fixed order
 //! (strategic-merge patches, patches, namespace, prefix/suffix, labels, annotations,
 //! JSON 6902 patches, replicas, images, replacements). At the top only, generated names
 //! get their content hash, name references are repaired (with the history of every
@@ -53,6 +54,7 @@
 mod config;
 mod fieldspec;
 mod generators;
+mod helm;
 mod json6902;
 mod kustfile;
 mod namerefs;
@@ -67,6 +69,7 @@ mod vars;
 
 use crate::LoadError;
 use crate::source::{EntryKind, SourceFs, join};
+pub use helm::HelmOptions;
 pub use kustfile::FILE_NAMES;
 use kustfile::{Kust, SUPPORTED, UNSUPPORTED};
 use resource::Res;
@@ -391,8 +394,25 @@ fn refuse_hidden_reads(
 
 /// Renders the kustomization in `dir` like `kubectl kustomize` (kustomize 5.5).
 pub fn build(fs: &dyn SourceFs, dir: &str) -> Result<Vec<Rendered>, KustomizeError> {
+    build_with(fs, dir, &BuildOptions::default())
+}
+
+/// What a build may do beyond reading the source (Argo CD's `kustomize.buildOptions`).
+#[derive(Debug, Clone, Default)]
+pub struct BuildOptions {
+    /// `--enable-helm`: `helmCharts` are inflated with this helm and chart cache.
+    pub helm: Option<HelmOptions>,
+}
+
+/// [`build`] with `options`.
+pub fn build_with(
+    fs: &dyn SourceFs,
+    dir: &str,
+    options: &BuildOptions,
+) -> Result<Vec<Rendered>, KustomizeError> {
     let mut ctx = Ctx {
         fs,
+        helm: options.helm.as_ref(),
         files: Vec::new(),
         file_idx: HashMap::new(),
         stack: Vec::new(),
@@ -474,6 +494,7 @@ pub fn build(fs: &dyn SourceFs, dir: &str) -> Result<Vec<Rendered>, KustomizeErr
 pub fn load_file(fs: &dyn SourceFs, path: &str) -> Result<Vec<Rendered>, LoadError> {
     let mut ctx = Ctx {
         fs,
+        helm: None,
         files: Vec::new(),
         file_idx: HashMap::new(),
         stack: Vec::new(),
@@ -701,6 +722,8 @@ impl Accumulated {
 /// Build state: the source, the file table origins point into, the kustomization stack.
 pub(crate) struct Ctx<'a> {
     fs: &'a dyn SourceFs,
+    /// How `helmCharts` are inflated: None without `--enable-helm`.
+    helm: Option<&'a HelmOptions>,
     files: Vec<String>,
     file_idx: HashMap<String, u32>,
     stack: Vec<String>,
@@ -991,6 +1014,9 @@ impl Ctx<'_> {
             for g in generators::generate(self, k, field, &global)? {
                 absorb(self, k, ra, g)?;
             }
+        }
+        for g in helm::generate(self, k)? {
+            absorb(self, k, ra, g)?;
         }
         acc.config.merge(&config::read(self, k)?);
         transformers::run(self, k, ra, &acc.config)?;
