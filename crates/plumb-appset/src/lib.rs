@@ -17,10 +17,14 @@
 //! - `templatePatch` (with `goTemplate`): a Go template rendering YAML, merged onto each
 //!   rendered template (maps key by key, `null` removes, lists replaced).
 //!
+//! - What a controller does with the result ([`reconcile`]): the Applications to create,
+//!   update and delete under `syncPolicy`, and the ApplicationSet's status.
+//!
 //! Not here yet: the `pullRequest`, `scmProvider`, `clusterDecisionResource` and `plugin`
-//! generators, the controller and progressive sync.
+//! generators, and progressive sync.
 
 pub mod generators;
+pub mod reconcile;
 pub mod template;
 
 pub use generators::{Cluster, Repos};
@@ -233,4 +237,52 @@ pub fn normalize(name: &str) -> String {
         .collect();
     let cut: String = lower.chars().take(253).collect();
     cut.trim_matches(|c| c == '-' || c == '.').to_string()
+}
+
+/// The Argo CD cluster Secrets among `objects` (`argocd.argoproj.io/secret-type: cluster`) as
+/// the clusters generator sees them: `name` and `server` (from `stringData`, else `data` in
+/// base64), the Secret's labels and annotations. No other value of a Secret is read. `from`
+/// names where they were read, for the one-line error about a malformed field.
+pub fn clusters_from_secrets<'a>(
+    objects: impl Iterator<Item = &'a Value>,
+    from: &str,
+) -> Result<Vec<Cluster>, AppSetError> {
+    let mut out = Vec::new();
+    for o in objects {
+        let labels = o
+            .pointer("/metadata/labels")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        if o.get("kind").and_then(Value::as_str) != Some("Secret")
+            || labels
+                .get("argocd.argoproj.io/secret-type")
+                .and_then(Value::as_str)
+                != Some("cluster")
+        {
+            continue;
+        }
+        let secret = o
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let field = |key: &str| -> Result<String, AppSetError> {
+            plumb_core::clusters::secret_string(o, key)
+                .map(Option::unwrap_or_default)
+                .map_err(|(field, reason)| {
+                    AppSetError(format!("{from}: Secret {secret}: {field}: {reason}"))
+                })
+        };
+        out.push(Cluster {
+            name: field("name")?,
+            server: field("server")?,
+            labels,
+            annotations: o
+                .pointer("/metadata/annotations")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default(),
+        });
+    }
+    Ok(out)
 }

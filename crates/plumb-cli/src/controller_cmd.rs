@@ -104,6 +104,16 @@ pub struct ControllerArgs {
     kustomize_build_options: Option<String>,
     #[command(flatten)]
     health: crate::health_cmd::HealthScriptArgs,
+    /// Seconds between two generations of an ApplicationSet whose generators name no
+    /// `requeueAfterSeconds` (Argo CD: 180).
+    #[arg(long, value_name = "SECONDS", default_value_t = 180)]
+    applicationset_requeue: u64,
+    /// The most an ApplicationSet may do to its Applications (Argo CD's `--policy`):
+    /// `sync` (create, update, delete), `create-update`, `create-delete`, `create-only`; an
+    /// ApplicationSet's own `syncPolicy.applicationsSync` may only be stricter.
+    #[arg(long, value_name = "POLICY", default_value = "sync",
+          value_parser = ["sync", "create-update", "create-delete", "create-only"])]
+    applicationset_policy: String,
 }
 
 /// The names Argo CD's install gives its application controller (a StatefulSet; a
@@ -439,6 +449,14 @@ async fn run_async(
         ..ControllerOptions::default()
     };
     let opts_control = opts.run.control_namespace.clone();
+    let appset_opts = plumb_sync::controller::appsets::AppSetOptions {
+        control_namespace: opts_control.clone().unwrap_or_default(),
+        scope: opts.scope(),
+        requeue: Duration::from_secs(args.applicationset_requeue.max(1)),
+        policy: plumb_appset::reconcile::ApplicationsSync::parse(&args.applicationset_policy),
+        repos: opts.run.repos.clone(),
+        repo_override: opts.run.repo_override.clone(),
+    };
     let started = std::time::Instant::now();
     let controller = Controller::start(cluster.clone(), opts)
         .await
@@ -510,7 +528,17 @@ async fn run_async(
         }
         let _ = stop_tx.send(true);
     });
+    // ApplicationSets, beside the Applications, on the same watch cache.
+    let appsets = {
+        let sets = plumb_sync::controller::appsets::AppSets::new(
+            cluster.clone(),
+            controller.cache().clone(),
+            appset_opts,
+        );
+        tokio::spawn(sets.run(Arc::new(log_line), stop_rx.clone()))
+    };
     controller.run(events.clone(), stop_rx).await;
+    appsets.abort();
     renewal.abort();
     signals.abort();
     // The last operation's Events (its OperationCompleted) are written before exiting,

@@ -288,6 +288,32 @@ impl Cluster {
         send!(self, request, "patch", &info, ns)
     }
 
+    /// RFC 7386 merge patch of `obj`'s `status` subresource (an ApplicationSet's status).
+    pub async fn merge_patch_status(
+        &self,
+        obj: &Value,
+        patch: &Value,
+        field_manager: &str,
+    ) -> Result<Value> {
+        let key = key_of(obj)?;
+        let info = self.resource_for(&key.group, &key.kind).await?;
+        let ns = self.namespace_for(&info, &key.namespace);
+        let version = served_version(obj, &info)?;
+        let params = kube::api::PatchParams {
+            field_manager: Some(field_manager.to_string()),
+            ..Default::default()
+        };
+        let request = kube::core::Request::new(info.url_path(&version, ns))
+            .patch_subresource(
+                "status",
+                &key.name,
+                &params,
+                &kube::api::Patch::Merge(patch),
+            )
+            .map_err(bad_request)?;
+        send!(self, request, "patch", &info, ns)
+    }
+
     /// Creates Namespace `name` unless it exists. `true` when it was created.
     pub async fn ensure_namespace(&self, name: &str, field_manager: &str) -> Result<bool> {
         if self.get_object("", "Namespace", "", name).await?.is_some() {

@@ -34,6 +34,7 @@
 //! - A git push webhook ([`PushRefresher`], see [`crate::webhook`]) queues the apps it names
 //!   at once, and expires their repositories' mirrors so that the refresh fetches.
 
+pub mod appsets;
 mod push;
 pub use push::PushRefresher;
 

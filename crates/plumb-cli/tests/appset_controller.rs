@@ -1,0 +1,306 @@
+//! The ApplicationSet controller on the test bed, with the real `plumb controller` process and a
+//! real git repository: an ApplicationSet with a git directories generator creates one
+//! Application per directory (owned by it), and the controller syncs them; a directory removed
+//! in git deletes its Application and, with `preserveResourcesOnDeletion`, leaves its resources;
+//! `create-only` never updates; a template error (`missingkey=error`) leaves every Application
+//! as it was and names the field in `ErrorOccurred`; `status.resources` follows the
+//! Applications' sync and health. Skipped without a test bed (`TESTBED_DIR`), unless
+//! `REQUIRE_K8S_TESTBED=1`.
+
+mod common;
+#[path = "common/testbed.rs"]
+mod fixture;
+#[path = "../../plumb-cluster/tests/support/mod.rs"]
+mod support;
+
+use fixture::AppBed;
+use plumb_cluster::Cluster;
+use serde_json::{Value, json};
+use std::process::{Child, Command, Stdio};
+use support::{apply, testbed, wait_until};
+
+/// The controller process, killed and reaped when dropped.
+struct Ctl(Child);
+
+impl Drop for Ctl {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn commit(bed: &AppBed, message: &str) {
+    let repo = bed.dir.join("repo");
+    if !repo.join(".git").exists() {
+        common::git(&repo, &["init", "-q"]);
+    }
+    common::git(&repo, &["add", "-A"]);
+    common::git(&repo, &["commit", "-q", "--allow-empty", "-m", message]);
+}
+
+fn config_map(bed: &AppBed, dir: &str) {
+    fixture::write_json(
+        &bed.dir.join("repo/apps").join(dir),
+        "cm.json",
+        &json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": format!("from-{dir}")}, "data": {"dir": dir}}),
+    );
+}
+
+async fn appset(cluster: &Cluster, ns: &str) -> Value {
+    cluster
+        .get_object("plumb.dev", "ApplicationSet", ns, "dirs")
+        .await
+        .expect("get")
+        .expect("the ApplicationSet exists")
+}
+
+fn condition<'a>(set: &'a Value, ty: &str) -> Option<&'a Value> {
+    set.pointer("/status/conditions")?
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == ty)
+}
+
+/// The names of the Applications of `ns`, sorted.
+async fn app_names(cluster: &Cluster, ns: &str) -> Vec<String> {
+    let mut names: Vec<String> = cluster
+        .list_applications(Some(ns))
+        .await
+        .expect("list")
+        .iter()
+        .filter_map(|a| a.pointer("/metadata/name")?.as_str().map(str::to_string))
+        .collect();
+    names.sort();
+    names
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_applicationset_keeps_one_application_per_git_directory() {
+    let Some(cluster) = testbed("appset-controller").await else {
+        return;
+    };
+    let bed = AppBed::new(&cluster, "appset-ctl", json!({})).await;
+    let ns = bed.apps_ns.clone();
+    wait_until("applicationsets.plumb.dev being served", || async {
+        cluster.discover().await.ok()?;
+        cluster
+            .get_object("plumb.dev", "ApplicationSet", &ns, "none")
+            .await
+            .ok()
+            .map(|_| ())
+    })
+    .await;
+    for d in ["one", "two"] {
+        config_map(&bed, d);
+    }
+    commit(&bed, "two directories");
+    let repo = format!("file://{}", bed.dir.join("repo").display());
+    let set = |sync_policy: Value, name: &str, label: &str| {
+        json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "ApplicationSet",
+            "metadata": {"name": "dirs", "namespace": ns},
+            "spec": {
+                "goTemplate": true,
+                "goTemplateOptions": ["missingkey=error"],
+                "generators": [{"git": {"repoURL": repo, "revision": "HEAD",
+                                        "directories": [{"path": "apps/*"}]}}],
+                "syncPolicy": sync_policy,
+                "template": {
+                    "metadata": {"name": name, "labels": {"kind": label},
+                                 "finalizers": ["resources-finalizer.argocd.argoproj.io"]},
+                    "spec": {"project": "default",
+                        "source": {"repoURL": repo, "targetRevision": "HEAD",
+                                   "path": "{{ .path.path }}"},
+                        "destination": {"server": "https://kubernetes.default.svc",
+                                        "namespace": bed.dest},
+                        "syncPolicy": {"automated": {"prune": true}}}}}})
+    };
+    let name = "dir-{{ .path.basename }}";
+    apply(
+        &cluster,
+        vec![set(
+            json!({"preserveResourcesOnDeletion": true}),
+            name,
+            "first",
+        )],
+    )
+    .await;
+    let log = bed.dir.join("controller.log");
+    let _ctl = Ctl(Command::new(env!("CARGO_BIN_EXE_plumb"))
+        .args([
+            "controller",
+            "--app-namespace",
+            &ns,
+            "--lease-namespace",
+            &ns,
+            "--lease-duration",
+            "3",
+            "--interval",
+            "3600",
+            "--jitter",
+            "0",
+            "--applicationset-requeue",
+            "1",
+        ])
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(std::fs::File::create(&log).expect("log")))
+        .spawn()
+        .expect("plumb controller starts"));
+    let logs = || std::fs::read_to_string(&log).unwrap_or_default();
+
+    // One Application per directory, owned by the ApplicationSet, each synced.
+    wait_until(
+        "both ConfigMaps synced by their generated Applications",
+        || async {
+            for d in ["one", "two"] {
+                cluster
+                    .get_object("", "ConfigMap", &bed.dest, &format!("from-{d}"))
+                    .await
+                    .ok()??;
+            }
+            Some(())
+        },
+    )
+    .await;
+    assert_eq!(app_names(&cluster, &ns).await, ["dir-one", "dir-two"]);
+    let uid = appset(&cluster, &ns).await["metadata"]["uid"].clone();
+    let one = fixture::app(&cluster, &ns, "dir-one").await;
+    assert_eq!(one["metadata"]["ownerReferences"][0]["uid"], uid);
+    assert_eq!(
+        one["metadata"]["ownerReferences"][0]["kind"],
+        "ApplicationSet"
+    );
+    assert_eq!(one["spec"]["source"]["path"], "apps/one");
+    let resources = wait_until(
+        "status.resources with both apps Synced and Healthy",
+        || async {
+            let s = appset(&cluster, &ns).await;
+            let r = s.pointer("/status/resources")?.as_array()?.clone();
+            (r.len() == 2
+                && r.iter()
+                    .all(|x| x["status"] == "Synced" && x["health"]["status"] == "Healthy"))
+            .then_some(r)
+        },
+    )
+    .await;
+    assert_eq!(resources[0]["name"], "dir-one");
+    let s = appset(&cluster, &ns).await;
+    assert_eq!(
+        condition(&s, "ErrorOccurred").expect("condition")["status"],
+        "False"
+    );
+    assert_eq!(
+        condition(&s, "ResourcesUpToDate").expect("condition")["status"],
+        "True"
+    );
+
+    // An Application deleted by hand comes back.
+    cluster
+        .delete_object(
+            &plumb_core::ResourceKey {
+                group: "plumb.dev".into(),
+                kind: "Application".into(),
+                namespace: ns.clone(),
+                name: "dir-one".into(),
+            },
+            plumb_cluster::Propagation::Background,
+        )
+        .await
+        .expect("delete");
+    wait_until("dir-one recreated", || async {
+        let a = cluster.get_application(&ns, "dir-one").await.ok()??;
+        (a["metadata"]["uid"] != one["metadata"]["uid"]
+            && a.pointer("/metadata/deletionTimestamp").is_none())
+        .then_some(())
+    })
+    .await;
+
+    // A directory removed from git: its Application goes, its ConfigMap stays
+    // (preserveResourcesOnDeletion).
+    std::fs::remove_dir_all(bed.dir.join("repo/apps/two")).expect("rm");
+    commit(&bed, "remove two");
+    wait_until("dir-two deleted", || async {
+        (app_names(&cluster, &ns).await == ["dir-one"]).then_some(())
+    })
+    .await;
+    assert!(
+        cluster
+            .get_object("", "ConfigMap", &bed.dest, "from-two")
+            .await
+            .expect("get")
+            .is_some(),
+        "the resources of a deleted Application stay; log:\n{}",
+        logs()
+    );
+
+    // create-only: a new directory is created, the existing Application is not updated.
+    apply(
+        &cluster,
+        vec![set(
+            json!({"applicationsSync": "create-only"}),
+            name,
+            "second",
+        )],
+    )
+    .await;
+    config_map(&bed, "three");
+    commit(&bed, "add three");
+    wait_until("dir-three created", || async {
+        (app_names(&cluster, &ns).await == ["dir-one", "dir-three"]).then_some(())
+    })
+    .await;
+    let three = fixture::app(&cluster, &ns, "dir-three").await;
+    assert_eq!(three["metadata"]["labels"]["kind"], "second");
+    let one = fixture::app(&cluster, &ns, "dir-one").await;
+    assert_eq!(
+        one["metadata"]["labels"]["kind"], "first",
+        "create-only never updates"
+    );
+
+    // A template error: nothing changes, ErrorOccurred names the field.
+    apply(
+        &cluster,
+        vec![set(
+            json!({"applicationsSync": "sync"}),
+            "dir-{{ .path.nope }}",
+            "third",
+        )],
+    )
+    .await;
+    let message = wait_until("ErrorOccurred naming the template", || async {
+        let s = appset(&cluster, &ns).await;
+        let c = condition(&s, "ErrorOccurred")?;
+        (c["status"] == "True").then(|| c["message"].as_str().unwrap_or_default().to_string())
+    })
+    .await;
+    assert!(
+        message.contains("spec.generators[0]") && message.contains("nope"),
+        "{message}"
+    );
+    assert_eq!(app_names(&cluster, &ns).await, ["dir-one", "dir-three"]);
+    let s = appset(&cluster, &ns).await;
+    assert_eq!(
+        condition(&s, "ParametersGenerated").expect("condition")["status"],
+        "False"
+    );
+
+    // Fixed, with sync: the labels are updated in place.
+    apply(
+        &cluster,
+        vec![set(json!({"applicationsSync": "sync"}), name, "fourth")],
+    )
+    .await;
+    wait_until("both Applications updated", || async {
+        for a in ["dir-one", "dir-three"] {
+            let app = cluster.get_application(&ns, a).await.ok()??;
+            if app["metadata"]["labels"]["kind"] != "fourth" {
+                return None;
+            }
+        }
+        Some(())
+    })
+    .await;
+    assert!(logs().contains("\"applicationSet\""), "{}", logs());
+}

@@ -1,0 +1,551 @@
+//! The ApplicationSet controller: keeps the Applications each ApplicationSet generates.
+//!
+//! For every ApplicationSet of a served namespace (the same namespaces as Applications,
+//! [`crate::scope::AppScope`]) it generates the Applications ([`plumb_appset::generate`]: git
+//! generators through the repository cache, the clusters generator from the cluster Secrets
+//! of the control namespace), plans what to create, update and delete
+//! ([`plumb_appset::reconcile::plan`], which also honours `syncPolicy.applicationsSync`,
+//! `preserveResourcesOnDeletion` and `ignoreApplicationDifferences`), writes it (field manager
+//! `plumb-applicationset`; an update carries the stored `resourceVersion`, so a write made in
+//! between makes it fail and the next pass does it again) and writes the ApplicationSet's
+//! status (its conditions and `resources`; only when it changed).
+//!
+//! When: at once when an ApplicationSet is created or its spec changes (its
+//! `metadata.generation`; status writes do not count), every requeue interval (the smallest
+//! `requeueAfterSeconds` of its generators, else [`AppSetOptions::requeue`]), and, without
+//! generating again, when one of its Applications changes or goes (so `status.resources`
+//! follows their sync and health, and an Application deleted by hand comes back). A deleted
+//! ApplicationSet's Applications go with it through their owner references (the garbage
+//! collector). An error (an invalid spec, a template, an unreachable repository) is written as
+//! the `ErrorOccurred` condition and changes no Application.
+//!
+//! Not here yet: progressive sync (`strategy: RollingSync`), a git push refreshing the
+//! ApplicationSets of its repository at once (they are regenerated at the requeue interval),
+//! and the rule that only an ApplicationSet in the control namespace may template `project`.
+
+use crate::scope::AppScope;
+use plumb_appset::reconcile::{self, ApplicationsSync, Policy};
+use plumb_appset::{Cluster as GenCluster, Inputs, Repos};
+use plumb_cluster::{Cluster, ClusterApi as _, LiveCache, Propagation};
+use plumb_core::argo::AppSource;
+use plumb_core::{GroupKind, ResourceKey};
+use plumb_render::fetch::{Overrides, fetch, locate};
+use plumb_render::remote::RepoCache;
+use plumb_render::source::{EntryKind, SourceFs};
+use serde_json::{Value, json};
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::{broadcast, watch};
+
+/// The kind served.
+pub const APPLICATIONSET_KIND: &str = "ApplicationSet";
+
+/// The field manager of the ApplicationSet controller's writes.
+pub const FIELD_MANAGER: &str = "plumb-applicationset";
+
+/// How the ApplicationSet controller runs.
+#[derive(Clone)]
+pub struct AppSetOptions {
+    /// Where cluster Secrets are read (the control namespace).
+    pub control_namespace: String,
+    /// Which namespaces' ApplicationSets are served.
+    pub scope: AppScope,
+    /// How often an ApplicationSet is generated again when its generators name no
+    /// `requeueAfterSeconds` (Argo CD: 180 s).
+    pub requeue: Duration,
+    /// `--applicationset-policy`: the most an ApplicationSet may do (its own
+    /// `applicationsSync` may only be stricter).
+    pub policy: Option<ApplicationsSync>,
+    /// Where remote repositories are mirrored.
+    pub repos: Arc<RepoCache>,
+    /// `--repo`: every `repoURL` served from this directory (tests, local runs).
+    pub repo_override: Option<PathBuf>,
+}
+
+/// One ApplicationSet: namespace and name.
+type Key = (String, String);
+
+/// A git repository at a revision, opened once per generation (blocking; used on a
+/// blocking thread). Also what `plumb appset generate` reads repositories with.
+pub struct FetchRepos {
+    overrides: Overrides,
+    base: Option<PathBuf>,
+    cache: Arc<RepoCache>,
+    opened: RefCell<HashMap<(String, String), std::rc::Rc<dyn SourceFs>>>,
+    /// Each repository's file list at a revision, walked once (a matrix runs its second git
+    /// generator once per parameter set of the first).
+    listed: RefCell<HashMap<(String, String), Vec<String>>>,
+}
+
+impl FetchRepos {
+    /// Repositories located as the pipeline locates sources (`repo`: every `repoURL` from
+    /// this directory; `base`: where relative local paths start), fetched through `cache`.
+    pub fn new(repo: Option<PathBuf>, base: Option<PathBuf>, cache: Arc<RepoCache>) -> Self {
+        FetchRepos {
+            overrides: Overrides {
+                repo,
+                ..Overrides::default()
+            },
+            base,
+            cache,
+            opened: RefCell::new(HashMap::new()),
+            listed: RefCell::new(HashMap::new()),
+        }
+    }
+
+    fn open(&self, repo_url: &str, revision: &str) -> Result<std::rc::Rc<dyn SourceFs>, String> {
+        let key = (repo_url.to_string(), revision.to_string());
+        if let Some(fs) = self.opened.borrow().get(&key) {
+            return Ok(fs.clone());
+        }
+        let source = AppSource {
+            repo_url: repo_url.to_string(),
+            target_revision: revision.to_string(),
+            ..AppSource::default()
+        };
+        let at =
+            locate(&source, &self.overrides, self.base.as_deref()).map_err(|e| e.to_string())?;
+        let fetched = fetch(&at, &self.cache).map_err(|e| e.to_string())?;
+        let fs: std::rc::Rc<dyn SourceFs> = std::rc::Rc::from(fetched.fs);
+        self.opened.borrow_mut().insert(key, fs.clone());
+        Ok(fs)
+    }
+}
+
+impl Repos for FetchRepos {
+    fn files(&self, repo_url: &str, revision: &str) -> Result<Vec<String>, String> {
+        let key = (repo_url.to_string(), revision.to_string());
+        if let Some(files) = self.listed.borrow().get(&key) {
+            return Ok(files.clone());
+        }
+        let fs = self.open(repo_url, revision)?;
+        // The source walk every renderer uses: symlink cycles end, the walk is bounded.
+        let mut out = Vec::new();
+        plumb_render::render::walk_tree(fs.as_ref(), &[String::new()], &mut |rel, kind| {
+            if kind == EntryKind::File {
+                out.push(rel.to_string());
+            }
+            Ok(())
+        })
+        .map_err(|e| e.to_string())?;
+        out.sort();
+        self.listed.borrow_mut().insert(key, out.clone());
+        Ok(out)
+    }
+
+    fn read(&self, repo_url: &str, revision: &str, path: &str) -> Result<Vec<u8>, String> {
+        self.open(repo_url, revision)?
+            .read(path)
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// What one reconcile of an ApplicationSet did.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    pub created: Vec<String>,
+    pub updated: Vec<String>,
+    pub deleted: Vec<String>,
+    /// The generation's error (nothing was changed), or a write's.
+    pub error: Option<String>,
+}
+
+fn key_of(v: &Value) -> Option<Key> {
+    Some((
+        v.pointer("/metadata/namespace")?.as_str()?.to_string(),
+        v.pointer("/metadata/name")?.as_str()?.to_string(),
+    ))
+}
+
+/// The requeue interval of `appset`: the smallest `requeueAfterSeconds` among its
+/// generators (at any depth), else `default`.
+fn requeue_of(appset: &Value, default: Duration) -> Duration {
+    fn walk(v: &Value, min: &mut Option<u64>) {
+        match v {
+            Value::Object(m) => {
+                if let Some(s) = m.get("requeueAfterSeconds").and_then(Value::as_u64) {
+                    *min = Some(min.map_or(s, |x: u64| x.min(s)));
+                }
+                m.values().for_each(|c| walk(c, min));
+            }
+            Value::Array(a) => a.iter().for_each(|c| walk(c, min)),
+            _ => {}
+        }
+    }
+    let mut min = None;
+    if let Some(g) = appset.pointer("/spec/generators") {
+        walk(g, &mut min);
+    }
+    min.map_or(default, |s| Duration::from_secs(s.max(1)))
+}
+
+/// The ApplicationSet controller's state: the last generated Applications of each.
+pub struct AppSets {
+    cluster: Arc<Cluster>,
+    cache: LiveCache,
+    opts: AppSetOptions,
+    generated: HashMap<Key, Vec<Value>>,
+    generations: HashMap<Key, i64>,
+}
+
+impl AppSets {
+    pub fn new(cluster: Arc<Cluster>, cache: LiveCache, opts: AppSetOptions) -> AppSets {
+        AppSets {
+            cluster,
+            cache,
+            opts,
+            generated: HashMap::new(),
+            generations: HashMap::new(),
+        }
+    }
+
+    fn kind(&self) -> GroupKind {
+        GroupKind::new(self.cluster.app_group(), APPLICATIONSET_KIND)
+    }
+
+    fn app_kind(&self) -> GroupKind {
+        GroupKind::new(self.cluster.app_group(), plumb_cluster::APPLICATION_KIND)
+    }
+
+    fn appsets(&self) -> Vec<Arc<Value>> {
+        self.cache
+            .list(&self.kind(), self.opts.scope.only.as_deref())
+            .into_iter()
+            .filter(|a| key_of(a).is_some_and(|k| self.opts.scope.serves(&k.0)))
+            .collect()
+    }
+
+    /// Generates (unless `regenerate` is false and a generation is remembered), plans,
+    /// writes, and writes the status of the ApplicationSet `key`.
+    pub async fn reconcile(&mut self, key: &Key, regenerate: bool) -> Option<Outcome> {
+        let gk = self.kind();
+        let appset = self.cache.get(&ResourceKey {
+            group: gk.group.clone(),
+            kind: gk.kind.clone(),
+            namespace: key.0.clone(),
+            name: key.1.clone(),
+        })?;
+        let appset: &Value = &appset;
+        let mut out = Outcome::default();
+        let generated = match self.generated.get(key).filter(|_| !regenerate) {
+            Some(g) => Ok(g.clone()),
+            None => self.generate(appset).await,
+        };
+        let policy = Policy::of(appset)
+            .map(|p| p.restricted_by(self.opts.policy))
+            .map_err(|e| e.0);
+        let (cache, app_kind) = (self.cache.clone(), self.app_kind());
+        let stored = || -> Vec<Value> {
+            cache
+                .list(&app_kind, Some(&key.0))
+                .iter()
+                .map(|a| (**a).clone())
+                .collect()
+        };
+        let (generated, policy) = match (generated, policy) {
+            (Ok(g), Ok(p)) => (g, p),
+            (Err(e), _) | (_, Err(e)) => {
+                // Nothing changes; the error is the status.
+                self.generated.remove(key);
+                let status = reconcile::status(appset, Err(&e), &stored(), &[], &now());
+                self.write_status(appset, status).await;
+                out.error = Some(e);
+                return Some(out);
+            }
+        };
+        self.generated.insert(key.clone(), generated.clone());
+        let existing = stored();
+        let plan = reconcile::plan(appset, &generated, &existing, &policy);
+        let mut errors = Vec::new();
+        for app in &plan.create {
+            match self.cluster.create_object(app, FIELD_MANAGER).await {
+                Ok(_) => out.created.push(name(app)),
+                Err(e) => errors.push(format!("creating Application {}: {e}", name(app))),
+            }
+        }
+        for app in &plan.update {
+            match self.cluster.replace_object(app, FIELD_MANAGER).await {
+                Ok(_) => out.updated.push(name(app)),
+                Err(e) => errors.push(format!("updating Application {}: {e}", name(app))),
+            }
+        }
+        for (app_name, drop_finalizer) in &plan.delete {
+            if let Err(e) = self
+                .delete(&existing, &key.0, app_name, *drop_finalizer)
+                .await
+            {
+                errors.push(format!("deleting Application {app_name}: {e}"));
+            } else {
+                out.deleted.push(app_name.clone());
+            }
+        }
+        let mut status =
+            reconcile::status(appset, Ok(&generated), &existing, &plan.not_owned, &now());
+        if !errors.is_empty() {
+            let e = errors.join("; ");
+            status = reconcile::status(appset, Err(&e), &existing, &[], &now());
+            out.error = Some(e);
+        }
+        self.write_status(appset, status).await;
+        Some(out)
+    }
+
+    async fn generate(&self, appset: &Value) -> Result<Vec<Value>, String> {
+        let clusters = self
+            .cluster
+            .list_labelled(
+                "",
+                "Secret",
+                &self.opts.control_namespace,
+                ("argocd.argoproj.io/secret-type", "cluster"),
+            )
+            .await
+            .map_err(|e| format!("cluster Secrets in {}: {e}", self.opts.control_namespace))?;
+        let clusters: Vec<GenCluster> = plumb_appset::clusters_from_secrets(
+            clusters.iter(),
+            &format!("namespace {}", self.opts.control_namespace),
+        )
+        .map_err(|e| e.0)?;
+        let (appset, repos, repo) = (
+            appset.clone(),
+            self.opts.repos.clone(),
+            self.opts.repo_override.clone(),
+        );
+        tokio::task::spawn_blocking(move || {
+            let repos = FetchRepos::new(repo, None, repos);
+            plumb_appset::generate(
+                &appset,
+                &Inputs {
+                    repos: &repos,
+                    clusters: &clusters,
+                },
+            )
+            .map_err(|e| e.0)
+        })
+        .await
+        .map_err(|e| format!("generation stopped: {e}"))?
+    }
+
+    async fn delete(
+        &self,
+        existing: &[Value],
+        namespace: &str,
+        app_name: &str,
+        drop_finalizer: bool,
+    ) -> Result<(), String> {
+        let app = existing
+            .iter()
+            .find(|a| a.pointer("/metadata/name").and_then(Value::as_str) == Some(app_name))
+            .ok_or("not found")?;
+        if drop_finalizer {
+            // Its resources stay: the resources finalizer goes before the Application.
+            let kept: Vec<Value> = app
+                .pointer("/metadata/finalizers")
+                .and_then(Value::as_array)
+                .map(|f| {
+                    f.iter()
+                        .filter(|x| {
+                            !x.as_str()
+                                .is_some_and(|s| s.starts_with(reconcile::RESOURCES_FINALIZER))
+                        })
+                        .cloned()
+                        .collect()
+                })
+                .unwrap_or_default();
+            self.cluster
+                .merge_patch_object(
+                    app,
+                    &json!({"metadata": {"finalizers": kept}}),
+                    FIELD_MANAGER,
+                )
+                .await
+                .map_err(|e| e.to_string())?;
+        }
+        let gk = self.app_kind();
+        self.cluster
+            .delete_object(
+                &ResourceKey {
+                    group: gk.group,
+                    kind: gk.kind,
+                    namespace: namespace.to_string(),
+                    name: app_name.to_string(),
+                },
+                Propagation::Background,
+            )
+            .await
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
+    async fn write_status(&self, appset: &Value, status: Value) {
+        if appset.get("status") == Some(&status) {
+            return;
+        }
+        if let Err(e) = self
+            .cluster
+            .merge_patch_status(appset, &json!({"status": status}), FIELD_MANAGER)
+            .await
+        {
+            eprintln!(
+                "{}",
+                json!({"applicationSet": key_of(appset).map(|k| format!("{}/{}", k.0, k.1)),
+                       "statusWrite": e.to_string()})
+            );
+        }
+    }
+
+    /// Runs until `stop` turns true; `log` gets one JSON object per reconcile that did
+    /// something or failed.
+    pub async fn run(
+        mut self,
+        log: Arc<dyn Fn(Value) + Send + Sync>,
+        mut stop: watch::Receiver<bool>,
+    ) {
+        if let Err(e) = self.cache.ensure_kind(&self.kind()).await {
+            log(json!({"applicationSets": "not served", "reason": e.to_string()}));
+            return;
+        }
+        let mut changes = self.cache.subscribe();
+        let mut due: HashMap<Key, Instant> = HashMap::new();
+        let mut dirty: HashMap<Key, bool> = self
+            .appsets()
+            .iter()
+            .filter_map(|a| key_of(a))
+            .map(|k| (k, true))
+            .collect();
+        loop {
+            let mut keys: Vec<(Key, bool)> = dirty.drain().collect();
+            keys.sort();
+            for (key, regenerate) in keys {
+                let Some(outcome) = self.reconcile(&key, regenerate).await else {
+                    due.remove(&key);
+                    self.generated.remove(&key);
+                    continue;
+                };
+                if regenerate
+                    && let Some(a) = self
+                        .appsets()
+                        .into_iter()
+                        .find(|a| key_of(a).as_ref() == Some(&key))
+                {
+                    due.insert(
+                        key.clone(),
+                        Instant::now() + requeue_of(&a, self.opts.requeue),
+                    );
+                }
+                if outcome.error.is_some()
+                    || !outcome.created.is_empty()
+                    || !outcome.updated.is_empty()
+                    || !outcome.deleted.is_empty()
+                {
+                    log(json!({"applicationSet": format!("{}/{}", key.0, key.1),
+                        "created": outcome.created, "updated": outcome.updated,
+                        "deleted": outcome.deleted, "error": outcome.error}));
+                }
+            }
+            let next = due.values().min().copied();
+            tokio::select! {
+                _ = stop.changed() => {
+                    if *stop.borrow() { return; }
+                }
+                change = changes.recv() => match change {
+                    Ok(c) => self.note(&c, &mut dirty),
+                    Err(broadcast::error::RecvError::Lagged(_)) => {
+                        for a in self.appsets() {
+                            if let Some(k) = key_of(&a) { dirty.insert(k, true); }
+                        }
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return,
+                },
+                _ = async {
+                    match next {
+                        Some(at) => tokio::time::sleep_until(at.into()).await,
+                        None => std::future::pending::<()>().await,
+                    }
+                } => {
+                    let now = Instant::now();
+                    for (k, at) in &due {
+                        if *at <= now { dirty.insert(k.clone(), true); }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Which ApplicationSet a watched change concerns, and whether it must be generated
+    /// again (its spec changed) or only planned (one of its Applications changed).
+    fn note(&mut self, c: &plumb_cluster::Change, dirty: &mut HashMap<Key, bool>) {
+        let gk = self.kind();
+        if c.key.group == gk.group && c.key.kind == gk.kind {
+            let key = (c.key.namespace.clone(), c.key.name.clone());
+            if !self.opts.scope.serves(&key.0) {
+                return;
+            }
+            let generation = c
+                .object
+                .pointer("/metadata/generation")
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
+            let deleted = matches!(c.kind, plumb_cluster::ChangeKind::Deleted);
+            if deleted {
+                self.generations.remove(&key);
+                self.generated.remove(&key);
+                return;
+            }
+            if self.generations.insert(key.clone(), generation) != Some(generation) {
+                dirty.insert(key, true);
+            }
+            return;
+        }
+        if c.key.group == gk.group && c.key.kind == plumb_cluster::APPLICATION_KIND {
+            let owners = c
+                .object
+                .pointer("/metadata/ownerReferences")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            let mut seen = HashSet::new();
+            for o in owners {
+                if o.get("kind").and_then(Value::as_str) == Some(APPLICATIONSET_KIND)
+                    && let Some(n) = o.get("name").and_then(Value::as_str)
+                    && seen.insert(n.to_string())
+                {
+                    let key = (c.key.namespace.clone(), n.to_string());
+                    if self.generated.contains_key(&key) {
+                        dirty.entry(key).or_insert(false);
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn name(app: &Value) -> String {
+    app.pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string()
+}
+
+fn now() -> String {
+    plumb_core::time::format_rfc3339(std::time::SystemTime::now())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_requeue_is_the_smallest_of_the_generators() {
+        let d = Duration::from_secs(180);
+        let a = json!({"spec": {"generators": [{"list": {}}]}});
+        assert_eq!(requeue_of(&a, d), d);
+        let a = json!({"spec": {"generators": [
+            {"git": {"requeueAfterSeconds": 30}},
+            {"matrix": {"generators": [{"git": {"requeueAfterSeconds": 10}}]}}]}});
+        assert_eq!(requeue_of(&a, d), Duration::from_secs(10));
+    }
+}
