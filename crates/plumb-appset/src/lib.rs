@@ -286,3 +286,30 @@ pub fn clusters_from_secrets<'a>(
     }
     Ok(out)
 }
+
+/// The `repoURL`s of `appset`'s git generators, at any depth (a push to one of them may change
+/// what it generates).
+pub fn git_repo_urls(appset: &Value) -> Vec<String> {
+    fn walk(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::Object(m) => {
+                if let Some(url) = m
+                    .get("git")
+                    .and_then(|g| g.get("repoURL"))
+                    .and_then(Value::as_str)
+                    && !out.iter().any(|u| u == url)
+                {
+                    out.push(url.to_string());
+                }
+                m.values().for_each(|c| walk(c, out));
+            }
+            Value::Array(a) => a.iter().for_each(|c| walk(c, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    if let Some(g) = appset.pointer("/spec/generators") {
+        walk(g, &mut out);
+    }
+    out
+}

@@ -175,6 +175,30 @@ impl Policy {
     }
 }
 
+/// Argo CD's rule for ApplicationSets outside the control namespace: their template may not
+/// choose the project per parameter set (`{{…}}` in `spec.template.spec.project`), or one
+/// namespace's ApplicationSet could place Applications in any project.
+pub fn check_project(appset: &Value, control_namespace: &str) -> Result<(), AppSetError> {
+    let ns = appset
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let project = appset
+        .pointer("/spec/template/spec/project")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if ns != control_namespace && project.contains("{{") {
+        let name = appset
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        return Err(AppSetError(format!(
+            "ApplicationSet {name}: spec.template.spec.project: a templated project ({project:?}) is only allowed for an ApplicationSet in the control namespace {control_namespace}"
+        )));
+    }
+    Ok(())
+}
+
 fn strings(v: Option<&Value>) -> Result<Vec<String>, String> {
     match v {
         None | Some(Value::Null) => Ok(Vec::new()),
@@ -611,6 +635,17 @@ mod tests {
                 .0
                 .contains("jqPathExpressions: not supported")
         );
+    }
+
+    #[test]
+    fn a_templated_project_needs_the_control_namespace() {
+        let mut set = appset(json!({}));
+        set["spec"]["template"] = json!({"spec": {"project": "{{ .team }}"}});
+        assert!(check_project(&set, "plumb").is_ok());
+        let e = check_project(&set, "argocd").unwrap_err().0;
+        assert!(e.contains("spec.template.spec.project"), "{e}");
+        set["spec"]["template"]["spec"]["project"] = json!("default");
+        assert!(check_project(&set, "argocd").is_ok());
     }
 
     #[test]

@@ -469,7 +469,8 @@ async fn run_async(
             e => anyhow!("{e}"),
         })?;
     metrics.set_cache(controller.cache().kinds().len(), controller.cache().len());
-    webhook.attach(controller.push_refresher());
+    let (appset_push, appset_pushed) = tokio::sync::mpsc::unbounded_channel();
+    webhook.attach(controller.push_refresher().with_appsets(appset_push));
     metrics.set_ready(true);
     log_line(json!({
         "leader": me,
@@ -535,7 +536,7 @@ async fn run_async(
             controller.cache().clone(),
             appset_opts,
         );
-        tokio::spawn(sets.run(Arc::new(log_line), stop_rx.clone()))
+        tokio::spawn(sets.run(Arc::new(log_line), appset_pushed, stop_rx.clone()))
     };
     controller.run(events.clone(), stop_rx).await;
     appsets.abort();

@@ -304,3 +304,150 @@ async fn an_applicationset_keeps_one_application_per_git_directory() {
     .await;
     assert!(logs().contains("\"applicationSet\""), "{}", logs());
 }
+
+/// A POST to `/api/webhook` at `addr`: the answer's status code.
+fn post(addr: &str, headers: &[(&str, &str)], body: &[u8]) -> u16 {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).expect("connect");
+    let mut head = format!(
+        "POST /api/webhook HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).expect("write");
+    stream.write_all(body).expect("write");
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+}
+
+/// A push webhook for the repository of an ApplicationSet's git generator regenerates it at
+/// once (the requeue interval is an hour): the directory pushed becomes an Application. The
+/// repository is served by a real `git daemon` and fetched through the repository cache.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_push_webhook_regenerates_the_applicationsets_of_its_repository() {
+    use plumb_render::testing::GitDaemon;
+    let Some(cluster) = testbed("appset-push").await else {
+        return;
+    };
+    let bed = AppBed::new(&cluster, "appset-push", json!({})).await;
+    let ns = bed.apps_ns.clone();
+    wait_until("applicationsets.plumb.dev being served", || async {
+        cluster.discover().await.ok()?;
+        cluster
+            .get_object("plumb.dev", "ApplicationSet", &ns, "none")
+            .await
+            .ok()
+            .map(|_| ())
+    })
+    .await;
+    let origin = bed.dir.join("served/apps.git");
+    std::fs::create_dir_all(&origin).expect("mkdir");
+    common::git(&origin, &["init", "-q", "--bare", "--initial-branch=main"]);
+    let work = bed.dir.join("work");
+    std::fs::create_dir_all(&work).expect("mkdir");
+    common::git(&work, &["init", "-q", "-b", "main"]);
+    let push = |dir: &str| {
+        common::write(
+            &work,
+            &format!("apps/{dir}/cm.json"),
+            &json!({"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": format!("from-{dir}")}})
+            .to_string(),
+        );
+        common::git(&work, &["add", "-A"]);
+        common::git(&work, &["commit", "-qm", dir]);
+        common::git(
+            &work,
+            &["push", "-q", origin.to_str().expect("utf-8"), "HEAD:main"],
+        );
+    };
+    push("one");
+    let daemon = GitDaemon::serve(&bed.dir.join("served")).expect("git daemon");
+    let clone = daemon.url("apps.git");
+    let web = format!("http://127.0.0.1:{}/apps", daemon.port());
+    apply(
+        &cluster,
+        vec![
+            json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "ApplicationSet",
+            "metadata": {"name": "pushed", "namespace": ns},
+            "spec": {
+                "generators": [{"git": {"repoURL": clone, "revision": "HEAD",
+                                        "directories": [{"path": "apps/*"}]}}],
+                "template": {
+                    "metadata": {"name": "{{path.basename}}"},
+                    "spec": {"project": "default",
+                        "source": {"repoURL": clone, "targetRevision": "HEAD", "path": "{{path}}"},
+                        "destination": {"server": "https://kubernetes.default.svc",
+                                        "namespace": bed.dest}}}}}),
+        ],
+    )
+    .await;
+    let log = bed.dir.join("controller.log");
+    let _ctl = Ctl(Command::new(env!("CARGO_BIN_EXE_plumb"))
+        .args([
+            "controller",
+            "--app-namespace",
+            &ns,
+            "--lease-namespace",
+            &ns,
+        ])
+        .args([
+            "--lease-duration",
+            "3",
+            "--interval",
+            "3600",
+            "--jitter",
+            "0",
+        ])
+        .args([
+            "--applicationset-requeue",
+            "3600",
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .env("PLUMB_REPO_CACHE", bed.dir.join("cache"))
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(std::fs::File::create(&log).expect("log")))
+        .spawn()
+        .expect("plumb controller starts"));
+    let logs = || std::fs::read_to_string(&log).unwrap_or_default();
+    let addr = wait_until("the controller's listening address", || async {
+        logs().lines().find_map(|l| {
+            let v: Value = serde_json::from_str(l).ok()?;
+            v.get("listening")?.as_str().map(String::from)
+        })
+    })
+    .await;
+    wait_until("the first directory's Application", || async {
+        (app_names(&cluster, &ns).await == ["one"]).then_some(())
+    })
+    .await;
+    push("two");
+    let body = json!({"ref": "refs/heads/main", "before": "0".repeat(40), "after": "1".repeat(40),
+        "repository": {"html_url": web, "clone_url": format!("{web}.git"), "ssh_url": clone,
+                       "default_branch": "main"},
+        "commits": [{"added": ["apps/two/cm.json"], "modified": [], "removed": []}]});
+    let status = post(
+        &addr,
+        &[("X-GitHub-Event", "push")],
+        &serde_json::to_vec(&body).expect("JSON"),
+    );
+    assert_eq!(status, 200, "{}", logs());
+    wait_until("the pushed directory's Application", || async {
+        (app_names(&cluster, &ns).await == ["one", "two"]).then_some(())
+    })
+    .await;
+}

@@ -19,9 +19,13 @@
 //! collector). An error (an invalid spec, a template, an unreachable repository) is written as
 //! the `ErrorOccurred` condition and changes no Application.
 //!
-//! Not here yet: progressive sync (`strategy: RollingSync`), a git push refreshing the
-//! ApplicationSets of its repository at once (they are regenerated at the requeue interval),
-//! and the rule that only an ApplicationSet in the control namespace may template `project`.
+//! A git push webhook naming the repository of one of its git generators regenerates it at
+//! once ([`super::PushRefresher::with_appsets`]).
+//!
+//! An ApplicationSet outside the control namespace may not template `project` (Argo CD's rule;
+//! an `ErrorOccurred` condition).
+//!
+//! Not here yet: progressive sync (`strategy: RollingSync`).
 
 use crate::scope::AppScope;
 use plumb_appset::reconcile::{self, ApplicationsSync, Policy};
@@ -234,7 +238,8 @@ impl AppSets {
             Some(g) => Ok(g.clone()),
             None => self.generate(appset).await,
         };
-        let policy = Policy::of(appset)
+        let policy = reconcile::check_project(appset, &self.opts.control_namespace)
+            .and_then(|()| Policy::of(appset))
             .map(|p| p.restricted_by(self.opts.policy))
             .map_err(|e| e.0);
         let (cache, app_kind) = (self.cache.clone(), self.app_kind());
@@ -402,6 +407,7 @@ impl AppSets {
     pub async fn run(
         mut self,
         log: Arc<dyn Fn(Value) + Send + Sync>,
+        mut pushed: tokio::sync::mpsc::UnboundedReceiver<Vec<Key>>,
         mut stop: watch::Receiver<bool>,
     ) {
         if let Err(e) = self.cache.ensure_kind(&self.kind()).await {
@@ -450,6 +456,9 @@ impl AppSets {
             tokio::select! {
                 _ = stop.changed() => {
                     if *stop.borrow() { return; }
+                }
+                Some(keys) = pushed.recv() => {
+                    for k in keys { dirty.insert(k, true); }
                 }
                 change = changes.recv() => match change {
                     Ok(c) => self.note(&c, &mut dirty),

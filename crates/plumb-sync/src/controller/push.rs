@@ -26,6 +26,8 @@ pub struct PushRefresher {
     app_group: &'static str,
     repos: Arc<RepoCache>,
     queue: mpsc::UnboundedSender<Vec<AppKey>>,
+    /// Where the ApplicationSets a push concerns go ([`super::appsets::AppSets::run`]).
+    appsets: Option<mpsc::UnboundedSender<Vec<AppKey>>>,
 }
 
 impl PushRefresher {
@@ -44,7 +46,15 @@ impl PushRefresher {
             app_group,
             repos,
             queue,
+            appsets: None,
         }
+    }
+
+    /// Also regenerates, at once, the ApplicationSets whose git generators read the pushed
+    /// repository: their keys go to `queue`.
+    pub fn with_appsets(mut self, queue: mpsc::UnboundedSender<Vec<AppKey>>) -> PushRefresher {
+        self.appsets = Some(queue);
+        self
     }
 
     /// The served Applications `push` concerns (sorted), after queueing them for a refresh
@@ -64,6 +74,30 @@ impl PushRefresher {
         if !keys.is_empty() {
             self.repos.expire(|url| push.names_repo(url));
             let _ = self.queue.send(keys.clone());
+        }
+        if let Some(queue) = &self.appsets {
+            let sets: Vec<AppKey> = self
+                .cache
+                .list(
+                    &plumb_core::GroupKind::new(
+                        self.app_group,
+                        super::appsets::APPLICATIONSET_KIND,
+                    ),
+                    self.app_namespace.as_deref(),
+                )
+                .iter()
+                .filter(|s| {
+                    plumb_appset::git_repo_urls(s)
+                        .iter()
+                        .any(|u| push.names_repo(u))
+                })
+                .filter_map(|s| app_key(s))
+                .filter(|key| self.scope.serves(&key.0))
+                .collect();
+            if !sets.is_empty() {
+                self.repos.expire(|url| push.names_repo(url));
+                let _ = queue.send(sets);
+            }
         }
         keys
     }
