@@ -24,6 +24,7 @@
 //! generators, and progressive sync.
 
 pub mod generators;
+pub mod progressive;
 pub mod reconcile;
 pub mod template;
 

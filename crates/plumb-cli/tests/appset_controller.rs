@@ -451,3 +451,190 @@ async fn a_push_webhook_regenerates_the_applicationsets_of_its_repository() {
     })
     .await;
 }
+
+/// Progressive sync (Argo CD's documented RollingSync example: `env: dev`, then `env: prod`):
+/// the generated Applications lose automated sync; the ApplicationSet syncs `dev`, and `prod`
+/// waits while `dev` is not healthy (a Deployment that cannot become available on a test bed
+/// without nodes); once `dev` is healthy (git replaces the Deployment with a ConfigMap, the
+/// sync prunes it, as the template's `automated.prune` says), `prod` syncs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rolling_sync_waits_for_the_first_steps_health() {
+    let Some(cluster) = testbed("appset-rolling").await else {
+        return;
+    };
+    let bed = AppBed::new(&cluster, "appset-roll", json!({})).await;
+    let ns = bed.apps_ns.clone();
+    wait_until("applicationsets.plumb.dev being served", || async {
+        cluster.discover().await.ok()?;
+        cluster
+            .get_object("plumb.dev", "ApplicationSet", &ns, "none")
+            .await
+            .ok()
+            .map(|_| ())
+    })
+    .await;
+    let write = |rel: &str, obj: Value| {
+        let (dir, file) = rel.split_once('/').expect("dir/file");
+        fixture::write_json(&bed.dir.join("repo/apps").join(dir), file, &obj);
+    };
+    write(
+        "dev/deploy.json",
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "dev-web"},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+                "template": {"metadata": {"labels": {"app": "web"}},
+                    "spec": {"containers": [{"name": "web", "image": "registry.example.com/web:1"}]}}}}),
+    );
+    write(
+        "prod/cm.json",
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "prod-cm"}}),
+    );
+    commit(&bed, "dev and prod");
+    let repo = format!("file://{}", bed.dir.join("repo").display());
+    apply(
+        &cluster,
+        vec![json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "ApplicationSet",
+            "metadata": {"name": "envs", "namespace": ns},
+            "spec": {
+                "generators": [{"list": {"elements": [{"env": "dev"}, {"env": "prod"}]}}],
+                "strategy": {"type": "RollingSync", "rollingSync": {"steps": [
+                    {"matchExpressions": [{"key": "env", "operator": "In", "values": ["dev"]}]},
+                    {"matchExpressions": [{"key": "env", "operator": "In", "values": ["prod"]}]}]}},
+                "template": {
+                    "metadata": {"name": "{{env}}", "labels": {"env": "{{env}}"}},
+                    "spec": {"project": "default",
+                        "source": {"repoURL": repo, "targetRevision": "HEAD", "path": "apps/{{env}}"},
+                        "destination": {"server": "https://kubernetes.default.svc",
+                                        "namespace": bed.dest},
+                        "syncPolicy": {"automated": {"prune": true}}}}}})],
+    )
+    .await;
+    let log = bed.dir.join("controller.log");
+    let _ctl = Ctl(Command::new(env!("CARGO_BIN_EXE_plumb"))
+        .args([
+            "controller",
+            "--app-namespace",
+            &ns,
+            "--lease-namespace",
+            &ns,
+        ])
+        .args([
+            "--lease-duration",
+            "3",
+            "--interval",
+            "3600",
+            "--jitter",
+            "0",
+        ])
+        .args(["--applicationset-requeue", "3600"])
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(std::fs::File::create(&log).expect("log")))
+        .spawn()
+        .expect("plumb controller starts"));
+    let logs = || std::fs::read_to_string(&log).unwrap_or_default();
+    let progress = |set: &Value| -> Vec<(String, String)> {
+        set.pointer("/status/applicationStatus")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .map(|s| {
+                        (
+                            s["application"].as_str().unwrap_or("").to_string(),
+                            s["status"].as_str().unwrap_or("").to_string(),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    // dev synced (its Deployment applied, never available); prod waits.
+    wait_until("dev synced and Progressing, prod Waiting", || async {
+        let dev = cluster.get_application(&ns, "dev").await.ok()??;
+        if fixture::op(&dev, "phase") != "Succeeded" {
+            return None;
+        }
+        let set = cluster
+            .get_object("plumb.dev", "ApplicationSet", &ns, "envs")
+            .await
+            .ok()??;
+        (progress(&set)
+            == [
+                ("dev".to_string(), "Progressing".to_string()),
+                ("prod".to_string(), "Waiting".to_string()),
+            ])
+        .then_some(())
+    })
+    .await;
+    assert!(
+        cluster
+            .get_object("apps", "Deployment", &bed.dest, "dev-web")
+            .await
+            .expect("get")
+            .is_some()
+    );
+    let prod = fixture::app(&cluster, &ns, "prod").await;
+    assert_eq!(
+        fixture::op(&prod, "phase"),
+        "",
+        "prod has not synced: {}",
+        logs()
+    );
+    assert!(
+        prod.pointer("/spec/syncPolicy/automated").is_none(),
+        "automated sync removed: {}",
+        prod["spec"]
+    );
+    assert_eq!(
+        fixture::op(
+            &fixture::app(&cluster, &ns, "dev").await,
+            "operation/initiatedBy/username"
+        ),
+        "applicationset-controller"
+    );
+    assert!(
+        cluster
+            .get_object("", "ConfigMap", &bed.dest, "prod-cm")
+            .await
+            .expect("get")
+            .is_none()
+    );
+
+    // dev becomes healthy: prod syncs.
+    std::fs::remove_file(bed.dir.join("repo/apps/dev/deploy.json")).expect("rm");
+    write(
+        "dev/cm.json",
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "dev-cm"}}),
+    );
+    commit(&bed, "dev healthy");
+    fixture::ask_refresh(&cluster, &ns, "dev").await;
+    wait_until("prod synced after dev became healthy", || async {
+        cluster
+            .get_object("", "ConfigMap", &bed.dest, "prod-cm")
+            .await
+            .ok()??;
+        Some(())
+    })
+    .await;
+    assert!(
+        cluster
+            .get_object("apps", "Deployment", &bed.dest, "dev-web")
+            .await
+            .expect("get")
+            .is_none(),
+        "pruned, as the template's automated.prune says"
+    );
+    wait_until("both Healthy in status.applicationStatus", || async {
+        let set = cluster
+            .get_object("plumb.dev", "ApplicationSet", &ns, "envs")
+            .await
+            .ok()??;
+        (progress(&set)
+            == [
+                ("dev".to_string(), "Healthy".to_string()),
+                ("prod".to_string(), "Healthy".to_string()),
+            ])
+        .then_some(())
+    })
+    .await;
+}

@@ -25,9 +25,14 @@
 //! An ApplicationSet outside the control namespace may not template `project` (Argo CD's rule;
 //! an `ErrorOccurred` condition).
 //!
-//! Not here yet: progressive sync (`strategy: RollingSync`).
+//! Progressive sync (`strategy.type: RollingSync`, [`plumb_appset::progressive`]): the
+//! generated Applications lose automated sync, and each reconcile starts the syncs its steps
+//! allow (an `operation` on the Application, which the Application controller runs) and writes
+//! `status.applicationStatus`; an Application's change reconciles its ApplicationSet, so the
+//! next step starts as soon as the previous one is healthy.
 
 use crate::scope::AppScope;
+use plumb_appset::progressive;
 use plumb_appset::reconcile::{self, ApplicationsSync, Policy};
 use plumb_appset::{Cluster as GenCluster, Inputs, Repos};
 use plumb_cluster::{Cluster, ClusterApi as _, LiveCache, Propagation};
@@ -153,6 +158,8 @@ pub struct Outcome {
     pub created: Vec<String>,
     pub updated: Vec<String>,
     pub deleted: Vec<String>,
+    /// Applications whose sync progressive sync started.
+    pub synced: Vec<String>,
     /// The generation's error (nothing was changed), or a write's.
     pub error: Option<String>,
 }
@@ -193,6 +200,9 @@ pub struct AppSets {
     opts: AppSetOptions,
     generated: HashMap<Key, Vec<Value>>,
     generations: HashMap<Key, i64>,
+    /// The last `status.applicationStatus` written (the cached ApplicationSet may not show
+    /// it yet, and a sync must not be started twice).
+    progress: HashMap<Key, Vec<Value>>,
 }
 
 impl AppSets {
@@ -203,6 +213,7 @@ impl AppSets {
             opts,
             generated: HashMap::new(),
             generations: HashMap::new(),
+            progress: HashMap::new(),
         }
     }
 
@@ -250,9 +261,10 @@ impl AppSets {
                 .map(|a| (**a).clone())
                 .collect()
         };
-        let (generated, policy) = match (generated, policy) {
-            (Ok(g), Ok(p)) => (g, p),
-            (Err(e), _) | (_, Err(e)) => {
+        let steps = progressive::steps(appset).map_err(|e| e.0);
+        let (mut generated, policy, steps) = match (generated, policy, steps) {
+            (Ok(g), Ok(p), Ok(s)) => (g, p, s),
+            (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
                 // Nothing changes; the error is the status.
                 self.generated.remove(key);
                 let status = reconcile::status(appset, Err(&e), &stored(), &[], &now());
@@ -262,6 +274,13 @@ impl AppSets {
             }
         };
         self.generated.insert(key.clone(), generated.clone());
+        // RollingSync: the ApplicationSet syncs its Applications, step by step.
+        let mut prune = HashMap::new();
+        if steps.is_some() {
+            for app in &mut generated {
+                prune.insert(name(app), progressive::without_automated(app));
+            }
+        }
         let existing = stored();
         let plan = reconcile::plan(appset, &generated, &existing, &policy);
         let mut errors = Vec::new();
@@ -289,6 +308,32 @@ impl AppSets {
         }
         let mut status =
             reconcile::status(appset, Ok(&generated), &existing, &plan.not_owned, &now());
+        if let Some(steps) = &steps {
+            let mine: Vec<Value> = stored()
+                .into_iter()
+                .filter(|a| generated.iter().any(|g| name(g) == name(a)))
+                .collect();
+            let previous = self.progress.get(key).cloned().unwrap_or_else(|| {
+                appset
+                    .pointer("/status/applicationStatus")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default()
+            });
+            let p = progressive::progress(steps, &mine, &previous, &now());
+            for app_name in &p.sync {
+                let op = json!({"operation": {
+                    "initiatedBy": {"username": "applicationset-controller", "automated": true},
+                    "sync": {"prune": prune.get(app_name).copied().unwrap_or(false)}}});
+                if let Err(e) = self.cluster.patch_application(&key.0, app_name, &op).await {
+                    errors.push(format!("syncing Application {app_name}: {e}"));
+                } else {
+                    out.synced.push(app_name.clone());
+                }
+            }
+            status["applicationStatus"] = Value::Array(p.statuses.clone());
+            self.progress.insert(key.clone(), p.statuses);
+        }
         if !errors.is_empty() {
             let e = errors.join("; ");
             status = reconcile::status(appset, Err(&e), &existing, &[], &now());
@@ -446,10 +491,12 @@ impl AppSets {
                     || !outcome.created.is_empty()
                     || !outcome.updated.is_empty()
                     || !outcome.deleted.is_empty()
+                    || !outcome.synced.is_empty()
                 {
                     log(json!({"applicationSet": format!("{}/{}", key.0, key.1),
                         "created": outcome.created, "updated": outcome.updated,
-                        "deleted": outcome.deleted, "error": outcome.error}));
+                        "deleted": outcome.deleted, "synced": outcome.synced,
+                        "error": outcome.error}));
                 }
             }
             let next = due.values().min().copied();

@@ -1374,6 +1374,44 @@ pub async fn reconcile_once(
             looping: sync_loop::is_recorded(app),
         });
     }
+    // An operation requested on the Application (`argocd app sync` writes one; so does the
+    // ApplicationSet controller's progressive sync): cleared, then run as a manual sync.
+    if let Some(request) = requested_operation(app) {
+        home.patch_application(
+            app_namespace(app),
+            &app_name(app),
+            &json!({"operation": null}),
+        )
+        .await
+        .map_err(|e| RunError::App {
+            app: app_name(app),
+            reason: format!("clearing the requested operation: {e}"),
+        })?;
+        let mut app = app.clone();
+        if let Some(o) = app.as_object_mut() {
+            o.remove("operation");
+        }
+        let (request, initiated_by) = request;
+        let outcome = Box::pin(sync_app_with(
+            cluster,
+            &app,
+            &state.options,
+            &request,
+            initiated_by,
+            now,
+        ))
+        .await?;
+        let status = outcome.status.clone();
+        return Ok(ReconcileOutcome {
+            decision: None,
+            resumed: false,
+            sync: Some(outcome),
+            status,
+            deletion: None,
+            blocked_by: None,
+            looping: sync_loop::is_recorded(&app),
+        });
+    }
     let admission = tenancy::admit(home, app, &state.options, now).await?;
     let target = route::connect(home, app, &admission.cluster, &state.options, now).await?;
     let opts = target.options(&state.options);
@@ -1387,6 +1425,26 @@ pub async fn reconcile_once(
     ))
     .await;
     target.report(home, app, result, now).await
+}
+
+/// The sync an Application's `operation` field asks for (Argo CD's `operation.sync`: prune,
+/// dry run, revision, resources), and who asked; `None` without one.
+fn requested_operation(app: &Value) -> Option<(SyncRequest, InitiatedBy)> {
+    let op = app.get("operation").filter(|o| !o.is_null())?;
+    let model: plumb_core::argo::model::Operation = serde_json::from_value(op.clone()).ok()?;
+    let sync = model.sync.unwrap_or_default();
+    let request = SyncRequest {
+        prune: sync.prune,
+        dry_run: sync.dry_run,
+        revision: Some(sync.revision).filter(|r| !r.is_empty()),
+        resources: sync
+            .resources
+            .iter()
+            .filter_map(crate::request::ResourceSelector::from_model)
+            .collect(),
+        ..SyncRequest::default()
+    };
+    Some((request, model.initiated_by))
 }
 
 /// The rest of [`reconcile_once`], once the destination is connected.
