@@ -104,6 +104,12 @@ pub struct ControllerArgs {
     kustomize_build_options: Option<String>,
     #[command(flatten)]
     health: crate::health_cmd::HealthScriptArgs,
+    /// Namespaces besides the control namespace whose ApplicationSets are served (Argo CD's
+    /// `--applicationset-namespaces`): a comma list of globs and `/regex/`s; default none. Their
+    /// Applications are generated in their own namespace, which `--application-namespaces` must
+    /// serve, and their project must list it in `sourceNamespaces`.
+    #[arg(long, value_name = "PATTERNS", value_delimiter = ',')]
+    applicationset_namespaces: Vec<String>,
     /// Seconds between two generations of an ApplicationSet whose generators name no
     /// `requeueAfterSeconds` (Argo CD: 180).
     #[arg(long, value_name = "SECONDS", default_value_t = 180)]
@@ -314,6 +320,8 @@ fn webhook_secrets(path: Option<&std::path::Path>) -> Result<plumb_sync::webhook
 pub fn run(mut args: ControllerArgs) -> Result<u8> {
     let application_namespaces = plumb_core::glob::NamespaceList::new(&args.application_namespaces)
         .map_err(|e| anyhow!("--application-namespaces: {e}"))?;
+    plumb_core::glob::NamespaceList::new(&args.applicationset_namespaces)
+        .map_err(|e| anyhow!("--applicationset-namespaces: {e}"))?;
     let kustomize_build_options = match &args.kustomize_build_options {
         Some(text) => plumb_render::render::kustomize_build_options(text)
             .map_err(|e| anyhow!("--kustomize-build-options: {e}"))?,
@@ -451,7 +459,11 @@ async fn run_async(
     let opts_control = opts.run.control_namespace.clone();
     let appset_opts = plumb_sync::controller::appsets::AppSetOptions {
         control_namespace: opts_control.clone().unwrap_or_default(),
-        scope: opts.scope(),
+        scope: plumb_sync::scope::AppScope {
+            others: plumb_core::glob::NamespaceList::new(&args.applicationset_namespaces)
+                .map_err(|e| anyhow!("--applicationset-namespaces: {e}"))?,
+            ..opts.scope()
+        },
         requeue: Duration::from_secs(args.applicationset_requeue.max(1)),
         policy: plumb_appset::reconcile::ApplicationsSync::parse(&args.applicationset_policy),
         repos: opts.run.repos.clone(),
