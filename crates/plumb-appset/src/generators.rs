@@ -66,10 +66,29 @@ pub fn run(
         "git" => git(body, &at, mode, inputs)?,
         "matrix" => matrix(body, &at, template, mode, inputs)?,
         "merge" => merge(body, &at, template, mode, inputs)?,
-        "pullRequest" | "scmProvider" | "clusterDecisionResource" | "plugin" => {
-            return Err(format!(
-                "{at}: the {kind} generator is not supported by plumb yet"
-            ));
+        "plugin" | "clusterDecisionResource" | "pullRequest" | "scmProvider" => {
+            let svc = inputs.services;
+            let raw = match kind.as_str() {
+                "plugin" => crate::services::plugin(body, &at, inputs.appset_name, svc)?,
+                "clusterDecisionResource" => {
+                    crate::services::cluster_decision_resource(body, &at, inputs.clusters, svc)?
+                }
+                "pullRequest" => crate::services::pull_request(body, &at, svc)?,
+                _ => crate::services::scm_provider(body, &at, svc)?,
+            };
+            let mut out = Vec::with_capacity(raw.len());
+            for r in raw {
+                let mut p = if mode.go {
+                    r
+                } else {
+                    let mut flat = Params::new();
+                    flatten("", &Value::Object(r), &mut flat);
+                    flat
+                };
+                add_values(body, &at, mode, &mut p)?;
+                out.push(p);
+            }
+            out
         }
         other => return Err(format!("{path}: unknown generator {other:?}")),
     };

@@ -20,12 +20,15 @@
 //! - What a controller does with the result ([`reconcile`]): the Applications to create,
 //!   update and delete under `syncPolicy`, and the ApplicationSet's status.
 //!
-//! Not here yet: the `pullRequest`, `scmProvider`, `clusterDecisionResource` and `plugin`
-//! generators, and progressive sync.
+//! - The generators that read services ([`services`]): `plugin`, `clusterDecisionResource`,
+//!   `pullRequest` and `scmProvider` (GitHub, GitLab, Gitea), over the caller's
+//!   [`services::Services`].
+//! - Progressive sync ([`progressive`]): RollingSync's steps.
 
 pub mod generators;
 pub mod progressive;
 pub mod reconcile;
+pub mod services;
 pub mod template;
 
 pub use generators::{Cluster, Repos};
@@ -41,6 +44,12 @@ pub struct Inputs<'a> {
     pub repos: &'a dyn Repos,
     /// The cluster Secrets of the control namespace (Argo CD's `secret-type: cluster`).
     pub clusters: &'a [Cluster],
+    /// Secrets, ConfigMaps, duck-typed resources and HTTP for the `plugin`,
+    /// `clusterDecisionResource`, `pullRequest` and `scmProvider` generators
+    /// ([`services::NoServices`]: none).
+    pub services: &'a dyn services::Services,
+    /// The ApplicationSet's name, as a plugin service is told it ([`generate`] sets it).
+    pub appset_name: &'a str,
 }
 
 /// One set of parameters and the template it fills (a generator's own, else the spec's).
@@ -114,6 +123,10 @@ pub fn generate(appset: &Value, inputs: &Inputs<'_>) -> Result<Vec<Value>, AppSe
         .and_then(Value::as_array)
         .filter(|g| !g.is_empty())
         .ok_or_else(|| fail(at("spec.generators: at least one generator is required")))?;
+    let inputs = &Inputs {
+        appset_name: name,
+        ..*inputs
+    };
     let mut out: Vec<Value> = Vec::new();
     let mut names: Vec<String> = Vec::new();
     for (i, g) in gens.iter().enumerate() {

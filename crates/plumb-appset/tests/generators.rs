@@ -50,6 +50,8 @@ fn run(spec: Value, clusters: &[Cluster]) -> Result<Vec<Value>, String> {
         &Inputs {
             repos: &files,
             clusters,
+            services: &plumb_appset::services::NoServices,
+            appset_name: "",
         },
     )
     .map_err(|e| e.0)

@@ -44,6 +44,12 @@ struct GenerateArgs {
     /// Where the cluster Secrets are read from with `--cluster`.
     #[arg(long, value_name = "NAMESPACE", requires = "cluster")]
     control_namespace: Option<String>,
+    /// Kubernetes objects the generators read, as manifests (a file or a directory), in place
+    /// of the cluster's: Secrets (a `tokenRef`, a plugin's token), ConfigMaps (a plugin's or a
+    /// clusterDecisionResource's configuration) and decision resources. With `--cluster`,
+    /// what is not given is read from the control namespace.
+    #[arg(long, value_name = "PATH")]
+    objects: Option<PathBuf>,
     /// `yaml` (a stream) or `json` (an array).
     #[arg(short, long, default_value = "yaml", value_parser = ["yaml", "json"])]
     output: String,
@@ -69,6 +75,21 @@ fn generate(a: GenerateArgs) -> Result<u8> {
             appsets.len()
         );
     };
+    let control = a.control_namespace.clone().unwrap_or_else(|| {
+        appset
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty())
+            .unwrap_or(plumb_core::ARGOCD_NAMESPACE)
+            .to_string()
+    });
+    // The runtime lives to the end of the generation (the generators' reads wait on it).
+    let (rt, cluster) = if a.cluster.cluster {
+        let c = crate::cluster_args::connect(&a.cluster)?;
+        (Some(c.rt), Some(std::sync::Arc::new(c.cluster)))
+    } else {
+        (None, None)
+    };
     let clusters = match &a.cluster_secrets {
         Some(p) => {
             let docs =
@@ -78,18 +99,13 @@ fn generate(a: GenerateArgs) -> Result<u8> {
                 &p.display().to_string(),
             )?
         }
-        None if a.cluster.cluster => {
-            let control = a.control_namespace.clone().unwrap_or_else(|| {
-                appset
-                    .pointer("/metadata/namespace")
-                    .and_then(Value::as_str)
-                    .filter(|n| !n.is_empty())
-                    .unwrap_or(plumb_core::ARGOCD_NAMESPACE)
-                    .to_string()
-            });
-            let c = crate::cluster_args::connect(&a.cluster)?;
-            let secrets = c
-                .block_on(c.cluster.list_labelled(
+        None if cluster.is_some() => {
+            let (rt, c) = (
+                rt.as_ref().expect("runtime"),
+                cluster.as_ref().expect("cluster"),
+            );
+            let secrets = rt
+                .block_on(c.list_labelled(
                     "",
                     "Secret",
                     &control,
@@ -109,11 +125,28 @@ fn generate(a: GenerateArgs) -> Result<u8> {
             std::time::Duration::ZERO,
         )),
     );
+    let objects = match &a.objects {
+        Some(p) => plumb_render::load_paths(std::slice::from_ref(p))
+            .map_err(|e| anyhow!("{e}"))?
+            .into_iter()
+            .map(|m| m.object)
+            .collect(),
+        None => Vec::new(),
+    };
+    let services = plumb_sync::controller::appsets::GenServices {
+        cluster: rt
+            .as_ref()
+            .zip(cluster)
+            .map(|(rt, c)| (c, rt.handle().clone(), control.clone())),
+        objects,
+    };
     let apps = plumb_appset::generate(
         appset,
         &Inputs {
             repos: &repos,
             clusters: &clusters,
+            services: &services,
+            appset_name: "",
         },
     )
     .map_err(|e| anyhow!("{}: {e}", a.file.display()))?;

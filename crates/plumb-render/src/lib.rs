@@ -20,6 +20,7 @@
 
 pub mod chart;
 pub mod fetch;
+pub mod http;
 pub mod jsonnet;
 pub mod kustomize;
 pub mod plugin;

@@ -152,6 +152,123 @@ impl Repos for FetchRepos {
     }
 }
 
+/// What the service-reading generators read ([`plumb_appset::services::Services`]): objects
+/// given as manifests first (`plumb appset generate --objects`), else the cluster's control
+/// namespace; HTTP with a deadline (`PLUMB_HTTP_TIMEOUT`, default 30 s). Blocking: call it
+/// outside the runtime's worker threads (a blocking thread, or the CLI's main thread).
+pub struct GenServices {
+    /// The cluster, the runtime to wait on it with, and the control namespace.
+    pub cluster: Option<(Arc<Cluster>, tokio::runtime::Handle, String)>,
+    /// Objects given as manifests: Secrets, ConfigMaps, decision resources.
+    pub objects: Vec<Value>,
+}
+
+impl GenServices {
+    fn given<'a>(&'a self, kind: &'a str, name: &'a str) -> impl Iterator<Item = &'a Value> {
+        self.objects.iter().filter(move |o| {
+            o.get("kind").and_then(Value::as_str) == Some(kind)
+                && o.pointer("/metadata/name").and_then(Value::as_str) == Some(name)
+        })
+    }
+
+    fn get(&self, group: &str, kind: &str, name: &str) -> Result<Option<Value>, String> {
+        if let Some(o) = self.given(kind, name).next() {
+            return Ok(Some(o.clone()));
+        }
+        let Some((cluster, rt, ns)) = &self.cluster else {
+            return Err(format!(
+                "{kind} {name}: not given and no cluster to read it from"
+            ));
+        };
+        rt.block_on(cluster.get_object(group, kind, ns, name))
+            .map_err(|e| format!("{kind} {ns}/{name}: {e}"))
+    }
+}
+
+impl plumb_appset::services::Services for GenServices {
+    fn secret(&self, name: &str, key: &str) -> Result<String, String> {
+        let secret = self
+            .get("", "Secret", name)?
+            .ok_or_else(|| format!("Secret {name} does not exist"))?;
+        plumb_core::clusters::secret_string(&secret, key)
+            .map_err(|(field, reason)| format!("Secret {name}: {field}: {reason}"))?
+            .ok_or_else(|| format!("Secret {name} has no key {key}"))
+    }
+
+    fn config_map(&self, name: &str) -> Result<serde_json::Map<String, Value>, String> {
+        let cm = self
+            .get("", "ConfigMap", name)?
+            .ok_or_else(|| format!("ConfigMap {name} does not exist"))?;
+        Ok(cm
+            .get("data")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default())
+    }
+
+    fn objects(
+        &self,
+        api_version: &str,
+        kind: &str,
+        name: Option<&str>,
+        label_selector: Option<&Value>,
+    ) -> Result<Vec<Value>, String> {
+        let group = plumb_core::group_of_api_version(api_version);
+        let selected = |o: &Value| {
+            name.is_none_or(|n| o.pointer("/metadata/name").and_then(Value::as_str) == Some(n))
+                && plumb_core::selector::matches(
+                    label_selector,
+                    &plumb_core::selector::labels_of(o),
+                )
+        };
+        let given: Vec<Value> = self
+            .objects
+            .iter()
+            .filter(|o| {
+                o.get("kind").and_then(Value::as_str) == Some(kind)
+                    && o.get("apiVersion").and_then(Value::as_str) == Some(api_version)
+            })
+            .filter(|o| selected(o))
+            .cloned()
+            .collect();
+        let Some((cluster, rt, ns)) = &self.cluster else {
+            return Ok(given);
+        };
+        if !given.is_empty() {
+            return Ok(given);
+        }
+        let all = rt
+            .block_on(cluster.list_live(
+                &[GroupKind::new(group, kind)],
+                Some(std::slice::from_ref(ns)),
+                None,
+            ))
+            .map_err(|e| format!("{kind} in {ns}: {e}"))?;
+        Ok(all.into_iter().filter(|o| selected(o)).collect())
+    }
+
+    fn http(
+        &self,
+        method: &str,
+        url: &str,
+        headers: &[(String, String)],
+        body: Option<&[u8]>,
+        insecure: bool,
+    ) -> Result<plumb_appset::services::HttpAnswer, String> {
+        let timeout = std::env::var("PLUMB_HTTP_TIMEOUT")
+            .ok()
+            .and_then(|s| s.parse::<u64>().ok())
+            .map_or(Duration::from_secs(30), Duration::from_secs);
+        let a = plumb_render::http::request(method, url, headers, body, timeout, insecure)?;
+        Ok(plumb_appset::services::HttpAnswer {
+            status: a.status,
+            body: a.body,
+            link: a.link,
+            next_page: a.next_page,
+        })
+    }
+}
+
 /// What one reconcile of an ApplicationSet did.
 #[derive(Debug, Default)]
 pub struct Outcome {
@@ -364,6 +481,14 @@ impl AppSets {
             self.opts.repos.clone(),
             self.opts.repo_override.clone(),
         );
+        let services = GenServices {
+            cluster: Some((
+                self.cluster.clone(),
+                tokio::runtime::Handle::current(),
+                self.opts.control_namespace.clone(),
+            )),
+            objects: Vec::new(),
+        };
         tokio::task::spawn_blocking(move || {
             let repos = FetchRepos::new(repo, None, repos);
             plumb_appset::generate(
@@ -371,6 +496,8 @@ impl AppSets {
                 &Inputs {
                     repos: &repos,
                     clusters: &clusters,
+                    services: &services,
+                    appset_name: "",
                 },
             )
             .map_err(|e| e.0)
