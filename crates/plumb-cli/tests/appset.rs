@@ -153,6 +153,21 @@ fn generates_from_a_git_revision_and_cluster_secrets() {
             "leaves the repository",
         ),
         (appset("no-such-revision", &url), "no-such-revision"),
+        (
+            appset("HEAD", &url).replace(
+                "      - clusters:",
+                "      - list: {elements: [{a: b}]}\n      - clusters:",
+            ),
+            "spec.generators[0].matrix",
+        ),
+        (
+            appset("HEAD", &url).replace("'{{.path.basename}}-{{.name}}'", "'{{.path.basename'"),
+            "template",
+        ),
+        (
+            appset("HEAD", &url).replace("'{{.path.basename}}-{{.name}}'", "'{{.name}}'"),
+            "generates Application \"prod-eu\" a second time",
+        ),
     ] {
         write(&dir, "appset.yaml", &spec);
         let o = plumb(
