@@ -638,3 +638,110 @@ async fn rolling_sync_waits_for_the_first_steps_health() {
     })
     .await;
 }
+
+/// Clusters × git directories on two API servers (the test bed and a second one started here):
+/// a matrix ApplicationSet creates one Application per directory and cluster (the second
+/// cluster from its cluster Secret, the first as Argo CD's `in-cluster`), and each syncs to its
+/// own cluster.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clusters_times_directories_on_two_clusters() {
+    use plumb_cluster::ConnectOptions;
+    use support::second_bed::SecondBed;
+    let Some(home) = testbed("appset-two-clusters").await else {
+        return;
+    };
+    let bed = AppBed::new(&home, "appset-mc", json!({})).await;
+    let ns = bed.apps_ns.clone();
+    wait_until("applicationsets.plumb.dev being served", || async {
+        home.discover().await.ok()?;
+        home.get_object("plumb.dev", "ApplicationSet", &ns, "none")
+            .await
+            .ok()
+            .map(|_| ())
+    })
+    .await;
+    let bed_b = SecondBed::start();
+    let b = Cluster::connect(&ConnectOptions {
+        kubeconfig: Some(bed_b.kubeconfig()),
+        context: None,
+    })
+    .await
+    .expect("second test bed");
+    apply(
+        &b,
+        vec![json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": bed.dest}})],
+    )
+    .await;
+    for d in ["one", "two"] {
+        config_map(&bed, d);
+    }
+    commit(&bed, "two directories");
+    let repo = format!("file://{}", bed.dir.join("repo").display());
+    let config = json!({"tlsClientConfig": {
+        "caData": bed_b.kubeconfig_field("certificate-authority-data"),
+        "certData": bed_b.kubeconfig_field("client-certificate-data"),
+        "keyData": bed_b.kubeconfig_field("client-key-data"),
+    }});
+    apply(
+        &home,
+        vec![
+            json!({"apiVersion": "v1", "kind": "Secret",
+                "metadata": {"name": "bed-b", "namespace": ns,
+                    "labels": {"argocd.argoproj.io/secret-type": "cluster"}},
+                "stringData": {"name": "bed-b", "server": bed_b.server(),
+                    "config": config.to_string()}}),
+            json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "ApplicationSet",
+                "metadata": {"name": "estate", "namespace": ns},
+                "spec": {"goTemplate": true,
+                    "generators": [{"matrix": {"generators": [
+                        {"git": {"repoURL": repo, "revision": "HEAD",
+                                 "directories": [{"path": "apps/*"}]}},
+                        {"clusters": {}}]}}],
+                    "template": {
+                        "metadata": {"name": "{{.path.basename}}-{{.name}}"},
+                        "spec": {"project": "default",
+                            "source": {"repoURL": repo, "targetRevision": "HEAD",
+                                       "path": "{{.path.path}}"},
+                            "destination": {"server": "{{.server}}", "namespace": bed.dest},
+                            "syncPolicy": {"automated": {}}}}}}),
+        ],
+    )
+    .await;
+    let log = bed.dir.join("controller.log");
+    let _ctl = Ctl(Command::new(env!("CARGO_BIN_EXE_plumb"))
+        .args(["controller", "--app-namespace", &ns, "--lease-namespace", &ns])
+        .args(["--lease-duration", "3", "--interval", "3600", "--jitter", "0"])
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(std::fs::File::create(&log).expect("log")))
+        .spawn()
+        .expect("plumb controller starts"));
+    let logs = || std::fs::read_to_string(&log).unwrap_or_default();
+    wait_until("four Applications, each synced to its cluster", || async {
+        if app_names(&home, &ns).await
+            != ["one-bed-b", "one-in-cluster", "two-bed-b", "two-in-cluster"]
+        {
+            return None;
+        }
+        for d in ["one", "two"] {
+            for c in [&home, &b] {
+                c.get_object("", "ConfigMap", &bed.dest, &format!("from-{d}"))
+                    .await
+                    .ok()??;
+            }
+        }
+        Some(())
+    })
+    .await;
+    let far = wait_until("one-bed-b's status Synced", || async {
+        let a = home.get_application(&ns, "one-bed-b").await.ok()??;
+        (a["status"]["sync"]["status"] == "Synced").then_some(a)
+    })
+    .await;
+    assert_eq!(far["spec"]["destination"]["server"], bed_b.server());
+    assert!(
+        !logs().contains(&bed_b.kubeconfig_field("client-key-data")),
+        "credentials never logged"
+    );
+}
