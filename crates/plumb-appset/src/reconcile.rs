@@ -267,9 +267,12 @@ pub fn plan(appset: &Value, generated: &[Value], existing: &[Value], policy: &Po
         .unwrap_or("");
     let owner = owner_reference(appset);
     let mut out = Plan::default();
+    let by_name: std::collections::HashMap<&str, &Value> =
+        existing.iter().map(|e| (name_of(e), e)).collect();
+    let generated_names: std::collections::HashSet<&str> = generated.iter().map(name_of).collect();
     for g in generated {
         let name = name_of(g);
-        match existing.iter().find(|e| name_of(e) == name) {
+        match by_name.get(name).copied() {
             None => {
                 let mut app = g.clone();
                 if let Some(meta) = app.get_mut("metadata").and_then(Value::as_object_mut) {
@@ -292,7 +295,7 @@ pub fn plan(appset: &Value, generated: &[Value], existing: &[Value], policy: &Po
     if policy.sync.deletes() {
         for e in existing {
             let name = name_of(e);
-            if owned_by(e, uid) && !generated.iter().any(|g| name_of(g) == name) {
+            if owned_by(e, uid) && !generated_names.contains(name) {
                 let holds = e
                     .pointer("/metadata/finalizers")
                     .and_then(Value::as_array)
@@ -475,11 +478,13 @@ pub fn status(
                     not_owned.join(", ")
                 )
             };
+            let by_name: std::collections::HashMap<&str, &Value> =
+                stored.iter().map(|a| (name_of(a), a)).collect();
             let resources: Vec<Value> = generated
                 .iter()
                 .map(|g| {
                     let name = name_of(g);
-                    let s = stored.iter().find(|a| name_of(a) == name);
+                    let s = by_name.get(name).copied();
                     let st = |p: &str| {
                         s.and_then(|a| a.pointer(p))
                             .and_then(Value::as_str)

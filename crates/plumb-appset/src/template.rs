@@ -70,6 +70,39 @@ pub const FUNCTIONS: &[&str] = &[
     "regexFind",
     "sha256sum",
     "fromYamlArray",
+    "kebabcase",
+    "snakecase",
+    "camelcase",
+    "untitle",
+    "substr",
+    "trimAll",
+    "nospace",
+    "cat",
+    "plural",
+    "toRawJson",
+    "fromJson",
+    "append",
+    "prepend",
+    "concat",
+    "rest",
+    "initial",
+    "reverse",
+    "compact",
+    "without",
+    "until",
+    "keys",
+    "pick",
+    "omit",
+    "merge",
+    "set",
+    "unset",
+    "floor",
+    "ceil",
+    "round",
+    "float64",
+    "toStrings",
+    "regexSplit",
+    "split",
 ];
 
 /// `v` with every string filled from `params`.
@@ -562,7 +595,400 @@ fn functions() -> Vec<(&'static str, Func)> {
                 Ok(G::List(v.iter().map(to_go).collect::<Vec<_>>().into()))
             }),
         ),
+        ("kebabcase", f(|a| Ok(s(delimited(&text(last(a)), '-'))))),
+        ("snakecase", f(|a| Ok(s(delimited(&text(last(a)), '_'))))),
+        ("camelcase", f(|a| Ok(s(camel(&text(last(a))))))),
+        (
+            "untitle",
+            f(|a| {
+                let t = text(last(a));
+                let mut out = String::with_capacity(t.len());
+                let mut start = true;
+                for c in t.chars() {
+                    if start && c.is_alphabetic() {
+                        out.extend(c.to_lowercase());
+                    } else {
+                        out.push(c);
+                    }
+                    start = c.is_whitespace();
+                }
+                Ok(s(out))
+            }),
+        ),
+        (
+            "substr",
+            f(|a| {
+                let (start, end, t) = (int_of(a.first()), int_of(a.get(1)), text(a.get(2)));
+                let len = t.len() as i64;
+                let (from, to) = if start < 0 {
+                    (0, end.clamp(0, len))
+                } else if end < 0 || end > len {
+                    (start.min(len), len)
+                } else {
+                    (start.min(end), end)
+                };
+                Ok(s(t
+                    .get(from as usize..to as usize)
+                    .unwrap_or_default()
+                    .to_string()))
+            }),
+        ),
+        (
+            "trimAll",
+            f(|a| {
+                let cut: Vec<char> = text(a.first()).chars().collect();
+                Ok(s(text(last(a)).trim_matches(cut.as_slice()).to_string()))
+            }),
+        ),
+        (
+            "nospace",
+            f(|a| Ok(s(text(last(a)).split_whitespace().collect::<String>()))),
+        ),
+        (
+            "cat",
+            f(|a| {
+                Ok(s(a
+                    .iter()
+                    .filter(|v| !matches!(v, G::Nil))
+                    .map(|v| text(Some(v)))
+                    .collect::<Vec<_>>()
+                    .join(" ")))
+            }),
+        ),
+        (
+            "plural",
+            f(|a| {
+                // Its count is a Go int: a float64 (a JSON number) is refused, as Go refuses it.
+                if let Some(G::Float(_)) = a.get(2) {
+                    return Err(err("wrong type for value; expected int; got float64"));
+                }
+                Ok(if int_of(a.get(2)) == 1 {
+                    a.first()
+                } else {
+                    a.get(1)
+                }
+                .cloned()
+                .unwrap_or(G::Nil))
+            }),
+        ),
+        (
+            "toRawJson",
+            f(|a| {
+                Ok(s(serde_json::to_string(&from_go(
+                    last(a).unwrap_or(&G::Nil),
+                ))
+                .map_err(err)?))
+            }),
+        ),
+        (
+            "fromJson",
+            f(|a| {
+                // Sprig's fromJson gives an empty map for text that is not a JSON object.
+                let v: Value = serde_json::from_str(&text(last(a))).unwrap_or(Value::Null);
+                Ok(match v {
+                    Value::Object(_) => to_go(&v),
+                    _ => G::Map(Arc::new(BTreeMap::new())),
+                })
+            }),
+        ),
+        (
+            "append",
+            f(|a| {
+                let mut l = list_of(a.first())?;
+                l.push(a.get(1).cloned().unwrap_or(G::Nil));
+                Ok(G::List(l.into()))
+            }),
+        ),
+        (
+            "prepend",
+            f(|a| {
+                let mut l = list_of(a.first())?;
+                l.insert(0, a.get(1).cloned().unwrap_or(G::Nil));
+                Ok(G::List(l.into()))
+            }),
+        ),
+        (
+            "concat",
+            f(|a| {
+                let mut out = Vec::new();
+                for l in a {
+                    out.extend(list_of(Some(l))?);
+                }
+                Ok(G::List(out.into()))
+            }),
+        ),
+        (
+            "rest",
+            f(|a| {
+                let l = list_of(last(a))?;
+                Ok(G::List(l.into_iter().skip(1).collect::<Vec<_>>().into()))
+            }),
+        ),
+        (
+            "initial",
+            f(|a| {
+                let mut l = list_of(last(a))?;
+                l.pop();
+                Ok(G::List(l.into()))
+            }),
+        ),
+        (
+            "reverse",
+            f(|a| {
+                let mut l = list_of(last(a))?;
+                l.reverse();
+                Ok(G::List(l.into()))
+            }),
+        ),
+        (
+            "compact",
+            f(|a| {
+                let l = list_of(last(a))?;
+                Ok(G::List(
+                    l.into_iter()
+                        .filter(G::is_truthy)
+                        .collect::<Vec<_>>()
+                        .into(),
+                ))
+            }),
+        ),
+        (
+            "without",
+            f(|a| {
+                let l = list_of(a.first())?;
+                let drop: Vec<String> = a[1.min(a.len())..].iter().map(|v| text(Some(v))).collect();
+                Ok(G::List(
+                    l.into_iter()
+                        .filter(|v| !drop.contains(&text(Some(v))))
+                        .collect::<Vec<_>>()
+                        .into(),
+                ))
+            }),
+        ),
+        (
+            "until",
+            f(|a| {
+                let n = int_of(last(a)).clamp(0, 10_000);
+                Ok(G::List((0..n).map(G::Int).collect::<Vec<_>>().into()))
+            }),
+        ),
+        (
+            // Go's map order is random; keys come sorted (as `keys | sortAlpha` gives them).
+            "keys",
+            f(|a| {
+                let mut out: Vec<String> = Vec::new();
+                for m in a {
+                    if let G::Map(m) = m {
+                        out.extend(m.keys().map(|k| k.to_string()));
+                    }
+                }
+                out.sort();
+                Ok(G::List(out.into_iter().map(s).collect::<Vec<_>>().into()))
+            }),
+        ),
+        (
+            "pick",
+            f(|a| {
+                let m = map_of(a.first())?;
+                let want: Vec<String> = a[1.min(a.len())..].iter().map(|v| text(Some(v))).collect();
+                Ok(G::Map(Arc::new(
+                    m.iter()
+                        .filter(|(k, _)| want.iter().any(|w| w.as_str() == &***k))
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect(),
+                )))
+            }),
+        ),
+        (
+            "omit",
+            f(|a| {
+                let m = map_of(a.first())?;
+                let drop: Vec<String> = a[1.min(a.len())..].iter().map(|v| text(Some(v))).collect();
+                Ok(G::Map(Arc::new(
+                    m.iter()
+                        .filter(|(k, _)| !drop.iter().any(|w| w.as_str() == &***k))
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect(),
+                )))
+            }),
+        ),
+        (
+            // Sprig's merge: the first map wins, the others fill in what it lacks, deeply.
+            "merge",
+            f(|a| {
+                let mut out = map_of(a.first())?;
+                for m in &a[1.min(a.len())..] {
+                    out = merge_maps(out, &map_of(Some(m))?);
+                }
+                Ok(G::Map(Arc::new(out)))
+            }),
+        ),
+        (
+            "set",
+            f(|a| {
+                let mut m = map_of(a.first())?;
+                m.insert(text(a.get(1)).into(), a.get(2).cloned().unwrap_or(G::Nil));
+                Ok(G::Map(Arc::new(m)))
+            }),
+        ),
+        (
+            "unset",
+            f(|a| {
+                let mut m = map_of(a.first())?;
+                m.remove(text(a.get(1)).as_str());
+                Ok(G::Map(Arc::new(m)))
+            }),
+        ),
+        ("floor", f(|a| Ok(G::Float(float_of(last(a)).floor())))),
+        ("ceil", f(|a| Ok(G::Float(float_of(last(a)).ceil())))),
+        (
+            "round",
+            f(|a| {
+                let x = float_of(a.first());
+                let places = int_of(a.get(1)).clamp(0, 15) as i32;
+                let p = 10f64.powi(places);
+                // Sprig rounds half away from zero (with a 0.5 bias on the scaled value).
+                Ok(G::Float((x * p).round() / p))
+            }),
+        ),
+        ("float64", f(|a| Ok(G::Float(float_of(last(a)))))),
+        (
+            "toStrings",
+            f(|a| {
+                let l = match last(a) {
+                    Some(G::List(l)) => l.iter().cloned().collect::<Vec<_>>(),
+                    Some(G::Nil) | None => Vec::new(),
+                    Some(other) => vec![other.clone()],
+                };
+                Ok(G::List(
+                    l.iter()
+                        .map(|v| s(text(Some(v))))
+                        .collect::<Vec<_>>()
+                        .into(),
+                ))
+            }),
+        ),
+        (
+            "regexSplit",
+            f(|a| {
+                let re = regex(a.first())?;
+                let t = text(a.get(1));
+                let n = int_of(a.get(2));
+                let parts: Vec<G> = if n < 0 {
+                    re.split(&t).map(s).collect()
+                } else {
+                    re.splitn(&t, n as usize).map(s).collect()
+                };
+                Ok(G::List(parts.into()))
+            }),
+        ),
+        (
+            // Sprig's split: a map `_0`, `_1`, … of the parts.
+            "split",
+            f(|a| {
+                let sep = text(a.first());
+                let t = text(last(a));
+                let m: BTreeMap<Arc<str>, G> = t
+                    .split(sep.as_str())
+                    .enumerate()
+                    .map(|(i, p)| (format!("_{i}").into(), s(p)))
+                    .collect();
+                Ok(G::Map(Arc::new(m)))
+            }),
+        ),
     ]
+}
+
+fn list_of(v: Option<&G>) -> gotmpl::Result<Vec<G>> {
+    match v {
+        Some(G::List(l)) => Ok(l.iter().cloned().collect()),
+        Some(G::Nil) | None => Ok(Vec::new()),
+        Some(other) => Err(err(format!(
+            "cannot find first on type {}",
+            other.type_name()
+        ))),
+    }
+}
+
+fn map_of(v: Option<&G>) -> gotmpl::Result<BTreeMap<Arc<str>, G>> {
+    match v {
+        Some(G::Map(m)) => Ok((**m).clone()),
+        Some(G::Nil) | None => Ok(BTreeMap::new()),
+        Some(other) => Err(err(format!("expected a map, got {}", other.type_name()))),
+    }
+}
+
+fn merge_maps(
+    mut dst: BTreeMap<Arc<str>, G>,
+    src: &BTreeMap<Arc<str>, G>,
+) -> BTreeMap<Arc<str>, G> {
+    for (k, v) in src {
+        let merged = match (dst.get(k), v) {
+            (Some(G::Map(d)), G::Map(sv)) => G::Map(Arc::new(merge_maps((**d).clone(), sv))),
+            (Some(existing), _) => existing.clone(),
+            (None, _) => v.clone(),
+        };
+        dst.insert(k.clone(), merged);
+    }
+    dst
+}
+
+/// Sprig's `toFloat64`: numbers widened, numeric strings parsed, anything else 0.
+fn float_of(v: Option<&G>) -> f64 {
+    match v {
+        Some(G::Int(i)) => *i as f64,
+        Some(G::Uint(u)) => *u as f64,
+        Some(G::Float(f)) => *f,
+        Some(G::Bool(b)) => f64::from(u8::from(*b)),
+        Some(G::String(t)) => t.trim().parse().unwrap_or(0.0),
+        _ => 0.0,
+    }
+}
+
+/// xstrings' snake and kebab case: words split at case changes, spaces, `_` and `-`, lower
+/// case, joined with `sep`.
+fn delimited(t: &str, sep: char) -> String {
+    let chars: Vec<char> = t.chars().collect();
+    let mut out = String::new();
+    for (i, &c) in chars.iter().enumerate() {
+        if c == '_' || c == '-' || c.is_whitespace() {
+            if !out.is_empty() && !out.ends_with(sep) {
+                out.push(sep);
+            }
+            continue;
+        }
+        if c.is_uppercase() && i > 0 && !out.is_empty() && !out.ends_with(sep) {
+            let prev = chars[i - 1];
+            let next_lower = chars.get(i + 1).is_some_and(|n| n.is_lowercase());
+            if prev.is_lowercase() || prev.is_ascii_digit() || (prev.is_uppercase() && next_lower) {
+                out.push(sep);
+            }
+        }
+        out.extend(c.to_lowercase());
+    }
+    while out.ends_with(sep) {
+        out.pop();
+    }
+    out
+}
+
+/// xstrings' camel case: words split at `_`, `-` and spaces, each capitalised.
+fn camel(t: &str) -> String {
+    let mut out = String::new();
+    let mut up = true;
+    for c in t.chars() {
+        if c == '_' || c == '-' || c.is_whitespace() {
+            up = true;
+            continue;
+        }
+        if up {
+            out.extend(c.to_uppercase());
+            up = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Sprig's `toInt64` of each argument.

@@ -293,7 +293,11 @@ fn errors_name_the_generator_and_field() {
         ),
         (
             json!({"generators": [{"pullRequest": {}}], "template": t}),
-            "the pullRequest generator is not supported by plumb yet",
+            "spec.generators[0].pullRequest: a provider (github, gitlab, gitea) is required",
+        ),
+        (
+            json!({"generators": [{"plugin": {"configMapRef": {"name": "p"}}}], "template": t}),
+            "spec.generators[0].plugin.configMapRef: ConfigMap p: no cluster to read it from",
         ),
     ];
     for (spec, want) in cases {

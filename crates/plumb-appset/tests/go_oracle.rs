@@ -127,6 +127,73 @@ const CORPUS: &[(&str, bool)] = &[
     ("{{ regexFind \"[0-9]+\" .server }}", false),
     ("{{ regexMatch \"[\" .name }}", false),
     ("{{ .name | sha256sum }}", false),
+    (
+        "{{ \"HTTPServerName\" | kebabcase }} {{ \"myVar_name-x\" | snakecase }}",
+        false,
+    ),
+    (
+        "{{ .path.basename | kebabcase }} {{ \"Prod EU\" | snakecase }}",
+        false,
+    ),
+    (
+        "{{ \"http_server-name x\" | camelcase }} {{ \"Hello World\" | untitle }}",
+        false,
+    ),
+    (
+        "{{ substr 0 4 .name }}|{{ substr 5 100 .name }}|{{ substr -1 3 .name }}",
+        false,
+    ),
+    (
+        "{{ trimAll \"-x\" \"x--web--x\" }} {{ \" a b  c \" | nospace }}",
+        false,
+    ),
+    ("{{ cat \"a\" .replicas .missing \"b\" }}", false),
+    (
+        "{{ plural \"one\" \"many\" 1 }} {{ plural \"one\" \"many\" .replicas }}",
+        false,
+    ),
+    (
+        "{{ .labels | toRawJson }} {{ (fromJson \"{\\\"a\\\": 1}\").a }}",
+        false,
+    ),
+    (
+        "{{ append .zones \"z\" | join \",\" }} {{ prepend .zones \"z\" | join \",\" }}",
+        false,
+    ),
+    (
+        "{{ concat .zones (list \"q\") | join \",\" }} {{ rest .zones | join \",\" }} {{ initial .zones | join \",\" }}",
+        false,
+    ),
+    (
+        "{{ reverse .zones | join \",\" }} {{ list \"a\" \"\" \"b\" | compact | join \",\" }}",
+        false,
+    ),
+    (
+        "{{ without .zones \"eu-west-1a\" | join \",\" }} {{ until 3 | toJson }}",
+        false,
+    ),
+    ("{{ keys .labels | sortAlpha | join \",\" }}", false),
+    (
+        "{{ pick .labels \"team\" \"env\" | toJson }} {{ omit .labels \"team\" | toJson }}",
+        false,
+    ),
+    (
+        "{{ merge (dict \"a\" \"1\") (dict \"a\" \"2\" \"b\" \"3\") | toJson }}",
+        false,
+    ),
+    (
+        "{{ set (dict \"a\" \"1\") \"b\" \"2\" | toJson }} {{ unset (dict \"a\" \"1\" \"b\" \"2\") \"a\" | toJson }}",
+        false,
+    ),
+    (
+        "{{ floor 2.7 }} {{ ceil 2.1 }} {{ round 2.456 2 }} {{ float64 \"1.5\" }}",
+        false,
+    ),
+    ("{{ list 1 \"a\" true | toStrings | join \",\" }}", false),
+    (
+        "{{ regexSplit \"-+\" \"a-b--c\" -1 | join \",\" }} {{ (split \"/\" .path.path)._1 }}",
+        false,
+    ),
     ("{{ .name", false),
     ("{{ .name | nosuchfunc }}", false),
     ("{{ index .zones 5 }}", false),
@@ -134,7 +201,17 @@ const CORPUS: &[(&str, bool)] = &[
 
 /// Known differences (template, plumb's output, Go's): the gotmpl port formats a float64 that
 /// holds an integer with `%d`; Go refuses the verb. Kept here so a change on either side shows.
-const KNOWN: &[(&str, &str, &str)] = &[("{{printf \"%d\" .replicas}}", "3", "%!d(float64=3)")];
+/// Sprig's `set` and `unset` change the dict a variable holds in place (Go maps are references);
+/// the gotmpl port's values are immutable, so they return the changed dict and leave the variable
+/// as it was.
+const KNOWN: &[(&str, &str, &str)] = &[
+    ("{{printf \"%d\" .replicas}}", "3", "%!d(float64=3)"),
+    (
+        "{{ $d := dict \"a\" \"1\" }}{{ $_ := set $d \"b\" \"2\" }}{{ $d | toJson }}",
+        "{\"a\":\"1\"}",
+        "{\"a\":\"1\",\"b\":\"2\"}",
+    ),
+];
 
 #[test]
 fn go_templates_render_as_go_renders_them() {

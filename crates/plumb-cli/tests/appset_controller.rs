@@ -709,8 +709,21 @@ async fn clusters_times_directories_on_two_clusters() {
     .await;
     let log = bed.dir.join("controller.log");
     let _ctl = Ctl(Command::new(env!("CARGO_BIN_EXE_plumb"))
-        .args(["controller", "--app-namespace", &ns, "--lease-namespace", &ns])
-        .args(["--lease-duration", "3", "--interval", "3600", "--jitter", "0"])
+        .args([
+            "controller",
+            "--app-namespace",
+            &ns,
+            "--lease-namespace",
+            &ns,
+        ])
+        .args([
+            "--lease-duration",
+            "3",
+            "--interval",
+            "3600",
+            "--jitter",
+            "0",
+        ])
         .env_remove("KUBERNETES_SERVICE_HOST")
         .stdin(Stdio::null())
         .stdout(Stdio::null())

@@ -47,11 +47,15 @@ fn helm_dir() -> Option<PathBuf> {
     }
 }
 
-/// Argo CD's CRDs, as Argo CD installs them; waits until both are served.
+/// Argo CD's CRDs, as Argo CD installs them; waits until all three are served.
 async fn install_argocd_crds(cluster: &Cluster) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testbed/argocd-crds");
     let mut crds = Vec::new();
-    for f in ["application-crd.yaml", "appproject-crd.yaml"] {
+    for f in [
+        "application-crd.yaml",
+        "appproject-crd.yaml",
+        "applicationset-crd.yaml",
+    ] {
         let text = std::fs::read_to_string(dir.join(f)).expect("Argo CD CRD");
         let docs: Vec<Value> = serde_saphyr::from_str_multiple(&text).expect("CRD YAML");
         crds.extend(docs);
@@ -66,7 +70,11 @@ async fn install_argocd_crds(cluster: &Cluster) {
                 .await
                 .ok();
             let p = cluster.resource_for("argoproj.io", "AppProject").await.ok();
-            (a.is_some() && p.is_some()).then_some(())
+            let s = cluster
+                .resource_for("argoproj.io", "ApplicationSet")
+                .await
+                .ok();
+            (a.is_some() && p.is_some() && s.is_some()).then_some(())
         },
     )
     .await;
@@ -372,4 +380,118 @@ async fn it_refuses_to_start_beside_argo_cds_application_controller() {
         std::fs::read_to_string(&log).unwrap_or_default()
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// An `argoproj.io` ApplicationSet (Argo CD's own CRD) served by `plumb controller --api-group
+/// argoproj.io`: its Applications are Argo CD's, owned by it, synced; its status has Argo CD's
+/// conditions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_argo_cd_applicationset_is_served_unchanged() {
+    let Some(mut cluster) = testbed("argocd-appset").await else {
+        return;
+    };
+    install_argocd_crds(&cluster).await;
+    cluster.set_app_group(plumb_core::ARGO_GROUP);
+    let control = namespace(&cluster, "argocd-as", json!({})).await;
+    let dest = namespace(&cluster, "argocd-as-dest", json!({})).await;
+    let dir = std::env::temp_dir().join(unique("plumb-argocd-appset"));
+    let repo = dir.join("repo");
+    for env in ["dev", "prod"] {
+        write(
+            &repo,
+            &format!("envs/{env}/cm.yaml"),
+            &format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings-{env}\n"),
+        );
+    }
+    for args in [
+        &["init", "-q"][..],
+        &["add", "-A"],
+        &["commit", "-q", "-m", "envs"],
+    ] {
+        common::git(&repo, args);
+    }
+    let url = format!("file://{}", repo.display());
+    apply(
+        &cluster,
+        vec![
+            json!({"apiVersion": "argoproj.io/v1alpha1", "kind": "AppProject",
+                "metadata": {"name": "default", "namespace": control},
+                "spec": {"sourceRepos": ["*"],
+                    "destinations": [{"server": "https://kubernetes.default.svc", "namespace": "*"}]}}),
+            json!({"apiVersion": "argoproj.io/v1alpha1", "kind": "ApplicationSet",
+                "metadata": {"name": "envs", "namespace": control},
+                "spec": {"generators": [{"git": {"repoURL": url, "revision": "HEAD",
+                                                "directories": [{"path": "envs/*"}]}}],
+                    "template": {"metadata": {"name": "{{path.basename}}"},
+                        "spec": {"project": "default",
+                            "source": {"repoURL": url, "targetRevision": "HEAD", "path": "{{path}}"},
+                            "destination": {"server": "https://kubernetes.default.svc",
+                                            "namespace": dest},
+                            "syncPolicy": {"automated": {}}}}}}),
+        ],
+    )
+    .await;
+    let log = dir.join("controller.log");
+    let _ctl = Ctl(controller(
+        &[
+            "--api-group",
+            "argoproj.io",
+            "--app-namespace",
+            &control,
+            "--lease-namespace",
+            &control,
+            "--lease-duration",
+            "3",
+            "--interval",
+            "3600",
+            "--jitter",
+            "0",
+        ],
+        &dir,
+        &log,
+    )
+    .spawn()
+    .expect("plumb controller starts"));
+    let show_log = || std::fs::read_to_string(&log).unwrap_or_default();
+    for env in ["dev", "prod"] {
+        wait_until(&format!("{env} synced"), || async {
+            cluster
+                .get_object("", "ConfigMap", &dest, &format!("settings-{env}"))
+                .await
+                .ok()??;
+            Some(())
+        })
+        .await;
+        let app = cluster
+            .get_object("argoproj.io", "Application", &control, env)
+            .await
+            .expect("get")
+            .unwrap_or_else(|| panic!("{env}: {}", show_log()));
+        assert_eq!(app["apiVersion"], "argoproj.io/v1alpha1");
+        assert_eq!(
+            app["metadata"]["ownerReferences"][0]["kind"],
+            "ApplicationSet"
+        );
+        assert_eq!(app["metadata"]["ownerReferences"][0]["name"], "envs");
+    }
+    let set = wait_until("the ApplicationSet's status", || async {
+        let s = cluster
+            .get_object("argoproj.io", "ApplicationSet", &control, "envs")
+            .await
+            .ok()??;
+        let up = s
+            .pointer("/status/conditions")?
+            .as_array()?
+            .iter()
+            .any(|c| c["type"] == "ResourcesUpToDate" && c["status"] == "True");
+        up.then_some(s)
+    })
+    .await;
+    assert_eq!(
+        set["status"]["resources"][0]["name"],
+        "dev",
+        "{}",
+        show_log()
+    );
+    assert_eq!(set["status"]["resources"][0]["group"], "argoproj.io");
 }

@@ -320,6 +320,10 @@ pub struct AppSets {
     /// The last `status.applicationStatus` written (the cached ApplicationSet may not show
     /// it yet, and a sync must not be started twice).
     progress: HashMap<Key, Vec<Value>>,
+    /// Per ApplicationSet, the names of the Applications whose owner references name it, kept
+    /// from the watch: a reconcile reads those and the generated names from the cache, never
+    /// the whole namespace (the cache parses every object it lists).
+    owned: HashMap<Key, HashSet<String>>,
 }
 
 impl AppSets {
@@ -331,6 +335,7 @@ impl AppSets {
             generated: HashMap::new(),
             generations: HashMap::new(),
             progress: HashMap::new(),
+            owned: HashMap::new(),
         }
     }
 
@@ -340,6 +345,16 @@ impl AppSets {
 
     fn app_kind(&self) -> GroupKind {
         GroupKind::new(self.cluster.app_group(), plumb_cluster::APPLICATION_KIND)
+    }
+
+    fn appset_key(&self, key: &Key) -> ResourceKey {
+        let gk = self.kind();
+        ResourceKey {
+            group: gk.group,
+            kind: gk.kind,
+            namespace: key.0.clone(),
+            name: key.1.clone(),
+        }
     }
 
     fn appsets(&self) -> Vec<Arc<Value>> {
@@ -353,13 +368,7 @@ impl AppSets {
     /// Generates (unless `regenerate` is false and a generation is remembered), plans,
     /// writes, and writes the status of the ApplicationSet `key`.
     pub async fn reconcile(&mut self, key: &Key, regenerate: bool) -> Option<Outcome> {
-        let gk = self.kind();
-        let appset = self.cache.get(&ResourceKey {
-            group: gk.group.clone(),
-            kind: gk.kind.clone(),
-            namespace: key.0.clone(),
-            name: key.1.clone(),
-        })?;
+        let appset = self.cache.get(&self.appset_key(key))?;
         let appset: &Value = &appset;
         let mut out = Outcome::default();
         let generated = match self.generated.get(key).filter(|_| !regenerate) {
@@ -371,11 +380,34 @@ impl AppSets {
             .map(|p| p.restricted_by(self.opts.policy))
             .map_err(|e| e.0);
         let (cache, app_kind) = (self.cache.clone(), self.app_kind());
-        let stored = || -> Vec<Value> {
-            cache
-                .list(&app_kind, Some(&key.0))
-                .iter()
-                .map(|a| (**a).clone())
+        let uid = appset
+            .pointer("/metadata/uid")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        // The Applications that matter: the ApplicationSet's own, and those holding a generated
+        // name, each read from the cache by name (a namespace may hold thousands of others).
+        let owned = self.owned.get(key).cloned().unwrap_or_default();
+        let stored = |names: &HashSet<String>| -> Vec<Value> {
+            let mut all: Vec<&String> = names.iter().chain(owned.iter()).collect();
+            all.sort();
+            all.dedup();
+            all.into_iter()
+                .filter_map(|n| {
+                    cache.get(&ResourceKey {
+                        group: app_kind.group.clone(),
+                        kind: app_kind.kind.clone(),
+                        namespace: key.0.clone(),
+                        name: n.clone(),
+                    })
+                })
+                .filter(|a| {
+                    reconcile::owned_by(a, &uid)
+                        || a.pointer("/metadata/name")
+                            .and_then(Value::as_str)
+                            .is_some_and(|n| names.contains(n))
+                })
+                .map(|a| (*a).clone())
                 .collect()
         };
         let steps = progressive::steps(appset).map_err(|e| e.0);
@@ -384,7 +416,8 @@ impl AppSets {
             (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
                 // Nothing changes; the error is the status.
                 self.generated.remove(key);
-                let status = reconcile::status(appset, Err(&e), &stored(), &[], &now());
+                let status =
+                    reconcile::status(appset, Err(&e), &stored(&HashSet::new()), &[], &now());
                 self.write_status(appset, status).await;
                 out.error = Some(e);
                 return Some(out);
@@ -398,7 +431,8 @@ impl AppSets {
                 prune.insert(name(app), progressive::without_automated(app));
             }
         }
-        let existing = stored();
+        let names: HashSet<String> = generated.iter().map(name).collect();
+        let existing = stored(&names);
         let plan = reconcile::plan(appset, &generated, &existing, &policy);
         let mut errors = Vec::new();
         for app in &plan.create {
@@ -426,9 +460,9 @@ impl AppSets {
         let mut status =
             reconcile::status(appset, Ok(&generated), &existing, &plan.not_owned, &now());
         if let Some(steps) = &steps {
-            let mine: Vec<Value> = stored()
+            let mine: Vec<Value> = stored(&names)
                 .into_iter()
-                .filter(|a| generated.iter().any(|g| name(g) == name(a)))
+                .filter(|a| names.contains(&name(a)))
                 .collect();
             let previous = self.progress.get(key).cloned().unwrap_or_else(|| {
                 appset
@@ -587,6 +621,19 @@ impl AppSets {
             return;
         }
         let mut changes = self.cache.subscribe();
+        for app in self
+            .cache
+            .list(&self.app_kind(), self.opts.scope.only.as_deref())
+        {
+            if let Some((ns, name)) = key_of(&app) {
+                for owner in appset_owners(&app) {
+                    self.owned
+                        .entry((ns.clone(), owner))
+                        .or_default()
+                        .insert(name.clone());
+                }
+            }
+        }
         let mut due: HashMap<Key, Instant> = HashMap::new();
         let mut dirty: HashMap<Key, bool> = self
             .appsets()
@@ -603,12 +650,7 @@ impl AppSets {
                     self.generated.remove(&key);
                     continue;
                 };
-                if regenerate
-                    && let Some(a) = self
-                        .appsets()
-                        .into_iter()
-                        .find(|a| key_of(a).as_ref() == Some(&key))
-                {
+                if regenerate && let Some(a) = self.cache.get(&self.appset_key(&key)) {
                     due.insert(
                         key.clone(),
                         Instant::now() + requeue_of(&a, self.opts.requeue),
@@ -684,26 +726,36 @@ impl AppSets {
             return;
         }
         if c.key.group == gk.group && c.key.kind == plumb_cluster::APPLICATION_KIND {
-            let owners = c
-                .object
-                .pointer("/metadata/ownerReferences")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
-            let mut seen = HashSet::new();
-            for o in owners {
-                if o.get("kind").and_then(Value::as_str) == Some(APPLICATIONSET_KIND)
-                    && let Some(n) = o.get("name").and_then(Value::as_str)
-                    && seen.insert(n.to_string())
-                {
-                    let key = (c.key.namespace.clone(), n.to_string());
-                    if self.generated.contains_key(&key) {
-                        dirty.entry(key).or_insert(false);
-                    }
+            let deleted = matches!(c.kind, plumb_cluster::ChangeKind::Deleted);
+            for owner in appset_owners(&c.object) {
+                let key = (c.key.namespace.clone(), owner);
+                let names = self.owned.entry(key.clone()).or_default();
+                if deleted {
+                    names.remove(&c.key.name);
+                } else {
+                    names.insert(c.key.name.clone());
+                }
+                if self.generated.contains_key(&key) {
+                    dirty.entry(key).or_insert(false);
                 }
             }
         }
     }
+}
+
+/// The names of the ApplicationSets an object's owner references name.
+fn appset_owners(obj: &Value) -> Vec<String> {
+    let mut out: Vec<String> = obj
+        .pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|o| o.get("kind").and_then(Value::as_str) == Some(APPLICATIONSET_KIND))
+        .filter_map(|o| o.get("name").and_then(Value::as_str).map(str::to_string))
+        .collect();
+    out.sort();
+    out.dedup();
+    out
 }
 
 fn name(app: &Value) -> String {
