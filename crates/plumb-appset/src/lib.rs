@@ -287,9 +287,16 @@ pub fn clusters_from_secrets<'a>(
                     AppSetError(format!("{from}: Secret {secret}: {field}: {reason}"))
                 })
         };
+        let server = field("server")?;
+        if server.is_empty() {
+            // A snapshot keeps Secrets without their values: never a cluster with no address.
+            return Err(AppSetError(format!(
+                "{from}: Secret {secret}: server is empty (a cluster Secret needs it; `plumb snapshot` saves Secrets without their values)"
+            )));
+        }
         out.push(Cluster {
             name: field("name")?,
-            server: field("server")?,
+            server,
             labels,
             annotations: o
                 .pointer("/metadata/annotations")
