@@ -35,7 +35,12 @@ struct GenerateArgs {
     repo: Option<PathBuf>,
     /// Argo CD cluster Secrets (`argocd.argoproj.io/secret-type: cluster`), a file or a
     /// directory (`--live DIR`: a `plumb snapshot` directory), for the clusters generator.
-    #[arg(long, visible_alias = "live", value_name = "PATH", conflicts_with = "cluster")]
+    #[arg(
+        long,
+        visible_alias = "live",
+        value_name = "PATH",
+        conflicts_with = "cluster"
+    )]
     cluster_secrets: Option<PathBuf>,
     /// Read the cluster Secrets from the cluster (`--cluster`, `--context`, `--kubeconfig`), in
     /// the control namespace: `--control-namespace`, else the ApplicationSet's.

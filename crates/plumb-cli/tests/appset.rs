@@ -250,3 +250,26 @@ async fn cluster_secrets_from_the_cluster() {
         "https://kubernetes.default.svc"
     );
 }
+
+/// `--live DIR`: a snapshot's Secrets have no values, so a cluster Secret there has no server:
+/// one line saying so, exit 2, never Applications aimed at no address.
+#[test]
+fn a_snapshot_cluster_secret_without_values_is_an_error() {
+    let dir = common::tmp("appset", "live");
+    write(
+        &dir,
+        "live/core/Secret/argocd/prod-eu.yaml",
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: prod-eu\n  namespace: argocd\n  labels: {argocd.argoproj.io/secret-type: cluster}\ndata: {name: '', server: ''}\n",
+    );
+    write(
+        &dir,
+        "set.yaml",
+        "apiVersion: argoproj.io/v1alpha1\nkind: ApplicationSet\nmetadata: {name: c, namespace: argocd}\nspec:\n  generators: [{clusters: {}}]\n  template:\n    metadata: {name: '{{name}}'}\n    spec: {project: default, source: {repoURL: 'https://x', path: .}, destination: {server: '{{server}}', namespace: x}}\n",
+    );
+    let o = plumb(&dir, &["appset", "generate", "set.yaml", "--live", "live"]);
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    let e = err(&o);
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(e.contains("Secret prod-eu: server is empty"), "{e}");
+    assert!(out(&o).is_empty());
+}
