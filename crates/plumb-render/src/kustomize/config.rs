@@ -3,6 +3,8 @@
 //! everything it includes (kustomize merges a sub-build's config into its accumulator), so a
 //! base's `nameReference` for a CRD field also applies in every overlay above it.
 //!
+//! `crds` ([`read_crds`]) add name references and label and annotation fields the same way.
+//!
 //! Native: `nameReference` (more referrer fields of a referenced kind), `namespace`,
 //! `commonLabels`, `commonAnnotations`, and `varReference` (where `vars` are replaced). A config with one of kustomize's other sections
 //! (`namePrefix`, `images`, `replicas`, …) makes the build fall back, as an unsupported field
@@ -193,6 +195,138 @@ pub fn read(ctx: &Ctx, k: &Kust) -> Result<Config, KustomizeError> {
         }
     }
     Ok(config)
+}
+
+/// The field specs `k`'s `crds` add (kustomize's LoadConfigFromCRDs): each file maps Go type
+/// names to `{"Schema": <OpenAPI schema>, "Dependencies": [...]}`; a type with `kind`,
+/// `apiVersion` and `metadata` properties is a kind (named by the type name's last `.` part), and
+/// its properties (followed through `$ref`) marked `x-kubernetes-object-ref-api-version` and
+/// `-kind` are name references (to `<property>/<x-kubernetes-object-ref-name-key, default
+/// name>`), `x-kubernetes-annotation` annotation fields, `x-kubernetes-label-selector` label
+/// fields. `x-kubernetes-identity` (a name-prefix field) is not read natively: the build falls
+/// back.
+pub fn read_crds(ctx: &Ctx, k: &Kust) -> Result<Config, KustomizeError> {
+    let mut config = Config::default();
+    for entry in k.strings("crds").map_err(|m| ctx.kerr(k, None, m))? {
+        let path = ctx.file_under(k, &entry.value, entry.org)?;
+        let text = ctx.read_text(&path)?;
+        let fail = |m: String| {
+            ctx.kerr(
+                k,
+                Some(entry.org),
+                format!("unable to parse open API definition from '{path}': {m}"),
+            )
+        };
+        let doc: Value = if text.trim_start().starts_with('{') {
+            serde_json::from_str(&text).map_err(|e| fail(e.to_string()))?
+        } else {
+            serde_saphyr::from_str(&text).map_err(|e| fail(crate::yaml_reason(&e)))?
+        };
+        let Some(types) = doc.as_object() else {
+            return Err(fail("expected a map of type names".into()));
+        };
+        let schema_of = |name: &str| {
+            types.get(name).and_then(|d| {
+                d.as_object()?
+                    .iter()
+                    .find(|(k, _)| k.eq_ignore_ascii_case("schema"))
+                    .map(|(_, v)| v)
+            })
+        };
+        let mut names: Vec<&String> = types.keys().collect();
+        names.sort();
+        for name in names {
+            let Some(props) = schema_of(name)
+                .and_then(|s| s.get("properties"))
+                .and_then(Value::as_object)
+            else {
+                continue;
+            };
+            if !["kind", "apiVersion", "metadata"]
+                .iter()
+                .all(|p| props.contains_key(*p))
+            {
+                continue;
+            }
+            let kind = name.rsplit('.').next().unwrap_or(name).to_string();
+            let mut seen = Vec::new();
+            walk_crd(
+                &schema_of,
+                name,
+                &kind,
+                &mut Vec::new(),
+                &mut seen,
+                &mut config,
+            )
+            .map_err(|field| KustomizeError::Unsupported {
+                file: path.clone(),
+                field,
+            })?;
+        }
+    }
+    Ok(config)
+}
+
+/// The properties of type `name`, for the kind `kind`, at `path`.
+fn walk_crd<'a>(
+    schema_of: &dyn Fn(&str) -> Option<&'a Value>,
+    name: &str,
+    kind: &str,
+    path: &mut Vec<String>,
+    seen: &mut Vec<String>,
+    config: &mut Config,
+) -> Result<(), String> {
+    // A type that refers to itself would recurse forever (kustomize would too).
+    if seen.iter().any(|s| s == name) || path.len() > 32 {
+        return Ok(());
+    }
+    seen.push(name.to_string());
+    let Some(props) = schema_of(name)
+        .and_then(|s| s.get("properties"))
+        .and_then(Value::as_object)
+    else {
+        seen.pop();
+        return Ok(());
+    };
+    let mut keys: Vec<&String> = props.keys().collect();
+    keys.sort();
+    for prop in keys {
+        let p = &props[prop.as_str()];
+        let ext = |x: &str| p.get(x).and_then(Value::as_str);
+        path.push(prop.clone());
+        let at = path.join("/");
+        let fs = |path: &str| FieldSpec::new("", "", kind, path, false);
+        if ext("x-kubernetes-annotation").is_some() {
+            merge_specs(&mut config.common_annotations, &[fs(&at)]);
+        }
+        if ext("x-kubernetes-label-selector").is_some() {
+            merge_specs(&mut config.common_labels, &[fs(&at)]);
+        }
+        if ext("x-kubernetes-identity").is_some() {
+            return Err("crds: x-kubernetes-identity".into());
+        }
+        if let (Some(version), Some(ref_kind)) = (
+            ext("x-kubernetes-object-ref-api-version"),
+            ext("x-kubernetes-object-ref-kind"),
+        ) {
+            let key = ext("x-kubernetes-object-ref-name-key").unwrap_or("name");
+            merge_name_refs(
+                &mut config.name_reference,
+                &[NameRef {
+                    group: String::new(),
+                    version: version.to_string(),
+                    kind: ref_kind.to_string(),
+                    referrers: vec![fs(&format!("{at}/{key}"))],
+                }],
+            );
+        }
+        if let Some(r) = p.get("$ref").and_then(Value::as_str) {
+            walk_crd(schema_of, r, kind, path, seen, config)?;
+        }
+        path.pop();
+    }
+    seen.pop();
+    Ok(())
 }
 
 /// One field spec (or a name reference's target: its group, version and kind).

@@ -16,7 +16,6 @@ pub const UNSUPPORTED: &[&str] = &[
     "helmChartInflationGenerator",
     "helmChartRepos",
     "openapi",
-    "crds",
     "transformers",
     "generators",
     "validators",
@@ -52,6 +51,7 @@ pub const SUPPORTED: &[&str] = &[
     "vars",
     "helmCharts",
     "helmGlobals",
+    "crds",
 ];
 
 /// The field of kustomize's Kustomization type a key of a kustomization file sets: Go's

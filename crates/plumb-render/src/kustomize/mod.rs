@@ -1019,6 +1019,7 @@ impl Ctx<'_> {
             absorb(self, k, ra, g)?;
         }
         acc.config.merge(&config::read(self, k)?);
+        acc.config.merge(&config::read_crds(self, k)?);
         transformers::run(self, k, ra, &acc.config)?;
         let declared = vars::read(self, k)?;
         vars::merge(self, k, declared, ra, &mut acc.vars)?;
