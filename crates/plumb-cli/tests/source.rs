@@ -268,7 +268,7 @@ fn unsupported_kustomize_features_fall_back_to_the_binary() {
         &[
             "render",
             "--path",
-            "tests/kustomize-fallback/03-openapi-custom-schema",
+            "tests/kustomize-fallback/05-builtin-transformers-field",
         ],
     );
     assert_eq!(o.status.code(), Some(0), "{}", err(&o));

@@ -235,6 +235,172 @@ impl Schema {
         })
     }
 
+    /// A schema read from an OpenAPI v2 document (`definitions`, as an API server serves it
+    /// or as a kustomization's `openapi: {path: …}` gives it): its types, their fields' patch
+    /// strategies and merge keys, and the kinds named by `x-kubernetes-group-version-kind`.
+    /// Object properties written inline get types of their own. Only what strategic merge
+    /// needs is read (no pointer or omitempty facts, no scopes).
+    pub fn from_openapi_v2(doc: &serde_json::Value) -> Result<Schema, String> {
+        use serde_json::Value;
+        let defs = doc
+            .get("definitions")
+            .and_then(Value::as_object)
+            .ok_or("no definitions")?;
+        let mut raw_types: Vec<(String, TypeDef)> = Vec::new();
+        let mut gvk = HashMap::new();
+        fn field(
+            owner: &str,
+            name: &str,
+            p: &Value,
+            out: &mut Vec<(String, TypeDef)>,
+            depth: usize,
+        ) -> FieldDef {
+            let s = |k: &str| p.get(k).and_then(Value::as_str).map(str::to_string);
+            let reference =
+                s("$ref").map(|r| r.strip_prefix("#/definitions/").unwrap_or(&r).to_string());
+            let ty = p.get("type").and_then(Value::as_str).unwrap_or("");
+            let mut f = FieldDef {
+                t: FieldType::Any,
+                type_ref: None,
+                type_idx: None,
+                items: None,
+                values: None,
+                strategy: s("x-kubernetes-patch-strategy"),
+                merge_key: s("x-kubernetes-patch-merge-key"),
+                list_type: s("x-kubernetes-list-type"),
+                map_keys: p
+                    .get("x-kubernetes-list-map-keys")
+                    .and_then(Value::as_array)
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|x| x.as_str().map(str::to_string))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                omitempty: false,
+                ptr: false,
+            };
+            if let Some(r) = reference {
+                f.t = FieldType::Object;
+                f.type_ref = Some(r);
+                return f;
+            }
+            match ty {
+                "string" => f.t = FieldType::String,
+                "integer" => f.t = FieldType::Integer,
+                "number" => f.t = FieldType::Number,
+                "boolean" => f.t = FieldType::Boolean,
+                "array" => {
+                    f.t = FieldType::List;
+                    if let Some(items) = p.get("items").filter(|_| depth < 64) {
+                        f.items = Some(Box::new(field(
+                            owner,
+                            &format!("{name}[]"),
+                            items,
+                            out,
+                            depth + 1,
+                        )));
+                    }
+                }
+                _ => {
+                    if let Some(props) = p.get("properties").and_then(Value::as_object)
+                        && depth < 64
+                    {
+                        // An inline object: a type of its own, named after its place.
+                        let tname = format!("{owner}.{name}");
+                        let t = object(&tname, props, out, depth + 1);
+                        out.push((tname.clone(), t));
+                        f.t = FieldType::Object;
+                        f.type_ref = Some(tname);
+                    } else if let Some(v) = p.get("additionalProperties").filter(|v| v.is_object())
+                        && depth < 64
+                    {
+                        f.t = FieldType::Map;
+                        f.values = Some(Box::new(field(
+                            owner,
+                            &format!("{name}{{}}"),
+                            v,
+                            out,
+                            depth + 1,
+                        )));
+                    }
+                }
+            }
+            f
+        }
+        fn object(
+            owner: &str,
+            props: &serde_json::Map<String, Value>,
+            out: &mut Vec<(String, TypeDef)>,
+            depth: usize,
+        ) -> TypeDef {
+            TypeDef {
+                fields: props
+                    .iter()
+                    .map(|(k, v)| (k.clone(), field(owner, k, v, out, depth)))
+                    .collect(),
+                required: Vec::new(),
+            }
+        }
+        for (name, def) in defs {
+            let props = def
+                .get("properties")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default();
+            let t = object(name, &props, &mut raw_types, 0);
+            raw_types.push((name.clone(), t));
+            for g in def
+                .get("x-kubernetes-group-version-kind")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let part = |k: &str| g.get(k).and_then(Value::as_str).unwrap_or("");
+                gvk.insert(
+                    format!("{}/{}/{}", part("group"), part("version"), part("kind")),
+                    name.clone(),
+                );
+            }
+        }
+        let mut gk = HashMap::new();
+        for (key, ty) in &gvk {
+            let mut parts = key.splitn(3, '/');
+            if let (Some(group), Some(version), Some(kind)) =
+                (parts.next(), parts.next(), parts.next())
+            {
+                let k = format!("{group}/{kind}");
+                let stable = !version.contains("alpha") && !version.contains("beta");
+                if stable || !gk.contains_key(&k) {
+                    gk.insert(k, ty.clone());
+                }
+            }
+        }
+        let mut names: HashMap<String, u32, FastHash> = HashMap::default();
+        let mut type_list = Vec::with_capacity(raw_types.len());
+        for (name, ty) in raw_types {
+            names.insert(name, type_list.len() as u32);
+            type_list.push(ty);
+        }
+        for ty in &mut type_list {
+            for f in ty.fields.values_mut() {
+                resolve(f, &names);
+            }
+        }
+        Ok(Schema {
+            source: doc
+                .pointer("/info/title")
+                .and_then(Value::as_str)
+                .unwrap_or("custom OpenAPI document")
+                .to_string(),
+            gvk,
+            gk,
+            cluster_scoped: HashSet::new(),
+            types: names,
+            type_list,
+        })
+    }
+
     /// Where the data came from (OpenAPI title and version).
     pub fn source(&self) -> &str {
         &self.source
@@ -302,6 +468,35 @@ impl Schema {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_openapi_document_gives_kinds_merge_keys_and_inline_types() {
+        let doc = serde_json::json!({"definitions": {
+            "com.example.ci.v1.Pipeline": {
+                "x-kubernetes-group-version-kind": [{"group": "ci.example.com", "version": "v1", "kind": "Pipeline"}],
+                "properties": {
+                    "spec": {"type": "object", "properties": {
+                        "stages": {"type": "array", "x-kubernetes-patch-merge-key": "name",
+                                   "x-kubernetes-patch-strategy": "merge",
+                                   "items": {"$ref": "#/definitions/com.example.ci.v1.Stage"}},
+                        "env": {"type": "object", "additionalProperties": {"type": "string"}}}}}},
+            "com.example.ci.v1.Stage": {"properties": {"name": {"type": "string"}}}}});
+        let s = Schema::from_openapi_v2(&doc).unwrap();
+        assert!(s.is_builtin("ci.example.com", "Pipeline"));
+        assert!(
+            !s.is_builtin("apps", "Deployment"),
+            "it replaces the built-in schema"
+        );
+        let root = s.root("ci.example.com/v1", "Pipeline").unwrap();
+        let spec = s.field_type(&root.fields["spec"]).unwrap();
+        let stages = &spec.fields["stages"];
+        assert!(stages.merges());
+        assert_eq!(stages.merge_key.as_deref(), Some("name"));
+        let item = stages.items.as_deref().unwrap();
+        assert!(s.field_type(item).unwrap().fields.contains_key("name"));
+        assert_eq!(spec.fields["env"].t, FieldType::Map);
+        assert!(Schema::from_openapi_v2(&serde_json::json!({"swagger": "2.0"})).is_err());
+    }
 
     #[test]
     fn knows_merge_keys_and_pointerness() {

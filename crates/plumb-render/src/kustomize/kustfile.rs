@@ -15,7 +15,6 @@ pub const FILE_NAMES: &[&str] = &["kustomization.yaml", "kustomization.yml", "Ku
 pub const UNSUPPORTED: &[&str] = &[
     "helmChartInflationGenerator",
     "helmChartRepos",
-    "openapi",
     "transformers",
     "generators",
     "validators",
@@ -52,6 +51,7 @@ pub const SUPPORTED: &[&str] = &[
     "helmCharts",
     "helmGlobals",
     "crds",
+    "openapi",
 ];
 
 /// The field of kustomize's Kustomization type a key of a kustomization file sets: Go's

@@ -413,6 +413,7 @@ pub fn build_with(
     let mut ctx = Ctx {
         fs,
         helm: options.helm.as_ref(),
+        openapi: None,
         files: Vec::new(),
         file_idx: HashMap::new(),
         stack: Vec::new(),
@@ -495,6 +496,7 @@ pub fn load_file(fs: &dyn SourceFs, path: &str) -> Result<Vec<Rendered>, LoadErr
     let mut ctx = Ctx {
         fs,
         helm: None,
+        openapi: None,
         files: Vec::new(),
         file_idx: HashMap::new(),
         stack: Vec::new(),
@@ -724,6 +726,9 @@ pub(crate) struct Ctx<'a> {
     fs: &'a dyn SourceFs,
     /// How `helmCharts` are inflated: None without `--enable-helm`.
     helm: Option<&'a HelmOptions>,
+    /// A kustomization's `openapi` document, which replaces Kubernetes' schema for strategic
+    /// merge patches in the whole build (the top kustomization's, else the first one loaded).
+    openapi: Option<Arc<plumb_core::schema::Schema>>,
     files: Vec<String>,
     file_idx: HashMap<String, u32>,
     stack: Vec<String>,
@@ -733,6 +738,13 @@ pub(crate) struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
+    /// The schema strategic merge patches follow: an `openapi` document's, else Kubernetes'.
+    pub(crate) fn schema(&self) -> &plumb_core::schema::Schema {
+        self.openapi
+            .as_deref()
+            .unwrap_or_else(|| plumb_core::schema::Schema::builtin())
+    }
+
     fn file_id(&mut self, path: &str) -> u32 {
         if let Some(i) = self.file_idx.get(path) {
             return *i;
@@ -917,7 +929,46 @@ impl Ctx<'_> {
                 ));
             }
         }
+        self.load_openapi(&kust, referrer.is_none())?;
         Ok(kust)
+    }
+
+    /// A kustomization's `openapi: {path: FILE}`: its document replaces Kubernetes' schema
+    /// for the strategic merge patches of the whole build, as kyaml's global schema does —
+    /// the top kustomization's always, another's only when none is set yet. `openapi:
+    /// {version: …}` (one of kustomize's built-in schemas) falls back to the binary.
+    fn load_openapi(&mut self, k: &Kust, top: bool) -> Result<(), KustomizeError> {
+        let Some(field) = k.get("openapi") else {
+            return Ok(());
+        };
+        let Node::Map(m) = field else {
+            return Err(self.kerr(k, field.org(), "openapi: expected a mapping"));
+        };
+        if m.get("version").is_some_and(|v| !v.is_null()) {
+            return Err(KustomizeError::Unsupported {
+                file: k.path.clone(),
+                field: "openapi: version".into(),
+            });
+        }
+        let Some(path) = kustfile::entry_str(k, m, "path") else {
+            return Ok(());
+        };
+        if !top && self.openapi.is_some() {
+            return Ok(());
+        }
+        let file = self.file_under(k, &path.value, path.org)?;
+        let text = self.read_text(&file)?;
+        let doc: serde_json::Value = if text.trim_start().starts_with('{') {
+            serde_json::from_str(&text)
+                .map_err(|e| load_error(&file, None, format!("invalid JSON: {e}")))?
+        } else {
+            serde_saphyr::from_str(&text)
+                .map_err(|e| load_error(&file, None, crate::yaml_reason(&e)))?
+        };
+        let schema = plumb_core::schema::Schema::from_openapi_v2(&doc)
+            .map_err(|e| load_error(&file, None, format!("not an OpenAPI document: {e}")))?;
+        self.openapi = Some(Arc::new(schema));
+        Ok(())
     }
 
     /// Accumulates a kustomization's resources, components and generated objects into

@@ -109,6 +109,7 @@ fn apply_smp(
     patch: &Node,
     allow_name: bool,
     allow_kind: bool,
+    schema: &plumb_core::schema::Schema,
 ) -> Result<bool, String> {
     let name = r.node.path(&["metadata", "name"]).cloned();
     let namespace = r.node.path(&["metadata", "namespace"]).cloned();
@@ -128,14 +129,15 @@ fn apply_smp(
     // none, of the patch's own kind (with the object's apiVersion), as kyaml's walker
     // takes the first of its two sources whose type it knows.
     let patch_kind = patch.get("kind").and_then(Node::as_str).unwrap_or("");
-    let schema_kind = if !known_type(&api_version, &kind_s) && known_type(&api_version, patch_kind)
+    let schema_kind = if !known_type(schema, &api_version, &kind_s)
+        && known_type(schema, &api_version, patch_kind)
     {
         patch_kind.to_string()
     } else {
         kind_s
     };
     let dest = std::mem::replace(&mut r.node, Node::empty_map());
-    match smp::apply(dest, patch, &api_version, &schema_kind)? {
+    match smp::apply(dest, patch, &api_version, &schema_kind, schema)? {
         None => return Ok(false),
         Some(n) => r.node = n,
     }
@@ -166,8 +168,7 @@ fn apply_smp(
 }
 
 /// Whether the built-in schema knows a type (the strategic merge then follows it).
-fn known_type(api_version: &str, kind: &str) -> bool {
-    let schema = plumb_core::schema::Schema::builtin();
+fn known_type(schema: &plumb_core::schema::Schema, api_version: &str, kind: &str) -> bool {
     schema.root(api_version, kind).is_some()
         && schema.is_builtin(plumb_core::group_of_api_version(api_version), kind)
 }
@@ -250,8 +251,8 @@ fn apply_by_id(
     index: &mut NameIndex,
     p: &Node,
     org: Org,
-    allow_name: bool,
-    allow_kind: bool,
+    (allow_name, allow_kind): (bool, bool),
+    schema: &plumb_core::schema::Schema,
 ) -> Result<(), KustomizeError> {
     let id = patch_id(p);
     let matches: Vec<usize> = index
@@ -271,8 +272,8 @@ fn apply_by_id(
         )),
         1 => {
             let i = matches[0];
-            let keep =
-                apply_smp(&mut ra[i], p, allow_name, allow_kind).map_err(|m| ctx_err(k, org, m))?;
+            let keep = apply_smp(&mut ra[i], p, allow_name, allow_kind, schema)
+                .map_err(|m| ctx_err(k, org, m))?;
             if keep {
                 index.touched(ra, i);
             } else {
@@ -361,7 +362,15 @@ pub fn patches(ctx: &mut Ctx, k: &Kust, ra: &mut Vec<Res>) -> Result<(), Kustomi
         match (patch, target) {
             (Patch::Smp(docs), None) => {
                 for d in docs {
-                    apply_by_id(k, ra, &mut index, &d, org, allow_name, allow_kind)?;
+                    apply_by_id(
+                        k,
+                        ra,
+                        &mut index,
+                        &d,
+                        org,
+                        (allow_name, allow_kind),
+                        ctx.schema(),
+                    )?;
                 }
             }
             (Patch::Smp(docs), Some(sel)) => {
@@ -369,7 +378,7 @@ pub fn patches(ctx: &mut Ctx, k: &Kust, ra: &mut Vec<Res>) -> Result<(), Kustomi
                 for i in index.select(ra, &sel) {
                     let mut alive = true;
                     for d in &docs {
-                        if !apply_smp(&mut ra[i], d, allow_name, allow_kind)
+                        if !apply_smp(&mut ra[i], d, allow_name, allow_kind, ctx.schema())
                             .map_err(|m| ctx_err(k, org, m))?
                         {
                             alive = false;
@@ -434,7 +443,7 @@ pub fn patches_strategic_merge(
         match patch {
             Patch::Smp(docs) => {
                 for d in docs {
-                    apply_by_id(k, ra, &mut index, &d, org, false, false)?;
+                    apply_by_id(k, ra, &mut index, &d, org, (false, false), ctx.schema())?;
                 }
             }
             Patch::Json(_) => {

@@ -23,24 +23,25 @@ const DIRECTIVE: &str = "$patch";
 #[derive(Clone, Copy)]
 enum Ty<'s> {
     Unknown,
-    /// An object type.
-    Obj(&'s TypeDef),
+    /// An object type (of the schema in use).
+    Obj(&'s Schema, &'s TypeDef),
     /// A field (list or map or scalar) with its definition.
-    Field(&'s FieldDef),
+    Field(&'s Schema, &'s FieldDef),
 }
 
 /// Applies `patch` to `dest` (a whole object). `None` means the object was deleted
-/// (`$patch: delete` at the top level). `api_version`/`kind` select the schema.
+/// (`$patch: delete` at the top level). `api_version`/`kind` select the type in `schema`
+/// (Kubernetes' built-in one, or a kustomization's `openapi` document, which replaces it).
 pub fn apply(
     dest: Node,
     patch: Node,
     api_version: &str,
     kind: &str,
+    schema: &Schema,
 ) -> Result<Option<Node>, String> {
-    let schema = Schema::builtin();
     let ty = match schema.root(api_version, kind) {
         Some(t) if schema.is_builtin(plumb_core::group_of_api_version(api_version), kind) => {
-            Ty::Obj(t)
+            Ty::Obj(schema, t)
         }
         _ => Ty::Unknown,
     };
@@ -48,15 +49,14 @@ pub fn apply(
 }
 
 fn child_ty<'s>(ty: Ty<'s>, key: &str) -> Ty<'s> {
-    let schema = Schema::builtin();
     match ty {
-        Ty::Obj(t) => t.fields.get(key).map_or(Ty::Unknown, Ty::Field),
-        Ty::Field(f) => match f.t {
-            FieldType::Object => schema
+        Ty::Obj(s, t) => t.fields.get(key).map_or(Ty::Unknown, |f| Ty::Field(s, f)),
+        Ty::Field(s, f) => match f.t {
+            FieldType::Object => s
                 .field_type(f)
                 .and_then(|t| t.fields.get(key))
-                .map_or(Ty::Unknown, Ty::Field),
-            FieldType::Map => f.values.as_deref().map_or(Ty::Unknown, Ty::Field),
+                .map_or(Ty::Unknown, |f| Ty::Field(s, f)),
+            FieldType::Map => f.values.as_deref().map_or(Ty::Unknown, |f| Ty::Field(s, f)),
             _ => Ty::Unknown,
         },
         Ty::Unknown => Ty::Unknown,
@@ -65,7 +65,9 @@ fn child_ty<'s>(ty: Ty<'s>, key: &str) -> Ty<'s> {
 
 fn elem_ty(ty: Ty<'_>) -> Ty<'_> {
     match ty {
-        Ty::Field(f) if f.t == FieldType::List => f.items.as_deref().map_or(Ty::Unknown, Ty::Field),
+        Ty::Field(s, f) if f.t == FieldType::List => {
+            f.items.as_deref().map_or(Ty::Unknown, |f| Ty::Field(s, f))
+        }
         _ => Ty::Unknown,
     }
 }
@@ -131,8 +133,8 @@ fn merge(
             Ok(Some(Node::Map(Map::from_entries(out).0)))
         }
         Node::Seq(mut ps) => {
-            let field = match ty {
-                Ty::Field(f) if f.merges() => f,
+            let (schema, field) = match ty {
+                Ty::Field(s, f) if f.merges() => (s, f),
                 // Non-associative list: the patch's list replaces the original.
                 _ => return Ok(Some(Node::Seq(ps))),
             };
@@ -146,7 +148,7 @@ fn merge(
                 _ => (ps.clone(), true),
             };
             let keys = list_keys(field);
-            let ety = elem_ty(Ty::Field(field));
+            let ety = elem_ty(Ty::Field(schema, field));
             merge_list(dest, ps, &keys, ety, alias).map(|l| Some(Node::Seq(l)))
         }
     }
@@ -164,7 +166,7 @@ fn walk_untouched(d: Node, ty: Ty<'_>) -> Result<Node, String> {
             Ok(Node::Map(out))
         }
         Node::Seq(items) => match ty {
-            Ty::Field(f) if f.merges() => {
+            Ty::Field(_, f) if f.merges() => {
                 let keys = list_keys(f);
                 merge_list(items, Vec::new(), &keys, elem_ty(ty), false).map(Node::Seq)
             }
@@ -514,7 +516,10 @@ mod tests {
         let d = node(d);
         let av = d.path_str(&["apiVersion"]).unwrap().to_string();
         let k = d.path_str(&["kind"]).unwrap().to_string();
-        apply(d, node(p), &av, &k).unwrap().unwrap().to_json()
+        apply(d, node(p), &av, &k, Schema::builtin())
+            .unwrap()
+            .unwrap()
+            .to_json()
     }
 
     fn names(v: &serde_json::Value, ptr: &str) -> Vec<String> {
@@ -597,7 +602,14 @@ mod tests {
                 .get("$setElementOrder/containers")
                 .is_some()
         );
-        let gone = apply(node(d), node("$patch: delete"), "apps/v1", "Deployment").unwrap();
+        let gone = apply(
+            node(d),
+            node("$patch: delete"),
+            "apps/v1",
+            "Deployment",
+            Schema::builtin(),
+        )
+        .unwrap();
         assert!(gone.is_none());
     }
 
