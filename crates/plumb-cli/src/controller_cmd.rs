@@ -126,17 +126,30 @@ pub struct ControllerArgs {
 /// Deployment with dynamic cluster distribution).
 const ARGOCD_CONTROLLER: &str = "argocd-application-controller";
 
+/// Argo CD's ApplicationSet controller (a Deployment).
+const ARGOCD_APPSET_CONTROLLER: &str = "argocd-applicationset-controller";
+
 /// An Argo CD application controller deployed in `namespace` (replicas above zero), named:
 /// two controllers writing the same Applications would fight over every status.
 async fn argocd_controller_in(
     cluster: &plumb_cluster::Cluster,
     namespace: &str,
 ) -> Result<Option<String>> {
+    argocd_workload_in(cluster, namespace, ARGOCD_CONTROLLER).await
+}
+
+/// The workload `name` (a StatefulSet or Deployment) in `namespace` when it runs (replicas
+/// above zero), named.
+async fn argocd_workload_in(
+    cluster: &plumb_cluster::Cluster,
+    namespace: &str,
+    name: &str,
+) -> Result<Option<String>> {
     for kind in ["StatefulSet", "Deployment"] {
         let found = cluster
-            .get_object("apps", kind, namespace, ARGOCD_CONTROLLER)
+            .get_object("apps", kind, namespace, name)
             .await
-            .map_err(|e| anyhow!("looking for Argo CD's application controller: {e}"))?;
+            .map_err(|e| anyhow!("looking for Argo CD's {name}: {e}"))?;
         if let Some(w) = found {
             // Kubernetes defaults replicas to 1.
             let replicas = w
@@ -144,7 +157,7 @@ async fn argocd_controller_in(
                 .and_then(serde_json::Value::as_i64);
             if replicas.unwrap_or(1) > 0 {
                 return Ok(Some(format!(
-                    "{kind} {namespace}/{ARGOCD_CONTROLLER} ({} replicas)",
+                    "{kind} {namespace}/{name} ({} replicas)",
                     replicas.unwrap_or(1)
                 )));
             }
@@ -541,14 +554,32 @@ async fn run_async(
         }
         let _ = stop_tx.send(true);
     });
-    // ApplicationSets, beside the Applications, on the same watch cache.
-    let appsets = {
-        let sets = plumb_sync::controller::appsets::AppSets::new(
-            cluster.clone(),
-            controller.cache().clone(),
-            appset_opts,
-        );
-        tokio::spawn(sets.run(Arc::new(log_line), appset_pushed, stop_rx.clone()))
+    // ApplicationSets, beside the Applications, on the same watch cache — unless Argo CD's
+    // ApplicationSet controller still runs (it keeps them; two would fight).
+    let argo_appsets = if cluster.app_group() == plumb_core::ARGO_GROUP {
+        argocd_workload_in(
+            &cluster,
+            &appset_opts.control_namespace,
+            ARGOCD_APPSET_CONTROLLER,
+        )
+        .await?
+    } else {
+        None
+    };
+    let appsets = match argo_appsets {
+        Some(found) => {
+            log_line(json!({"applicationSets": "not served", "reason": format!(
+                "Argo CD's ApplicationSet controller runs ({found}); scale it to zero for plumb to serve them")}));
+            tokio::spawn(async {})
+        }
+        None => {
+            let sets = plumb_sync::controller::appsets::AppSets::new(
+                cluster.clone(),
+                controller.cache().clone(),
+                appset_opts,
+            );
+            tokio::spawn(sets.run(Arc::new(log_line), appset_pushed, stop_rx.clone()))
+        }
     };
     controller.run(events.clone(), stop_rx).await;
     appsets.abort();
