@@ -495,3 +495,70 @@ async fn an_argo_cd_applicationset_is_served_unchanged() {
     );
     assert_eq!(set["status"]["resources"][0]["group"], "argoproj.io");
 }
+
+/// While Argo CD's ApplicationSet controller runs, `--api-group argoproj.io` leaves
+/// ApplicationSets to it: a log line says so, and no Application of theirs is created.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn applicationsets_are_left_to_argo_cds_running_applicationset_controller() {
+    let Some(mut cluster) = testbed("argocd-appset-left").await else {
+        return;
+    };
+    install_argocd_crds(&cluster).await;
+    cluster.set_app_group(plumb_core::ARGO_GROUP);
+    let control = namespace(&cluster, "argocd-as-left", json!({})).await;
+    let dir = std::env::temp_dir().join(unique("plumb-argocd-appset-left"));
+    std::fs::create_dir_all(&dir).expect("dir");
+    apply(
+        &cluster,
+        vec![
+            json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": "argocd-applicationset-controller", "namespace": control},
+                "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "as"}},
+                    "template": {"metadata": {"labels": {"app": "as"}},
+                        "spec": {"containers": [{"name": "c", "image": "registry.example.com/as:1"}]}}}}),
+            json!({"apiVersion": "argoproj.io/v1alpha1", "kind": "ApplicationSet",
+                "metadata": {"name": "left", "namespace": control},
+                "spec": {"generators": [{"list": {"elements": [{"env": "dev"}]}}],
+                    "template": {"metadata": {"name": "{{env}}"},
+                        "spec": {"project": "default",
+                            "source": {"repoURL": "https://git.example.com/x.git", "path": "."},
+                            "destination": {"server": "https://kubernetes.default.svc",
+                                            "namespace": "x"}}}}}),
+        ],
+    )
+    .await;
+    let log = dir.join("controller.log");
+    let _ctl = Ctl(controller(
+        &[
+            "--api-group",
+            "argoproj.io",
+            "--app-namespace",
+            &control,
+            "--lease-namespace",
+            &control,
+            "--lease-duration",
+            "3",
+        ],
+        &dir,
+        &log,
+    )
+    .spawn()
+    .expect("plumb controller starts"));
+    let line = wait_until("the ApplicationSets left to Argo CD", || async {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .find(|l| l.contains("\"applicationSets\":\"not served\""))
+            .map(str::to_string)
+    })
+    .await;
+    assert!(line.contains("argocd-applicationset-controller"), "{line}");
+    // The controller is reconciling (its start line came before), and created nothing.
+    assert!(
+        cluster
+            .get_object("argoproj.io", "Application", &control, "dev")
+            .await
+            .expect("get")
+            .is_none()
+    );
+}
