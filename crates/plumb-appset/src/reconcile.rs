@@ -282,7 +282,12 @@ pub fn plan(appset: &Value, generated: &[Value], existing: &[Value], policy: &Po
             }
             Some(e) if !owned_by(e, uid) => out.not_owned.push(name.to_string()),
             Some(e) => {
-                if !policy.sync.updates() {
+                // One being deleted is left to its finalizers (its spec and finalizers are not
+                // rewritten under them); it is created again once it is gone.
+                let deleting = e
+                    .pointer("/metadata/deletionTimestamp")
+                    .is_some_and(|t| !t.is_null());
+                if !policy.sync.updates() || deleting {
                     continue;
                 }
                 let updated = updated(e, g, policy);
@@ -606,6 +611,12 @@ mod tests {
         assert_eq!(p.delete, vec![("gone".to_string(), true)]);
         // Only the target revision differs, and it is ignored: nothing to write.
         assert!(p.update.is_empty(), "{:?}", p.update);
+        // An Application being deleted is never rewritten.
+        let mut deleting = stored.clone();
+        deleting["metadata"]["deletionTimestamp"] = json!("2026-12-05T00:00:00Z");
+        let mut g = app("a", "HEAD", None);
+        g["spec"]["project"] = json!("other");
+        assert!(plan(&set, &[g], &[deleting], &policy).update.is_empty());
         // A change elsewhere is written, with the ignored field, a preserved label and
         // Argo CD's refresh annotation as stored.
         let mut g = app("a", "HEAD", None);
