@@ -34,11 +34,12 @@ pub enum MaxUpdate {
 impl MaxUpdate {
     /// How many Applications of a step of `size` may be updating at once.
     pub fn of(self, size: usize) -> usize {
-        let n = match self {
+        match self {
+            // `0` updates none (a frozen step), as Argo CD reads it.
             MaxUpdate::Count(n) => n,
-            MaxUpdate::Percent(p) => size * p as usize / 100,
-        };
-        n.max(1)
+            MaxUpdate::Percent(0) => 0,
+            MaxUpdate::Percent(p) => (size * p as usize / 100).max(1),
+        }
     }
 }
 
@@ -131,6 +132,11 @@ pub fn step_of(steps: &[Step], labels: &serde_json::Map<String, Value>) -> Optio
     })
 }
 
+/// The message of an Application whose sync was asked for and has not finished.
+const SYNC_PROGRESSING: &str = "Application resource became Progressing";
+/// The message of one synced but not yet healthy.
+const HEALTH_PROGRESSING: &str = "Application resource is synced, not healthy yet";
+
 /// What progressive sync does now.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Progress {
@@ -146,35 +152,58 @@ fn text<'a>(v: &'a Value, p: &str) -> &'a str {
 
 /// The progress of the stored Applications `apps` (those generated, as stored), given the
 /// ApplicationSet's previous `status.applicationStatus` (`previous`), at `now` (RFC 3339).
-pub fn progress(steps: &[Step], apps: &[Value], previous: &[Value], now: &str) -> Progress {
+pub fn progress(
+    steps: &[Step],
+    generated: &[Value],
+    apps: &[Value],
+    previous: &[Value],
+    now: &str,
+) -> Progress {
     struct Row {
         name: String,
         step: usize,
         status: &'static str,
         message: &'static str,
+        stored: bool,
     }
     let mut rows: Vec<Row> = Vec::new();
-    for app in apps {
-        let labels = plumb_core::selector::labels_of(app);
+    for g in generated {
+        let labels = plumb_core::selector::labels_of(g);
         let Some(step) = step_of(steps, &labels) else {
             continue;
         };
-        let name = text(app, "/metadata/name").to_string();
+        let name = text(g, "/metadata/name").to_string();
+        let Some(app) = apps.iter().find(|a| text(a, "/metadata/name") == name) else {
+            // Generated, not stored yet: not healthy, nothing to sync.
+            rows.push(Row {
+                name,
+                step,
+                status: "Waiting",
+                message: "Application is not created yet",
+                stored: false,
+            });
+            continue;
+        };
         let prev = previous.iter().find(|p| p["application"] == name.as_str());
         let prev_status = prev.map(|p| text(p, "/status")).unwrap_or("");
         let synced = text(app, "/status/sync/status") == "Synced";
         let healthy = text(app, "/status/health/status") == "Healthy";
         let requested = app.get("operation").is_some_and(|o| !o.is_null());
         let running = text(app, "/status/operationState/phase") == "Running";
-        // A sync started (Pending) that has not been seen to run yet: it has not finished
-        // since it was asked for.
-        let pending = prev_status == "Pending" && {
+        // A sync asked for (Pending) or seen (Progressing) whose operation has not finished
+        // since: the Application controller clears the request before it writes `Running`, and
+        // in between the Application must not look like it waits again (a second sync).
+        let syncing = prev_status == "Pending"
+            || (prev_status == "Progressing"
+                && prev.map(|p| text(p, "/message")) == Some(SYNC_PROGRESSING));
+        let unfinished = syncing && {
             let since = prev.map(|p| text(p, "/lastTransitionTime")).unwrap_or("");
             let finished = text(app, "/status/operationState/finishedAt");
             finished.is_empty() || finished < since
         };
+        let pending = prev_status == "Pending" && unfinished;
         let (status, message) = if requested || running {
-            ("Progressing", "Application resource became Progressing")
+            ("Progressing", SYNC_PROGRESSING)
         } else if synced && healthy {
             ("Healthy", "Application resource became Healthy")
         } else if pending && !synced {
@@ -182,6 +211,8 @@ pub fn progress(steps: &[Step], apps: &[Value], previous: &[Value], now: &str) -
                 "Pending",
                 "Application moved to Pending status, watching for the Application resource to start Progressing",
             )
+        } else if unfinished && !synced {
+            ("Progressing", SYNC_PROGRESSING)
         } else if !synced {
             // Changes to sync (again): Argo CD's "outdated".
             (
@@ -189,13 +220,14 @@ pub fn progress(steps: &[Step], apps: &[Value], previous: &[Value], now: &str) -
                 "Application has pending changes, setting status to Waiting",
             )
         } else {
-            ("Progressing", "Application resource became Progressing")
+            ("Progressing", HEALTH_PROGRESSING)
         };
         rows.push(Row {
             name,
             step,
             status,
             message,
+            stored: true,
         });
     }
     rows.sort_by(|a, b| (a.step, &a.name).cmp(&(b.step, &b.name)));
@@ -218,7 +250,7 @@ pub fn progress(steps: &[Step], apps: &[Value], previous: &[Value], now: &str) -
             if room == 0 {
                 break;
             }
-            if r.status == "Waiting" {
+            if r.status == "Waiting" && r.stored {
                 r.status = "Pending";
                 r.message = "Application moved to Pending status, watching for the Application resource to start Progressing";
                 sync.push(r.name.clone());
@@ -275,7 +307,7 @@ mod tests {
             app("prod-b", "prod", "OutOfSync", "Healthy"),
             app("other", "qa", "OutOfSync", "Healthy"),
         ];
-        let p = progress(&s, &apps, &[], "t0");
+        let p = progress(&s, &apps, &apps, &[], "t0");
         assert_eq!(p.sync, ["dev"]);
         let st: Vec<(&str, &str)> = p
             .statuses
@@ -294,12 +326,12 @@ mod tests {
         // dev synced and healthy: prod opens, one at a time (50% of 2).
         let mut apps2 = apps.clone();
         apps2[0] = app("dev", "dev", "Synced", "Healthy");
-        let p2 = progress(&s, &apps2, &p.statuses, "t1");
+        let p2 = progress(&s, &apps2, &apps2, &p.statuses, "t1");
         assert_eq!(p2.sync, ["prod-a"]);
         // While prod-a is progressing, prod-b waits.
         let mut apps3 = apps2.clone();
         apps3[1]["status"]["operationState"] = json!({"phase": "Running"});
-        let p3 = progress(&s, &apps3, &p2.statuses, "t2");
+        let p3 = progress(&s, &apps3, &apps3, &p2.statuses, "t2");
         assert!(p3.sync.is_empty(), "{:?}", p3.sync);
         assert_eq!(
             p3.statuses[0]["lastTransitionTime"], "t1",
@@ -315,7 +347,7 @@ mod tests {
             app("prod-a", "prod", "OutOfSync", "Healthy"),
         ];
         let prev = vec![json!({"application": "dev", "status": "Pending"})];
-        let p = progress(&s, &apps, &prev, "t");
+        let p = progress(&s, &apps, &apps, &prev, "t");
         assert!(p.sync.is_empty());
         assert_eq!(p.statuses[0]["status"], "Progressing");
     }
@@ -333,6 +365,7 @@ mod tests {
         let p = progress(
             &s,
             std::slice::from_ref(&dev),
+            std::slice::from_ref(&dev),
             &prev,
             "2026-12-05T10:00:01Z",
         );
@@ -344,19 +377,36 @@ mod tests {
         let p = progress(
             &s,
             std::slice::from_ref(&dev),
+            std::slice::from_ref(&dev),
             &prev,
             "2026-12-05T10:00:06Z",
         );
         assert_eq!(p.sync, ["dev"]);
         // A Progressing app with a new change waits, then syncs again.
         let prev = vec![json!({"application": "dev", "status": "Progressing"})];
-        let p = progress(
-            &s,
-            &[app("dev", "dev", "OutOfSync", "Progressing")],
-            &prev,
-            "t",
-        );
+        let waiting = [app("dev", "dev", "OutOfSync", "Progressing")];
+        let p = progress(&s, &waiting, &waiting, &prev, "t");
         assert_eq!(p.sync, ["dev"]);
+        // Asked for and seen (Progressing with the sync's message), then the request cleared
+        // before the operation writes `Running`: still Progressing, not synced a second time.
+        let prev = vec![json!({"application": "dev", "status": "Progressing",
+            "message": SYNC_PROGRESSING, "lastTransitionTime": "2026-12-05T10:00:00Z"})];
+        let p = progress(&s, &waiting, &waiting, &prev, "2026-12-05T10:00:01Z");
+        assert!(p.sync.is_empty());
+        assert_eq!(p.statuses[0]["status"], "Progressing");
+    }
+
+    #[test]
+    fn an_earlier_step_not_created_yet_holds_the_later_ones() {
+        let s = by_env();
+        let generated = vec![
+            app("dev", "dev", "", ""),
+            app("prod", "prod", "OutOfSync", "Healthy"),
+        ];
+        let stored = vec![app("prod", "prod", "OutOfSync", "Healthy")];
+        let p = progress(&s, &generated, &stored, &[], "t");
+        assert!(p.sync.is_empty(), "{:?}", p.sync);
+        assert_eq!(p.statuses[0]["status"], "Waiting");
     }
 
     #[test]
@@ -374,6 +424,8 @@ mod tests {
         assert!(e.contains("steps[0].maxUpdate"), "{e}");
         assert_eq!(MaxUpdate::Percent(10).of(3), 1, "at least one");
         assert_eq!(MaxUpdate::Percent(50).of(5), 2);
+        assert_eq!(MaxUpdate::Count(0).of(5), 0, "a frozen step");
+        assert_eq!(MaxUpdate::Percent(0).of(5), 0);
     }
 
     #[test]

@@ -26,6 +26,9 @@ use serde_json::{Map, Value, json};
 /// The resources finalizer of an Application (Argo CD's).
 pub const RESOURCES_FINALIZER: &str = "resources-finalizer.argocd.argoproj.io";
 
+/// The finalizers the Application controller adds for PostDelete hooks (an update keeps them).
+pub const POST_DELETE_FINALIZER: &str = "post-delete-finalizer.argocd.argoproj.io";
+
 /// Annotations of a stored Application an update keeps (Argo CD's
 /// `preservedAnnotations`).
 pub const PRESERVED_ANNOTATIONS: &[&str] = &[
@@ -353,13 +356,30 @@ fn updated(existing: &Value, generated: &Value, policy: &Policy) -> Value {
                 meta.insert(field.into(), v);
             }
         }
-        match gen_meta.get("finalizers") {
-            Some(f) if f.as_array().is_some_and(|a| !a.is_empty()) => {
-                meta.insert("finalizers".into(), f.clone());
+        // The generated finalizers, plus the post-delete ones the Application controller adds
+        // (Argo CD keeps those too): never a write war with it.
+        let mut finalizers: Vec<Value> = gen_meta
+            .get("finalizers")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        for f in stored_meta
+            .get("finalizers")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if f.as_str()
+                .is_some_and(|s| s.starts_with(POST_DELETE_FINALIZER))
+                && !finalizers.contains(f)
+            {
+                finalizers.push(f.clone());
             }
-            _ => {
-                meta.remove("finalizers");
-            }
+        }
+        if finalizers.is_empty() {
+            meta.remove("finalizers");
+        } else {
+            meta.insert("finalizers".into(), Value::Array(finalizers));
         }
     }
     if let Some(obj) = out.as_object_mut() {
@@ -611,6 +631,14 @@ mod tests {
         assert_eq!(p.delete, vec![("gone".to_string(), true)]);
         // Only the target revision differs, and it is ignored: nothing to write.
         assert!(p.update.is_empty(), "{:?}", p.update);
+        // The post-delete finalizer the Application controller added is kept.
+        let mut hooked = stored.clone();
+        hooked["metadata"]["finalizers"] = json!([RESOURCES_FINALIZER, POST_DELETE_FINALIZER]);
+        assert!(
+            plan(&set, &[app("a", "HEAD", None)], &[hooked], &policy)
+                .update
+                .is_empty()
+        );
         // An Application being deleted is never rewritten.
         let mut deleting = stored.clone();
         deleting["metadata"]["deletionTimestamp"] = json!("2026-12-05T00:00:00Z");

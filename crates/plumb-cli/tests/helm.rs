@@ -910,6 +910,10 @@ fn kustomize_helm_charts_render_natively_as_kubectl_kustomize_enable_helm() {
             "bad/kustomization.yaml:2:9: helmCharts: valuesMerge must be one of [merge override replace]",
         ),
         (
+            "helmCharts:\n- name: mini\n  releaseName: --post-renderer=sh\n",
+            "bad/kustomization.yaml:3:16: helmCharts: releaseName \"--post-renderer=sh\" is not a valid release name",
+        ),
+        (
             "helmCharts:\n- name: absent\n",
             "bad/kustomization.yaml:2:9: helmCharts: no repo specified for pull, no chart found at 'bad/charts/absent'",
         ),

@@ -927,6 +927,14 @@ fn render_helm(
         .find(|s| !s.is_empty())
         .cloned()
         .unwrap_or_else(|| "release-name".to_string());
+    if !valid_release_name(&release) {
+        return Err(fail(
+            path,
+            format!(
+                "helm release name {release:?} is not a valid release name (lower-case letters, digits, '-' and '.', at most 53)"
+            ),
+        ));
+    }
     cmd.arg("template").arg(&release).arg(&chart_dir);
     if let Some(ns) = [Some(&params.namespace), opts.namespace.as_ref()]
         .into_iter()
@@ -1021,6 +1029,19 @@ fn render_helm(
     notes.push("rendered with `helm template`: source locations are unavailable".into());
     let out = run(cmd, path)?;
     parse_tool_output(&out, path)
+}
+
+/// Whether `name` is a release name helm accepts (lower-case letters, digits, `-` and `.`, a
+/// letter or digit at each end, at most 53 characters): anything else — an option such as
+/// `--post-renderer=…` above all — is refused before it reaches helm's command line.
+pub(crate) fn valid_release_name(name: &str) -> bool {
+    let ok_char = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.';
+    let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+    !name.is_empty()
+        && name.len() <= 53
+        && name.chars().all(ok_char)
+        && edge(name.chars().next())
+        && edge(name.chars().last())
 }
 
 /// A `--set` value as Argo CD passes it: commas escaped (so `a,b` stays one value) unless

@@ -254,12 +254,32 @@ fn inflate(
     let mut cmd = Command::new(helm);
     cmd.arg("template");
     match entry_str(k, e, "releaseName") {
-        Some(r) if !r.value.is_empty() => cmd.arg(r.value),
+        Some(r) if !r.value.is_empty() => {
+            // Never an option on helm's command line (`--post-renderer=…` would run a program).
+            if !crate::render::valid_release_name(&r.value) {
+                return Err(ctx.kerr(
+                    k,
+                    Some(r.org),
+                    format!(
+                        "helmCharts: releaseName {:?} is not a valid release name (lower-case letters, digits, '-' and '.', at most 53)",
+                        r.value
+                    ),
+                ));
+            }
+            cmd.arg(r.value)
+        }
         _ => cmd.arg("--generate-name"),
     };
     cmd.arg(&chart_dir);
     for f in ["namespace", "nameTemplate"] {
         if let Some(v) = entry_str(k, e, f).filter(|v| !v.value.is_empty()) {
+            if v.value.starts_with('-') {
+                return Err(ctx.kerr(
+                    k,
+                    Some(v.org),
+                    format!("helmCharts: {f} may not start with '-'"),
+                ));
+            }
             cmd.arg(if f == "namespace" {
                 "--namespace"
             } else {

@@ -153,11 +153,11 @@ impl Repos for FetchRepos {
 }
 
 /// What the service-reading generators read ([`plumb_appset::services::Services`]): objects
-/// given as manifests first (`plumb appset generate --objects`), else the cluster's control
-/// namespace; HTTP with a deadline (`PLUMB_HTTP_TIMEOUT`, default 30 s). Blocking: call it
+/// given as manifests first (`plumb appset generate --objects`), else the cluster's namespace
+/// given (the ApplicationSet's own, in the controller); HTTP with a deadline (`PLUMB_HTTP_TIMEOUT`, default 30 s). Blocking: call it
 /// outside the runtime's worker threads (a blocking thread, or the CLI's main thread).
 pub struct GenServices {
-    /// The cluster, the runtime to wait on it with, and the control namespace.
+    /// The cluster, the runtime to wait on it with, and the namespace read.
     pub cluster: Option<(Arc<Cluster>, tokio::runtime::Handle, String)>,
     /// Objects given as manifests: Secrets, ConfigMaps, decision resources.
     pub objects: Vec<Value>,
@@ -460,9 +460,10 @@ impl AppSets {
         let mut status =
             reconcile::status(appset, Ok(&generated), &existing, &plan.not_owned, &now());
         if let Some(steps) = &steps {
+            // Only the ApplicationSet's own Applications are synced by it.
             let mine: Vec<Value> = stored(&names)
                 .into_iter()
-                .filter(|a| names.contains(&name(a)))
+                .filter(|a| names.contains(&name(a)) && reconcile::owned_by(a, &uid))
                 .collect();
             let previous = self.progress.get(key).cloned().unwrap_or_else(|| {
                 appset
@@ -471,15 +472,25 @@ impl AppSets {
                     .cloned()
                     .unwrap_or_default()
             });
-            let p = progressive::progress(steps, &mine, &previous, &now());
+            let mut p = progressive::progress(steps, &generated, &mine, &previous, &now());
+            let mut failed = Vec::new();
             for app_name in &p.sync {
                 let op = json!({"operation": {
                     "initiatedBy": {"username": "applicationset-controller", "automated": true},
                     "sync": {"prune": prune.get(app_name).copied().unwrap_or(false)}}});
                 if let Err(e) = self.cluster.patch_application(&key.0, app_name, &op).await {
                     errors.push(format!("syncing Application {app_name}: {e}"));
+                    failed.push(app_name.clone());
                 } else {
                     out.synced.push(app_name.clone());
+                }
+            }
+            // A sync that could not be asked for waits again (not Pending forever).
+            for st in &mut p.statuses {
+                if failed.iter().any(|f| st["application"] == f.as_str()) {
+                    st["status"] = json!("Waiting");
+                    st["message"] =
+                        json!("Application has pending changes, setting status to Waiting");
                 }
             }
             status["applicationStatus"] = Value::Array(p.statuses.clone());
@@ -515,11 +526,19 @@ impl AppSets {
             self.opts.repos.clone(),
             self.opts.repo_override.clone(),
         );
+        // Tokens, plugin and decision configurations are read in the ApplicationSet's own
+        // namespace: an ApplicationSet of another namespace never reaches the control
+        // namespace's Secrets (its author chooses where a token is sent).
+        let own_namespace = appset
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or(&self.opts.control_namespace)
+            .to_string();
         let services = GenServices {
             cluster: Some((
                 self.cluster.clone(),
                 tokio::runtime::Handle::current(),
-                self.opts.control_namespace.clone(),
+                own_namespace,
             )),
             objects: Vec::new(),
         };
@@ -718,6 +737,8 @@ impl AppSets {
             if deleted {
                 self.generations.remove(&key);
                 self.generated.remove(&key);
+                self.progress.remove(&key);
+                self.owned.remove(&key);
                 return;
             }
             if self.generations.insert(key.clone(), generation) != Some(generation) {
