@@ -1391,7 +1391,10 @@ pub async fn reconcile_once(
         if let Some(o) = app.as_object_mut() {
             o.remove("operation");
         }
-        let (request, initiated_by) = request;
+        let (request, initiated_by) = request.map_err(|reason| RunError::App {
+            app: app_name(&app),
+            reason,
+        })?;
         let outcome = Box::pin(sync_app_with(
             cluster,
             &app,
@@ -1428,11 +1431,53 @@ pub async fn reconcile_once(
 }
 
 /// The sync an Application's `operation` field asks for (Argo CD's `operation.sync`: prune,
-/// dry run, revision, resources), and who asked; `None` without one.
-fn requested_operation(app: &Value) -> Option<(SyncRequest, InitiatedBy)> {
+/// dry run, revision, resources, a rollback's `source`/`sources`, the `apply` strategy), and
+/// who asked; `None` without one. What plumb does not run from a request (`syncOptions`, a
+/// forced strategy, `retry`, `revisions` without `sources`, anything unreadable) is an error
+/// naming it, never a sync that silently differs from the one asked for.
+fn requested_operation(app: &Value) -> Option<Result<(SyncRequest, InitiatedBy), String>> {
     let op = app.get("operation").filter(|o| !o.is_null())?;
-    let model: plumb_core::argo::model::Operation = serde_json::from_value(op.clone()).ok()?;
-    let sync = model.sync.unwrap_or_default();
+    let model: plumb_core::argo::model::Operation = match serde_json::from_value(op.clone()) {
+        Ok(m) => m,
+        Err(e) => return Some(Err(format!("the requested operation is not readable: {e}"))),
+    };
+    let Some(sync) = model.sync else {
+        return Some(Err("the requested operation has no sync".into()));
+    };
+    if !sync.sync_options.is_empty() {
+        return Some(Err(format!(
+            "the requested operation's syncOptions ({}) are not supported: set them in the Application's syncPolicy",
+            sync.sync_options.join(", ")
+        )));
+    }
+    if model.retry.is_some() {
+        return Some(Err(
+            "the requested operation's retry is not supported: set it in the Application's syncPolicy".into(),
+        ));
+    }
+    let strategy = sync.sync_strategy.as_ref();
+    let forced = strategy.is_some_and(|s| {
+        ["apply", "hook"]
+            .iter()
+            .any(|k| s.pointer(&format!("/{k}/force")).and_then(Value::as_bool) == Some(true))
+    });
+    if forced {
+        return Some(Err(
+            "the requested operation's forced sync strategy is not supported".into(),
+        ));
+    }
+    if !sync.revisions.is_empty() && sync.sources.is_empty() {
+        return Some(Err(
+            "the requested operation's revisions are not supported without its sources".into(),
+        ));
+    }
+    let source = if !sync.sources.is_empty() {
+        serde_json::to_value(&sync.sources).ok()
+    } else {
+        sync.source
+            .as_ref()
+            .and_then(|s| serde_json::to_value(s).ok())
+    };
     let request = SyncRequest {
         prune: sync.prune,
         dry_run: sync.dry_run,
@@ -1442,9 +1487,11 @@ fn requested_operation(app: &Value) -> Option<(SyncRequest, InitiatedBy)> {
             .iter()
             .filter_map(crate::request::ResourceSelector::from_model)
             .collect(),
+        skip_hooks: strategy.is_some_and(|s| s.get("apply").is_some()),
+        source,
         ..SyncRequest::default()
     };
-    Some((request, model.initiated_by))
+    Some(Ok((request, model.initiated_by)))
 }
 
 /// The rest of [`reconcile_once`], once the destination is connected.

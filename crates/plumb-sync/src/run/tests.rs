@@ -2161,3 +2161,44 @@ async fn a_multi_source_app_syncs_a_new_commit_or_spec_edit_of_its_second_source
     );
     assert!(cluster.object(&cm_key("c")).is_some(), "c applied");
 }
+
+/// Argo CD's `operation` field: what plumb runs from it, and what it refuses by name.
+#[test]
+fn a_requested_operation_is_read_as_argo_cd_writes_it() {
+    let app = |op: Value| json!({"metadata": {"name": "a"}, "operation": op});
+    assert!(requested_operation(&json!({"metadata": {"name": "a"}})).is_none());
+    let (req, by) = requested_operation(&app(json!({
+        "initiatedBy": {"username": "alice"},
+        "sync": {"prune": true, "revision": "v2", "syncStrategy": {"apply": {}},
+                 "resources": [{"group": "apps", "kind": "Deployment", "name": "web"}],
+                 "source": {"repoURL": "https://git.example.com/r.git", "path": "app", "targetRevision": "v1"}}})))
+    .expect("an operation")
+    .expect("readable");
+    assert_eq!(by.username, "alice");
+    assert!(req.prune && req.skip_hooks && !req.dry_run);
+    assert_eq!(req.revision.as_deref(), Some("v2"));
+    assert_eq!(req.resources.len(), 1);
+    assert_eq!(
+        req.source.as_ref().expect("a rollback's source")["path"],
+        "app"
+    );
+    for (op, want) in [
+        (
+            json!({"sync": {"syncOptions": ["ServerSideApply=true"]}}),
+            "syncOptions",
+        ),
+        (
+            json!({"sync": {"syncStrategy": {"hook": {"force": true}}}}),
+            "forced",
+        ),
+        (json!({"sync": {}, "retry": {"limit": 3}}), "retry"),
+        (json!({"sync": {"revisions": ["a", "b"]}}), "revisions"),
+        (json!({"initiatedBy": {}}), "no sync"),
+        (json!({"sync": {"prune": "yes"}}), "not readable"),
+    ] {
+        let e = requested_operation(&app(op))
+            .expect("an operation")
+            .unwrap_err();
+        assert!(e.contains(want), "{want}: {e}");
+    }
+}
