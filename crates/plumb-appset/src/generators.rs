@@ -98,6 +98,7 @@ pub fn run(
         None => template.clone(),
     };
     let selector = obj.get("selector");
+    plumb_core::selector::validate(selector).map_err(|e| format!("{path}.selector: {e}"))?;
     let mut out = Vec::new();
     for p in params {
         if selector.is_some_and(|s| !selects(s, &p)) {
@@ -240,6 +241,7 @@ fn clusters(
         s.as_object()
             .is_some_and(|m| m.values().any(|v| !v.is_null()))
     });
+    plumb_core::selector::validate(selector).map_err(|e| format!("{at}.selector: {e}"))?;
     let mut all: Vec<Cluster> = secrets.to_vec();
     // Argo CD lists the local cluster when no Secret names it and no selector is given.
     if selector.is_none() && !all.iter().any(|c| c.server == IN_CLUSTER) {

@@ -74,6 +74,8 @@ pub fn steps(appset: &Value) -> Result<Option<Vec<Step>>, AppSetError> {
         if !exprs.is_array() {
             return Err(fail(format!("{at}.matchExpressions: expected a list")));
         }
+        plumb_core::selector::validate(Some(&json!({"matchExpressions": exprs})))
+            .map_err(|e| fail(format!("{at}: {e}")))?;
         let max_update = match s.get("maxUpdate") {
             None | Some(Value::Null) => MaxUpdate::Percent(100),
             Some(Value::Number(n)) => MaxUpdate::Count(

@@ -79,7 +79,7 @@ impl Services for NoServices {
         _: Option<&[u8]>,
         _: bool,
     ) -> Result<HttpAnswer, String> {
-        Err(format!("{url}: no HTTP client"))
+        Err(format!("{}: no HTTP client", plumb_core::redact_url(url)))
     }
 }
 
@@ -178,8 +178,9 @@ fn get_one(
     }
 }
 
-fn without_query(u: &str) -> &str {
-    u.split('?').next().unwrap_or(u)
+/// `u` as a message shows it: no query, no credentials.
+fn without_query(u: &str) -> String {
+    plumb_core::redact_url(u.split('?').next().unwrap_or(u))
 }
 
 /// The `rel="next"` URL of a `Link` header.
@@ -317,7 +318,8 @@ pub fn plugin(
         .map_err(|e| format!("{at}: {e}"))?;
     if !(200..300).contains(&a.status) {
         return Err(format!(
-            "{at}: the plugin service {url} answered HTTP {}",
+            "{at}: the plugin service {} answered HTTP {}",
+            plumb_core::redact_url(&url),
             a.status
         ));
     }
@@ -381,6 +383,7 @@ pub fn cluster_decision_resource(
     if name.is_none() && selector.is_none() {
         return Err(format!("{at}: name or labelSelector is required"));
     }
+    plumb_core::selector::validate(selector).map_err(|e| format!("{at}.labelSelector: {e}"))?;
     let objects = svc
         .objects(api_version, kind, name, selector)
         .map_err(|e| format!("{at}: {e}"))?;
@@ -512,13 +515,15 @@ pub fn pull_request(body: &Value, at: &str, svc: &dyn Services) -> Result<Vec<Pa
                 headers.push(("PRIVATE-TOKEN".into(), t.clone()));
             }
             let base = api_base(cfg, "https://gitlab.com");
-            let state = Some(s(cfg, "pullRequestState"))
-                .filter(|x| !x.is_empty())
-                .unwrap_or("opened");
             let mut url = format!(
-                "{base}/api/v4/projects/{}/merge_requests?state={state}&per_page=100",
+                "{base}/api/v4/projects/{}/merge_requests?per_page=100",
                 enc(&project)
             );
+            // Without `pullRequestState`, every state (the API's default, as Argo CD asks).
+            let state = s(cfg, "pullRequestState");
+            if !state.is_empty() {
+                url.push_str(&format!("&state={}", enc(state)));
+            }
             if !labels.is_empty() {
                 url.push_str(&format!("&labels={}", enc(&labels.join(","))));
             }
@@ -588,7 +593,12 @@ pub fn pull_request(body: &Value, at: &str, svc: &dyn Services) -> Result<Vec<Pa
             .collect()
         }
     };
-    let filters: Vec<(Option<regex::Regex>, Option<regex::Regex>)> = body
+    type Filter = (
+        Option<regex::Regex>,
+        Option<regex::Regex>,
+        Option<regex::Regex>,
+    );
+    let filters: Vec<Filter> = body
         .get("filters")
         .and_then(Value::as_array)
         .into_iter()
@@ -596,13 +606,20 @@ pub fn pull_request(body: &Value, at: &str, svc: &dyn Services) -> Result<Vec<Pa
         .enumerate()
         .map(|(i, f)| {
             let at = format!("{at}.filters[{i}]");
+            // A filter field plumb does not read would keep every pull request: an error.
+            if let Some(k) = f.as_object().and_then(|m| {
+                m.keys()
+                    .find(|k| !matches!(k.as_str(), "branchMatch" | "targetBranchMatch" | "titleMatch"))
+            }) {
+                return Err(format!("{at}.{k}: not a pull request filter plumb knows (branchMatch, targetBranchMatch, titleMatch)"));
+            }
             let r = |k: &str| {
                 Some(s(f, k))
                     .filter(|p| !p.is_empty())
                     .map(|p| regex(p, &format!("{at}.{k}")))
                     .transpose()
             };
-            Ok((r("branchMatch")?, r("targetBranchMatch")?))
+            Ok((r("branchMatch")?, r("targetBranchMatch")?, r("titleMatch")?))
         })
         .collect::<Result<_, String>>()?;
     let mut out = Vec::new();
@@ -611,9 +628,10 @@ pub fn pull_request(body: &Value, at: &str, svc: &dyn Services) -> Result<Vec<Pa
             continue;
         }
         let passes = filters.is_empty()
-            || filters.iter().any(|(b, t)| {
+            || filters.iter().any(|(b, t, title)| {
                 b.as_ref().is_none_or(|r| r.is_match(&p.branch))
                     && t.as_ref().is_none_or(|r| r.is_match(&p.target))
+                    && title.as_ref().is_none_or(|r| r.is_match(&p.title))
             });
         if !passes {
             continue;
@@ -930,16 +948,13 @@ pub fn scm_provider(body: &Value, at: &str, svc: &dyn Services) -> Result<Vec<Pa
             // GitLab's tree of a missing path is an empty list (or 404); a file's path
             // answers its parent directory's entry, so look for the file by name.
             "gitlab" => {
-                let a = svc
-                    .http("GET", &url, &headers, None, insecure)
-                    .map_err(|e| format!("{pat}: {e}"))?;
-                if a.status == 404 {
-                    return Ok(false);
+                // A directory: its tree is not empty.
+                match get_one(svc, &url, &headers, insecure, &pat)? {
+                    None => return Ok(false),
+                    Some(v) if v.as_array().is_some_and(|x| !x.is_empty()) => return Ok(true),
+                    Some(_) => {}
                 }
-                let v: Value = serde_json::from_slice(&a.body).unwrap_or(Value::Null);
-                if v.as_array().is_some_and(|x| !x.is_empty()) {
-                    return Ok(true);
-                }
+                // A file: an entry of its parent directory's tree (every page of it).
                 let (dir, file) = path.rsplit_once('/').unwrap_or(("", path));
                 let url = format!(
                     "{base}/projects/{}/repository/tree?path={}&ref={}&per_page=100",
@@ -947,9 +962,13 @@ pub fn scm_provider(body: &Value, at: &str, svc: &dyn Services) -> Result<Vec<Pa
                     enc(dir),
                     enc(&rb.branch)
                 );
-                let v = get_one(svc, &url, &headers, insecure, &pat)?.unwrap_or(Value::Null);
-                Ok(v.as_array()
-                    .is_some_and(|x| x.iter().any(|e| s(e, "name") == file)))
+                let entries = match get_pages(svc, url, &headers, insecure, &pat) {
+                    Ok(e) => e,
+                    // GitLab answers 404 for a parent directory that does not exist.
+                    Err(e) if e.contains("HTTP 404") => return Ok(false),
+                    Err(e) => return Err(e),
+                };
+                Ok(entries.iter().any(|e| s(e, "name") == file))
             }
             _ => Ok(get_one(svc, &url, &headers, insecure, &pat)?.is_some()),
         }

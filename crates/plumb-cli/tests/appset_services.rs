@@ -355,6 +355,20 @@ fn pull_requests_of_github_gitlab_and_gitea() {
         names(&env.generate(filtered, name).expect("filters")),
         ["pr-8-fix-typo-22222222-main"]
     );
+    let mut titled = gh.clone();
+    titled["pullRequest"]["filters"] = json!([{"titleMatch": "7$"}]);
+    assert_eq!(
+        names(&env.generate(titled, name).expect("titleMatch")),
+        ["pr-7-feature-login-page-11111111-main"]
+    );
+    // A filter field plumb does not know would keep every pull request: an error.
+    let mut unknown = gh.clone();
+    unknown["pullRequest"]["filters"] = json!([{"labelMatch": "x"}]);
+    let e = env.generate(unknown, name).unwrap_err();
+    assert!(
+        e.contains("filters[0].labelMatch: not a pull request filter"),
+        "{e}"
+    );
     let apps = env
         .generate(
             gh.clone(),
@@ -374,6 +388,8 @@ fn pull_requests_of_github_gitlab_and_gitea() {
         seen.iter().any(
             |r| r.starts_with("GET /gl/api/v4/projects/acme%2Fweb/merge_requests?")
                 && r.contains("labels=preview")
+                // No state asked for: every state, as Argo CD asks GitLab.
+                && !r.contains("state=")
         ),
         "{seen:?}"
     );

@@ -78,3 +78,19 @@ pub const ARGOCD_NAMESPACE: &str = "argocd";
 /// Set by `plumb snapshot` on Secrets whose values it removed: their values are unknown,
 /// not empty, and a diff takes git's values for them.
 pub const REDACTED_ANNOTATION: &str = "plumb.dev/values-redacted";
+
+/// `url` with its credentials hidden: the whole user-info part (`https://TOKEN@host`,
+/// `https://user:secret@host` → `https://***@host`). Every message naming a URL goes through it.
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let (authority, path) = match rest.find('/') {
+        Some(i) => rest.split_at(i),
+        None => (rest, ""),
+    };
+    match authority.rsplit_once('@') {
+        Some((_, host)) => format!("{scheme}://***@{host}{path}"),
+        None => url.to_string(),
+    }
+}

@@ -86,6 +86,46 @@ fn expressions(sel: &Map<String, Value>) -> Vec<Expression<'_>> {
         .collect()
 }
 
+/// `Err` naming what the API server would refuse in `selector`: an operator other than `In`,
+/// `NotIn`, `Exists`, `DoesNotExist`, a missing key, values where they are not allowed or
+/// missing where they are needed. (A selector that silently selects nothing could delete what
+/// it used to select.)
+pub fn validate(selector: Option<&Value>) -> Result<(), String> {
+    let Some(sel) = selector.filter(|s| !s.is_null()) else {
+        return Ok(());
+    };
+    let Value::Object(sel) = sel else {
+        return Err("a selector must be a mapping".into());
+    };
+    if let Some(e) = sel.get("matchExpressions")
+        && !e.is_null()
+        && !e.is_array()
+    {
+        return Err("matchExpressions must be a list".into());
+    }
+    for (i, e) in expressions(sel).iter().enumerate() {
+        let at = format!("matchExpressions[{i}]");
+        if e.key.is_empty() {
+            return Err(format!("{at}.key: required"));
+        }
+        match e.operator {
+            "In" | "NotIn" if e.values.is_empty() => {
+                return Err(format!("{at}.values: required for {}", e.operator));
+            }
+            "Exists" | "DoesNotExist" if !e.values.is_empty() => {
+                return Err(format!("{at}.values: must be empty for {}", e.operator));
+            }
+            "In" | "NotIn" | "Exists" | "DoesNotExist" => {}
+            other => {
+                return Err(format!(
+                    "{at}.operator: {other:?} is not In, NotIn, Exists or DoesNotExist"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The selector in words, for evidence: `policy.lab/image-pull=always, env in (prod,stage)`.
 pub fn describe(selector: Option<&Value>) -> String {
     let Some(Value::Object(sel)) = selector else {
@@ -130,6 +170,38 @@ pub fn labels_of(obj: &Value) -> Labels {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn validate_refuses_what_the_api_server_refuses() {
+        use serde_json::json;
+        assert!(validate(None).is_ok());
+        assert!(
+            validate(Some(
+                &json!({"matchExpressions": [{"key": "env", "operator": "In", "values": ["a"]}]})
+            ))
+            .is_ok()
+        );
+        for (sel, want) in [
+            (
+                json!({"matchExpressions": [{"key": "env", "operator": "in", "values": ["a"]}]}),
+                "operator",
+            ),
+            (
+                json!({"matchExpressions": [{"key": "env", "operator": "In"}]}),
+                "values: required",
+            ),
+            (
+                json!({"matchExpressions": [{"key": "env", "operator": "Exists", "values": ["x"]}]}),
+                "must be empty",
+            ),
+            (
+                json!({"matchExpressions": [{"operator": "Exists"}]}),
+                "key: required",
+            ),
+        ] {
+            assert!(validate(Some(&sel)).unwrap_err().contains(want), "{want}");
+        }
+    }
     use serde_json::json;
 
     fn l(v: Value) -> Labels {

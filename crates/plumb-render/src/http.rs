@@ -52,7 +52,7 @@ pub fn request(
         .tls_config(tls.build())
         .build()
         .into();
-    let shown = redact_url(url);
+    let shown = plumb_core::redact_url(url);
     let fail = |e: ureq::Error| format!("{method} {shown}: {e}");
     let mut resp = match (method, body) {
         ("POST", b) => {
@@ -90,33 +90,4 @@ pub fn request(
         link,
         next_page: next_page.filter(|p| !p.is_empty()),
     })
-}
-
-/// `url` without a userinfo part (`https://user:pass@host` → `https://host`).
-pub fn redact_url(url: &str) -> String {
-    match url.split_once("://") {
-        Some((scheme, rest)) => {
-            let (authority, path) = match rest.find('/') {
-                Some(i) => rest.split_at(i),
-                None => (rest, ""),
-            };
-            let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-            format!("{scheme}://{host}{path}")
-        }
-        None => url.to_string(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn userinfo_never_shows() {
-        assert_eq!(
-            redact_url("https://u:secret@api.example.com/x?y=1"),
-            "https://api.example.com/x?y=1"
-        );
-        assert_eq!(redact_url("http://h:8080"), "http://h:8080");
-    }
 }

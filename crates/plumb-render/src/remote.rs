@@ -49,17 +49,7 @@ pub fn is_remote(url: &str) -> bool {
 /// `url` with its credentials hidden: the whole user-info part (`https://TOKEN@host`,
 /// `https://user:secret@host` → `https://***@host`).
 pub fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_string();
-    };
-    let (authority, path) = match rest.find('/') {
-        Some(i) => rest.split_at(i),
-        None => (rest, ""),
-    };
-    match authority.rsplit_once('@') {
-        Some((_, host)) => format!("{scheme}://***@{host}{path}"),
-        None => url.to_string(),
-    }
+    plumb_core::redact_url(url)
 }
 
 /// `text` with the credentials of `url` (its user-info part, and each piece of it) hidden.

@@ -250,6 +250,9 @@ pub fn read_crds(ctx: &Ctx, k: &Kust) -> Result<Config, KustomizeError> {
             }
             let kind = name.rsplit('.').next().unwrap_or(name).to_string();
             let mut seen = Vec::new();
+            // Types shared by many fields are walked once per path, as kustomize walks them:
+            // bounded, so that a definitions file cannot make a render hang.
+            let mut budget = MAX_CRD_PROPERTIES;
             walk_crd(
                 &schema_of,
                 name,
@@ -257,14 +260,31 @@ pub fn read_crds(ctx: &Ctx, k: &Kust) -> Result<Config, KustomizeError> {
                 &mut Vec::new(),
                 &mut seen,
                 &mut config,
+                &mut budget,
             )
-            .map_err(|field| KustomizeError::Unsupported {
-                file: path.clone(),
-                field,
+            .map_err(|e| match e {
+                CrdWalk::Unsupported(field) => KustomizeError::Unsupported {
+                    file: path.clone(),
+                    field,
+                },
+                CrdWalk::TooLarge => fail(format!(
+                    "more than {MAX_CRD_PROPERTIES} properties to walk (types referring to each other many times)"
+                )),
             })?;
         }
     }
     Ok(config)
+}
+
+/// The most properties one kind's walk of a `crds` file visits.
+const MAX_CRD_PROPERTIES: usize = 100_000;
+
+/// Why a `crds` walk stopped.
+enum CrdWalk {
+    /// A mark the native build does not implement (the build falls back).
+    Unsupported(String),
+    /// More than [`MAX_CRD_PROPERTIES`].
+    TooLarge,
 }
 
 /// The properties of type `name`, for the kind `kind`, at `path`.
@@ -275,7 +295,8 @@ fn walk_crd<'a>(
     path: &mut Vec<String>,
     seen: &mut Vec<String>,
     config: &mut Config,
-) -> Result<(), String> {
+    budget: &mut usize,
+) -> Result<(), CrdWalk> {
     // A type that refers to itself would recurse forever (kustomize would too).
     if seen.iter().any(|s| s == name) || path.len() > 32 {
         return Ok(());
@@ -291,6 +312,7 @@ fn walk_crd<'a>(
     let mut keys: Vec<&String> = props.keys().collect();
     keys.sort();
     for prop in keys {
+        *budget = budget.checked_sub(1).ok_or(CrdWalk::TooLarge)?;
         let p = &props[prop.as_str()];
         let ext = |x: &str| p.get(x).and_then(Value::as_str);
         path.push(prop.clone());
@@ -303,7 +325,7 @@ fn walk_crd<'a>(
             merge_specs(&mut config.common_labels, &[fs(&at)]);
         }
         if ext("x-kubernetes-identity").is_some() {
-            return Err("crds: x-kubernetes-identity".into());
+            return Err(CrdWalk::Unsupported("crds: x-kubernetes-identity".into()));
         }
         if let (Some(version), Some(ref_kind)) = (
             ext("x-kubernetes-object-ref-api-version"),
@@ -321,7 +343,7 @@ fn walk_crd<'a>(
             );
         }
         if let Some(r) = p.get("$ref").and_then(Value::as_str) {
-            walk_crd(schema_of, r, kind, path, seen, config)?;
+            walk_crd(schema_of, r, kind, path, seen, config, budget)?;
         }
         path.pop();
     }
