@@ -144,6 +144,7 @@ fn generate(a: GenerateArgs) -> Result<u8> {
             .zip(cluster)
             .map(|(rt, c)| (c, rt.handle().clone(), control.clone())),
         objects,
+        allowed_urls: None,
     };
     let apps = plumb_appset::generate(
         appset,

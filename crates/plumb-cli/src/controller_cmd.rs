@@ -110,6 +110,12 @@ pub struct ControllerArgs {
     /// serve, and their project must list it in `sourceNamespaces`.
     #[arg(long, value_name = "PATTERNS", value_delimiter = ',')]
     applicationset_namespaces: Vec<String>,
+    /// URL prefixes the ApplicationSet generators that call services (`pullRequest`,
+    /// `scmProvider`, `plugin`) may send requests to, a comma list (Argo CD's
+    /// `--allowed-scm-providers`); default: any. A request elsewhere is the ApplicationSet's
+    /// error.
+    #[arg(long, value_name = "URLS", value_delimiter = ',')]
+    applicationset_allowed_scm_providers: Vec<String>,
     /// Seconds between two generations of an ApplicationSet whose generators name no
     /// `requeueAfterSeconds` (Argo CD: 180).
     #[arg(long, value_name = "SECONDS", default_value_t = 180)]
@@ -481,6 +487,8 @@ async fn run_async(
         policy: plumb_appset::reconcile::ApplicationsSync::parse(&args.applicationset_policy),
         repos: opts.run.repos.clone(),
         repo_override: opts.run.repo_override.clone(),
+        allowed_urls: (!args.applicationset_allowed_scm_providers.is_empty())
+            .then(|| args.applicationset_allowed_scm_providers.clone()),
     };
     let started = std::time::Instant::now();
     let controller = Controller::start(cluster.clone(), opts)

@@ -72,6 +72,9 @@ pub struct AppSetOptions {
     pub repos: Arc<RepoCache>,
     /// `--repo`: every `repoURL` served from this directory (tests, local runs).
     pub repo_override: Option<PathBuf>,
+    /// `--applicationset-allowed-scm-providers`: the URL prefixes the service generators may
+    /// send requests to (None: any).
+    pub allowed_urls: Option<Vec<String>>,
 }
 
 /// One ApplicationSet: namespace and name.
@@ -161,6 +164,8 @@ pub struct GenServices {
     pub cluster: Option<(Arc<Cluster>, tokio::runtime::Handle, String)>,
     /// Objects given as manifests: Secrets, ConfigMaps, decision resources.
     pub objects: Vec<Value>,
+    /// The URL prefixes requests may go to (None: any).
+    pub allowed_urls: Option<Vec<String>>,
 }
 
 impl GenServices {
@@ -255,6 +260,14 @@ impl plumb_appset::services::Services for GenServices {
         body: Option<&[u8]>,
         insecure: bool,
     ) -> Result<plumb_appset::services::HttpAnswer, String> {
+        if let Some(allowed) = &self.allowed_urls
+            && !allowed.iter().any(|p| url.starts_with(p.as_str()))
+        {
+            return Err(format!(
+                "{} is not under an allowed URL (--applicationset-allowed-scm-providers)",
+                plumb_core::redact_url(url.split('?').next().unwrap_or(url))
+            ));
+        }
         let timeout = std::env::var("PLUMB_HTTP_TIMEOUT")
             .ok()
             .and_then(|s| s.parse::<u64>().ok())
@@ -541,6 +554,7 @@ impl AppSets {
                 own_namespace,
             )),
             objects: Vec::new(),
+            allowed_urls: self.opts.allowed_urls.clone(),
         };
         tokio::task::spawn_blocking(move || {
             let repos = FetchRepos::new(repo, None, repos);
@@ -793,6 +807,29 @@ fn now() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn requests_go_only_under_the_allowed_urls() {
+        use plumb_appset::services::Services as _;
+        let svc = GenServices {
+            cluster: None,
+            objects: Vec::new(),
+            allowed_urls: Some(vec!["https://api.github.com/".into()]),
+        };
+        let e = svc
+            .http(
+                "GET",
+                "https://u:secret@evil.example/api?x=1",
+                &[],
+                None,
+                false,
+            )
+            .unwrap_err();
+        assert_eq!(
+            e,
+            "https://***@evil.example/api is not under an allowed URL (--applicationset-allowed-scm-providers)"
+        );
+    }
 
     #[test]
     fn the_requeue_is_the_smallest_of_the_generators() {
