@@ -254,10 +254,11 @@ metadata:
 stringData: {name: prod-eu, server: 'https://prod-eu.example.com'}
 ";
 
-fn appset(generator: Value, name: &str) -> String {
+/// The ApplicationSet with `goTemplate` on (`go`) or in the legacy mode.
+fn appset_in(generator: Value, name: &str, go: bool) -> String {
     serde_json::to_string(&json!({"apiVersion": "argoproj.io/v1alpha1", "kind": "ApplicationSet",
         "metadata": {"name": "svc", "namespace": "argocd"},
-        "spec": {"goTemplate": true, "goTemplateOptions": ["missingkey=error"],
+        "spec": {"goTemplate": go, "goTemplateOptions": if go { json!(["missingkey=error"]) } else { json!([]) },
             "generators": [generator],
             "template": {"metadata": {"name": name},
                 "spec": {"project": "default",
@@ -287,7 +288,12 @@ impl Env {
 
     /// The Applications generated (JSON), or the one-line error.
     fn generate(&self, generator: Value, name: &str) -> Result<Vec<Value>, String> {
-        write(&self.dir, "set.json", &appset(generator, name));
+        self.generate_in(generator, name, true)
+    }
+
+    /// [`Env::generate`] with `goTemplate` on or off.
+    fn generate_in(&self, generator: Value, name: &str, go: bool) -> Result<Vec<Value>, String> {
+        write(&self.dir, "set.json", &appset_in(generator, name, go));
         let o = std::process::Command::new(env!("CARGO_BIN_EXE_plumb"))
             .args([
                 "appset",
@@ -518,5 +524,38 @@ fn a_plugin_service_and_a_cluster_decision_resource() {
     assert_eq!(
         apps[0]["spec"]["destination"]["server"],
         "https://kubernetes.default.svc"
+    );
+}
+
+/// The legacy template mode (Argo CD's fasttemplate): the service generators' parameters as flat
+/// `a.b.c` keys, `values.KEY` filled from them.
+#[test]
+fn service_generators_in_the_legacy_mode() {
+    let env = Env::new("legacy");
+    let plugin = json!({"plugin": {"configMapRef": {"name": "my-plugin"},
+        "input": {"parameters": {"env": "prod"}}, "values": {"tier": "gold-{{app}}"}}});
+    let apps = env
+        .generate_in(
+            plugin,
+            "{{app}}-{{generator.input.parameters.env}}-{{values.tier}}",
+            false,
+        )
+        .expect("plugin");
+    assert_eq!(
+        names(&apps),
+        ["alpha-prod-gold-alpha", "beta-prod-gold-beta"]
+    );
+    let gh = json!({"pullRequest": {"github": {"owner": "acme", "repo": "web",
+        "api": env.api("gh"), "tokenRef": {"secretName": "scm-tokens", "key": "github"}}}});
+    let apps = env
+        .generate_in(
+            gh,
+            "pr-{{number}}-{{branch_slug}}-{{head_short_sha_7}}",
+            false,
+        )
+        .expect("github");
+    assert_eq!(
+        names(&apps),
+        ["pr-7-feature-login-page-1111111", "pr-8-fix-typo-2222222"]
     );
 }
