@@ -422,35 +422,80 @@ struct Pull {
     labels: Vec<String>,
 }
 
+impl Pull {
+    /// A pull request as GitHub's and Gitea's APIs both write it.
+    fn of_github_shape(p: &Value) -> Pull {
+        Pull {
+            number: p["number"].as_u64().unwrap_or(0),
+            title: s(p, "title").into(),
+            branch: at_ptr(p, "/head/ref"),
+            target: at_ptr(p, "/base/ref"),
+            sha: at_ptr(p, "/head/sha"),
+            author: at_ptr(p, "/user/login"),
+            labels: label_names(p.get("labels")),
+        }
+    }
+}
+
+/// The string at JSON pointer `ptr` of `v` ("" when there is none).
+fn at_ptr(v: &Value, ptr: &str) -> String {
+    v.pointer(ptr)
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string()
+}
+
+/// The provider a `pullRequest` or `scmProvider` generator names (`github`, `gitlab`, `gitea`)
+/// and its configuration; `own` are the generator's other fields besides the common ones. A
+/// provider plumb does not speak is an error naming it.
+fn provider_of<'a>(
+    body: &'a Value,
+    at: &str,
+    own: &[&str],
+) -> Result<(&'static str, &'a Value), String> {
+    if let Some(found) = ["github", "gitlab", "gitea"]
+        .into_iter()
+        .find_map(|p| body.get(p).filter(|c| !c.is_null()).map(|c| (p, c)))
+    {
+        return Ok(found);
+    }
+    const COMMON: [&str; 4] = ["filters", "requeueAfterSeconds", "template", "values"];
+    let other = body.as_object().and_then(|m| {
+        m.keys()
+            .find(|k| !COMMON.contains(&k.as_str()) && !own.contains(&k.as_str()))
+    });
+    Err(match other {
+        None => format!("{at}: a provider (github, gitlab, gitea) is required"),
+        Some(other) => {
+            format!("{at}.{other}: provider not supported by plumb (github, gitlab, gitea)")
+        }
+    })
+}
+
+/// The request headers of `provider`'s API: GitHub's media type and bearer token, GitLab's
+/// `PRIVATE-TOKEN`, Gitea's `token` authorization. The only place a token goes.
+fn auth_headers(provider: &str, token: Option<&str>) -> Vec<(String, String)> {
+    let mut h = Vec::new();
+    if provider == "github" {
+        h.push(("Accept".into(), "application/vnd.github+json".into()));
+    }
+    if let Some(t) = token {
+        h.push(match provider {
+            "github" => ("Authorization".into(), format!("Bearer {t}")),
+            "gitlab" => ("PRIVATE-TOKEN".into(), t.to_string()),
+            _ => ("Authorization".into(), format!("token {t}")),
+        });
+    }
+    h
+}
+
 /// The `pullRequest` generator for `github`, `gitlab` or `gitea`: the open pull requests
 /// (with all of `labels`), kept by `filters` (`branchMatch`, `targetBranchMatch`; a pull
 /// request passes if any filter passes), as Argo CD's parameters: `number`, `title`, `branch`,
 /// `branch_slug`, `target_branch`, `target_branch_slug`, `head_sha`, `head_short_sha`,
 /// `head_short_sha_7`, `author`, `labels`.
 pub fn pull_request(body: &Value, at: &str, svc: &dyn Services) -> Result<Vec<Params>, String> {
-    let (provider, cfg) = ["github", "gitlab", "gitea"]
-        .iter()
-        .find_map(|p| body.get(*p).filter(|c| !c.is_null()).map(|c| (*p, c)))
-        .ok_or_else(|| {
-            let other = body
-                .as_object()
-                .and_then(|m| {
-                    m.keys()
-                        .find(|k| {
-                            !matches!(
-                                k.as_str(),
-                                "filters" | "requeueAfterSeconds" | "template" | "values"
-                            )
-                        })
-                        .cloned()
-                })
-                .unwrap_or_default();
-            if other.is_empty() {
-                format!("{at}: a provider (github, gitlab, gitea) is required")
-            } else {
-                format!("{at}.{other}: provider not supported by plumb (github, gitlab, gitea)")
-            }
-        })?;
+    let (provider, cfg) = provider_of(body, at, &[])?;
     let pat = format!("{at}.{provider}");
     let token = token(cfg, &pat, svc)?;
     let insecure = cfg
@@ -464,10 +509,7 @@ pub fn pull_request(body: &Value, at: &str, svc: &dyn Services) -> Result<Vec<Pa
             if owner.is_empty() || repo.is_empty() {
                 return Err(format!("{pat}: owner and repo are required"));
             }
-            let mut headers = vec![("Accept".into(), "application/vnd.github+json".into())];
-            if let Some(t) = &token {
-                headers.push(("Authorization".into(), format!("Bearer {t}")));
-            }
+            let headers = auth_headers(provider, token.as_deref());
             let base = api_base(cfg, "https://api.github.com");
             get_pages(
                 svc,
@@ -477,31 +519,7 @@ pub fn pull_request(body: &Value, at: &str, svc: &dyn Services) -> Result<Vec<Pa
                 &pat,
             )?
             .iter()
-            .map(|p| Pull {
-                number: p["number"].as_u64().unwrap_or(0),
-                title: s(p, "title").into(),
-                branch: p
-                    .pointer("/head/ref")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .into(),
-                target: p
-                    .pointer("/base/ref")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .into(),
-                sha: p
-                    .pointer("/head/sha")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .into(),
-                author: p
-                    .pointer("/user/login")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .into(),
-                labels: label_names(p.get("labels")),
-            })
+            .map(Pull::of_github_shape)
             .collect()
         }
         "gitlab" => {
@@ -510,10 +528,7 @@ pub fn pull_request(body: &Value, at: &str, svc: &dyn Services) -> Result<Vec<Pa
                 Some(Value::Number(n)) => n.to_string(),
                 _ => return Err(format!("{pat}.project: required")),
             };
-            let mut headers = Vec::new();
-            if let Some(t) = &token {
-                headers.push(("PRIVATE-TOKEN".into(), t.clone()));
-            }
+            let headers = auth_headers(provider, token.as_deref());
             let base = api_base(cfg, "https://gitlab.com");
             let mut url = format!(
                 "{base}/api/v4/projects/{}/merge_requests?per_page=100",
@@ -535,11 +550,7 @@ pub fn pull_request(body: &Value, at: &str, svc: &dyn Services) -> Result<Vec<Pa
                     branch: s(p, "source_branch").into(),
                     target: s(p, "target_branch").into(),
                     sha: s(p, "sha").into(),
-                    author: p
-                        .pointer("/author/username")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .into(),
+                    author: at_ptr(p, "/author/username"),
                     labels: label_names(p.get("labels")),
                 })
                 .collect()
@@ -553,10 +564,7 @@ pub fn pull_request(body: &Value, at: &str, svc: &dyn Services) -> Result<Vec<Pa
             if base.is_empty() {
                 return Err(format!("{pat}.api: required"));
             }
-            let mut headers = Vec::new();
-            if let Some(t) = &token {
-                headers.push(("Authorization".into(), format!("token {t}")));
-            }
+            let headers = auth_headers(provider, token.as_deref());
             get_pages(
                 svc,
                 format!("{base}/api/v1/repos/{owner}/{repo}/pulls?state=open&limit=50"),
@@ -565,31 +573,7 @@ pub fn pull_request(body: &Value, at: &str, svc: &dyn Services) -> Result<Vec<Pa
                 &pat,
             )?
             .iter()
-            .map(|p| Pull {
-                number: p["number"].as_u64().unwrap_or(0),
-                title: s(p, "title").into(),
-                branch: p
-                    .pointer("/head/ref")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .into(),
-                target: p
-                    .pointer("/base/ref")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .into(),
-                sha: p
-                    .pointer("/head/sha")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .into(),
-                author: p
-                    .pointer("/user/login")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .into(),
-                labels: label_names(p.get("labels")),
-            })
+            .map(Pull::of_github_shape)
             .collect()
         }
     };
@@ -689,33 +673,7 @@ struct RepoBranch {
 /// `organization`, `repository`, `url`, `branch`, `branchNormalized`, `sha`, `short_sha`,
 /// `short_sha_7`, `labels` (comma-separated), `repository_id`.
 pub fn scm_provider(body: &Value, at: &str, svc: &dyn Services) -> Result<Vec<Params>, String> {
-    let (provider, cfg) = ["github", "gitlab", "gitea"]
-        .iter()
-        .find_map(|p| body.get(*p).filter(|c| !c.is_null()).map(|c| (*p, c)))
-        .ok_or_else(|| {
-            let other = body
-                .as_object()
-                .and_then(|m| {
-                    m.keys()
-                        .find(|k| {
-                            !matches!(
-                                k.as_str(),
-                                "filters"
-                                    | "requeueAfterSeconds"
-                                    | "template"
-                                    | "values"
-                                    | "cloneProtocol"
-                            )
-                        })
-                        .cloned()
-                })
-                .unwrap_or_default();
-            if other.is_empty() {
-                format!("{at}: a provider (github, gitlab, gitea) is required")
-            } else {
-                format!("{at}.{other}: provider not supported by plumb (github, gitlab, gitea)")
-            }
-        })?;
+    let (provider, cfg) = provider_of(body, at, &["cloneProtocol"])?;
     let pat = format!("{at}.{provider}");
     let token = token(cfg, &pat, svc)?;
     let insecure = cfg
@@ -767,31 +725,16 @@ pub fn scm_provider(body: &Value, at: &str, svc: &dyn Services) -> Result<Vec<Pa
         })
         .collect::<Result<_, String>>()?;
 
-    let (headers, base): (Vec<(String, String)>, String) = match provider {
-        "github" => {
-            let mut h = vec![("Accept".into(), "application/vnd.github+json".into())];
-            if let Some(t) = &token {
-                h.push(("Authorization".into(), format!("Bearer {t}")));
-            }
-            (h, api_base(cfg, "https://api.github.com"))
-        }
-        "gitlab" => {
-            let mut h = Vec::new();
-            if let Some(t) = &token {
-                h.push(("PRIVATE-TOKEN".into(), t.clone()));
-            }
-            (h, format!("{}/api/v4", api_base(cfg, "https://gitlab.com")))
-        }
+    let headers = auth_headers(provider, token.as_deref());
+    let base = match provider {
+        "github" => api_base(cfg, "https://api.github.com"),
+        "gitlab" => format!("{}/api/v4", api_base(cfg, "https://gitlab.com")),
         _ => {
-            let mut h = Vec::new();
-            if let Some(t) = &token {
-                h.push(("Authorization".into(), format!("token {t}")));
-            }
             let b = api_base(cfg, "");
             if b.is_empty() {
                 return Err(format!("{pat}.api: required"));
             }
-            (h, format!("{b}/api/v1"))
+            format!("{b}/api/v1")
         }
     };
     let org_field = if provider == "gitlab" {

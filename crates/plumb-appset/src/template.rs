@@ -279,33 +279,12 @@ fn functions() -> Vec<(&'static str, Func)> {
                 Ok(to_go(&v))
             }),
         ),
-        (
-            "toJson",
-            f(|a| {
-                Ok(s(serde_json::to_string(&from_go(
-                    last(a).unwrap_or(&G::Nil),
-                ))
-                .map_err(err)?))
-            }),
-        ),
+        ("toJson", f(to_json)),
         ("lower", f(|a| Ok(s(text(last(a)).to_lowercase())))),
         ("upper", f(|a| Ok(s(text(last(a)).to_uppercase())))),
         (
             "title",
-            f(|a| {
-                let t = text(last(a));
-                let mut out = String::with_capacity(t.len());
-                let mut start = true;
-                for c in t.chars() {
-                    if start && c.is_alphabetic() {
-                        out.extend(c.to_uppercase());
-                    } else {
-                        out.push(c);
-                    }
-                    start = c.is_whitespace();
-                }
-                Ok(s(out))
-            }),
+            f(|a| Ok(s(word_starts(&text(last(a)), char::to_uppercase)))),
         ),
         ("trim", f(|a| Ok(s(text(last(a)).trim().to_string())))),
         (
@@ -600,20 +579,7 @@ fn functions() -> Vec<(&'static str, Func)> {
         ("camelcase", f(|a| Ok(s(camel(&text(last(a))))))),
         (
             "untitle",
-            f(|a| {
-                let t = text(last(a));
-                let mut out = String::with_capacity(t.len());
-                let mut start = true;
-                for c in t.chars() {
-                    if start && c.is_alphabetic() {
-                        out.extend(c.to_lowercase());
-                    } else {
-                        out.push(c);
-                    }
-                    start = c.is_whitespace();
-                }
-                Ok(s(out))
-            }),
+            f(|a| Ok(s(word_starts(&text(last(a)), char::to_lowercase)))),
         ),
         (
             "substr",
@@ -672,13 +638,9 @@ fn functions() -> Vec<(&'static str, Func)> {
             }),
         ),
         (
+            // serde_json escapes no HTML, so the raw form is the same text.
             "toRawJson",
-            f(|a| {
-                Ok(s(serde_json::to_string(&from_go(
-                    last(a).unwrap_or(&G::Nil),
-                ))
-                .map_err(err)?))
-            }),
+            f(to_json),
         ),
         (
             "fromJson",
@@ -756,7 +718,7 @@ fn functions() -> Vec<(&'static str, Func)> {
             "without",
             f(|a| {
                 let l = list_of(a.first())?;
-                let drop: Vec<String> = a[1.min(a.len())..].iter().map(|v| text(Some(v))).collect();
+                let drop = rest_texts(a);
                 Ok(G::List(
                     l.into_iter()
                         .filter(|v| !drop.contains(&text(Some(v))))
@@ -786,32 +748,8 @@ fn functions() -> Vec<(&'static str, Func)> {
                 Ok(G::List(out.into_iter().map(s).collect::<Vec<_>>().into()))
             }),
         ),
-        (
-            "pick",
-            f(|a| {
-                let m = map_of(a.first())?;
-                let want: Vec<String> = a[1.min(a.len())..].iter().map(|v| text(Some(v))).collect();
-                Ok(G::Map(Arc::new(
-                    m.iter()
-                        .filter(|(k, _)| want.iter().any(|w| w.as_str() == &***k))
-                        .map(|(k, v)| (k.clone(), v.clone()))
-                        .collect(),
-                )))
-            }),
-        ),
-        (
-            "omit",
-            f(|a| {
-                let m = map_of(a.first())?;
-                let drop: Vec<String> = a[1.min(a.len())..].iter().map(|v| text(Some(v))).collect();
-                Ok(G::Map(Arc::new(
-                    m.iter()
-                        .filter(|(k, _)| !drop.iter().any(|w| w.as_str() == &***k))
-                        .map(|(k, v)| (k.clone(), v.clone()))
-                        .collect(),
-                )))
-            }),
-        ),
+        ("pick", f(|a| keys_kept(a, true))),
+        ("omit", f(|a| keys_kept(a, false))),
         (
             // Sprig's merge: the first map wins, the others fill in what it lacks, deeply.
             "merge",
@@ -897,6 +835,48 @@ fn functions() -> Vec<(&'static str, Func)> {
             }),
         ),
     ]
+}
+
+/// `t` with the first letter of each word (after whitespace) mapped by `case`: Sprig's `title`
+/// and `untitle`.
+fn word_starts<I: Iterator<Item = char>>(t: &str, case: fn(char) -> I) -> String {
+    let mut out = String::with_capacity(t.len());
+    let mut start = true;
+    for c in t.chars() {
+        if start && c.is_alphabetic() {
+            out.extend(case(c));
+        } else {
+            out.push(c);
+        }
+        start = c.is_whitespace();
+    }
+    out
+}
+
+/// Sprig's `toJson` (and `toRawJson`).
+fn to_json(a: &[G]) -> gotmpl::Result<G> {
+    Ok(s(serde_json::to_string(&from_go(
+        last(a).unwrap_or(&G::Nil),
+    ))
+    .map_err(err)?))
+}
+
+/// The arguments after the first, as text (`pick`'s and `omit`'s keys, `without`'s values).
+fn rest_texts(a: &[G]) -> Vec<String> {
+    a.iter().skip(1).map(|v| text(Some(v))).collect()
+}
+
+/// `pick` (`keep`) or `omit`: the dict of the first argument with only, or without, the keys
+/// the others name.
+fn keys_kept(a: &[G], keep: bool) -> gotmpl::Result<G> {
+    let m = map_of(a.first())?;
+    let named = rest_texts(a);
+    Ok(G::Map(Arc::new(
+        m.iter()
+            .filter(|(k, _)| named.iter().any(|w| w.as_str() == &***k) == keep)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+    )))
 }
 
 fn list_of(v: Option<&G>) -> gotmpl::Result<Vec<G>> {
