@@ -16,18 +16,8 @@ mod support;
 use fixture::AppBed;
 use plumb_cluster::Cluster;
 use serde_json::{Value, json};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use support::{apply, testbed, wait_until};
-
-/// The controller process, killed and reaped when dropped.
-struct Ctl(Child);
-
-impl Drop for Ctl {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn commit(bed: &AppBed, message: &str) {
     let repo = bed.dir.join("repo");
@@ -82,15 +72,6 @@ async fn an_applicationset_keeps_one_application_per_git_directory() {
     };
     let bed = AppBed::new(&cluster, "appset-ctl", json!({})).await;
     let ns = bed.apps_ns.clone();
-    wait_until("applicationsets.plumb.dev being served", || async {
-        cluster.discover().await.ok()?;
-        cluster
-            .get_object("plumb.dev", "ApplicationSet", &ns, "none")
-            .await
-            .ok()
-            .map(|_| ())
-    })
-    .await;
     for d in ["one", "two"] {
         config_map(&bed, d);
     }
@@ -126,28 +107,7 @@ async fn an_applicationset_keeps_one_application_per_git_directory() {
     )
     .await;
     let log = bed.dir.join("controller.log");
-    let _ctl = Ctl(Command::new(env!("CARGO_BIN_EXE_plumb"))
-        .args([
-            "controller",
-            "--app-namespace",
-            &ns,
-            "--lease-namespace",
-            &ns,
-            "--lease-duration",
-            "3",
-            "--interval",
-            "3600",
-            "--jitter",
-            "0",
-            "--applicationset-requeue",
-            "1",
-        ])
-        .env_remove("KUBERNETES_SERVICE_HOST")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::from(std::fs::File::create(&log).expect("log")))
-        .spawn()
-        .expect("plumb controller starts"));
+    let _ctl = fixture::controller_with(&ns, &log, &["--applicationset-requeue", "1"]);
     let logs = || std::fs::read_to_string(&log).unwrap_or_default();
 
     // One Application per directory, owned by the ApplicationSet, each synced.
@@ -339,15 +299,6 @@ async fn a_push_webhook_regenerates_the_applicationsets_of_its_repository() {
     };
     let bed = AppBed::new(&cluster, "appset-push", json!({})).await;
     let ns = bed.apps_ns.clone();
-    wait_until("applicationsets.plumb.dev being served", || async {
-        cluster.discover().await.ok()?;
-        cluster
-            .get_object("plumb.dev", "ApplicationSet", &ns, "none")
-            .await
-            .ok()
-            .map(|_| ())
-    })
-    .await;
     let origin = bed.dir.join("served/apps.git");
     std::fs::create_dir_all(&origin).expect("mkdir");
     common::git(&origin, &["init", "-q", "--bare", "--initial-branch=main"]);
@@ -391,38 +342,40 @@ async fn a_push_webhook_regenerates_the_applicationsets_of_its_repository() {
     )
     .await;
     let log = bed.dir.join("controller.log");
-    let _ctl = Ctl(Command::new(env!("CARGO_BIN_EXE_plumb"))
-        .args([
-            "controller",
-            "--app-namespace",
-            &ns,
-            "--lease-namespace",
-            &ns,
-        ])
-        .args([
-            "--lease-duration",
-            "3",
-            "--interval",
-            "3600",
-            "--jitter",
-            "0",
-        ])
-        .args([
-            "--applicationset-requeue",
-            "3600",
-            "--listen",
-            "127.0.0.1:0",
-        ])
-        .env_remove("KUBERNETES_SERVICE_HOST")
-        .env("PLUMB_REPO_CACHE", bed.dir.join("cache"))
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::from(std::fs::File::create(&log).expect("log")))
-        .spawn()
-        .expect("plumb controller starts"));
+    let _ctl = fixture::Controller(
+        Command::new(env!("CARGO_BIN_EXE_plumb"))
+            .args([
+                "controller",
+                "--app-namespace",
+                &ns,
+                "--lease-namespace",
+                &ns,
+            ])
+            .args([
+                "--lease-duration",
+                "3",
+                "--interval",
+                "3600",
+                "--jitter",
+                "0",
+            ])
+            .args([
+                "--applicationset-requeue",
+                "3600",
+                "--listen",
+                "127.0.0.1:0",
+            ])
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .env("PLUMB_REPO_CACHE", bed.dir.join("cache"))
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(std::fs::File::create(&log).expect("log")))
+            .spawn()
+            .expect("plumb controller starts"),
+    );
     let logs = || std::fs::read_to_string(&log).unwrap_or_default();
     let addr = wait_until("the controller's listening address", || async {
         logs().lines().find_map(|l| {
@@ -464,15 +417,6 @@ async fn rolling_sync_waits_for_the_first_steps_health() {
     };
     let bed = AppBed::new(&cluster, "appset-roll", json!({})).await;
     let ns = bed.apps_ns.clone();
-    wait_until("applicationsets.plumb.dev being served", || async {
-        cluster.discover().await.ok()?;
-        cluster
-            .get_object("plumb.dev", "ApplicationSet", &ns, "none")
-            .await
-            .ok()
-            .map(|_| ())
-    })
-    .await;
     let write = |rel: &str, obj: Value| {
         let (dir, file) = rel.split_once('/').expect("dir/file");
         fixture::write_json(&bed.dir.join("repo/apps").join(dir), file, &obj);
@@ -509,29 +453,7 @@ async fn rolling_sync_waits_for_the_first_steps_health() {
     )
     .await;
     let log = bed.dir.join("controller.log");
-    let _ctl = Ctl(Command::new(env!("CARGO_BIN_EXE_plumb"))
-        .args([
-            "controller",
-            "--app-namespace",
-            &ns,
-            "--lease-namespace",
-            &ns,
-        ])
-        .args([
-            "--lease-duration",
-            "3",
-            "--interval",
-            "3600",
-            "--jitter",
-            "0",
-        ])
-        .args(["--applicationset-requeue", "3600"])
-        .env_remove("KUBERNETES_SERVICE_HOST")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::from(std::fs::File::create(&log).expect("log")))
-        .spawn()
-        .expect("plumb controller starts"));
+    let _ctl = fixture::controller_with(&ns, &log, &["--applicationset-requeue", "3600"]);
     let logs = || std::fs::read_to_string(&log).unwrap_or_default();
     let progress = |set: &Value| -> Vec<(String, String)> {
         set.pointer("/status/applicationStatus")
@@ -652,14 +574,6 @@ async fn clusters_times_directories_on_two_clusters() {
     };
     let bed = AppBed::new(&home, "appset-mc", json!({})).await;
     let ns = bed.apps_ns.clone();
-    wait_until("applicationsets.plumb.dev being served", || async {
-        home.discover().await.ok()?;
-        home.get_object("plumb.dev", "ApplicationSet", &ns, "none")
-            .await
-            .ok()
-            .map(|_| ())
-    })
-    .await;
     let bed_b = SecondBed::start();
     let b = Cluster::connect(&ConnectOptions {
         kubeconfig: Some(bed_b.kubeconfig()),
@@ -708,28 +622,7 @@ async fn clusters_times_directories_on_two_clusters() {
     )
     .await;
     let log = bed.dir.join("controller.log");
-    let _ctl = Ctl(Command::new(env!("CARGO_BIN_EXE_plumb"))
-        .args([
-            "controller",
-            "--app-namespace",
-            &ns,
-            "--lease-namespace",
-            &ns,
-        ])
-        .args([
-            "--lease-duration",
-            "3",
-            "--interval",
-            "3600",
-            "--jitter",
-            "0",
-        ])
-        .env_remove("KUBERNETES_SERVICE_HOST")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::from(std::fs::File::create(&log).expect("log")))
-        .spawn()
-        .expect("plumb controller starts"));
+    let _ctl = fixture::controller_with(&ns, &log, &[]);
     let logs = || std::fs::read_to_string(&log).unwrap_or_default();
     wait_until("four Applications, each synced to its cluster", || async {
         if app_names(&home, &ns).await

@@ -31,12 +31,20 @@ pub fn deploy(file: &str) -> Vec<Value> {
     serde_saphyr::from_str_multiple(&text).expect("deploy YAML")
 }
 
-/// Applies `deploy/crd.yaml` and waits until `applications.plumb.dev` is served.
+/// Applies `deploy/crd.yaml` and waits until every kind it defines is served
+/// (`applications.plumb.dev`, `appprojects.plumb.dev`, `applicationsets.plumb.dev`).
 pub async fn install_application_crd(cluster: &Cluster) {
     apply(cluster, deploy("crd.yaml")).await;
-    wait_until("applications.plumb.dev being served", || async {
+    wait_until("plumb's CRDs being served", || async {
         cluster.discover().await.ok()?;
-        cluster.list_applications(None).await.ok().map(|_| ())
+        cluster.list_applications(None).await.ok()?;
+        for kind in ["AppProject", "ApplicationSet"] {
+            cluster
+                .get_object("plumb.dev", kind, "default", "none")
+                .await
+                .ok()?;
+        }
+        Some(())
     })
     .await;
 }
@@ -165,6 +173,11 @@ pub fn plumb(args: &[&str]) -> std::process::Output {
 /// hour, so only watches, retries and the refresh annotation make it act), its stderr (JSON
 /// log lines) to `log`.
 pub fn controller(ns: &str, log: &Path) -> Controller {
+    controller_with(ns, log, &[])
+}
+
+/// [`controller`] with more arguments.
+pub fn controller_with(ns: &str, log: &Path, extra: &[&str]) -> Controller {
     let file = std::fs::File::create(log).expect("log file");
     Command::new(env!("CARGO_BIN_EXE_plumb"))
         .args([
@@ -180,6 +193,7 @@ pub fn controller(ns: &str, log: &Path) -> Controller {
             "--jitter",
             "0",
         ])
+        .args(extra)
         .env_remove("KUBERNETES_SERVICE_HOST")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -191,7 +205,7 @@ pub fn controller(ns: &str, log: &Path) -> Controller {
 
 /// A controller process the test started: SIGKILLed (through its handle) and reaped when
 /// dropped, also when an assertion fails.
-pub struct Controller(Child);
+pub struct Controller(pub Child);
 
 impl Controller {
     pub fn alive(&mut self) -> bool {
