@@ -270,9 +270,9 @@ pub fn clusters_from_secrets<'a>(
             .unwrap_or_default();
         if o.get("kind").and_then(Value::as_str) != Some("Secret")
             || labels
-                .get("argocd.argoproj.io/secret-type")
+                .get(plumb_core::clusters::SECRET_TYPE_LABEL)
                 .and_then(Value::as_str)
-                != Some("cluster")
+                != Some(plumb_core::clusters::SECRET_TYPE_CLUSTER)
         {
             continue;
         }

@@ -114,7 +114,10 @@ fn generate(a: GenerateArgs) -> Result<u8> {
                     "",
                     "Secret",
                     &control,
-                    ("argocd.argoproj.io/secret-type", "cluster"),
+                    (
+                        plumb_core::clusters::SECRET_TYPE_LABEL,
+                        plumb_core::clusters::SECRET_TYPE_CLUSTER,
+                    ),
                 ))
                 .map_err(|e| anyhow!("cluster Secrets in {control}: {e}"))?;
             plumb_appset::clusters_from_secrets(secrets.iter(), &format!("namespace {control}"))?

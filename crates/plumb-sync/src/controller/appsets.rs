@@ -35,7 +35,7 @@ use crate::scope::AppScope;
 use plumb_appset::progressive;
 use plumb_appset::reconcile::{self, ApplicationsSync, Policy};
 use plumb_appset::{Cluster as GenCluster, Inputs, Repos};
-use plumb_cluster::{Cluster, ClusterApi as _, LiveCache, Propagation};
+use plumb_cluster::{Cluster, LiveCache, Propagation};
 use plumb_core::argo::AppSource;
 use plumb_core::{GroupKind, ResourceKey};
 use plumb_render::fetch::{Overrides, fetch, locate};
@@ -519,16 +519,15 @@ impl AppSets {
     }
 
     async fn generate(&self, appset: &Value) -> Result<Vec<Value>, String> {
-        let clusters = self
-            .cluster
-            .list_labelled(
-                "",
-                "Secret",
-                &self.opts.control_namespace,
-                ("argocd.argoproj.io/secret-type", "cluster"),
-            )
-            .await
-            .map_err(|e| format!("cluster Secrets in {}: {e}", self.opts.control_namespace))?;
+        // The watch cache's, as the Application controller reads them: no request per
+        // generation when Secrets are watched.
+        let clusters = crate::run::tenancy::cluster_secrets(
+            self.cluster.as_ref(),
+            Some(&self.cache),
+            &self.opts.control_namespace,
+        )
+        .await
+        .map_err(|e| format!("cluster Secrets in {}: {e}", self.opts.control_namespace))?;
         let clusters: Vec<GenCluster> = plumb_appset::clusters_from_secrets(
             clusters.iter(),
             &format!("namespace {}", self.opts.control_namespace),

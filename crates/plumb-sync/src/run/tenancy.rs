@@ -111,19 +111,28 @@ async fn read_clusters(
     cache: Option<&plumb_cluster::LiveCache>,
     control: &str,
 ) -> Result<(Clusters, Vec<String>), ClusterError> {
+    let secrets = cluster_secrets(home, cache, control).await?;
+    let (clusters, errors) = Clusters::from_secrets(secrets.iter());
+    Ok((clusters, errors.iter().map(ToString::to_string).collect()))
+}
+
+/// The cluster Secrets (`argocd.argoproj.io/secret-type: cluster`) of `control`: from the
+/// controller's watch cache when it watches Secrets (no request), else one labelled LIST.
+pub async fn cluster_secrets(
+    home: &dyn ClusterApi,
+    cache: Option<&plumb_cluster::LiveCache>,
+    control: &str,
+) -> Result<Vec<Value>, ClusterError> {
     let gk = plumb_core::GroupKind::new("", "Secret");
     if let Some(cache) = cache.filter(|c| c.kinds().contains(&gk)) {
-        // The controller's watch cache (when it may watch Secrets): no request.
-        let secrets: Vec<Value> = cache
+        return Ok(cache
             .list(&gk, Some(control))
             .into_iter()
             .filter(|s| plumb_core::value::label(s, SECRET_TYPE_LABEL) == Some(SECRET_TYPE_CLUSTER))
             .map(|s| (*s).clone())
-            .collect();
-        let (clusters, errors) = Clusters::from_secrets(secrets.iter());
-        return Ok((clusters, errors.iter().map(ToString::to_string).collect()));
+            .collect());
     }
-    let secrets = match home
+    match home
         .list_labelled(
             "",
             "Secret",
@@ -132,12 +141,10 @@ async fn read_clusters(
         )
         .await
     {
-        Ok(s) => s,
-        Err(ClusterError::UnknownKind { .. }) => Vec::new(),
-        Err(e) => return Err(e),
-    };
-    let (clusters, errors) = Clusters::from_secrets(secrets.iter());
-    Ok((clusters, errors.iter().map(ToString::to_string).collect()))
+        Ok(s) => Ok(s),
+        Err(ClusterError::UnknownKind { .. }) => Ok(Vec::new()),
+        Err(e) => Err(e),
+    }
 }
 
 /// Home's watch cache, when the run has one (the controller's).
