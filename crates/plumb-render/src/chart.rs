@@ -593,20 +593,9 @@ impl<'a> Client<'a> {
         creds: Option<&RepoCreds>,
         repo: &'a str,
     ) -> Result<Client<'a>, ChartError> {
-        use ureq::tls::{Certificate, ClientCert, PrivateKey, RootCerts, TlsConfig};
+        use ureq::tls::{Certificate, ClientCert, PrivateKey};
         let fail = |m: String| ChartError(format!("chart repository {repo}: {m}"));
-        let mut tls = TlsConfig::builder();
-        if let Some(file) = std::env::var_os("SSL_CERT_FILE").filter(|f| !f.is_empty()) {
-            let pem = std::fs::read(&file)
-                .map_err(|e| fail(format!("SSL_CERT_FILE {}: {e}", Path::new(&file).display())))?;
-            let certs: Vec<Certificate<'static>> = ureq::tls::parse_pem(&pem)
-                .filter_map(|i| match i {
-                    Ok(ureq::tls::PemItem::Certificate(c)) => Some(c),
-                    _ => None,
-                })
-                .collect();
-            tls = tls.root_certs(RootCerts::new_with_certs(&certs));
-        }
+        let mut tls = crate::http::tls_builder().map_err(fail)?;
         let mut auth = None;
         if let Some(c) = creds {
             if c.insecure {

@@ -29,19 +29,7 @@ pub fn request(
     timeout: Duration,
     insecure: bool,
 ) -> Result<Response, String> {
-    use ureq::tls::{Certificate, RootCerts, TlsConfig};
-    let mut tls = TlsConfig::builder();
-    if let Some(file) = std::env::var_os("SSL_CERT_FILE").filter(|f| !f.is_empty()) {
-        let pem = std::fs::read(&file)
-            .map_err(|e| format!("SSL_CERT_FILE {}: {e}", Path::new(&file).display()))?;
-        let certs: Vec<Certificate<'static>> = ureq::tls::parse_pem(&pem)
-            .filter_map(|i| match i {
-                Ok(ureq::tls::PemItem::Certificate(c)) => Some(c),
-                _ => None,
-            })
-            .collect();
-        tls = tls.root_certs(RootCerts::new_with_certs(&certs));
-    }
+    let mut tls = tls_builder()?;
     if insecure {
         tls = tls.disable_verification(true);
     }
@@ -90,4 +78,23 @@ pub fn request(
         link,
         next_page: next_page.filter(|p| !p.is_empty()),
     })
+}
+
+/// A TLS configuration trusting the system's roots, or `SSL_CERT_FILE`'s certificates when it
+/// is set (chart repositories and the generators' services read it alike).
+pub(crate) fn tls_builder() -> Result<ureq::tls::TlsConfigBuilder, String> {
+    use ureq::tls::{Certificate, RootCerts, TlsConfig};
+    let mut tls = TlsConfig::builder();
+    if let Some(file) = std::env::var_os("SSL_CERT_FILE").filter(|f| !f.is_empty()) {
+        let pem = std::fs::read(&file)
+            .map_err(|e| format!("SSL_CERT_FILE {}: {e}", Path::new(&file).display()))?;
+        let certs: Vec<Certificate<'static>> = ureq::tls::parse_pem(&pem)
+            .filter_map(|i| match i {
+                Ok(ureq::tls::PemItem::Certificate(c)) => Some(c),
+                _ => None,
+            })
+            .collect();
+        tls = tls.root_certs(RootCerts::new_with_certs(&certs));
+    }
+    Ok(tls)
 }
