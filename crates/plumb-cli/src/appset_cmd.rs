@@ -8,7 +8,6 @@
 use crate::EXIT_IN_SYNC;
 use anyhow::{Result, anyhow, bail};
 use plumb_appset::Inputs;
-use plumb_cluster::ClusterApi as _;
 use plumb_render::remote::RepoCache;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -110,14 +109,10 @@ fn generate(a: GenerateArgs) -> Result<u8> {
                 cluster.as_ref().expect("cluster"),
             );
             let secrets = rt
-                .block_on(c.list_labelled(
-                    "",
-                    "Secret",
+                .block_on(plumb_sync::run::tenancy::cluster_secrets(
+                    c.as_ref(),
+                    None,
                     &control,
-                    (
-                        plumb_core::clusters::SECRET_TYPE_LABEL,
-                        plumb_core::clusters::SECRET_TYPE_CLUSTER,
-                    ),
                 ))
                 .map_err(|e| anyhow!("cluster Secrets in {control}: {e}"))?;
             plumb_appset::clusters_from_secrets(secrets.iter(), &format!("namespace {control}"))?
