@@ -16,6 +16,7 @@
 use super::yaml_emit::emit_document;
 use super::yaml_resolve::{is_base60_float, resolves_to_str};
 use serde_json::Value;
+use std::borrow::Cow;
 
 /// Renders `v` as `sigs.k8s.io/yaml.Marshal` does for the unstructured object
 /// Argo CD prints in `argocd app diff`.
@@ -28,7 +29,7 @@ use serde_json::Value;
 /// exist, Argo CD writes an empty file rather than `null`.)
 #[must_use]
 pub fn to_yaml(v: &Value) -> String {
-    emit_document(&build_node(v))
+    emit_document(&Node::Value(v))
 }
 
 /// [`to_yaml`] with a comment after each scalar value: `comment` gets the scalar's JSON
@@ -40,12 +41,12 @@ pub fn to_yaml_with_comments(v: &Value, comment: &dyn Fn(&str) -> Option<String>
     emit_document(&build_commented(v, &mut pointer, comment))
 }
 
-fn build_commented(
-    v: &Value,
+fn build_commented<'a>(
+    v: &'a Value,
     pointer: &mut String,
     comment: &dyn Fn(&str) -> Option<String>,
-) -> Node {
-    let at = |seg: &str, v: &Value, pointer: &mut String| {
+) -> Node<'a> {
+    let at = |seg: &str, v: &'a Value, pointer: &mut String| {
         let len = pointer.len();
         pointer.push('/');
         pointer.push_str(&plumb_core::pointer::escape_token(seg));
@@ -61,31 +62,13 @@ fn build_commented(
                 .map(|(i, item)| at(&i.to_string(), item, pointer))
                 .collect(),
         ),
-        Value::Object(map) => {
-            // Same keys and order as `build_node`; values built with their pointers.
-            let Node::Map(entries) = build_node(&Value::Object(
-                map.keys().map(|k| (k.clone(), Value::Null)).collect(),
-            )) else {
-                unreachable!("an object builds a map")
-            };
-            let originals: std::collections::HashMap<String, &String> = map
-                .keys()
-                .map(|k| (reread_json_string(k).into_owned(), k))
-                .collect();
-            Node::Map(
-                entries
-                    .into_iter()
-                    .map(|(k, _)| {
-                        let Node::Scalar(ref text, _) = k else {
-                            unreachable!("keys are scalars")
-                        };
-                        let orig = originals.get(text).copied().unwrap_or(text);
-                        let val = at(orig, &map[orig.as_str()], pointer);
-                        (k, val)
-                    })
-                    .collect(),
-            )
-        }
+        // Same keys and order as `build_node`; values built with their pointers.
+        Value::Object(map) => Node::Map(
+            map_entries(map)
+                .into_iter()
+                .map(|(key, orig, v)| (string_node(key), at(orig, v, pointer)))
+                .collect(),
+        ),
         scalar => match (build_node(scalar), comment(pointer)) {
             (Node::Scalar(text, style), Some(c)) => Node::Commented(text, style, c),
             (n, _) => n,
@@ -94,13 +77,16 @@ fn build_commented(
 }
 
 /// A YAML node ready for emission: scalars carry the style go-yaml's encoder
-/// asks for (the emitter may still override it).
-pub(super) enum Node {
-    Scalar(String, Style),
+/// asks for (the emitter may still override it). Strings are borrowed from the
+/// value where they are written as they are (nearly always).
+pub(super) enum Node<'a> {
+    Scalar(Cow<'a, str>, Style),
     /// A scalar followed by a `# comment`.
-    Commented(String, Style, String),
-    Seq(Vec<Node>),
-    Map(Vec<(Node, Node)>),
+    Commented(Cow<'a, str>, Style, String),
+    Seq(Vec<Node<'a>>),
+    Map(Vec<(Node<'a>, Node<'a>)>),
+    /// A JSON value, emitted as `build_node` would build it (without building it).
+    Value(&'a Value),
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -111,39 +97,60 @@ pub(super) enum Style {
     Literal,
 }
 
-fn build_node(v: &Value) -> Node {
+pub(super) fn build_node(v: &Value) -> Node<'_> {
     match v {
-        Value::Null => Node::Scalar("null".to_owned(), Style::Plain),
-        Value::Bool(b) => Node::Scalar(b.to_string(), Style::Plain),
-        Value::Number(n) => Node::Scalar(format_number(n), Style::Plain),
-        Value::String(s) => string_node(&reread_json_string(s)),
+        Value::Null => Node::Scalar(Cow::Borrowed("null"), Style::Plain),
+        Value::Bool(b) => Node::Scalar(
+            Cow::Borrowed(if *b { "true" } else { "false" }),
+            Style::Plain,
+        ),
+        Value::Number(n) => Node::Scalar(Cow::Owned(format_number(n)), Style::Plain),
+        Value::String(s) => string_node(reread_json_string(s)),
         Value::Array(items) => Node::Seq(items.iter().map(build_node).collect()),
-        Value::Object(map) => {
-            // encoding/json writes keys in byte order; go-yaml keeps the last
-            // of two keys that its re-read makes equal.
-            let mut entries: Vec<(&String, String, &Value)> = map
-                .iter()
-                .map(|(k, v)| (k, reread_json_string(k).into_owned(), v))
-                .collect();
-            entries.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-            let mut kept: Vec<(String, &Value)> = Vec::with_capacity(entries.len());
-            for (_, key, v) in entries {
-                if let Some(slot) = kept.iter_mut().find(|(k, _)| *k == key) {
-                    slot.1 = v;
-                } else {
-                    kept.push((key, v));
-                }
-            }
-            let kept = merge_sort_by(kept, &|a: &(String, &Value), b: &(String, &Value)| {
-                go_yaml_key_less(&a.0, &b.0)
-            });
-            Node::Map(
-                kept.into_iter()
-                    .map(|(k, v)| (string_node(&k), build_node(v)))
-                    .collect(),
-            )
-        }
+        Value::Object(map) => Node::Map(
+            map_entries(map)
+                .into_iter()
+                .map(|(key, _, v)| (string_node(key), build_node(v)))
+                .collect(),
+        ),
     }
+}
+
+/// An object's entries in the order go-yaml writes them: each key as go-yaml reads it
+/// back, the key as written, and the value.
+///
+/// `encoding/json` writes keys in byte order; go-yaml keeps the last of two keys that its
+/// re-read makes equal, then sorts them in its natural order (`sorter.go`).
+pub(super) fn map_entries(
+    map: &serde_json::Map<String, Value>,
+) -> Vec<(Cow<'_, str>, &str, &Value)> {
+    let mut kept: Vec<(Cow<'_, str>, &str, &Value)> = Vec::with_capacity(map.len());
+    if map.keys().any(|k| k.contains('\u{85}')) {
+        let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+        entries.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+        for (k, v) in entries {
+            let key = reread_json_string(k);
+            if let Some(slot) = kept.iter_mut().find(|(seen, _, _)| *seen == key) {
+                slot.1 = k;
+                slot.2 = v;
+            } else {
+                kept.push((key, k, v));
+            }
+        }
+    } else {
+        // No key changes on the re-read, and the map iterates in byte order already.
+        kept.extend(
+            map.iter()
+                .map(|(k, v)| (Cow::Borrowed(k.as_str()), k.as_str(), v)),
+        );
+    }
+    merge_sort_by(
+        &mut kept,
+        &|a: &(Cow<'_, str>, &str, &Value), b: &(Cow<'_, str>, &str, &Value)| {
+            go_yaml_key_less(&a.0, &b.0)
+        },
+    );
+    kept
 }
 
 /// A JSON string as go-yaml v2 reads it back from `encoding/json` output.
@@ -153,9 +160,9 @@ fn build_node(v: &Value) -> Node {
 /// and folds (`yaml_parser_scan_flow_scalar`): a run of spaces and NELs
 /// becomes one space for a single NEL, or `n - 1` newlines for `n` NELs;
 /// spaces around the breaks are dropped.
-fn reread_json_string(s: &str) -> std::borrow::Cow<'_, str> {
+fn reread_json_string(s: &str) -> Cow<'_, str> {
     if !s.contains('\u{85}') {
-        return std::borrow::Cow::Borrowed(s);
+        return Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len());
     let mut chars = s.chars().peekable();
@@ -183,21 +190,21 @@ fn reread_json_string(s: &str) -> std::borrow::Cow<'_, str> {
             n => out.extend(std::iter::repeat_n('\n', n - 1)),
         }
     }
-    std::borrow::Cow::Owned(out)
+    Cow::Owned(out)
 }
 
 /// go-yaml v2 `encode.go` `stringv`: literal block for strings containing a
 /// newline, plain when the text would read back as a string, else double
 /// quotes.
-fn string_node(s: &str) -> Node {
+pub(super) fn string_node(s: Cow<'_, str>) -> Node<'_> {
     let style = if s.contains('\n') {
         Style::Literal
-    } else if resolves_to_str(s) && !is_base60_float(s) {
+    } else if resolves_to_str(&s) && !is_base60_float(&s) {
         Style::Plain
     } else {
         Style::DoubleQuoted
     };
-    Node::Scalar(s.to_owned(), style)
+    Node::Scalar(s, style)
 }
 
 // --- numbers ---------------------------------------------------------------
@@ -324,28 +331,39 @@ fn go_is_digit(c: char) -> bool {
 /// go-yaml v2 `keyList.Less` for two string keys: a "natural" order in which
 /// letters sort after other characters and digit runs compare numerically.
 fn go_yaml_key_less(a: &str, b: &str) -> bool {
+    if a.is_ascii() && b.is_ascii() {
+        // One byte per character: compared in place, nothing collected.
+        return key_less(a.as_bytes(), b.as_bytes());
+    }
     let ar: Vec<char> = a.chars().collect();
     let br: Vec<char> = b.chars().collect();
-    let digit_val = |c: char| i64::from(u32::from(c)).wrapping_sub(i64::from(u32::from('0')));
+    key_less(&ar, &br)
+}
+
+/// [`go_yaml_key_less`] over the characters of two keys (bytes when both are ASCII).
+fn key_less<C: Copy + Into<char>>(ar: &[C], br: &[C]) -> bool {
+    let ch = |c: C| -> char { c.into() };
+    let digit_val = |c: C| i64::from(u32::from(ch(c))).wrapping_sub(i64::from(u32::from('0')));
     for i in 0..ar.len().min(br.len()) {
-        if ar[i] == br[i] {
+        let (ac, bc) = (ch(ar[i]), ch(br[i]));
+        if ac == bc {
             continue;
         }
-        let al = go_is_letter(ar[i]);
-        let bl = go_is_letter(br[i]);
+        let al = go_is_letter(ac);
+        let bl = go_is_letter(bc);
         if al && bl {
-            return ar[i] < br[i];
+            return ac < bc;
         }
         if al || bl {
             return bl;
         }
         let mut an: i64 = 0;
         let mut bn: i64 = 0;
-        if ar[i] == '0' || br[i] == '0' {
+        if ac == '0' || bc == '0' {
             let mut j = i;
-            while j > 0 && go_is_digit(ar[j - 1]) {
+            while j > 0 && go_is_digit(ch(ar[j - 1])) {
                 j -= 1;
-                if ar[j] != '0' {
+                if ch(ar[j]) != '0' {
                     an = 1;
                     bn = 1;
                     break;
@@ -353,12 +371,12 @@ fn go_yaml_key_less(a: &str, b: &str) -> bool {
             }
         }
         let mut ai = i;
-        while ai < ar.len() && go_is_digit(ar[ai]) {
+        while ai < ar.len() && go_is_digit(ch(ar[ai])) {
             an = an.wrapping_mul(10).wrapping_add(digit_val(ar[ai]));
             ai += 1;
         }
         let mut bi = i;
-        while bi < br.len() && go_is_digit(br[bi]) {
+        while bi < br.len() && go_is_digit(ch(br[bi])) {
             bn = bn.wrapping_mul(10).wrapping_add(digit_val(br[bi]));
             bi += 1;
         }
@@ -368,29 +386,40 @@ fn go_yaml_key_less(a: &str, b: &str) -> bool {
         if ai != bi {
             return ai < bi;
         }
-        return ar[i] < br[i];
+        return ac < bc;
     }
     ar.len() < br.len()
 }
 
-/// A stable merge sort driven by a "less" predicate; unlike `slice::sort_by`
-/// it tolerates a predicate that is not a perfect total order.
-fn merge_sort_by<T>(v: Vec<T>, less: &impl Fn(&T, &T) -> bool) -> Vec<T> {
+/// A stable top-down merge sort driven by a "less" predicate; unlike `slice::sort_by`
+/// it tolerates a predicate that is not a perfect total order. Already-ordered input
+/// (nearly every manifest's keys) is checked in one pass and left as it is.
+fn merge_sort_by<T: Clone>(v: &mut [T], less: &impl Fn(&T, &T) -> bool) {
     if v.len() <= 1 {
-        return v;
+        return;
     }
-    let mut left = v;
-    let right = left.split_off(left.len() / 2);
-    let mut l = merge_sort_by(left, less).into_iter().peekable();
-    let mut r = merge_sort_by(right, less).into_iter().peekable();
-    let mut out = Vec::with_capacity(l.len() + r.len());
-    while let (Some(a), Some(b)) = (l.peek(), r.peek()) {
-        let next = if less(b, a) { r.next() } else { l.next() };
-        out.extend(next);
+    let mid = v.len() / 2;
+    merge_sort_by(&mut v[..mid], less);
+    merge_sort_by(&mut v[mid..], less);
+    // The merge takes from the right only when its head is less than the left's head:
+    // when the right's first item is less than no left item, the merge is the identity.
+    if v[..mid].iter().all(|a| !less(&v[mid], a)) {
+        return;
     }
-    out.extend(l);
-    out.extend(r);
-    out
+    let mut out = Vec::with_capacity(v.len());
+    let (mut i, mut j) = (0, mid);
+    while i < mid && j < v.len() {
+        if less(&v[j], &v[i]) {
+            out.push(v[j].clone());
+            j += 1;
+        } else {
+            out.push(v[i].clone());
+            i += 1;
+        }
+    }
+    out.extend_from_slice(&v[i..mid]);
+    out.extend_from_slice(&v[j..]);
+    v.clone_from_slice(&out);
 }
 
 #[cfg(test)]
@@ -672,9 +701,59 @@ x: 13
         assert!(go_yaml_key_less("a1", "a01"));
         assert!(go_yaml_key_less("Z", "a"));
         assert!(go_yaml_key_less("ab", "abc"));
-        let sorted = merge_sort_by(vec!["b", "a10", "a9", "_", "a"], &|x: &&str, y: &&str| {
-            go_yaml_key_less(x, y)
-        });
+        let mut sorted = vec!["b", "a10", "a9", "_", "a"];
+        merge_sort_by(&mut sorted, &|x: &&str, y: &&str| go_yaml_key_less(x, y));
         assert_eq!(sorted, ["_", "a", "a9", "a10", "b"]);
+    }
+
+    /// The textbook top-down merge sort, splitting and merging into new vectors.
+    fn reference_sort(v: Vec<String>) -> Vec<String> {
+        if v.len() <= 1 {
+            return v;
+        }
+        let mut left = v;
+        let right = left.split_off(left.len() / 2);
+        let mut l = reference_sort(left).into_iter().peekable();
+        let mut r = reference_sort(right).into_iter().peekable();
+        let mut out = Vec::new();
+        while let (Some(a), Some(b)) = (l.peek(), r.peek()) {
+            let next = if go_yaml_key_less(b, a) {
+                r.next()
+            } else {
+                l.next()
+            };
+            out.extend(next);
+        }
+        out.extend(l);
+        out.extend(r);
+        out
+    }
+
+    #[test]
+    fn the_in_place_sort_orders_keys_as_the_textbook_merge_sort_does() {
+        // Keys mixing letters, digits (with leading zeros), punctuation and non-ASCII,
+        // where go-yaml's natural order is not a total order; from a fixed-seed generator.
+        let alphabet: Vec<char> = "ab0019_-.Zé٣".chars().collect();
+        let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            usize::try_from(seed % n as u64).unwrap_or(0)
+        };
+        for _ in 0..2000 {
+            let keys: Vec<String> = (0..next(9))
+                .map(|_| {
+                    (0..1 + next(4))
+                        .map(|_| alphabet[next(alphabet.len())])
+                        .collect()
+                })
+                .collect();
+            let mut in_place = keys.clone();
+            merge_sort_by(&mut in_place, &|x: &String, y: &String| {
+                go_yaml_key_less(x, y)
+            });
+            assert_eq!(in_place, reference_sort(keys.clone()), "{keys:?}");
+        }
     }
 }

@@ -11,7 +11,9 @@
 //! plumb's own: a `# comment` after a scalar (on a block scalar's header line),
 //! for `to_yaml_with_comments`.
 
-use super::yaml::{Node, Style};
+use super::yaml::{Node, Style, build_node, map_entries, string_node};
+use serde_json::Value;
+use std::borrow::Borrow;
 
 /// Longest simple (implicit) key, in bytes (`yaml_emitter_check_simple_key`).
 const MAX_SIMPLE_KEY_LEN: usize = 128;
@@ -87,11 +89,27 @@ fn analyze_scalar(value: &str) -> Analysis {
     let (mut break_space, mut space_break) = (false, false);
     let (mut previous_space, mut previous_break) = (false, false);
     let mut preceded_by_whitespace = true;
-    let chars: Vec<char> = value.chars().collect();
-    for (i, &c) in chars.iter().enumerate() {
+    // One byte per character when ASCII (nearly always): read in place, nothing collected.
+    let collected: Vec<char>;
+    let (bytes, chars): (&[u8], &[char]) = if value.is_ascii() {
+        (value.as_bytes(), &[])
+    } else {
+        collected = value.chars().collect();
+        (&[], &collected)
+    };
+    let len = bytes.len().max(chars.len());
+    let at = |i: usize| -> Option<char> {
+        if bytes.is_empty() {
+            chars.get(i).copied()
+        } else {
+            bytes.get(i).map(|&b| char::from(b))
+        }
+    };
+    for i in 0..len {
+        let c = at(i).unwrap_or('\0');
         let first = i == 0;
-        let last = i + 1 == chars.len();
-        let followed_by_whitespace = chars.get(i + 1).is_none_or(|&n| n == ' ' || n == '\t');
+        let last = i + 1 == len;
+        let followed_by_whitespace = at(i + 1).is_none_or(|n| n == ' ' || n == '\t');
         if first {
             match c {
                 '#' | ',' | '[' | ']' | '{' | '}' | '&' | '*' | '!' | '|' | '>' | '\'' | '"'
@@ -264,36 +282,63 @@ impl Emitter {
                     self.write_comment(&c);
                 }
             }
-            Node::Seq(items) if items.is_empty() => self.emit_empty_flow("[", "]"),
-            Node::Map(entries) if entries.is_empty() => self.emit_empty_flow("{", "}"),
-            Node::Seq(items) => {
-                let indentless = ctx.mapping && !self.indention;
-                self.increase_indent(false, indentless);
-                for item in items {
-                    self.write_indent();
-                    self.write_indicator("-", true, false, true);
-                    self.emit_node(item, Ctx::SEQ_ITEM);
-                }
-                self.pop_indent();
+            Node::Seq(items) => self.emit_seq(items.iter(), ctx),
+            Node::Map(entries) => self.emit_map(entries.iter().map(|(k, v)| (k, v))),
+            // A value not built into nodes: its collections are walked as they are
+            // written, without a tree of their own.
+            Node::Value(Value::Array(items)) => {
+                self.emit_seq(items.iter().map(Node::Value), ctx);
             }
-            Node::Map(entries) => {
-                self.increase_indent(false, false);
-                for (key, value) in entries {
-                    self.write_indent();
-                    if is_simple_key(key) {
-                        self.emit_node(key, Ctx::SIMPLE_KEY);
-                        self.write_indicator(":", false, false, false);
-                    } else {
-                        self.write_indicator("?", true, false, true);
-                        self.emit_node(key, Ctx::MAP_VALUE);
-                        self.write_indent();
-                        self.write_indicator(":", true, false, true);
-                    }
-                    self.emit_node(value, Ctx::MAP_VALUE);
-                }
-                self.pop_indent();
-            }
+            Node::Value(Value::Object(map)) => self.emit_map(
+                map_entries(map)
+                    .into_iter()
+                    .map(|(key, _, v)| (string_node(key), Node::Value(v))),
+            ),
+            Node::Value(scalar) => self.emit_node(&build_node(scalar), ctx),
         }
+    }
+
+    fn emit_seq<'a, N: Borrow<Node<'a>>>(
+        &mut self,
+        items: impl ExactSizeIterator<Item = N>,
+        ctx: Ctx,
+    ) {
+        if items.len() == 0 {
+            return self.emit_empty_flow("[", "]");
+        }
+        let indentless = ctx.mapping && !self.indention;
+        self.increase_indent(false, indentless);
+        for item in items {
+            self.write_indent();
+            self.write_indicator("-", true, false, true);
+            self.emit_node(item.borrow(), Ctx::SEQ_ITEM);
+        }
+        self.pop_indent();
+    }
+
+    fn emit_map<'a, K: Borrow<Node<'a>>, V: Borrow<Node<'a>>>(
+        &mut self,
+        entries: impl ExactSizeIterator<Item = (K, V)>,
+    ) {
+        if entries.len() == 0 {
+            return self.emit_empty_flow("{", "}");
+        }
+        self.increase_indent(false, false);
+        for (key, value) in entries {
+            let (key, value) = (key.borrow(), value.borrow());
+            self.write_indent();
+            if is_simple_key(key) {
+                self.emit_node(key, Ctx::SIMPLE_KEY);
+                self.write_indicator(":", false, false, false);
+            } else {
+                self.write_indicator("?", true, false, true);
+                self.emit_node(key, Ctx::MAP_VALUE);
+                self.write_indent();
+                self.write_indicator(":", true, false, true);
+            }
+            self.emit_node(value, Ctx::MAP_VALUE);
+        }
+        self.pop_indent();
     }
 
     fn write_comment(&mut self, comment: &str) {
@@ -360,6 +405,16 @@ impl Emitter {
     /// single break would read back as a space). Single-quoted, a space at either end
     /// never folds and `'` is written twice.
     fn write_plain_or_single_quoted(&mut self, value: &str, allow_breaks: bool, quoted: bool) {
+        // No space, break or quote (nearly every scalar): each character is written as
+        // it is, which the loop below would do one by one.
+        if !value.contains([' ', '\'', '\r', '\n', '\u{85}', '\u{2028}', '\u{2029}']) {
+            self.out.push_str(value);
+            self.column += value.chars().count();
+            if !value.is_empty() {
+                self.indention = false;
+            }
+            return;
+        }
         let chars: Vec<char> = value.chars().collect();
         let (mut spaces, mut breaks) = (false, false);
         for (i, &c) in chars.iter().enumerate() {
@@ -522,6 +577,9 @@ fn is_simple_key(node: &Node) -> bool {
         Node::Commented(..) => false,
         Node::Seq(items) => items.is_empty(),
         Node::Map(entries) => entries.is_empty(),
+        Node::Value(Value::Array(items)) => items.is_empty(),
+        Node::Value(Value::Object(map)) => map.is_empty(),
+        Node::Value(scalar) => is_simple_key(&build_node(scalar)),
     }
 }
 
