@@ -17,6 +17,8 @@ pub enum DoctorFormat {
     Text,
     Json,
     Markdown,
+    /// The app page as one self-contained HTML file (no script, nothing loaded from elsewhere).
+    Html,
 }
 
 #[derive(clap::Args)]
@@ -427,6 +429,14 @@ pub fn run(args: DoctorArgs) -> Result<u8> {
         DoctorFormat::Text => report.to_text(),
         DoctorFormat::Markdown => report.to_markdown(),
         DoctorFormat::Json => format!("{:#}\n", report.to_json()),
+        // The lines around each declaredAt come from the rendered revision's files.
+        DoctorFormat::Html => plumb_web::doctor_report(&report, &|path: &str| {
+            source
+                .iter()
+                .flatten()
+                .find_map(|s| s.fs.read(path).ok())
+                .and_then(|b| String::from_utf8(b).ok())
+        }),
     };
     print!("{text}");
     Ok(if report.has_findings() {

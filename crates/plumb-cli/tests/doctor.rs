@@ -146,6 +146,34 @@ impl Bundle {
         let text = self.doctor("text");
         assert_eq!(text.status.code(), Some(1), "{}", err(&text));
 
+        // The page: the writer, the field, where git declares it with that line's text from
+        // the file at the rendered revision, and nothing loaded from elsewhere.
+        let html = self.doctor("html");
+        assert_eq!(html.status.code(), Some(1), "{}", err(&html));
+        let page = out(&html);
+        assert!(page.starts_with("<!doctype html>"), "{page}");
+        assert!(page.contains(k.cause_name), "{page}");
+        assert!(page.contains(&format!("<code>{}</code>", k.path)), "{page}");
+        assert!(
+            page.contains(&format!("<code>{}:{}</code>", k.file, k.line)),
+            "{page}"
+        );
+        let declared_line = std::fs::read_to_string(root().join(self.repo()).join(k.file))
+            .expect("declaring file")
+            .lines()
+            .nth(k.line as usize - 1)
+            .expect("declared line")
+            .to_string();
+        let shown = format!(
+            "<span class=\"here\"><span class=\"lineno\">{:>4} </span>{}",
+            k.line,
+            declared_line.replace('\'', "&#39;").replace('"', "&#34;")
+        );
+        assert!(page.contains(&shown), "{shown} in {page}");
+        for external in ["<script", "src=", "href=", "http://", "https://", "url("] {
+            assert!(!page.contains(external), "{external} in {page}");
+        }
+
         let diff = self.diff("argocd");
         assert_eq!(diff.status.code(), Some(1), "{}{}", out(&diff), err(&diff));
         let header = format!(
@@ -156,7 +184,7 @@ impl Bundle {
         let diff_json = self.diff("json");
         assert_eq!(diff_json.status.code(), Some(1), "{}", err(&diff_json));
 
-        for o in [&o, &md, &text, &diff, &diff_json] {
+        for o in [&o, &md, &text, &html, &diff, &diff_json] {
             let all = format!("{}{}", out(o), err(o));
             for s in self.secrets {
                 let b = base64(s);

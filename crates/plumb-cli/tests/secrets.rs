@@ -151,6 +151,9 @@ fn outputs(dir: &Path) -> String {
             "doctor", "demo", "--live", "live", "--repo", "repo", "-o", "markdown",
         ],
         &[
+            "doctor", "demo", "--live", "live", "--repo", "repo", "-o", "html",
+        ],
+        &[
             "doctor",
             "--preflight",
             "--desired",

@@ -235,7 +235,7 @@ fn show(v: Option<&Value>) -> String {
 
 impl Finding {
     /// The field as printed: `(object)` for a whole missing or extra object.
-    fn field(&self) -> &str {
+    pub fn field(&self) -> &str {
         if self.path.is_empty() {
             "(object)"
         } else {
@@ -244,7 +244,7 @@ impl Finding {
     }
 
     /// Git's and the cluster's side as printed; a whole object is present on one side.
-    fn sides(&self) -> (String, String) {
+    pub fn sides(&self) -> (String, String) {
         if !self.path.is_empty() {
             return (show(self.desired.as_ref()), show(self.live.as_ref()));
         }
@@ -265,7 +265,8 @@ impl Report {
         serde_json::to_value(self).expect("a report is plain data")
     }
 
-    fn headline(&self) -> String {
+    /// The verdict in one sentence, as every rendering opens with it.
+    pub fn headline(&self) -> String {
         let e = &self.loop_evidence;
         let rev = e.revision.as_deref().unwrap_or("?");
         match self.verdict {
@@ -429,13 +430,26 @@ fn md_cell(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
 }
 
-fn human_span(secs: u64) -> String {
+/// A span of seconds for people: `45s`, `3m20s`, `2h5m`.
+pub fn human_span(secs: u64) -> String {
     if secs < 120 {
         format!("{secs}s")
     } else if secs < 7200 {
         format!("{}m{}s", secs / 60, secs % 60)
     } else {
         format!("{}h{}m", secs / 3600, (secs % 3600) / 60)
+    }
+}
+
+impl Fix {
+    /// What the fix does, in one line.
+    pub fn summary(&self) -> String {
+        fix_summary(self)
+    }
+
+    /// The text to copy (commands, or YAML to paste); empty when the summary says it all.
+    pub fn body(&self) -> String {
+        fix_body(self)
     }
 }
 

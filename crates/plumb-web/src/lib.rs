@@ -1,0 +1,323 @@
+//! plumb's pages. Today: the doctor's report as one self-contained HTML file
+//! (`plumb doctor -o html`), to attach to an incident or a pull request.
+//!
+//! Every page is an askama template under `templates/`, checked at compile time, and every
+//! value in it is escaped by askama's HTML escaper: names, labels, values and file lines come
+//! from git and the cluster, and are text, never markup. The page carries its own style
+//! (inline, allowed by its hash in the page's Content-Security-Policy) and no script, font,
+//! image or link to anything outside the file. Secret values never reach a template: the diff
+//! masks them before they become findings.
+//!
+//! The report reads as the app page will: the verdict first, then "why OutOfSync" (one row per
+//! differing field: object, field, git's and the cluster's value, who rewrites it and the
+//! evidence, where git declares it with the lines around, and the fixes to copy), then the
+//! resources' health.
+
+use askama::Template;
+use base64::Engine as _;
+use plumb_doctor::{Finding, Fix, Report, Verdict};
+use sha2::{Digest, Sha256};
+
+/// The lines shown above and below the line git declares a field at.
+const CONTEXT_LINES: u32 = 3;
+
+/// The style every page carries (inline: the report is one file).
+const CSS: &str = include_str!("../templates/style.css");
+
+/// The doctor's report as a self-contained HTML document. `file` reads a repository file at
+/// the rendered revision (for the lines around each `declaredAt`); `None` when it cannot be
+/// read, and the page then shows the place without its lines.
+pub fn doctor_report(report: &Report, file: &dyn Fn(&str) -> Option<String>) -> String {
+    let page = ReportPage {
+        csp: csp(),
+        css: CSS,
+        app: &report.app,
+        verdict: verdict_view(report.verdict),
+        headline: report.headline(),
+        loop_banner: loop_banner(report),
+        findings: report
+            .findings
+            .iter()
+            .enumerate()
+            .map(|(i, f)| finding_view(i, f, file))
+            .collect(),
+        health: report.health.as_ref().map(|h| HealthView {
+            status: status_view(&h.status),
+            resources: h
+                .resources
+                .iter()
+                .filter(|r| r.is_judged())
+                .map(|r| ResourceHealthView {
+                    resource: r.resource.to_string(),
+                    status: status_view(&r.status),
+                    message: r.message.clone(),
+                })
+                .collect(),
+        }),
+    };
+    // The template has no fallible part: askama fails only on a writer error, and a String
+    // does not fail.
+    page.render()
+        .unwrap_or_else(|e| format!("<!doctype html><title>error</title>{e}"))
+}
+
+/// `default-src 'none'`, plus the page's own style by its hash: nothing else may load or run.
+fn csp() -> String {
+    let hash = base64::engine::general_purpose::STANDARD.encode(Sha256::digest(CSS.as_bytes()));
+    format!("default-src 'none'; style-src 'sha256-{hash}'; base-uri 'none'; form-action 'none'")
+}
+
+#[derive(Template)]
+#[template(path = "report.html")]
+struct ReportPage<'a> {
+    csp: String,
+    css: &'a str,
+    app: &'a str,
+    verdict: StatusView,
+    headline: String,
+    loop_banner: Option<String>,
+    findings: Vec<FindingView>,
+    health: Option<HealthView>,
+}
+
+/// A status shown as an icon and its word (never colour alone); `class` picks the colour.
+struct StatusView {
+    icon: &'static str,
+    text: String,
+    class: &'static str,
+}
+
+struct FindingView {
+    anchor: String,
+    resource: String,
+    field: String,
+    git: String,
+    cluster: String,
+    who: String,
+    manager: Option<String>,
+    evidence: Vec<String>,
+    declared: Option<DeclaredView>,
+    fixes: Vec<FixView>,
+}
+
+struct DeclaredView {
+    place: String,
+    kustomization: Option<String>,
+    secret: bool,
+    lines: Vec<LineView>,
+}
+
+struct LineView {
+    number: u32,
+    text: String,
+    here: bool,
+}
+
+struct FixView {
+    summary: String,
+    body: String,
+}
+
+struct HealthView {
+    status: StatusView,
+    resources: Vec<ResourceHealthView>,
+}
+
+struct ResourceHealthView {
+    resource: String,
+    status: StatusView,
+    message: String,
+}
+
+fn verdict_view(v: Verdict) -> StatusView {
+    let (icon, class) = match v {
+        Verdict::Loop => ("⟳", "bad"),
+        Verdict::Drift => ("≠", "warn"),
+        Verdict::OutOfSync => ("≠", "warn"),
+        Verdict::InSync => ("✓", "good"),
+    };
+    StatusView {
+        icon,
+        text: v.as_str().to_string(),
+        class,
+    }
+}
+
+/// A health status (`Healthy`, `Degraded`, …) as icon, word and colour class.
+fn status_view(status: &str) -> StatusView {
+    let (icon, class) = match status {
+        "Healthy" => ("✓", "good"),
+        "Degraded" => ("✗", "bad"),
+        "Progressing" => ("↻", "warn"),
+        "Suspended" => ("⏸", "warn"),
+        "Missing" => ("∅", "bad"),
+        _ => ("?", "unknown"),
+    };
+    StatusView {
+        icon,
+        text: status.to_string(),
+        class,
+    }
+}
+
+/// "loop: N syncs of REV in M, rewritten by X" for a loop, naming every writer found.
+fn loop_banner(report: &Report) -> Option<String> {
+    if report.verdict != Verdict::Loop {
+        return None;
+    }
+    let e = &report.loop_evidence;
+    let mut s = format!(
+        "loop: {} syncs of {}",
+        e.syncs,
+        e.revision.as_deref().unwrap_or("?")
+    );
+    if let Some(span) = e.span_seconds {
+        s.push_str(&format!(" in {}", plumb_doctor::report::human_span(span)));
+    }
+    // The writers that rewrite git's value on every sync (not a hand edit since, nor a field
+    // nobody owns).
+    let mut writers: Vec<&str> = Vec::new();
+    for f in report.findings.iter().filter(|f| f.cause.kind.preflight()) {
+        if !f.cause.name.is_empty() && !writers.contains(&f.cause.name.as_str()) {
+            writers.push(&f.cause.name);
+        }
+    }
+    if !writers.is_empty() {
+        s.push_str(", rewritten by ");
+        s.push_str(&writers.join(", "));
+    }
+    Some(s)
+}
+
+fn finding_view(i: usize, f: &Finding, file: &dyn Fn(&str) -> Option<String>) -> FindingView {
+    let (git, cluster) = f.sides();
+    let mut who = f.cause.kind.as_str().to_string();
+    if !f.cause.name.is_empty() && f.cause.name != f.cause.kind.as_str() {
+        who.push(' ');
+        who.push_str(&f.cause.name);
+    }
+    FindingView {
+        anchor: format!("finding-{}", i + 1),
+        resource: f.resource.to_string(),
+        field: f.field().to_string(),
+        git,
+        cluster,
+        who,
+        manager: f.cause.manager.clone(),
+        evidence: f.cause.evidence.clone(),
+        declared: f.declared_at.as_ref().map(|d| DeclaredView {
+            place: format!("{}:{}", d.file, d.line),
+            kustomization: d.kustomization.clone(),
+            // A Secret's file holds its values in clear: its place is shown, never its lines.
+            secret: is_secret(f),
+            lines: if is_secret(f) {
+                Vec::new()
+            } else {
+                file(&d.file)
+                    .map(|text| context(&text, d.line))
+                    .unwrap_or_default()
+            },
+        }),
+        fixes: f.fixes.iter().map(fix_view).collect(),
+    }
+}
+
+/// A finding on a core `Secret`: its values were masked by the diff, and its file is not read.
+fn is_secret(f: &Finding) -> bool {
+    f.resource.group.is_empty() && f.resource.kind == "Secret"
+}
+
+fn fix_view(fix: &Fix) -> FixView {
+    FixView {
+        summary: fix.summary(),
+        body: fix.body(),
+    }
+}
+
+/// The lines of `text` from `line - 3` to `line + 3` (1-based), `line` marked, within the
+/// YAML document and the top-level field of `line`: a neighbouring document (a Secret) or
+/// field (a kustomization's `secretGenerator` under its `configMapGenerator`) is not shown.
+fn context(text: &str, line: u32) -> Vec<LineView> {
+    let first = line.saturating_sub(CONTEXT_LINES).max(1);
+    let last = line.saturating_add(CONTEXT_LINES);
+    let window: Vec<(u32, &str)> = text
+        .lines()
+        .zip(1u32..)
+        .filter(|(_, n)| (first..=last).contains(n))
+        .map(|(t, n)| (n, t))
+        .collect();
+    // A document separator, or a top-level key (`secretGenerator:`), starts another part.
+    let separator = |t: &str| {
+        t.starts_with("---")
+            || t.starts_with("...")
+            || t.chars()
+                .next()
+                .is_some_and(|c| !c.is_whitespace() && c != '-' && c != '#')
+    };
+    // From the declared line's top-level key (kept), or after the separator before it.
+    let start = window
+        .iter()
+        .rposition(|&(n, t)| n <= line && separator(t))
+        .map_or(0, |i| {
+            let (_, t) = window[i];
+            if t.starts_with("---") || t.starts_with("...") {
+                i + 1
+            } else {
+                i
+            }
+        });
+    let end = window
+        .iter()
+        .position(|&(n, t)| n > line && separator(t))
+        .unwrap_or(window.len());
+    window[start..end.max(start)]
+        .iter()
+        .map(|&(n, t)| LineView {
+            number: n,
+            text: t.to_string(),
+            here: n == line,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn context_marks_the_line_and_keeps_three_around() {
+        let text: String = std::iter::once("root:\n".to_string())
+            .chain((2..=10).map(|n| format!("  line {n}\n")))
+            .collect();
+        let lines = context(&text, 2);
+        assert_eq!(
+            lines.iter().map(|l| l.number).collect::<Vec<_>>(),
+            [1, 2, 3, 4, 5]
+        );
+        assert!(lines.iter().all(|l| l.here == (l.number == 2)));
+        assert_eq!(context(&text, 10).len(), 4);
+        assert!(context(&text, 40).is_empty());
+        // Not across a document separator: the next document may be a Secret.
+        let doc = "kind: Deployment\nspec:\n  image: x\n---\nkind: Secret\ndata:\n  p: c2VjcmV0\n";
+        let lines = context(doc, 3);
+        assert_eq!(
+            lines.iter().map(|l| l.text.as_str()).collect::<Vec<_>>(),
+            ["spec:", "  image: x"]
+        );
+        // Not into another top-level field of a kustomization.
+        let kustomization = "configMapGenerator:\n- name: c\n  literals:\n  - a=b\nsecretGenerator:\n- name: s\n  literals:\n  - password=hunter2\n";
+        let lines = context(kustomization, 4);
+        assert_eq!(lines.first().map(|l| l.number), Some(1));
+        assert_eq!(lines.last().map(|l| l.text.as_str()), Some("  - a=b"));
+        let lines = context(doc, 5);
+        assert_eq!(lines.iter().map(|l| l.number).collect::<Vec<_>>(), [5]);
+    }
+
+    #[test]
+    fn the_policy_allows_exactly_the_style_the_page_carries() {
+        let digest = Sha256::digest(CSS.as_bytes());
+        let want = base64::engine::general_purpose::STANDARD.encode(digest);
+        assert!(csp().contains(&format!("'sha256-{want}'")));
+        assert!(csp().starts_with("default-src 'none';"));
+    }
+}
