@@ -193,7 +193,7 @@ fn application_kind(cluster: &ClusterArgs) -> GroupKind {
     }
 }
 
-fn read_apps(cluster: &ClusterArgs, namespace: Option<&str>) -> Result<Vec<Value>> {
+pub fn read_apps(cluster: &ClusterArgs, namespace: Option<&str>) -> Result<Vec<Value>> {
     let c = connect(cluster)?;
     let kinds = [application_kind(cluster)];
     let namespaces = namespace.map(|n| vec![n.to_string()]);

@@ -66,7 +66,7 @@ pub struct DoctorArgs {
     fix: bool,
 }
 
-fn is_application(o: &Value) -> bool {
+pub fn is_application(o: &Value) -> bool {
     o.get("kind").and_then(Value::as_str) == Some("Application")
         && o.get("apiVersion")
             .and_then(Value::as_str)
@@ -313,10 +313,80 @@ fn kustomizations(fs: &dyn plumb_render::source::SourceFs) -> Vec<(String, Value
     out
 }
 
+/// The doctor's report on `args`'s app, and the sources it rendered (to read the files its
+/// `declaredAt`s name, at the rendered revision; `None` for a preflight of files).
+pub struct Diagnosis {
+    pub report: plumb_doctor::Report,
+    pub sources: Option<Vec<crate::source_args::RenderedSource>>,
+}
+
+impl Diagnosis {
+    /// A repository file at the rendered revision, as text.
+    pub fn file(&self, path: &str) -> Option<String> {
+        self.sources
+            .iter()
+            .flatten()
+            .find_map(|s| s.fs.read(path).ok())
+            .and_then(|b| String::from_utf8(b).ok())
+    }
+}
+
+/// `plumb doctor` for a page (`plumb ui`): the arguments a user would give, parsed as the
+/// command parses them, so that the page and the command diagnose alike.
+pub fn diagnose_argv(argv: &[String]) -> Result<Diagnosis> {
+    #[derive(clap::Parser)]
+    struct Doctor {
+        #[command(flatten)]
+        args: DoctorArgs,
+    }
+    let parsed = <Doctor as clap::Parser>::try_parse_from(
+        std::iter::once("doctor".to_string()).chain(argv.iter().cloned()),
+    )
+    .map_err(|e| {
+        anyhow!(
+            "{}",
+            e.to_string().lines().next().unwrap_or("bad arguments")
+        )
+    })?;
+    diagnose(&parsed.args)
+}
+
 pub fn run(args: DoctorArgs) -> Result<u8> {
+    let diagnosis = diagnose(&args)?;
+    if args.fix {
+        let Some(source) = diagnosis.sources.iter().flatten().next() else {
+            bail!("--fix changes a repository: render one with --repo/--path or the Application");
+        };
+        let Some(work_tree) = &source.work_tree else {
+            bail!(
+                "--fix edits a work tree, and this source was fetched into the repository cache: pass --repo DIR with a clone of it"
+            );
+        };
+        for change in apply_fixes(&diagnosis.report, work_tree)? {
+            eprintln!("fix: {change}");
+        }
+    }
+    let report = &diagnosis.report;
+    let text = match args.output {
+        DoctorFormat::Text => report.to_text(),
+        DoctorFormat::Markdown => report.to_markdown(),
+        DoctorFormat::Json => format!("{:#}\n", report.to_json()),
+        // The lines around each declaredAt come from the rendered revision's files.
+        DoctorFormat::Html => plumb_web::doctor_report(report, &|path: &str| diagnosis.file(path)),
+    };
+    print!("{text}");
+    Ok(if report.has_findings() {
+        EXIT_DIFFERENCES
+    } else {
+        EXIT_IN_SYNC
+    })
+}
+
+/// The diagnosis of `args`'s app (or change, for a preflight).
+pub fn diagnose(args: &DoctorArgs) -> Result<Diagnosis> {
     // Local scripts first: a bad directory fails before any connection.
     let scripts = args.health.load_dir()?;
-    let (state, files, destination, settings_cm, found_app) = load_state(&args)?;
+    let (state, files, destination, settings_cm, found_app) = load_state(args)?;
     args.health.install_with(settings_cm.as_ref(), scripts)?;
     let mut app_file = None;
     let app_obj = match (&args.app, found_app) {
@@ -412,37 +482,9 @@ pub fn run(args: DoctorArgs) -> Result<u8> {
         // A preflight checks a change, not an app: there is no app health to report.
         report.health = None;
     }
-    if args.fix {
-        let Some(source) = source.iter().flatten().next() else {
-            bail!("--fix changes a repository: render one with --repo/--path or the Application");
-        };
-        let Some(work_tree) = &source.work_tree else {
-            bail!(
-                "--fix edits a work tree, and this source was fetched into the repository cache: pass --repo DIR with a clone of it"
-            );
-        };
-        for change in apply_fixes(&report, work_tree)? {
-            eprintln!("fix: {change}");
-        }
-    }
-    let text = match args.output {
-        DoctorFormat::Text => report.to_text(),
-        DoctorFormat::Markdown => report.to_markdown(),
-        DoctorFormat::Json => format!("{:#}\n", report.to_json()),
-        // The lines around each declaredAt come from the rendered revision's files.
-        DoctorFormat::Html => plumb_web::doctor_report(&report, &|path: &str| {
-            source
-                .iter()
-                .flatten()
-                .find_map(|s| s.fs.read(path).ok())
-                .and_then(|b| String::from_utf8(b).ok())
-        }),
-    };
-    print!("{text}");
-    Ok(if report.has_findings() {
-        EXIT_DIFFERENCES
-    } else {
-        EXIT_IN_SYNC
+    Ok(Diagnosis {
+        report,
+        sources: source,
     })
 }
 

@@ -25,6 +25,7 @@ mod render_cmd;
 mod serve;
 mod snapshot_cmd;
 mod source_args;
+mod ui_cmd;
 
 use clap::{Parser, Subcommand};
 
@@ -77,6 +78,9 @@ enum Command {
     Health(health_cmd::HealthArgs),
     /// ApplicationSets: `generate` prints the Applications one generates, without a cluster.
     Appset(appset_cmd::AppsetArgs),
+    /// Read-only web pages: the apps, and each app's "why OutOfSync" (the doctor's report).
+    /// Prints its URL first; serves until interrupted.
+    Ui(ui_cmd::UiArgs),
 }
 
 /// Exit codes shared by every command.
@@ -106,6 +110,7 @@ fn main() -> ExitCode {
         Command::Controller(args) => controller_cmd::run(args),
         Command::Health(args) => health_cmd::run(args),
         Command::Appset(args) => appset_cmd::run(args),
+        Command::Ui(args) => ui_cmd::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -397,7 +397,12 @@ pub async fn serve_with_webhook(
     metrics: Arc<Metrics>,
     webhook: Arc<Webhook>,
 ) {
-    let app = router(metrics, webhook);
+    serve_router(listener, router(metrics, webhook)).await;
+}
+
+/// Serves `app` on `listener` until the task is dropped, each connection bounded in time and
+/// size and their number capped (the controller's endpoint and `plumb ui` alike).
+pub async fn serve_router(listener: TcpListener, app: Router) {
     let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     loop {
         let (stream, _) = match listener.accept().await {

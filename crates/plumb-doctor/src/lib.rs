@@ -37,7 +37,7 @@ pub mod managed;
 pub mod report;
 /// Label selectors (shared with ApplicationSet generators: plumb-core's).
 pub use plumb_core::selector;
-mod status;
+pub mod status;
 
 pub use health::{AppHealth, ResourceHealth};
 pub use report::{
@@ -80,6 +80,34 @@ struct Pending<'a> {
 
 /// Diagnoses an application. Findings are data, never errors: whatever is missing from the
 /// inputs makes a cause `unknown`, not a failure.
+/// What an Application's status alone says, without a comparison (a list of many apps):
+/// `Loop` when the controller recognised one (`status.syncLoop`) or the status is OutOfSync
+/// after repeated syncs of its target revision; `InSync` when Synced; `OutOfSync` when
+/// OutOfSync; `None` when the status says nothing (never compared). `Drift` needs the
+/// comparison ([`diagnose`]).
+pub fn status_verdict(app: &Value) -> Option<Verdict> {
+    let (status, _) = plumb_core::argo::model::ApplicationStatus::read_lenient(app);
+    if status.sync_loop.is_some() {
+        return Some(Verdict::Loop);
+    }
+    match status.sync.status.as_str() {
+        "Synced" => Some(Verdict::InSync),
+        "OutOfSync" => {
+            let e = status::read(app).evidence;
+            let at_target = e.revision.is_some()
+                && e.target_revision
+                    .as_ref()
+                    .is_none_or(|t| Some(t) == e.revision.as_ref());
+            Some(if at_target && e.is_loop() {
+                Verdict::Loop
+            } else {
+                Verdict::OutOfSync
+            })
+        }
+        _ => None,
+    }
+}
+
 pub fn diagnose(inputs: &Inputs<'_>) -> Report {
     let app = inputs
         .app
@@ -223,9 +251,7 @@ pub fn diagnose(inputs: &Inputs<'_>) -> Report {
             .is_some_and(|t| Some(t) != loop_evidence.revision.as_ref())
     {
         Verdict::OutOfSync
-    } else if (loop_evidence.syncs >= 3 || loop_evidence.self_heal_attempts >= 2)
-        && attributed.iter().any(|a| !a.person_after_sync)
-    {
+    } else if loop_evidence.is_loop() && attributed.iter().any(|a| !a.person_after_sync) {
         Verdict::Loop
     } else if attributed.iter().any(|a| a.foreign_after_sync) {
         Verdict::Drift

@@ -61,6 +61,14 @@ pub struct LoopEvidence {
     pub target_revision: Option<String>,
 }
 
+impl LoopEvidence {
+    /// Syncs of one revision in a row, or self-heal attempts, enough to call it a loop (when
+    /// fields still differ): three syncs, or two self-heals.
+    pub fn is_loop(&self) -> bool {
+        self.syncs >= 3 || self.self_heal_attempts >= 2
+    }
+}
+
 /// The whole diagnosis of one application.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Report {

@@ -1,5 +1,6 @@
-//! plumb's pages. Today: the doctor's report as one self-contained HTML file
-//! (`plumb doctor -o html`), to attach to an incident or a pull request.
+//! plumb's pages: the doctor's report as one self-contained HTML file (`plumb doctor -o
+//! html`, to attach to an incident or a pull request), and the pages `plumb ui` serves
+//! ([`server`]): the list of apps and each app's page, which is that same report.
 //!
 //! Every page is an askama template under `templates/`, checked at compile time, and every
 //! value in it is escaped by askama's HTML escaper: names, labels, values and file lines come
@@ -24,15 +25,66 @@ const CONTEXT_LINES: u32 = 3;
 /// The style every page carries (inline: the report is one file).
 const CSS: &str = include_str!("../templates/style.css");
 
+pub mod server;
+
 /// The doctor's report as a self-contained HTML document. `file` reads a repository file at
 /// the rendered revision (for the lines around each `declaredAt`); `None` when it cannot be
 /// read, and the page then shows the place without its lines.
 pub fn doctor_report(report: &Report, file: &dyn Fn(&str) -> Option<String>) -> String {
-    let page = ReportPage {
-        csp: csp(),
-        css: CSS,
+    render(&report_page(
+        report,
+        file,
+        Chrome::file(format!("plumb doctor: {}", report.app)),
+    ))
+}
+
+/// What every page has around its content: its policy, title and style, and whether it links
+/// to the other pages (served) or stands alone (a file).
+struct Chrome {
+    csp: String,
+    title: String,
+    css: &'static str,
+    nav: bool,
+}
+
+impl Chrome {
+    /// A page written to a file: no form, no link to pages that are not there.
+    fn file(title: String) -> Chrome {
+        Chrome {
+            csp: csp("'none'"),
+            title,
+            css: CSS,
+            nav: false,
+        }
+    }
+
+    /// A page `plumb ui` serves: forms submit to itself.
+    fn served(title: String) -> Chrome {
+        Chrome {
+            csp: csp("'self'"),
+            title,
+            css: CSS,
+            nav: true,
+        }
+    }
+}
+
+/// A page as text. Templates have no fallible part: askama fails only on a writer error, and
+/// a String does not fail.
+fn render(page: &impl Template) -> String {
+    page.render()
+        .unwrap_or_else(|e| format!("<!doctype html><title>error</title>{e}"))
+}
+
+fn report_page<'a>(
+    report: &'a Report,
+    file: &dyn Fn(&str) -> Option<String>,
+    chrome: Chrome,
+) -> ReportPage<'a> {
+    ReportPage {
+        chrome,
         app: &report.app,
-        verdict: verdict_view(report.verdict),
+        verdict: verdict_view(Some(report.verdict)),
         headline: report.headline(),
         loop_banner: loop_banner(report),
         findings: report
@@ -54,24 +106,23 @@ pub fn doctor_report(report: &Report, file: &dyn Fn(&str) -> Option<String>) -> 
                 })
                 .collect(),
         }),
-    };
-    // The template has no fallible part: askama fails only on a writer error, and a String
-    // does not fail.
-    page.render()
-        .unwrap_or_else(|e| format!("<!doctype html><title>error</title>{e}"))
+    }
 }
 
-/// `default-src 'none'`, plus the page's own style by its hash: nothing else may load or run.
-fn csp() -> String {
+/// `default-src 'none'`, plus the page's own style by its hash and where its forms may go:
+/// nothing else may load or run.
+fn csp(form_action: &str) -> String {
     let hash = base64::engine::general_purpose::STANDARD.encode(Sha256::digest(CSS.as_bytes()));
-    format!("default-src 'none'; style-src 'sha256-{hash}'; base-uri 'none'; form-action 'none'")
+    // (`frame-ancestors` is the HTTP header's alone: a `<meta>` policy may not carry it.)
+    format!(
+        "default-src 'none'; style-src 'sha256-{hash}'; base-uri 'none'; form-action {form_action}"
+    )
 }
 
 #[derive(Template)]
 #[template(path = "report.html")]
 struct ReportPage<'a> {
-    csp: String,
-    css: &'a str,
+    chrome: Chrome,
     app: &'a str,
     verdict: StatusView,
     headline: String,
@@ -129,16 +180,32 @@ struct ResourceHealthView {
     message: String,
 }
 
-fn verdict_view(v: Verdict) -> StatusView {
+/// The doctor's verdict; `None`: never compared.
+fn verdict_view(v: Option<Verdict>) -> StatusView {
     let (icon, class) = match v {
-        Verdict::Loop => ("⟳", "bad"),
-        Verdict::Drift => ("≠", "warn"),
-        Verdict::OutOfSync => ("≠", "warn"),
-        Verdict::InSync => ("✓", "good"),
+        Some(Verdict::Loop) => ("⟳", "bad"),
+        Some(Verdict::Drift) => ("≠", "warn"),
+        Some(Verdict::OutOfSync) => ("≠", "warn"),
+        Some(Verdict::InSync) => ("✓", "good"),
+        None => ("?", "unknown"),
     };
     StatusView {
         icon,
-        text: v.as_str().to_string(),
+        text: v.map_or("unknown", Verdict::as_str).to_string(),
+        class,
+    }
+}
+
+/// A sync status (`Synced`, `OutOfSync`, `Unknown`).
+fn sync_view(status: &str) -> StatusView {
+    let (icon, class) = match status {
+        "Synced" => ("✓", "good"),
+        "OutOfSync" => ("≠", "warn"),
+        _ => ("?", "unknown"),
+    };
+    StatusView {
+        icon,
+        text: if status.is_empty() { "Unknown" } else { status }.to_string(),
         class,
     }
 }
@@ -317,7 +384,7 @@ mod tests {
     fn the_policy_allows_exactly_the_style_the_page_carries() {
         let digest = Sha256::digest(CSS.as_bytes());
         let want = base64::engine::general_purpose::STANDARD.encode(digest);
-        assert!(csp().contains(&format!("'sha256-{want}'")));
-        assert!(csp().starts_with("default-src 'none';"));
+        assert!(csp("'none'").contains(&format!("'sha256-{want}'")));
+        assert!(csp("'none'").starts_with("default-src 'none';"));
     }
 }

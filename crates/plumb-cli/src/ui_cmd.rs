@@ -1,0 +1,222 @@
+//! `plumb ui`: the read-only web pages ([`plumb_web::server`]) over a snapshot or a cluster.
+//! The list reads the Applications' status; an app's page is `plumb doctor` on that app, run
+//! with the same arguments the command takes ([`doctor_cmd::diagnose_argv`]), so the page and
+//! the command never disagree.
+
+use crate::cluster_args::ClusterArgs;
+use crate::doctor_cmd::{self, is_application};
+use anyhow::{Result, anyhow, bail};
+use plumb_web::server::{Access, AppRow, AppView, Backend};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+#[derive(clap::Args)]
+pub struct UiArgs {
+    /// A `plumb snapshot` directory: its Applications, their live objects and the context.
+    #[arg(
+        long,
+        value_name = "DIR",
+        required_unless_present = "cluster",
+        conflicts_with = "cluster"
+    )]
+    live: Option<PathBuf>,
+    #[command(flatten)]
+    cluster: ClusterArgs,
+    /// The repository the apps render from, as `plumb doctor --repo` (else each app's
+    /// repoURL through the repository cache).
+    #[arg(long, value_name = "DIR")]
+    repo: Option<PathBuf>,
+    /// Where to listen. Port 0 picks a free one. An address other than loopback needs
+    /// --token-file.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
+    listen: SocketAddr,
+    /// A file holding the token every request must carry (as a bearer token, or once in the
+    /// URL, exchanged for a session cookie).
+    #[arg(long, value_name = "FILE")]
+    token_file: Option<PathBuf>,
+    /// Another name the server answers to (a `Host` header), e.g. `plumb.example.com:8080`;
+    /// loopback names are always accepted. Requests for any other name are refused (421).
+    #[arg(long, value_name = "HOST[:PORT]")]
+    allowed_host: Vec<String>,
+}
+
+struct UiBackend {
+    live: Option<PathBuf>,
+    cluster: ClusterArgs,
+    /// The arguments every app's `plumb doctor` takes besides the app.
+    doctor_argv: Vec<String>,
+}
+
+impl UiBackend {
+    fn applications(&self) -> Result<Vec<Value>> {
+        match &self.live {
+            Some(dir) => Ok(plumb_render::load_paths(std::slice::from_ref(dir))
+                .map_err(|e| anyhow!("{e}"))?
+                .into_iter()
+                .map(|m| m.object)
+                .filter(is_application)
+                .collect()),
+            None => crate::app_cmd::read_apps(&self.cluster, None),
+        }
+    }
+}
+
+fn text(v: &Value, pointer: &str) -> String {
+    v.pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// A list row: what the Application's status says.
+fn row(app: &Value) -> AppRow {
+    let sync = plumb_doctor::status::read(app);
+    AppRow {
+        namespace: text(app, "/metadata/namespace"),
+        name: text(app, "/metadata/name"),
+        project: text(app, "/spec/project"),
+        sync: text(app, "/status/sync/status"),
+        health: text(app, "/status/health/status"),
+        revision: text(app, "/status/sync/revision"),
+        last_sync: sync.last_sync_at.map(plumb_core::time::format_rfc3339),
+        verdict: plumb_doctor::status_verdict(app),
+    }
+}
+
+impl Backend for UiBackend {
+    fn apps(&self) -> Result<Vec<AppRow>, String> {
+        self.applications()
+            .map(|apps| apps.iter().map(row).collect())
+            .map_err(|e| e.to_string())
+    }
+
+    fn app(&self, namespace: &str, name: &str) -> Result<Option<AppView>, String> {
+        let apps = self.applications().map_err(|e| e.to_string())?;
+        let found = apps.iter().any(|a| {
+            text(a, "/metadata/namespace") == namespace && text(a, "/metadata/name") == name
+        });
+        if !found {
+            return Ok(None);
+        }
+        let argv: Vec<String> = std::iter::once(format!("{namespace}/{name}"))
+            .chain(self.doctor_argv.iter().cloned())
+            .collect();
+        let d = doctor_cmd::diagnose_argv(&argv).map_err(|e| e.to_string())?;
+        // The files the page shows lines of: where git declares each field, but a Secret's.
+        let mut files = BTreeMap::new();
+        for f in &d.report.findings {
+            let secret = f.resource.group.is_empty() && f.resource.kind == "Secret";
+            if let Some(at) = f.declared_at.as_ref().filter(|_| !secret)
+                && !files.contains_key(&at.file)
+                && let Some(t) = d.file(&at.file)
+            {
+                files.insert(at.file.clone(), t);
+            }
+        }
+        Ok(Some(AppView {
+            report: d.report,
+            files,
+        }))
+    }
+}
+
+/// 32 random bytes as hex, from the kernel.
+fn session_secret() -> Result<String> {
+    use std::io::Read as _;
+    let mut b = [0u8; 32];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut b))
+        .map_err(|e| anyhow!("cannot read /dev/urandom for a session secret: {e}"))?;
+    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
+}
+
+pub fn run(args: UiArgs) -> Result<u8> {
+    let token = match &args.token_file {
+        Some(f) => {
+            let t = std::fs::read_to_string(f)
+                .map_err(|e| anyhow!("--token-file {}: {e}", f.display()))?
+                .trim()
+                .to_string();
+            if t.len() < 16 {
+                bail!(
+                    "--token-file {}: the token must be at least 16 characters",
+                    f.display()
+                );
+            }
+            Some(t)
+        }
+        None => None,
+    };
+    if !args.listen.ip().is_loopback() && token.is_none() {
+        bail!(
+            "--listen {}: not a loopback address; pass --token-file FILE so that only holders of the token can read the pages",
+            args.listen
+        );
+    }
+    let mut doctor_argv: Vec<String> = Vec::new();
+    if let Some(dir) = &args.live {
+        doctor_argv.extend(["--live".into(), dir.display().to_string()]);
+    }
+    if args.cluster.cluster {
+        doctor_argv.push("--cluster".into());
+        if let Some(c) = &args.cluster.context {
+            doctor_argv.extend(["--context".into(), c.clone()]);
+        }
+        if let Some(k) = &args.cluster.kubeconfig {
+            doctor_argv.extend(["--kubeconfig".into(), k.display().to_string()]);
+        }
+        doctor_argv.extend(["--api-group".into(), args.cluster.api_group.clone()]);
+    }
+    if let Some(repo) = &args.repo {
+        doctor_argv.extend(["--repo".into(), repo.display().to_string()]);
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind(args.listen))
+        .map_err(|e| anyhow!("--listen {}: {e}", args.listen))?;
+    let addr = listener.local_addr()?;
+    let port = addr.port();
+    let mut hosts = vec![
+        format!("127.0.0.1:{port}"),
+        format!("[::1]:{port}"),
+        format!("localhost:{port}"),
+        addr.to_string(),
+    ];
+    hosts.extend(args.allowed_host.iter().cloned());
+    let shown = if addr.ip().is_unspecified() {
+        format!("127.0.0.1:{port}")
+    } else {
+        addr.to_string()
+    };
+    let url = match &token {
+        Some(t) => format!("http://{shown}/?token={t}"),
+        None => format!("http://{shown}/"),
+    };
+    let access = Access {
+        hosts,
+        token,
+        session: session_secret()?,
+    };
+    let backend = Arc::new(UiBackend {
+        live: args.live,
+        cluster: args.cluster,
+        doctor_argv,
+    });
+    let router = plumb_web::server::router(backend, access);
+    println!("{url}");
+    use std::io::Write as _;
+    std::io::stdout().flush()?;
+    runtime.block_on(async {
+        tokio::select! {
+            () = crate::serve::serve_router(listener, router) => {}
+            _ = tokio::signal::ctrl_c() => {}
+        }
+    });
+    Ok(crate::EXIT_IN_SYNC)
+}

@@ -1,0 +1,346 @@
+//! `plumb ui` end to end, over HTTP: the list and the app page over the shipped payments
+//! incident (the page is `plumb doctor`'s report: its JSON is the command's), the filters and
+//! `?format=json`, and the security defaults — loopback only without a token, the Host
+//! allow-list, GET only, the token as bearer or exchanged once for a cookie, the policy
+//! headers, and no Secret value in any answer.
+
+mod common;
+use common::{err, out, tmp, write};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+fn root() -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+}
+
+/// A running `plumb ui`, stopped when dropped.
+struct Ui {
+    child: Child,
+    /// `127.0.0.1:PORT`.
+    addr: String,
+    /// The first line it printed.
+    url: String,
+}
+
+impl Drop for Ui {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start(extra: &[&str]) -> Ui {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_plumb"))
+        .args([
+            "ui",
+            "--live",
+            "examples/payments/live",
+            "--repo",
+            "examples/payments/repo",
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .args(extra)
+        .current_dir(root())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("plumb ui starts");
+    // The URL is printed once the server listens: reading it is the wait.
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("first line");
+    let url = line.trim().to_string();
+    let addr = url
+        .strip_prefix("http://")
+        .and_then(|r| r.split('/').next())
+        .unwrap_or_else(|| panic!("a URL first: {url:?}"))
+        .to_string();
+    Ui { child, addr, url }
+}
+
+/// One HTTP/1.1 exchange; (status, headers lower-cased, body).
+fn request(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> (u16, String, String) {
+    let mut s = TcpStream::connect(addr).expect("connect");
+    let mut req = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        req.push_str(&format!("Host: {addr}\r\n"));
+    }
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    s.write_all(req.as_bytes()).expect("send");
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).expect("read");
+    let text = String::from_utf8_lossy(&raw).to_string();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (status, head.to_lowercase(), body.to_string())
+}
+
+fn get(ui: &Ui, path: &str) -> (u16, String, String) {
+    request(&ui.addr, "GET", path, &[])
+}
+
+/// The payments example's Secret values (git's and the cluster's), plain and base64.
+const SECRETS: &[&str] = &[
+    "correct-horse-battery-staple",
+    "Y29ycmVjdC1ob3JzZS1iYXR0ZXJ5LXN0YXBsZQ==",
+    "rotated-by-hand-at-3am",
+    "cm90YXRlZC1ieS1oYW5kLWF0LTNhbQ==",
+];
+
+#[test]
+fn the_list_and_the_app_page_over_the_incident() {
+    let ui = start(&[]);
+    assert!(
+        ui.url.starts_with("http://127.0.0.1:") && ui.url.ends_with('/'),
+        "{}",
+        ui.url
+    );
+
+    let (status, head, list) = get(&ui, "/");
+    assert_eq!(status, 200, "{list}");
+    assert!(
+        head.contains("content-security-policy: default-src 'none'"),
+        "{head}"
+    );
+    assert!(head.contains("x-content-type-options: nosniff"), "{head}");
+    let row = list
+        .split("<tr>")
+        .find(|r| r.contains(">payments-prod</a>"))
+        .unwrap_or_else(|| panic!("a row for payments-prod: {list}"));
+    assert!(
+        row.contains(r#"<a href="/apps/argocd/payments-prod">"#),
+        "{row}"
+    );
+    assert!(row.contains("OutOfSync"), "{row}");
+    // The loop marker: icon and word.
+    assert!(
+        row.contains(r#"<span aria-hidden="true">⟳</span> loop"#),
+        "{row}"
+    );
+
+    let (status, _, json) = get(&ui, "/?format=json");
+    assert_eq!(status, 200);
+    let v: serde_json::Value = serde_json::from_str(&json).expect("JSON");
+    assert_eq!(v["total"], 1);
+    assert_eq!(v["apps"][0]["verdict"], "loop");
+    assert_eq!(v["apps"][0]["sync"], "OutOfSync");
+
+    // Filters, on the server.
+    let (_, _, json) = get(&ui, "/?format=json&verdict=in-sync");
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&json).expect("JSON")["total"],
+        0
+    );
+    let (_, _, json) = get(&ui, "/?format=json&q=PAYMENTS&sync=OutOfSync");
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&json).expect("JSON")["total"],
+        1
+    );
+    let (_, _, page) = get(&ui, "/?project=nope");
+    assert!(
+        page.contains("No application matches these filters"),
+        "{page}"
+    );
+
+    // The app page: the webhook, the place git declares the field, that line's text.
+    let (status, _, app) = get(&ui, "/apps/argocd/payments-prod");
+    assert_eq!(status, 200, "{app}");
+    assert!(app.contains("platform-policy-mutate"), "{app}");
+    assert!(
+        app.contains("<code>overlays/prod/pull-policy.yaml:10</code>"),
+        "{app}"
+    );
+    let line = std::fs::read_to_string(
+        root().join("examples/payments/repo/overlays/prod/pull-policy.yaml"),
+    )
+    .expect("file")
+    .lines()
+    .nth(9)
+    .expect("line 10")
+    .to_string();
+    assert!(
+        app.contains(&format!(
+            "<span class=\"here\"><span class=\"lineno\">  10 </span>{line}"
+        )),
+        "{line} in {app}"
+    );
+    assert!(!app.contains("<script"), "{app}");
+
+    // Its JSON is the command's report.
+    let (_, _, page_json) = get(&ui, "/apps/argocd/payments-prod?format=json");
+    let cli = Command::new(env!("CARGO_BIN_EXE_plumb"))
+        .args([
+            "doctor",
+            "argocd/payments-prod",
+            "--live",
+            "examples/payments/live",
+            "--repo",
+            "examples/payments/repo",
+            "-o",
+            "json",
+        ])
+        .current_dir(root())
+        .output()
+        .expect("doctor");
+    let a: serde_json::Value = serde_json::from_str(&page_json).expect("page JSON");
+    let b: serde_json::Value = serde_json::from_str(&out(&cli)).expect("doctor JSON");
+    assert_eq!(a, b);
+
+    // Not found, in the page's own form.
+    let (status, _, body) = get(&ui, "/apps/argocd/nope");
+    assert_eq!(status, 404);
+    assert!(
+        body.contains("There is no Application argocd/nope."),
+        "{body}"
+    );
+    let (status, _, _) = get(&ui, "/elsewhere");
+    assert_eq!(status, 404);
+
+    for path in [
+        "/",
+        "/?format=json",
+        "/apps/argocd/payments-prod",
+        "/apps/argocd/payments-prod?format=json",
+    ] {
+        let (_, head, body) = get(&ui, path);
+        for s in SECRETS {
+            assert!(
+                !body.contains(s) && !head.contains(&s.to_lowercase()),
+                "{s} in {path}"
+            );
+        }
+    }
+}
+
+#[test]
+fn refusals_by_default() {
+    let ui = start(&[]);
+    // DNS rebinding: a name the server was not started for.
+    let (status, _, _) = request(&ui.addr, "GET", "/", &[("Host", "attacker.example:80")]);
+    assert_eq!(status, 421);
+    let port = ui.addr.rsplit(':').next().expect("port");
+    let (status, _, _) = request(
+        &ui.addr,
+        "GET",
+        "/",
+        &[("Host", &format!("localhost:{port}"))],
+    );
+    assert_eq!(status, 200);
+    // Read-only.
+    for method in ["POST", "PUT", "DELETE"] {
+        let (status, head, _) = request(&ui.addr, method, "/", &[("Content-Length", "0")]);
+        assert_eq!(status, 405, "{method}");
+        assert!(head.contains("allow: get, head"), "{head}");
+    }
+
+    // Anything but loopback needs a token.
+    let o = Command::new(env!("CARGO_BIN_EXE_plumb"))
+        .args([
+            "ui",
+            "--live",
+            "examples/payments/live",
+            "--listen",
+            "0.0.0.0:0",
+        ])
+        .current_dir(root())
+        .output()
+        .expect("plumb ui");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        err(&o).contains("--listen 0.0.0.0:0: not a loopback address; pass --token-file"),
+        "{}",
+        err(&o)
+    );
+}
+
+#[test]
+fn a_token_as_bearer_or_exchanged_once_for_a_cookie() {
+    let d = tmp("ui", "token");
+    let token = "s3cret-token-0123456789";
+    write(&d, "token", &format!("{token}\n"));
+    let file = d.join("token");
+    let ui = start(&["--token-file", file.to_str().expect("utf-8 path")]);
+    assert!(ui.url.ends_with(&format!("/?token={token}")), "{}", ui.url);
+
+    let (status, _, body) = get(&ui, "/");
+    assert_eq!(status, 401);
+    assert!(!body.contains(token));
+    let (status, _, _) = request(
+        &ui.addr,
+        "GET",
+        "/",
+        &[("Authorization", "Bearer wrong-token-0123456789")],
+    );
+    assert_eq!(status, 401);
+    let (status, _, _) = request(
+        &ui.addr,
+        "GET",
+        "/",
+        &[("Authorization", &format!("Bearer {token}"))],
+    );
+    assert_eq!(status, 200);
+
+    // The URL token: a cookie, and the same page without it.
+    let (status, head, _) = get(&ui, &format!("/?verdict=loop&token={token}"));
+    assert_eq!(status, 303, "{head}");
+    assert!(head.contains("location: /?verdict=loop\r\n"), "{head}");
+    let cookie = head
+        .lines()
+        .find_map(|l| l.strip_prefix("set-cookie: "))
+        .unwrap_or_else(|| panic!("a cookie: {head}"));
+    assert!(
+        cookie.contains("httponly") && cookie.contains("samesite=strict"),
+        "{cookie}"
+    );
+    assert!(
+        !cookie.contains(token),
+        "the cookie is a session, not the token: {cookie}"
+    );
+    let pair = cookie.split(';').next().expect("name=value");
+    // Header names were lower-cased: the value is the session's, case and all, in hex.
+    let (status, _, body) = request(&ui.addr, "GET", "/", &[("Cookie", pair)]);
+    assert_eq!(status, 200, "{body}");
+    let (status, _, _) = get(&ui, "/?token=wrong-token-0123456789");
+    assert_eq!(status, 401);
+}
+
+#[test]
+fn a_short_token_is_refused() {
+    let d = tmp("ui", "short");
+    write(&d, "token", "short\n");
+    let o = Command::new(env!("CARGO_BIN_EXE_plumb"))
+        .args([
+            "ui",
+            "--live",
+            "examples/payments/live",
+            "--listen",
+            "127.0.0.1:0",
+            "--token-file",
+        ])
+        .arg(d.join("token"))
+        .current_dir(root())
+        .output()
+        .expect("plumb ui");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        err(&o).contains("the token must be at least 16 characters"),
+        "{}",
+        err(&o)
+    );
+}

@@ -1,0 +1,557 @@
+//! The pages `plumb ui` serves, as an axum [`Router`] over a [`Backend`] that reads the apps
+//! (from a snapshot or a cluster: the caller's).
+//!
+//! - `GET /`: the apps, filtered by the query string (`q`, `project`, `sync`, `health`,
+//!   `verdict`) and paged on the server ([`PAGE_SIZE`] rows).
+//! - `GET /apps/{namespace}/{name}`: the app's page, the doctor's report.
+//! - Each also answers `?format=json` with the data it shows.
+//!
+//! Secure by default ([`Access`]): every request's `Host` must be one the server was started
+//! for (no DNS rebinding: 421 otherwise); with a token, every request must carry it (`Bearer`),
+//! or the session cookie it was exchanged for (`?token=` once: an HttpOnly, SameSite=Strict
+//! cookie, then a redirect to the same page without it); only GET and HEAD (405); every
+//! response carries the page's Content-Security-Policy, `nosniff`, `no-referrer` and
+//! `no-store`. Every link is made by [`app_href`]/[`list_href`] from plumb's own paths, each
+//! segment percent-encoded: no value from git or the cluster becomes a link of its own.
+
+use crate::{Chrome, StatusView, render, report_page, status_view, sync_view, verdict_view};
+use askama::Template;
+use axum::Router;
+use axum::extract::{Path, Query, Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use plumb_doctor::{Report, Verdict};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Rows on one page of the list.
+pub const PAGE_SIZE: usize = 100;
+
+/// The session cookie a URL token is exchanged for.
+const COOKIE: &str = "plumb_ui_session";
+
+/// One row of the list: what an Application's status says.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AppRow {
+    pub namespace: String,
+    pub name: String,
+    pub project: String,
+    /// `Synced`, `OutOfSync`, `Unknown`.
+    pub sync: String,
+    /// `Healthy`, `Degraded`, …
+    pub health: String,
+    pub revision: String,
+    /// RFC 3339.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_sync: Option<String>,
+    /// The doctor's verdict from the status alone (`None`: never compared).
+    pub verdict: Option<Verdict>,
+}
+
+/// An app's page: the doctor's report, and the repository files its `declaredAt`s name (read
+/// at the rendered revision; a Secret's never).
+pub struct AppView {
+    pub report: Report,
+    pub files: BTreeMap<String, String>,
+}
+
+/// Where the pages' data comes from. Called off the async runtime (it may block).
+pub trait Backend: Send + Sync + 'static {
+    /// Every Application.
+    fn apps(&self) -> Result<Vec<AppRow>, String>;
+    /// One Application's diagnosis; `Ok(None)` when there is no such Application.
+    fn app(&self, namespace: &str, name: &str) -> Result<Option<AppView>, String>;
+}
+
+/// Who may ask, and by which names of the server.
+#[derive(Clone)]
+pub struct Access {
+    /// `Host` header values accepted (e.g. `127.0.0.1:8080`, `localhost:8080`).
+    pub hosts: Vec<String>,
+    /// The token every request must carry, when set.
+    pub token: Option<String>,
+    /// The session cookie's value a URL token is exchanged for (random, made at start).
+    pub session: String,
+}
+
+struct Shared {
+    backend: Arc<dyn Backend>,
+    access: Access,
+}
+
+/// The router of every page, behind the access checks.
+pub fn router(backend: Arc<dyn Backend>, access: Access) -> Router {
+    let shared = Arc::new(Shared { backend, access });
+    Router::new()
+        .route("/", get(list))
+        .route("/apps/{namespace}/{name}", get(app))
+        .fallback(not_found)
+        .layer(middleware::from_fn_with_state(shared.clone(), guard))
+        .with_state(shared)
+}
+
+/// The access checks and the headers every answer carries.
+async fn guard(State(s): State<Arc<Shared>>, req: Request, next: Next) -> Response {
+    let mut res = match decide(&s.access, &req) {
+        Decision::Serve => next.run(req).await,
+        Decision::Answer(r) => r,
+    };
+    let h = res.headers_mut();
+    let policy = format!(
+        "{}; frame-ancestors 'none'",
+        Chrome::served(String::new()).csp
+    );
+    if let Ok(v) = HeaderValue::from_str(&policy) {
+        h.insert(header::CONTENT_SECURITY_POLICY, v);
+    }
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    res
+}
+
+enum Decision {
+    /// On to the page.
+    Serve,
+    /// This answer instead: a refusal, or the exchange of a URL token for the cookie.
+    Answer(Response),
+}
+
+fn decide(access: &Access, req: &Request) -> Decision {
+    let host = req
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("");
+    if !access.hosts.iter().any(|h| h.eq_ignore_ascii_case(host)) {
+        return Decision::Answer(error(
+            StatusCode::MISDIRECTED_REQUEST,
+            "Unknown host",
+            "This server answers only to the names it was started for.",
+        ));
+    }
+    if req.method() != Method::GET && req.method() != Method::HEAD {
+        let mut r = error(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "Method not allowed",
+            "These pages are read-only.",
+        );
+        r.headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+        return Decision::Answer(r);
+    }
+    let Some(token) = &access.token else {
+        return Decision::Serve;
+    };
+    let bearer = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|h| h.to_str().ok())
+        .and_then(|h| h.strip_prefix("Bearer "));
+    if bearer.is_some_and(|b| same(b.as_bytes(), token.as_bytes()))
+        || cookie(req.headers(), COOKIE)
+            .is_some_and(|c| same(c.as_bytes(), access.session.as_bytes()))
+    {
+        return Decision::Serve;
+    }
+    if url_token(req).is_some_and(|t| same(t.as_bytes(), token.as_bytes())) {
+        // The URL token is exchanged for the cookie, and leaves the address bar.
+        return Decision::Answer(exchange(access, req));
+    }
+    Decision::Answer(error(
+        StatusCode::UNAUTHORIZED,
+        "Sign-in needed",
+        "Open the address plumb ui printed (with its token), or send the token as a bearer token.",
+    ))
+}
+
+/// For a request whose URL carries the right token: the session cookie, and a redirect to the
+/// same page without the token.
+fn exchange(access: &Access, req: &Request) -> Response {
+    let rest: Vec<(String, String)> = query_pairs(req.uri().query().unwrap_or(""))
+        .into_iter()
+        .filter(|(k, _)| k != "token")
+        .collect();
+    let mut location = req.uri().path().to_string();
+    if !rest.is_empty() {
+        location.push('?');
+        location.push_str(&encode_query(&rest));
+    }
+    let mut r = StatusCode::SEE_OTHER.into_response();
+    let h = r.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(&location) {
+        h.insert(header::LOCATION, v);
+    }
+    if let Ok(v) = HeaderValue::from_str(&format!(
+        "{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/",
+        access.session
+    )) {
+        h.insert(header::SET_COOKIE, v);
+    }
+    r
+}
+
+fn url_token(req: &Request) -> Option<String> {
+    query_pairs(req.uri().query()?)
+        .into_iter()
+        .find(|(k, _)| k == "token")
+        .map(|(_, v)| v)
+}
+
+fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|h| h.to_str().ok())
+        .flat_map(|h| h.split(';'))
+        .filter_map(|c| c.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v)
+}
+
+/// Equal, in time that does not depend on where they differ.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// The list's filters and page, from the query string.
+#[derive(Debug, Default, Clone, Deserialize, Serialize)]
+#[serde(default)]
+pub struct ListQuery {
+    pub q: String,
+    pub project: String,
+    pub sync: String,
+    pub health: String,
+    pub verdict: String,
+    pub page: usize,
+    #[serde(skip_serializing)]
+    pub format: String,
+}
+
+impl ListQuery {
+    fn filtered(&self) -> bool {
+        !(self.q.is_empty()
+            && self.project.is_empty()
+            && self.sync.is_empty()
+            && self.health.is_empty()
+            && self.verdict.is_empty())
+    }
+
+    fn keeps(&self, r: &AppRow) -> bool {
+        let q = self.q.to_lowercase();
+        (q.is_empty()
+            || [&r.name, &r.namespace, &r.project]
+                .iter()
+                .any(|f| f.to_lowercase().contains(&q)))
+            && (self.project.is_empty() || r.project == self.project)
+            && (self.sync.is_empty() || r.sync == self.sync)
+            && (self.health.is_empty() || r.health == self.health)
+            && (self.verdict.is_empty()
+                || r.verdict.map_or("unknown", Verdict::as_str) == self.verdict)
+    }
+}
+
+#[derive(Template)]
+#[template(path = "list.html")]
+struct ListPage {
+    chrome: Chrome,
+    query: ListQuery,
+    filtered: bool,
+    total: usize,
+    page: usize,
+    pages: usize,
+    rows: Vec<RowView>,
+    self_href: String,
+    prev_href: Option<String>,
+    next_href: Option<String>,
+    sync_options: Vec<(String, bool)>,
+    health_options: Vec<(String, bool)>,
+    verdict_options: Vec<(String, bool)>,
+}
+
+struct RowView {
+    href: String,
+    name: String,
+    namespace: String,
+    project: String,
+    sync: StatusView,
+    health: StatusView,
+    verdict: StatusView,
+    revision: String,
+    last_sync: String,
+}
+
+#[derive(Template)]
+#[template(path = "error.html")]
+struct ErrorPage<'a> {
+    chrome: Chrome,
+    heading: &'a str,
+    message: &'a str,
+}
+
+fn error(status: StatusCode, heading: &str, message: &str) -> Response {
+    let page = ErrorPage {
+        chrome: Chrome::served(heading.to_string()),
+        heading,
+        message,
+    };
+    (status, html_headers(), render(&page)).into_response()
+}
+
+fn html_headers() -> [(header::HeaderName, &'static str); 1] {
+    [(header::CONTENT_TYPE, "text/html; charset=utf-8")]
+}
+
+fn json(v: serde_json::Value) -> Response {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        format!("{v:#}\n"),
+    )
+        .into_response()
+}
+
+async fn not_found() -> Response {
+    error(StatusCode::NOT_FOUND, "Not found", "No page here.")
+}
+
+/// Runs a backend call off the runtime (it may block on git or a cluster).
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, String> + Send + 'static,
+) -> Result<T, String> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| format!("the page's work stopped: {e}"))?
+}
+
+async fn list(State(s): State<Arc<Shared>>, Query(query): Query<ListQuery>) -> Response {
+    let backend = s.backend.clone();
+    let rows = match blocking(move || backend.apps()).await {
+        Ok(rows) => rows,
+        Err(e) => {
+            return error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "Cannot list the apps",
+                &e,
+            );
+        }
+    };
+    list_response(rows, query)
+}
+
+/// The list page (or its JSON) for `rows`, filtered and paged as `query` asks.
+pub fn list_response(mut rows: Vec<AppRow>, query: ListQuery) -> Response {
+    rows.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+    let options = |values: Vec<&str>, chosen: &str| -> Vec<(String, bool)> {
+        let mut v: Vec<String> = values.into_iter().map(str::to_string).collect();
+        v.sort();
+        v.dedup();
+        std::iter::once(String::new())
+            .chain(v)
+            .map(|o| {
+                let selected = o == chosen;
+                (o, selected)
+            })
+            .collect()
+    };
+    let sync_options = options(rows.iter().map(|r| r.sync.as_str()).collect(), &query.sync);
+    let health_options = options(
+        rows.iter().map(|r| r.health.as_str()).collect(),
+        &query.health,
+    );
+    let verdict_options = options(
+        ["loop", "drift", "out-of-sync", "in-sync", "unknown"].to_vec(),
+        &query.verdict,
+    );
+    let kept: Vec<AppRow> = rows.into_iter().filter(|r| query.keeps(r)).collect();
+    let total = kept.len();
+    let pages = total.div_ceil(PAGE_SIZE).max(1);
+    let page = query.page.clamp(1, pages);
+    let shown: Vec<AppRow> = kept
+        .into_iter()
+        .skip((page - 1) * PAGE_SIZE)
+        .take(PAGE_SIZE)
+        .collect();
+    if query.format == "json" {
+        return json(serde_json::json!({
+            "apps": shown, "total": total, "page": page, "pages": pages, "pageSize": PAGE_SIZE,
+        }));
+    }
+    let at = |p: usize| {
+        list_href(&ListQuery {
+            page: p,
+            ..query.clone()
+        })
+    };
+    let page_view = ListPage {
+        chrome: Chrome::served("plumb: applications".into()),
+        filtered: query.filtered(),
+        total,
+        page,
+        pages,
+        rows: shown
+            .iter()
+            .map(|r| RowView {
+                href: app_href(&r.namespace, &r.name),
+                name: r.name.clone(),
+                namespace: r.namespace.clone(),
+                project: r.project.clone(),
+                sync: sync_view(&r.sync),
+                health: status_view(if r.health.is_empty() {
+                    "Unknown"
+                } else {
+                    &r.health
+                }),
+                verdict: verdict_view(r.verdict),
+                revision: short(&r.revision),
+                last_sync: r.last_sync.clone().unwrap_or_default(),
+            })
+            .collect(),
+        self_href: at(page),
+        prev_href: (page > 1).then(|| at(page - 1)),
+        next_href: (page < pages).then(|| at(page + 1)),
+        sync_options,
+        health_options,
+        verdict_options,
+        query,
+    };
+    (html_headers(), render(&page_view)).into_response()
+}
+
+async fn app(
+    State(s): State<Arc<Shared>>,
+    Path((namespace, name)): Path<(String, String)>,
+    Query(q): Query<BTreeMap<String, String>>,
+) -> Response {
+    let backend = s.backend.clone();
+    let (ns, n) = (namespace.clone(), name.clone());
+    let view = match blocking(move || backend.app(&ns, &n)).await {
+        Ok(Some(v)) => v,
+        Ok(None) => {
+            return error(
+                StatusCode::NOT_FOUND,
+                "No such app",
+                &format!("There is no Application {namespace}/{name}."),
+            );
+        }
+        Err(e) => {
+            return error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "Cannot diagnose the app",
+                &e,
+            );
+        }
+    };
+    if q.get("format").is_some_and(|f| f == "json") {
+        return json(view.report.to_json());
+    }
+    let files = view.files;
+    let page = report_page(
+        &view.report,
+        &|path: &str| files.get(path).cloned(),
+        Chrome::served(format!("plumb: {namespace}/{name}")),
+    );
+    (html_headers(), render(&page)).into_response()
+}
+
+/// The first 7 characters of a commit; other revisions (tags, versions) as they are.
+fn short(revision: &str) -> String {
+    if revision.len() == 40 && revision.bytes().all(|b| b.is_ascii_hexdigit()) {
+        revision[..7].to_string()
+    } else {
+        revision.to_string()
+    }
+}
+
+/// The link to an app's page: `/apps/NAMESPACE/NAME`, each segment percent-encoded.
+pub fn app_href(namespace: &str, name: &str) -> String {
+    format!("/apps/{}/{}", encode(namespace), encode(name))
+}
+
+/// The link to the list with `q`'s filters and page (empty ones left out).
+pub fn list_href(q: &ListQuery) -> String {
+    let page = if q.page > 1 {
+        q.page.to_string()
+    } else {
+        String::new()
+    };
+    let pairs: Vec<(String, String)> = [
+        ("q", &q.q),
+        ("project", &q.project),
+        ("sync", &q.sync),
+        ("health", &q.health),
+        ("verdict", &q.verdict),
+        ("page", &page),
+    ]
+    .into_iter()
+    .filter(|(_, v)| !v.is_empty())
+    .map(|(k, v)| (k.to_string(), v.clone()))
+    .collect();
+    if pairs.is_empty() {
+        "/".into()
+    } else {
+        format!("/?{}", encode_query(&pairs))
+    }
+}
+
+/// Percent-encodes all but RFC 3986's unreserved characters.
+fn encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+fn encode_query(pairs: &[(String, String)]) -> String {
+    pairs
+        .iter()
+        .map(|(k, v)| format!("{}={}", encode(k), encode(v)))
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+fn query_pairs(q: &str) -> Vec<(String, String)> {
+    serde_urlencoded::from_str::<Vec<(String, String)>>(q).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn links_are_plumbs_own_paths_with_encoded_segments() {
+        assert_eq!(app_href("web", "api"), "/apps/web/api");
+        assert_eq!(
+            app_href("a/../b", "javascript:alert(1)"),
+            "/apps/a%2F..%2Fb/javascript%3Aalert%281%29"
+        );
+        assert_eq!(list_href(&ListQuery::default()), "/");
+        let q = ListQuery {
+            q: "a b&c".into(),
+            page: 2,
+            ..ListQuery::default()
+        };
+        assert_eq!(list_href(&q), "/?q=a%20b%26c&page=2");
+    }
+
+    #[test]
+    fn tokens_compare_whole() {
+        assert!(same(b"abc", b"abc"));
+        assert!(!same(b"abc", b"abd") && !same(b"abc", b"ab"));
+    }
+}
