@@ -170,9 +170,16 @@ impl Bundle {
             declared_line.replace('\'', "&#39;").replace('"', "&#34;")
         );
         assert!(page.contains(&shown), "{shown} in {page}");
-        for external in ["<script", "src=", "href=", "http://", "https://", "url("] {
+        for external in ["<script", "src=", "http://", "https://", "url("] {
             assert!(!page.contains(external), "{external} in {page}");
         }
+        // Links only within the page.
+        assert!(
+            page.split("href=\"")
+                .skip(1)
+                .all(|rest| rest.starts_with('#')),
+            "{page}"
+        );
 
         let diff = self.diff("argocd");
         assert_eq!(diff.status.code(), Some(1), "{}{}", out(&diff), err(&diff));
