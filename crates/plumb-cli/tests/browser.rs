@@ -23,7 +23,6 @@ use std::io::{BufRead, BufReader};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 fn root() -> PathBuf {
@@ -31,7 +30,7 @@ fn root() -> PathBuf {
 }
 
 /// One browser at a time: Chromium is heavy on a 2-core machine.
-static BROWSER: Mutex<()> = Mutex::new(());
+static BROWSER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 fn chromedriver() -> Option<PathBuf> {
     if let Ok(p) = std::env::var("PLUMB_CHROMEDRIVER") {
@@ -201,7 +200,7 @@ async fn screenshot(c: &Client, name: &str) {
 #[tokio::test]
 async fn the_incident_in_a_browser() {
     let bin = driver_or_skip!("the_incident_in_a_browser");
-    let _one = BROWSER.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = BROWSER.lock().await;
     let d = tmp("browser", "incident");
     let (_driver, driver_url) = start_driver(&bin);
     let (_ui, url) = start_ui(
@@ -284,7 +283,7 @@ async fn the_incident_in_a_browser() {
 #[tokio::test]
 async fn hostile_names_and_values_render_as_text() {
     let bin = driver_or_skip!("hostile_names_and_values_render_as_text");
-    let _one = BROWSER.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = BROWSER.lock().await;
     let d = tmp("browser", "xss");
     let name = "x<script>window.__pwned=1</script>";
     let project = "<img src=x onerror=\"window.__pwned=2\">";
@@ -340,7 +339,7 @@ async fn hostile_names_and_values_render_as_text() {
 #[tokio::test]
 async fn the_html_report_opens_with_the_network_off() {
     let bin = driver_or_skip!("the_html_report_opens_with_the_network_off");
-    let _one = BROWSER.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = BROWSER.lock().await;
     let d = tmp("browser", "report");
     let o = Command::new(env!("CARGO_BIN_EXE_plumb"))
         .args([
