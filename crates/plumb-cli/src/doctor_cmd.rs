@@ -318,6 +318,10 @@ fn kustomizations(fs: &dyn plumb_render::source::SourceFs) -> Vec<(String, Value
 pub struct Diagnosis {
     pub report: plumb_doctor::Report,
     pub sources: Option<Vec<crate::source_args::RenderedSource>>,
+    /// The comparison the report explains (Secret values masked).
+    pub diffs: Vec<plumb_diff::compare::ResourceDiff>,
+    /// The live objects compared, as read.
+    pub live: Vec<Value>,
 }
 
 impl Diagnosis {
@@ -485,6 +489,8 @@ pub fn diagnose(args: &DoctorArgs) -> Result<Diagnosis> {
     Ok(Diagnosis {
         report,
         sources: source,
+        diffs,
+        live,
     })
 }
 

@@ -116,9 +116,28 @@ impl Backend for UiBackend {
                 files.insert(at.file.clone(), t);
             }
         }
+        // The resources that differ, with the live object each was compared with (for the
+        // managers that last wrote its fields).
+        let changes = d
+            .diffs
+            .iter()
+            .filter(|r| r.status != plumb_diff::compare::Status::Equal)
+            .map(|r| plumb_web::diff::ResourceChange {
+                resource: r.key.to_string(),
+                status: format!("{:?}", r.status),
+                live: r.result.normalized_live.clone(),
+                desired: r.result.predicted_live.clone(),
+                live_object: d
+                    .live
+                    .iter()
+                    .find(|o| plumb_core::ResourceKey::of(o).as_ref() == Some(&r.key))
+                    .cloned(),
+            })
+            .collect();
         Ok(Some(AppView {
             report: d.report,
             files,
+            changes,
         }))
     }
 }

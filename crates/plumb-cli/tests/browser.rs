@@ -3,7 +3,8 @@
 //!
 //! Over the shipped payments incident: the list shows payments-prod OutOfSync with the loop
 //! marker; the keyboard alone reaches the app's link, with a visible focus, and opens it; the
-//! app page names the webhook and `overlays/prod/pull-policy.yaml:10` with that line's text;
+//! app page names the webhook and `overlays/prod/pull-policy.yaml:10` with that line's text,
+//! and its diff shows the hand-edited Service's selector badged with `kubectl-edit`;
 //! no page runs a script or reports a Content-Security-Policy violation (a listener installed
 //! through the DevTools protocol before each page, which the pages' policy does not apply to),
 //! and the page's own style applies (its hash is right). Objects whose names and fields carry
@@ -277,6 +278,24 @@ async fn the_incident_in_a_browser() {
         .expect("text");
     assert!(here.contains(&line), "{here:?} shows {line:?}");
     screenshot(&c, "app.png").await;
+
+    // The diff, reached from the page: the hand-edited selector, badged with kubectl-edit.
+    c.find(Locator::LinkText("The diff, line by line"))
+        .await
+        .expect("the diff link")
+        .click()
+        .await
+        .expect("open the diff");
+    let row = c
+        .find(Locator::XPath("//tr[contains(., 'payments-api-canary')]"))
+        .await
+        .expect("the selector's line")
+        .text()
+        .await
+        .expect("text");
+    assert!(row.contains("kubectl-edit"), "{row}");
+    clean(&c, "diff").await;
+    screenshot(&c, "diff.png").await;
     c.close().await.expect("close");
 }
 

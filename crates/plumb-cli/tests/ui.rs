@@ -202,6 +202,63 @@ fn the_list_and_the_app_page_over_the_incident() {
     let b: serde_json::Value = serde_json::from_str(&out(&cli)).expect("doctor JSON");
     assert_eq!(a, b);
 
+    // The diff: the hand-edited Service's selector, badged with who wrote it.
+    let (status, _, diff) = get(&ui, "/apps/argocd/payments-prod/diff");
+    assert_eq!(status, 200, "{diff}");
+    let row = diff
+        .split("<tr class=\"removed\">")
+        .find(|r| r.contains("app: payments-api-canary"))
+        .unwrap_or_else(|| panic!("the live selector line: {diff}"));
+    assert!(
+        row.contains(r#"<span class="badge">kubectl-edit</span>"#),
+        "{row}"
+    );
+    assert!(
+        app.contains(r#"<a href="/apps/argocd/payments-prod/diff">"#),
+        "{app}"
+    );
+    let (_, _, json) = get(&ui, "/apps/argocd/payments-prod/diff?format=json");
+    let v: serde_json::Value = serde_json::from_str(&json).expect("JSON");
+    assert_eq!(v["actors"]["kubectl-edit"], 2, "{v:#}");
+    let service = v["resources"]
+        .as_array()
+        .expect("resources")
+        .iter()
+        .find(|r| r["resource"] == "/Service pay-prod/payments-api")
+        .expect("the Service");
+    let changed: Vec<(&str, &str)> = service["lines"]
+        .as_array()
+        .expect("lines")
+        .iter()
+        .filter(|l| l["kind"] != "same")
+        .map(|l| {
+            (
+                l["text"].as_str().unwrap_or(""),
+                l["actor"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        changed,
+        [
+            ("    app: payments-api-canary", "kubectl-edit"),
+            ("    app: payments-api", "kubectl-edit")
+        ]
+    );
+    // Hiding the lines kubectl-edit wrote; side by side.
+    let (_, _, hidden) = get(&ui, "/apps/argocd/payments-prod/diff?hide=kubectl-edit");
+    assert!(!hidden.contains("payments-api-canary"), "{hidden}");
+    assert!(hidden.contains("imagePullPolicy: Always"), "{hidden}");
+    let (_, _, split) = get(&ui, "/apps/argocd/payments-prod/diff?view=split");
+    let row = split
+        .split("<tr>")
+        .find(|r| r.contains("app: payments-api-canary"))
+        .unwrap_or_else(|| panic!("the selector's row: {split}"));
+    assert!(
+        row.contains("+    app: payments-api<"),
+        "both sides on one row: {row}"
+    );
+
     // Not found, in the page's own form.
     let (status, _, body) = get(&ui, "/apps/argocd/nope");
     assert_eq!(status, 404);

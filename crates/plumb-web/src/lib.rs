@@ -25,6 +25,7 @@ const CONTEXT_LINES: u32 = 3;
 /// The style every page carries (inline: the report is one file).
 const CSS: &str = include_str!("../templates/style.css");
 
+pub mod diff;
 pub mod server;
 
 /// The doctor's report as a self-contained HTML document. `file` reads a repository file at
@@ -93,6 +94,7 @@ fn report_page<'a>(
             .enumerate()
             .map(|(i, f)| finding_view(i, f, file))
             .collect(),
+        diff_link: None,
         health: report.health.as_ref().map(|h| HealthView {
             status: status_view(&h.status),
             resources: h
@@ -123,12 +125,21 @@ fn csp(form_action: &str) -> String {
 #[template(path = "report.html")]
 struct ReportPage<'a> {
     chrome: Chrome,
+    /// The app's diff page, when served.
+    diff_link: Option<String>,
     app: &'a str,
     verdict: StatusView,
     headline: String,
     loop_banner: Option<String>,
     findings: Vec<FindingView>,
     health: Option<HealthView>,
+}
+
+impl ReportPage<'_> {
+    fn with_diff_link(mut self, href: String) -> Self {
+        self.diff_link = Some(href);
+        self
+    }
 }
 
 /// A status shown as an icon and its word (never colour alone); `class` picks the colour.

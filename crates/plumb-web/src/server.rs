@@ -4,6 +4,9 @@
 //! - `GET /`: the apps, filtered by the query string (`q`, `project`, `sync`, `health`,
 //!   `verdict`) and paged on the server ([`PAGE_SIZE`] rows).
 //! - `GET /apps/{namespace}/{name}`: the app's page, the doctor's report.
+//! - `GET /apps/{namespace}/{name}/diff`: per resource, live against desired, unified or side
+//!   by side (`view=split`), each changed line badged with the manager that last wrote it;
+//!   `hide=MANAGER` leaves out the lines that manager wrote.
 //! - Each also answers `?format=json` with the data it shows.
 //!
 //! Secure by default ([`Access`]): every request's `Host` must be one the server was started
@@ -57,6 +60,8 @@ pub struct AppRow {
 pub struct AppView {
     pub report: Report,
     pub files: BTreeMap<String, String>,
+    /// The resources that differ, for the diff page.
+    pub changes: Vec<crate::diff::ResourceChange>,
 }
 
 /// Where the pages' data comes from. Called off the async runtime (it may block).
@@ -89,6 +94,7 @@ pub fn router(backend: Arc<dyn Backend>, access: Access) -> Router {
     Router::new()
         .route("/", get(list))
         .route("/apps/{namespace}/{name}", get(app))
+        .route("/apps/{namespace}/{name}/diff", get(diff))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(shared.clone(), guard))
         .with_state(shared)
@@ -428,29 +434,33 @@ pub fn list_response(mut rows: Vec<AppRow>, query: ListQuery) -> Response {
     (html_headers(), render(&page_view)).into_response()
 }
 
+/// The app's view from the backend, or the page that says why there is none.
+async fn app_view(s: &Shared, namespace: &str, name: &str) -> Result<AppView, Response> {
+    let backend = s.backend.clone();
+    let (ns, n) = (namespace.to_string(), name.to_string());
+    match blocking(move || backend.app(&ns, &n)).await {
+        Ok(Some(v)) => Ok(v),
+        Ok(None) => Err(error(
+            StatusCode::NOT_FOUND,
+            "No such app",
+            &format!("There is no Application {namespace}/{name}."),
+        )),
+        Err(e) => Err(error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "Cannot diagnose the app",
+            &e,
+        )),
+    }
+}
+
 async fn app(
     State(s): State<Arc<Shared>>,
     Path((namespace, name)): Path<(String, String)>,
     Query(q): Query<BTreeMap<String, String>>,
 ) -> Response {
-    let backend = s.backend.clone();
-    let (ns, n) = (namespace.clone(), name.clone());
-    let view = match blocking(move || backend.app(&ns, &n)).await {
-        Ok(Some(v)) => v,
-        Ok(None) => {
-            return error(
-                StatusCode::NOT_FOUND,
-                "No such app",
-                &format!("There is no Application {namespace}/{name}."),
-            );
-        }
-        Err(e) => {
-            return error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "Cannot diagnose the app",
-                &e,
-            );
-        }
+    let view = match app_view(&s, &namespace, &name).await {
+        Ok(v) => v,
+        Err(page) => return page,
     };
     if q.get("format").is_some_and(|f| f == "json") {
         return json(view.report.to_json());
@@ -460,7 +470,107 @@ async fn app(
         &view.report,
         &|path: &str| files.get(path).cloned(),
         Chrome::served(format!("plumb: {namespace}/{name}")),
-    );
+    )
+    .with_diff_link(app_href(&namespace, &name) + "/diff");
+    (html_headers(), render(&page)).into_response()
+}
+
+/// The diff page's query: `view=split` for side by side, `hide=MANAGER`, `format=json`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct DiffQuery {
+    view: String,
+    hide: String,
+    format: String,
+}
+
+#[derive(Template)]
+#[template(path = "diff.html")]
+struct DiffPage {
+    chrome: Chrome,
+    app: String,
+    app_href: String,
+    split: bool,
+    unified_href: String,
+    split_href: String,
+    actors: Vec<ActorView>,
+    resources: Vec<crate::diff::ResourceView>,
+}
+
+struct ActorView {
+    name: String,
+    lines: usize,
+    hidden: bool,
+    toggle: String,
+}
+
+async fn diff(
+    State(s): State<Arc<Shared>>,
+    Path((namespace, name)): Path<(String, String)>,
+    Query(q): Query<DiffQuery>,
+) -> Response {
+    let view = match app_view(&s, &namespace, &name).await {
+        Ok(v) => v,
+        Err(page) => return page,
+    };
+    let hide = Some(q.hide.as_str()).filter(|h| !h.is_empty());
+    let (resources, actors) = crate::diff::views(&view.changes, hide);
+    if q.format == "json" {
+        let resources: Vec<serde_json::Value> = resources
+            .iter()
+            .map(|r| {
+                let lines: Vec<serde_json::Value> = r
+                    .hunks
+                    .iter()
+                    .flat_map(|h| &h.rows)
+                    .map(|l| {
+                        serde_json::json!({"kind": l.kind, "old": l.old, "new": l.new,
+                            "text": l.text, "actor": l.actor})
+                    })
+                    .collect();
+                serde_json::json!({"resource": r.resource, "status": r.status,
+                    "changed": r.changed, "lines": lines})
+            })
+            .collect();
+        return json(serde_json::json!({"resources": resources, "actors": actors}));
+    }
+    let base = app_href(&namespace, &name) + "/diff";
+    let href = |view: &str, hide: &str| {
+        let pairs: Vec<(String, String)> = [("view", view), ("hide", hide)]
+            .into_iter()
+            .filter(|(_, v)| !v.is_empty())
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        if pairs.is_empty() {
+            base.clone()
+        } else {
+            format!("{base}?{}", encode_query(&pairs))
+        }
+    };
+    let split = q.view == "split";
+    let view_param = if split { "split" } else { "" };
+    let page = DiffPage {
+        chrome: Chrome::served(format!("plumb: {namespace}/{name} diff")),
+        app: format!("{namespace}/{name}"),
+        app_href: app_href(&namespace, &name),
+        split,
+        unified_href: href("", &q.hide),
+        split_href: href("split", &q.hide),
+        actors: actors
+            .into_iter()
+            .map(|(name, lines)| {
+                let hidden = hide == Some(name.as_str());
+                let toggle = href(view_param, if hidden { "" } else { &name });
+                ActorView {
+                    name,
+                    lines,
+                    hidden,
+                    toggle,
+                }
+            })
+            .collect(),
+        resources,
+    };
     (html_headers(), render(&page)).into_response()
 }
 

@@ -45,6 +45,82 @@ pub fn normal_diff(old: &str, new: &str) -> String {
     out
 }
 
+/// One line of a hunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Line {
+    /// In both texts: line `old` of the old one and `new` of the new one (0-based).
+    Same { old: usize, new: usize },
+    /// Line `old` of the old text only.
+    Removed { old: usize },
+    /// Line `new` of the new text only.
+    Added { new: usize },
+}
+
+/// One hunk of a unified diff: its line ranges (half-open, 0-based) and its lines in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hunk {
+    pub old: std::ops::Range<usize>,
+    pub new: std::ops::Range<usize>,
+    pub lines: Vec<Line>,
+}
+
+/// The hunks of `diff -u` with `context` lines around each change, as GNU groups them (a hunk
+/// runs on while fewer than `2 * context + 1` unchanged lines separate two changes). Empty
+/// when the texts are equal. The lines of [`unified_diff`], as data (e.g. for a web page).
+#[must_use]
+pub fn hunks(old: &str, new: &str, context: usize) -> Vec<Hunk> {
+    let a = TextFile::new(old);
+    let b = TextFile::new(new);
+    hunks_of(&a, &b, context)
+}
+
+fn hunks_of(a: &TextFile, b: &TextFile, context: usize) -> Vec<Hunk> {
+    let changes = gnu_changes(a, b, context);
+    let mut out = Vec::new();
+    let mut start = 0;
+    while start < changes.len() {
+        let mut end = start;
+        while end + 1 < changes.len()
+            && changes[end + 1].line0 - (changes[end].line0 + changes[end].deleted) <= 2 * context
+        {
+            end += 1;
+        }
+        let hunk = &changes[start..=end];
+        let (first, last) = (&hunk[0], &hunk[hunk.len() - 1]);
+        let lo0 = first.line0.saturating_sub(context);
+        let lo1 = first.line1.saturating_sub(context);
+        let hi0 = (last.line0 + last.deleted + context).min(a.lines.len());
+        let hi1 = (last.line1 + last.inserted + context).min(b.lines.len());
+        let mut lines = Vec::new();
+        let (mut i, mut j) = (lo0, lo1);
+        let mut next = hunk.iter().peekable();
+        while i < hi0 || j < hi1 {
+            match next.peek() {
+                Some(ch) if i >= ch.line0 => {
+                    lines
+                        .extend((ch.line0..ch.line0 + ch.deleted).map(|old| Line::Removed { old }));
+                    lines.extend((ch.line1..ch.line1 + ch.inserted).map(|new| Line::Added { new }));
+                    i = ch.line0 + ch.deleted;
+                    j = ch.line1 + ch.inserted;
+                    next.next();
+                }
+                _ => {
+                    lines.push(Line::Same { old: i, new: j });
+                    i += 1;
+                    j += 1;
+                }
+            }
+        }
+        out.push(Hunk {
+            old: lo0..hi0,
+            new: lo1..hi1,
+            lines,
+        });
+        start = end + 1;
+    }
+    out
+}
+
 /// GNU `diff -u --label OLD_LABEL --label NEW_LABEL`: `---`/`+++` headers
 /// without timestamps, hunks with three lines of context. Empty when the
 /// texts are equal.
@@ -53,59 +129,33 @@ pub fn unified_diff(old: &str, new: &str, old_label: &str, new_label: &str) -> S
     const CONTEXT: usize = 3;
     let a = TextFile::new(old);
     let b = TextFile::new(new);
-    let changes = gnu_changes(&a, &b, CONTEXT);
-    if changes.is_empty() {
+    let hunks = hunks_of(&a, &b, CONTEXT);
+    if hunks.is_empty() {
         return String::new();
     }
     let mut out = format!("--- {old_label}\n+++ {new_label}\n");
-    let mut start = 0;
-    while start < changes.len() {
-        // A hunk runs on while fewer than 2*CONTEXT+1 unchanged lines
-        // separate one change from the next.
-        let mut end = start;
-        while end + 1 < changes.len()
-            && changes[end + 1].line0 - (changes[end].line0 + changes[end].deleted) <= 2 * CONTEXT
-        {
-            end += 1;
-        }
-        let hunk = &changes[start..=end];
-        let (first, last) = (&hunk[0], &hunk[hunk.len() - 1]);
-        // Half-open line ranges shown for each file.
-        let lo0 = first.line0.saturating_sub(CONTEXT);
-        let lo1 = first.line1.saturating_sub(CONTEXT);
-        let hi0 = (last.line0 + last.deleted + CONTEXT).min(a.lines.len());
-        let hi1 = (last.line1 + last.inserted + CONTEXT).min(b.lines.len());
+    for h in &hunks {
         out.push_str("@@ -");
-        push_unified_range(&mut out, lo0, hi0);
+        push_unified_range(&mut out, h.old.start, h.old.end);
         out.push_str(" +");
-        push_unified_range(&mut out, lo1, hi1);
+        push_unified_range(&mut out, h.new.start, h.new.end);
         out.push_str(" @@\n");
-        let (mut i, mut j) = (lo0, lo1);
-        let mut next = hunk.iter().peekable();
-        while i < hi0 || j < hi1 {
-            match next.peek() {
-                Some(ch) if i >= ch.line0 => {
-                    for k in ch.line0..ch.line0 + ch.deleted {
-                        out.push('-');
-                        a.push_line(&mut out, k);
-                    }
-                    for k in ch.line1..ch.line1 + ch.inserted {
-                        out.push('+');
-                        b.push_line(&mut out, k);
-                    }
-                    i = ch.line0 + ch.deleted;
-                    j = ch.line1 + ch.inserted;
-                    next.next();
-                }
-                _ => {
+        for line in &h.lines {
+            match *line {
+                Line::Same { old, .. } => {
                     out.push(' ');
-                    a.push_line(&mut out, i);
-                    i += 1;
-                    j += 1;
+                    a.push_line(&mut out, old);
+                }
+                Line::Removed { old } => {
+                    out.push('-');
+                    a.push_line(&mut out, old);
+                }
+                Line::Added { new } => {
+                    out.push('+');
+                    b.push_line(&mut out, new);
                 }
             }
         }
-        start = end + 1;
     }
     out
 }

@@ -48,7 +48,7 @@ mod yaml;
 mod yaml_emit;
 mod yaml_resolve;
 
-pub use diff_output::{normal_diff, unified_diff};
+pub use diff_output::{Hunk, Line, hunks, normal_diff, unified_diff};
 pub use yaml::{to_yaml, to_yaml_with_comments};
 
 #[cfg(test)]
