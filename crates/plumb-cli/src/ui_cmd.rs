@@ -95,12 +95,11 @@ impl Backend for UiBackend {
 
     fn app(&self, namespace: &str, name: &str) -> Result<Option<AppView>, String> {
         let apps = self.applications().map_err(|e| e.to_string())?;
-        let found = apps.iter().any(|a| {
+        let Some(application) = apps.into_iter().find(|a| {
             text(a, "/metadata/namespace") == namespace && text(a, "/metadata/name") == name
-        });
-        if !found {
+        }) else {
             return Ok(None);
-        }
+        };
         let argv: Vec<String> = std::iter::once(format!("{namespace}/{name}"))
             .chain(self.doctor_argv.iter().cloned())
             .collect();
@@ -138,6 +137,7 @@ impl Backend for UiBackend {
             report: d.report,
             files,
             changes,
+            application,
         }))
     }
 }

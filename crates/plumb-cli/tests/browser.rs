@@ -4,7 +4,8 @@
 //! Over the shipped payments incident: the list shows payments-prod OutOfSync with the loop
 //! marker; the keyboard alone reaches the app's link, with a visible focus, and opens it; the
 //! app page names the webhook and `overlays/prod/pull-policy.yaml:10` with that line's text,
-//! and its diff shows the hand-edited Service's selector badged with `kubectl-edit`;
+//! its diff shows the hand-edited Service's selector badged with `kubectl-edit`, and its
+//! timeline has one mark per sync of the looping revision;
 //! no page runs a script or reports a Content-Security-Policy violation (a listener installed
 //! through the DevTools protocol before each page, which the pages' policy does not apply to),
 //! and the page's own style applies (its hash is right). Objects whose names and fields carry
@@ -296,6 +297,18 @@ async fn the_incident_in_a_browser() {
     assert!(row.contains("kubectl-edit"), "{row}");
     clean(&c, "diff").await;
     screenshot(&c, "diff.png").await;
+
+    // The history: the timeline has one mark per sync of the looping revision.
+    c.goto(&format!("{url}apps/argocd/payments-prod/history"))
+        .await
+        .expect("the history");
+    let marks = c
+        .find_all(Locator::Css("svg.timeline path.mark"))
+        .await
+        .expect("marks");
+    assert_eq!(marks.len(), 5);
+    clean(&c, "history").await;
+    screenshot(&c, "history.png").await;
     c.close().await.expect("close");
 }
 

@@ -259,6 +259,47 @@ fn the_list_and_the_app_page_over_the_incident() {
         "both sides on one row: {row}"
     );
 
+    // The history: one mark per sync of the looping revision, and the loop's banner.
+    let (status, _, history) = get(&ui, "/apps/argocd/payments-prod/history");
+    assert_eq!(status, 200, "{history}");
+    let svg = history
+        .split("<svg class=\"timeline\"")
+        .nth(1)
+        .and_then(|rest| rest.split("</svg>").next())
+        .unwrap_or_else(|| panic!("a timeline: {history}"));
+    assert_eq!(svg.matches("<path class=\"mark ").count(), 5, "{svg}");
+    assert_eq!(
+        svg.matches("<path class=\"mark self-heal\"").count(),
+        4,
+        "{svg}"
+    );
+    assert!(
+        history.contains("loop: 5 syncs of b5e2be1f3c9d8a7e6b5c4d3e2f1a0b9c8d7e6f5a in 84s, rewritten by platform-policy-mutate"),
+        "{history}"
+    );
+    assert!(
+        app.contains(r#"<a href="/apps/argocd/payments-prod/history">"#),
+        "{app}"
+    );
+    let (_, _, json) = get(&ui, "/apps/argocd/payments-prod/history?format=json");
+    let v: serde_json::Value = serde_json::from_str(&json).expect("JSON");
+    let triggers: Vec<&str> = v["syncs"]
+        .as_array()
+        .expect("syncs")
+        .iter()
+        .map(|s| s["trigger"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        triggers,
+        [
+            "automated",
+            "self-heal",
+            "self-heal",
+            "self-heal",
+            "self-heal"
+        ]
+    );
+
     // Not found, in the page's own form.
     let (status, _, body) = get(&ui, "/apps/argocd/nope");
     assert_eq!(status, 404);

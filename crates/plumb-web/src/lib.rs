@@ -26,6 +26,7 @@ const CONTEXT_LINES: u32 = 3;
 const CSS: &str = include_str!("../templates/style.css");
 
 pub mod diff;
+pub mod history;
 pub mod server;
 
 /// The doctor's report as a self-contained HTML document. `file` reads a repository file at
@@ -94,7 +95,7 @@ fn report_page<'a>(
             .enumerate()
             .map(|(i, f)| finding_view(i, f, file))
             .collect(),
-        diff_link: None,
+        links: None,
         health: report.health.as_ref().map(|h| HealthView {
             status: status_view(&h.status),
             resources: h
@@ -125,8 +126,8 @@ fn csp(form_action: &str) -> String {
 #[template(path = "report.html")]
 struct ReportPage<'a> {
     chrome: Chrome,
-    /// The app's diff page, when served.
-    diff_link: Option<String>,
+    /// The app's diff and history pages, when served.
+    links: Option<(String, String)>,
     app: &'a str,
     verdict: StatusView,
     headline: String,
@@ -136,8 +137,8 @@ struct ReportPage<'a> {
 }
 
 impl ReportPage<'_> {
-    fn with_diff_link(mut self, href: String) -> Self {
-        self.diff_link = Some(href);
+    fn with_links(mut self, diff: String, history: String) -> Self {
+        self.links = Some((diff, history));
         self
     }
 }
@@ -239,7 +240,7 @@ fn status_view(status: &str) -> StatusView {
 }
 
 /// "loop: N syncs of REV in M, rewritten by X" for a loop, naming every writer found.
-fn loop_banner(report: &Report) -> Option<String> {
+pub(crate) fn loop_banner(report: &Report) -> Option<String> {
     if report.verdict != Verdict::Loop {
         return None;
     }

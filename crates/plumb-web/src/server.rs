@@ -7,6 +7,7 @@
 //! - `GET /apps/{namespace}/{name}/diff`: per resource, live against desired, unified or side
 //!   by side (`view=split`), each changed line badged with the manager that last wrote it;
 //!   `hide=MANAGER` leaves out the lines that manager wrote.
+//! - `GET /apps/{namespace}/{name}/history`: the syncs as a table and a timeline (SVG).
 //! - Each also answers `?format=json` with the data it shows.
 //!
 //! Secure by default ([`Access`]): every request's `Host` must be one the server was started
@@ -62,6 +63,8 @@ pub struct AppView {
     pub files: BTreeMap<String, String>,
     /// The resources that differ, for the diff page.
     pub changes: Vec<crate::diff::ResourceChange>,
+    /// The Application as read (its `status.history`, for the history page).
+    pub application: serde_json::Value,
 }
 
 /// Where the pages' data comes from. Called off the async runtime (it may block).
@@ -95,6 +98,7 @@ pub fn router(backend: Arc<dyn Backend>, access: Access) -> Router {
         .route("/", get(list))
         .route("/apps/{namespace}/{name}", get(app))
         .route("/apps/{namespace}/{name}/diff", get(diff))
+        .route("/apps/{namespace}/{name}/history", get(history))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(shared.clone(), guard))
         .with_state(shared)
@@ -471,7 +475,10 @@ async fn app(
         &|path: &str| files.get(path).cloned(),
         Chrome::served(format!("plumb: {namespace}/{name}")),
     )
-    .with_diff_link(app_href(&namespace, &name) + "/diff");
+    .with_links(
+        app_href(&namespace, &name) + "/diff",
+        app_href(&namespace, &name) + "/history",
+    );
     (html_headers(), render(&page)).into_response()
 }
 
@@ -570,6 +577,43 @@ async fn diff(
             })
             .collect(),
         resources,
+    };
+    (html_headers(), render(&page)).into_response()
+}
+
+#[derive(Template)]
+#[template(path = "history.html")]
+struct HistoryPage {
+    chrome: Chrome,
+    app: String,
+    app_href: String,
+    diff_href: String,
+    loop_banner: Option<String>,
+    syncs: Vec<crate::history::Sync>,
+    timeline: Option<crate::history::Timeline>,
+}
+
+async fn history(
+    State(s): State<Arc<Shared>>,
+    Path((namespace, name)): Path<(String, String)>,
+    Query(q): Query<BTreeMap<String, String>>,
+) -> Response {
+    let view = match app_view(&s, &namespace, &name).await {
+        Ok(v) => v,
+        Err(page) => return page,
+    };
+    let syncs = crate::history::syncs(&view.application);
+    if q.get("format").is_some_and(|f| f == "json") {
+        return json(serde_json::json!({"syncs": syncs, "loop": crate::loop_banner(&view.report)}));
+    }
+    let page = HistoryPage {
+        chrome: Chrome::served(format!("plumb: {namespace}/{name} history")),
+        app: format!("{namespace}/{name}"),
+        app_href: app_href(&namespace, &name),
+        diff_href: app_href(&namespace, &name) + "/diff",
+        loop_banner: crate::loop_banner(&view.report),
+        timeline: crate::history::timeline(&syncs),
+        syncs,
     };
     (html_headers(), render(&page)).into_response()
 }
