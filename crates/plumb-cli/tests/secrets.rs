@@ -3,7 +3,9 @@
 //! values, `last-applied` holding the desired values), no output of `diff` (every
 //! format, from files and from a rendered source), `render` (with and without origins),
 //! `doctor` (every format), `blame` or `health` — stdout or stderr, with
-//! `RUST_LOG=debug` — contains a value or its base64.
+//! `RUST_LOG=debug` — contains a value or its base64; nor does any page `plumb ui` serves for
+//! the app (the list, the app's page, its diff unified and side by side, its history; HTML and
+//! JSON, headers included).
 //!
 //! Each case runs the binary a dozen times, so this runs [`CASES`] cases; the same
 //! property runs thousands of times in-process in `plumb-diff/tests/secrets.rs`.
@@ -182,6 +184,72 @@ fn outputs(dir: &Path) -> String {
         all.push_str(&String::from_utf8_lossy(&out.stdout));
         all.push_str(&String::from_utf8_lossy(&out.stderr));
     }
+    all.push_str(&ui_pages(dir));
+    all
+}
+
+/// Every page `plumb ui` serves for the app, in each format, with the headers; then what
+/// the server wrote on its streams.
+fn ui_pages(dir: &Path) -> String {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_plumb"))
+        .args([
+            "ui",
+            "--live",
+            "live",
+            "--repo",
+            "repo",
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .current_dir(dir)
+        .env("RUST_LOG", "debug")
+        .env_remove("KUBECONFIG")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("plumb ui runs");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut url = String::new();
+    stdout.read_line(&mut url).expect("its URL");
+    let addr = url
+        .trim()
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_string();
+    let mut all = format!("\n### plumb ui at {addr}\n");
+    for path in [
+        "/",
+        "/?format=json",
+        "/apps/argocd/demo",
+        "/apps/argocd/demo?format=json",
+        "/apps/argocd/demo/diff",
+        "/apps/argocd/demo/diff?view=split",
+        "/apps/argocd/demo/diff?format=json",
+        "/apps/argocd/demo/history",
+        "/apps/argocd/demo/history?format=json",
+    ] {
+        let mut s = std::net::TcpStream::connect(&addr).expect("connect");
+        write!(
+            s,
+            "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+        )
+        .expect("ask");
+        let mut page = String::new();
+        s.read_to_string(&mut page).expect("answer");
+        assert!(page.starts_with("HTTP/1.1 200"), "{path}: {page}");
+        all.push_str(&format!("\n### GET {path}\n{page}"));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let mut rest = String::new();
+    let _ = stdout.read_to_string(&mut rest);
+    let _ = child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut rest);
+    all.push_str(&rest);
     all
 }
 
