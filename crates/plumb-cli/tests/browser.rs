@@ -10,7 +10,9 @@
 //! through the DevTools protocol before each page, which the pages' policy does not apply to),
 //! and the page's own style applies (its hash is right). Objects whose names and fields carry
 //! HTML and script render as text, and nothing runs. The `-o html` report opens with the
-//! network off, shows the same content and loads nothing. Screenshots go to
+//! network off, shows the same content and loads nothing. axe-core (pinned, fetched by
+//! `testbed/fetch-axe.sh`) finds no serious or critical accessibility violation on any page.
+//! Screenshots go to
 //! `target/ui-screenshots/`.
 //!
 //! Skipped (saying so) without chromedriver, unless REQUIRE_BROWSER=1 (`.ci/run` installs
@@ -192,6 +194,39 @@ async fn clean(c: &Client, what: &str) {
     assert_eq!(v["pwned"], Value::Null, "{what}: a script ran: {v}");
 }
 
+/// axe-core's accessibility check of the page: no serious or critical violation. axe.min.js
+/// is `PLUMB_AXE` (testbed/fetch-axe.sh; required with REQUIRE_BROWSER=1), injected through
+/// WebDriver (the page's policy does not apply to it).
+async fn accessible(c: &Client, what: &str) {
+    let path = match std::env::var("PLUMB_AXE") {
+        Ok(p) => p,
+        Err(_) => {
+            assert!(
+                std::env::var("REQUIRE_BROWSER").is_err(),
+                "REQUIRE_BROWSER is set but PLUMB_AXE (testbed/fetch-axe.sh) is not"
+            );
+            eprintln!("{what}: accessibility not checked: PLUMB_AXE unset (testbed/fetch-axe.sh)");
+            return;
+        }
+    };
+    let source = std::fs::read_to_string(&path).expect("axe.min.js");
+    c.execute(&source, vec![]).await.expect("axe loads");
+    let found = c
+        .execute_async(
+            "const done = arguments[arguments.length - 1]; axe.run(document, {resultTypes: ['violations']}).then(r => done(r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map(n => n.target.join(' '))})))).catch(e => done([{id: 'axe-error', impact: 'critical', help: String(e)}]));",
+            vec![],
+        )
+        .await
+        .expect("axe runs");
+    let serious: Vec<&Value> = found
+        .as_array()
+        .expect("violations")
+        .iter()
+        .filter(|v| matches!(v["impact"].as_str(), Some("serious" | "critical")))
+        .collect();
+    assert!(serious.is_empty(), "{what}: {serious:#?}");
+}
+
 async fn screenshot(c: &Client, name: &str) {
     let dir = root().join("target/ui-screenshots");
     std::fs::create_dir_all(&dir).expect("screenshot dir");
@@ -213,6 +248,7 @@ async fn the_incident_in_a_browser() {
 
     c.goto(&url).await.expect("the list");
     clean(&c, "list").await;
+    accessible(&c, "list").await;
     let row = c
         .find(Locator::XPath("//tr[td/a[text()='payments-prod']]"))
         .await
@@ -256,6 +292,7 @@ async fn the_incident_in_a_browser() {
     }
     c.find(Locator::Css("#why")).await.expect("the page loaded");
     clean(&c, "app").await;
+    accessible(&c, "app").await;
     let page = text(&c).await;
     assert!(page.contains("platform-policy-mutate"), "{page}");
     assert!(page.contains("overlays/prod/pull-policy.yaml:10"), "{page}");
@@ -296,7 +333,19 @@ async fn the_incident_in_a_browser() {
         .expect("text");
     assert!(row.contains("kubectl-edit"), "{row}");
     clean(&c, "diff").await;
+    accessible(&c, "diff").await;
     screenshot(&c, "diff.png").await;
+    c.issue_cmd(Cdp(
+        "Emulation.setEmulatedMedia",
+        json!({"features": [{"name": "prefers-color-scheme", "value": "dark"}]}),
+    ))
+    .await
+    .expect("dark");
+    accessible(&c, "diff, dark").await;
+    screenshot(&c, "diff-dark.png").await;
+    c.issue_cmd(Cdp("Emulation.setEmulatedMedia", json!({"features": []})))
+        .await
+        .expect("light");
 
     // The history: the timeline has one mark per sync of the looping revision.
     c.goto(&format!("{url}apps/argocd/payments-prod/history"))
@@ -308,6 +357,7 @@ async fn the_incident_in_a_browser() {
         .expect("marks");
     assert_eq!(marks.len(), 5);
     clean(&c, "history").await;
+    accessible(&c, "history").await;
     screenshot(&c, "history.png").await;
     c.close().await.expect("close");
 }
@@ -406,6 +456,16 @@ async fn the_html_report_opens_with_the_network_off() {
         .await
         .expect("the report");
     clean(&c, "report").await;
+    accessible(&c, "report").await;
+    // And in the dark scheme.
+    c.issue_cmd(Cdp(
+        "Emulation.setEmulatedMedia",
+        json!({"features": [{"name": "prefers-color-scheme", "value": "dark"}]}),
+    ))
+    .await
+    .expect("dark");
+    accessible(&c, "report, dark").await;
+    screenshot(&c, "report-dark.png").await;
     let page = text(&c).await;
     for want in [
         "payments-prod",
