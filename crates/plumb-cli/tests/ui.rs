@@ -300,6 +300,34 @@ fn the_list_and_the_app_page_over_the_incident() {
         ]
     );
 
+    // The fleet by cause: the webhook and the person, each with the field it fights.
+    let (_, _, json) = get(&ui, "/actors?format=json");
+    let v: serde_json::Value = serde_json::from_str(&json).expect("JSON");
+    let webhook = v["actors"]
+        .as_array()
+        .expect("actors")
+        .iter()
+        .find(|a| a["name"] == "platform-policy-mutate")
+        .unwrap_or_else(|| panic!("the webhook: {v:#}"));
+    assert_eq!(webhook["cause"], "mutating-webhook");
+    assert_eq!(
+        webhook["apps"]["argocd/payments-prod"],
+        serde_json::json!([
+            "apps/Deployment pay-prod/payments-api /spec/template/spec/containers/0/imagePullPolicy"
+        ])
+    );
+    let (status, _, page) = get(&ui, "/actors?sort=name");
+    assert_eq!(status, 200);
+    let at = |needle: &str| {
+        page.find(needle)
+            .unwrap_or_else(|| panic!("{needle} in {page}"))
+    };
+    assert!(at("<strong>kubectl-edit</strong>") < at("<strong>platform-policy-mutate</strong>"));
+    assert!(
+        page.contains(r#"<a href="/apps/argocd/payments-prod">argocd/payments-prod</a>"#),
+        "{page}"
+    );
+
     // Not found, in the page's own form.
     let (status, _, body) = get(&ui, "/apps/argocd/nope");
     assert_eq!(status, 404);

@@ -8,6 +8,8 @@
 //!   by side (`view=split`), each changed line badged with the manager that last wrote it;
 //!   `hide=MANAGER` leaves out the lines that manager wrote.
 //! - `GET /apps/{namespace}/{name}/history`: the syncs as a table and a timeline (SVG).
+//! - `GET /actors`: the fleet by cause — each writer the doctor finds fighting git, with the
+//!   apps and fields it fights (`sort=apps|fields|name`).
 //! - Each also answers `?format=json` with the data it shows.
 //!
 //! Secure by default ([`Access`]): every request's `Host` must be one the server was started
@@ -99,6 +101,7 @@ pub fn router(backend: Arc<dyn Backend>, access: Access) -> Router {
         .route("/apps/{namespace}/{name}", get(app))
         .route("/apps/{namespace}/{name}/diff", get(diff))
         .route("/apps/{namespace}/{name}/history", get(history))
+        .route("/actors", get(actors))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(shared.clone(), guard))
         .with_state(shared)
@@ -614,6 +617,143 @@ async fn history(
         loop_banner: crate::loop_banner(&view.report),
         timeline: crate::history::timeline(&syncs),
         syncs,
+    };
+    (html_headers(), render(&page)).into_response()
+}
+
+/// One writer of the fleet: who, its cause, and per app the fields it rewrites.
+#[derive(Debug, Clone, Serialize)]
+pub struct Actor {
+    pub name: String,
+    /// The doctor's cause type (`mutating-webhook`, `controller`, `manual-edit`, …).
+    pub cause: String,
+    /// `NAMESPACE/NAME` → the fields (`GROUP/KIND NS/NAME PATH`).
+    pub apps: BTreeMap<String, Vec<String>>,
+}
+
+/// The writers the doctor finds in `reports` (each with its app's namespace and name), but
+/// `unknown` and the objects git lacks or has extra (no writer to name).
+pub fn actors_of(reports: &[(String, String, Report)]) -> Vec<Actor> {
+    let mut by: BTreeMap<(String, String), Actor> = BTreeMap::new();
+    for (ns, name, report) in reports {
+        for f in &report.findings {
+            let cause = f.cause.kind.as_str();
+            if cause == "unknown" || f.cause.name.is_empty() || f.path.is_empty() {
+                continue;
+            }
+            let a = by
+                .entry((f.cause.name.clone(), cause.to_string()))
+                .or_insert_with(|| Actor {
+                    name: f.cause.name.clone(),
+                    cause: cause.to_string(),
+                    apps: BTreeMap::new(),
+                });
+            a.apps
+                .entry(format!("{ns}/{name}"))
+                .or_default()
+                .push(format!("{} {}", f.resource, f.path));
+        }
+    }
+    by.into_values().collect()
+}
+
+#[derive(Template)]
+#[template(path = "actors.html")]
+struct ActorsPage {
+    chrome: Chrome,
+    diagnosed: usize,
+    sort: String,
+    by_name: String,
+    by_apps: String,
+    by_fields: String,
+    actors: Vec<ActorRowView>,
+    errors: Vec<String>,
+}
+
+struct ActorRowView {
+    name: String,
+    cause: String,
+    fields: usize,
+    apps: Vec<ActorAppView>,
+}
+
+struct ActorAppView {
+    name: String,
+    href: String,
+    fields: Vec<String>,
+}
+
+async fn actors(
+    State(s): State<Arc<Shared>>,
+    Query(q): Query<BTreeMap<String, String>>,
+) -> Response {
+    let backend = s.backend.clone();
+    // Every app that is not in sync, diagnosed as its page would be.
+    let found = blocking(move || {
+        let rows = backend.apps()?;
+        let mut reports = Vec::new();
+        let mut errors = Vec::new();
+        for r in rows.iter().filter(|r| r.verdict != Some(Verdict::InSync)) {
+            match backend.app(&r.namespace, &r.name) {
+                Ok(Some(v)) => reports.push((r.namespace.clone(), r.name.clone(), v.report)),
+                Ok(None) => {}
+                Err(e) => errors.push(format!("{}/{}: {e}", r.namespace, r.name)),
+            }
+        }
+        Ok((reports, errors))
+    })
+    .await;
+    let (reports, errors) = match found {
+        Ok(v) => v,
+        Err(e) => {
+            return error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "Cannot list the apps",
+                &e,
+            );
+        }
+    };
+    let mut list = actors_of(&reports);
+    let fields = |a: &Actor| a.apps.values().map(Vec::len).sum::<usize>();
+    let sort = q.get("sort").map_or("apps", String::as_str);
+    match sort {
+        "name" => list.sort_by(|a, b| a.name.cmp(&b.name)),
+        "fields" => list.sort_by(|a, b| fields(b).cmp(&fields(a)).then(a.name.cmp(&b.name))),
+        _ => list.sort_by(|a, b| b.apps.len().cmp(&a.apps.len()).then(a.name.cmp(&b.name))),
+    }
+    if q.get("format").is_some_and(|f| f == "json") {
+        return json(
+            serde_json::json!({"actors": list, "diagnosed": reports.len(), "errors": errors}),
+        );
+    }
+    let page = ActorsPage {
+        chrome: Chrome::served("plumb: who rewrites declared fields".into()),
+        diagnosed: reports.len(),
+        sort: sort.to_string(),
+        by_name: "/actors?sort=name".into(),
+        by_apps: "/actors?sort=apps".into(),
+        by_fields: "/actors?sort=fields".into(),
+        actors: list
+            .iter()
+            .map(|a| ActorRowView {
+                name: a.name.clone(),
+                cause: a.cause.clone(),
+                fields: fields(a),
+                apps: a
+                    .apps
+                    .iter()
+                    .map(|(app, fs)| {
+                        let (ns, n) = app.split_once('/').unwrap_or(("", app));
+                        ActorAppView {
+                            name: app.clone(),
+                            href: app_href(ns, n),
+                            fields: fs.clone(),
+                        }
+                    })
+                    .collect(),
+            })
+            .collect(),
+        errors,
     };
     (html_headers(), render(&page)).into_response()
 }
