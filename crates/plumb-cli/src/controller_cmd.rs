@@ -82,6 +82,18 @@ pub struct ControllerArgs {
     /// (port 0 picks a free port; the address is logged).
     #[arg(long, value_name = "ADDR")]
     listen: Option<String>,
+    /// Serve the read-only web pages of `plumb ui` under `--listen`'s `/ui/`, over this
+    /// cluster with the controller's own credentials. An address other than loopback needs
+    /// --ui-token-file.
+    #[arg(long, requires = "listen")]
+    ui: bool,
+    /// A file holding the token the pages require (as `plumb ui --token-file`).
+    #[arg(long, value_name = "FILE", requires = "ui")]
+    ui_token_file: Option<std::path::PathBuf>,
+    /// Another name the pages answer to (a `Host` header), e.g. `plumb.example.com`; as
+    /// `plumb ui --allowed-host`.
+    #[arg(long, value_name = "HOST[:PORT]", requires = "ui")]
+    ui_allowed_host: Vec<String>,
     /// Secrets of the push webhooks served at `--listen`'s `/api/webhook`: a YAML or JSON
     /// map, or a Secret manifest (e.g. `argocd-secret`), with Argo CD's keys
     /// `webhook.github.secret`, `webhook.gitlab.secret`, `webhook.bitbucket.uuid`,
@@ -405,10 +417,29 @@ async fn run_async(
             .map(|a| a.to_string())
             .unwrap_or_else(|_| addr.clone());
         log_line(json!({"listening": bound}));
+        let ui = if args.ui {
+            let addr = listener.local_addr()?;
+            let access = crate::ui_cmd::access(
+                addr,
+                "--listen",
+                "--ui-token-file",
+                args.ui_token_file.as_deref(),
+                &args.ui_allowed_host,
+            )?;
+            log_line(json!({"ui": format!("http://{addr}/ui/")}));
+            Some(plumb_web::server::router_at(
+                crate::ui_cmd::cluster_backend(&args.cluster),
+                access,
+                "/ui",
+            ))
+        } else {
+            None
+        };
         tokio::spawn(crate::serve::serve_with_webhook(
             listener,
             metrics.clone(),
             webhook.clone(),
+            ui,
         ));
     }
     let events: Arc<dyn Fn(Event<'_>) + Send + Sync> = {

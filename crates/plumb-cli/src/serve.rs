@@ -396,8 +396,15 @@ pub async fn serve_with_webhook(
     listener: TcpListener,
     metrics: Arc<Metrics>,
     webhook: Arc<Webhook>,
+    ui: Option<Router>,
 ) {
-    serve_router(listener, router(metrics, webhook)).await;
+    let app = router(metrics, webhook);
+    // The web pages under their own path (`plumb controller --ui`), behind their own checks.
+    let app = match ui {
+        Some(ui) => app.merge(ui),
+        None => app,
+    };
+    serve_router(listener, app).await;
 }
 
 /// Serves `app` on `listener` until the task is dropped, each connection bounded in time and
@@ -478,6 +485,7 @@ mod tests {
             listener,
             metrics.clone(),
             Arc::new(Webhook::default()),
+            None,
         ));
         let r = ask(addr, b"GET /readyz HTTP/1.1\r\n\r\n", false).await;
         assert!(r.starts_with("HTTP/1.1 503"), "{r}");
@@ -533,6 +541,7 @@ mod tests {
             listener,
             Arc::new(Metrics::default()),
             webhook,
+            None,
         ));
         let body =
             br#"{"ref": "refs/heads/main", "repository": {"html_url": "https://github.com/a/b"}}"#;

@@ -152,29 +152,76 @@ fn session_secret() -> Result<String> {
     Ok(b.iter().map(|x| format!("{x:02x}")).collect())
 }
 
-pub fn run(args: UiArgs) -> Result<u8> {
-    let token = match &args.token_file {
-        Some(f) => {
-            let t = std::fs::read_to_string(f)
-                .map_err(|e| anyhow!("--token-file {}: {e}", f.display()))?
-                .trim()
-                .to_string();
-            if t.len() < 16 {
-                bail!(
-                    "--token-file {}: the token must be at least 16 characters",
-                    f.display()
-                );
-            }
-            Some(t)
-        }
-        None => None,
-    };
-    if !args.listen.ip().is_loopback() && token.is_none() {
+/// The token in `file` (trimmed; at least 16 characters), named by `flag` in errors.
+fn read_token(flag: &str, file: Option<&std::path::Path>) -> Result<Option<String>> {
+    let Some(f) = file else { return Ok(None) };
+    let t = std::fs::read_to_string(f)
+        .map_err(|e| anyhow!("{flag} {}: {e}", f.display()))?
+        .trim()
+        .to_string();
+    if t.len() < 16 {
         bail!(
-            "--listen {}: not a loopback address; pass --token-file FILE so that only holders of the token can read the pages",
-            args.listen
+            "{flag} {}: the token must be at least 16 characters",
+            f.display()
         );
     }
+    Ok(Some(t))
+}
+
+/// Who may read the pages served at `addr`: the names of the port (loopback's, the address,
+/// `allowed`), and the token of `token_file`, which an address other than loopback requires.
+/// `listen_flag` and `token_flag` name the options in errors.
+pub fn access(
+    addr: SocketAddr,
+    listen_flag: &str,
+    token_flag: &str,
+    token_file: Option<&std::path::Path>,
+    allowed: &[String],
+) -> Result<Access> {
+    let token = read_token(token_flag, token_file)?;
+    if !addr.ip().is_loopback() && token.is_none() {
+        bail!(
+            "{listen_flag} {addr}: not a loopback address; pass {token_flag} FILE so that only holders of the token can read the pages"
+        );
+    }
+    let port = addr.port();
+    let mut hosts = vec![
+        format!("127.0.0.1:{port}"),
+        format!("[::1]:{port}"),
+        format!("localhost:{port}"),
+        addr.to_string(),
+    ];
+    hosts.extend(allowed.iter().cloned());
+    Ok(Access {
+        hosts,
+        token,
+        session: session_secret()?,
+    })
+}
+
+/// The backend of the controller's pages: its cluster, with the credentials it runs with.
+pub fn cluster_backend(cluster: &ClusterArgs) -> Arc<dyn Backend> {
+    let mut doctor_argv = vec!["--cluster".to_string()];
+    if let Some(c) = &cluster.context {
+        doctor_argv.extend(["--context".into(), c.clone()]);
+    }
+    if let Some(k) = &cluster.kubeconfig {
+        doctor_argv.extend(["--kubeconfig".into(), k.display().to_string()]);
+    }
+    doctor_argv.extend(["--api-group".into(), cluster.api_group.clone()]);
+    Arc::new(UiBackend {
+        live: None,
+        cluster: ClusterArgs {
+            cluster: true,
+            context: cluster.context.clone(),
+            kubeconfig: cluster.kubeconfig.clone(),
+            api_group: cluster.api_group.clone(),
+        },
+        doctor_argv,
+    })
+}
+
+pub fn run(args: UiArgs) -> Result<u8> {
     let mut doctor_argv: Vec<String> = Vec::new();
     if let Some(dir) = &args.live {
         doctor_argv.extend(["--live".into(), dir.display().to_string()]);
@@ -201,26 +248,21 @@ pub fn run(args: UiArgs) -> Result<u8> {
         .map_err(|e| anyhow!("--listen {}: {e}", args.listen))?;
     let addr = listener.local_addr()?;
     let port = addr.port();
-    let mut hosts = vec![
-        format!("127.0.0.1:{port}"),
-        format!("[::1]:{port}"),
-        format!("localhost:{port}"),
-        addr.to_string(),
-    ];
-    hosts.extend(args.allowed_host.iter().cloned());
+    let access = access(
+        addr,
+        "--listen",
+        "--token-file",
+        args.token_file.as_deref(),
+        &args.allowed_host,
+    )?;
     let shown = if addr.ip().is_unspecified() {
         format!("127.0.0.1:{port}")
     } else {
         addr.to_string()
     };
-    let url = match &token {
+    let url = match &access.token {
         Some(t) => format!("http://{shown}/?token={t}"),
         None => format!("http://{shown}/"),
-    };
-    let access = Access {
-        hosts,
-        token,
-        session: session_secret()?,
     };
     let backend = Arc::new(UiBackend {
         live: args.live,

@@ -7,7 +7,8 @@
 //!   Application carries the `SyncLoop` condition naming the webhook, the file and line and
 //!   the fix, `status.syncLoop` holds the finding, the Event `SyncLoopDetected` is recorded,
 //!   `plumb_app_sync_loop` is 1; after the seed's git fix the condition and the finding are
-//!   gone, `SyncLoopCleared` is recorded and the metric is 0.
+//!   gone, `SyncLoopCleared` is recorded and the metric is 0. Meanwhile the controller's pages
+//!   (`--ui`) mark the loop in the list, and the app's page names the webhook and the line.
 //! - `loop_guard_stops_the_fight_and_still_heals_other_drift`: with
 //!   `plumb.dev/LoopGuard=true`, a hand edit of the Service selector made during the loop is
 //!   healed within 10 s, and the history then stops growing: reconciles keep coming (every
@@ -123,6 +124,7 @@ fn controller(ns: &str, log: &Path) -> Running {
             "4",
             "--listen",
             "127.0.0.1:0",
+            "--ui",
         ])
         .env_remove("KUBERNETES_SERVICE_HOST")
         .stdin(Stdio::null())
@@ -169,6 +171,24 @@ async fn metrics(addr: &str) -> String {
     let mut out = String::new();
     let _ = s.read_to_string(&mut out).await;
     out
+}
+
+/// A page of the controller's `/ui/`: (status line, body).
+async fn ui_get(addr: &str, path: &str) -> (String, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    s.write_all(
+        format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+    .await
+    .expect("ask");
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out).await;
+    let (head, body) = out.split_once("\r\n\r\n").unwrap_or((&out, ""));
+    (
+        head.lines().next().unwrap_or("").to_string(),
+        body.to_string(),
+    )
 }
 
 /// The value of `plumb_app_sync_loop` for the app, once it is `want`.
@@ -340,6 +360,36 @@ async fn the_seed_loop_is_named_on_the_application_and_cleared_after_the_fix() {
             .then_some(())
     })
     .await;
+
+    // The controller's pages (`--ui`), over the running incident: the list marks the loop,
+    // the app's page names the webhook and the line git declares the field at.
+    let (status, list) = ui_get(&addr, "/ui/").await;
+    assert!(status.contains(" 200 "), "{status}\n{list}");
+    let row = list
+        .split("<tr>")
+        .find(|r| r.contains(&format!(">{name}</a>")))
+        .unwrap_or_else(|| panic!("a row for {name}: {list}"));
+    assert!(
+        row.contains(&format!("href=\"/ui/apps/{}/{name}\"", seed.apps)),
+        "{row}"
+    );
+    assert!(
+        row.contains(r#"<span aria-hidden="true">⟳</span> loop"#),
+        "{row}"
+    );
+    let (status, page) = ui_get(&addr, &format!("/ui/apps/{}/{name}", seed.apps)).await;
+    assert!(status.contains(" 200 "), "{status}\n{page}");
+    assert!(page.contains(&seed.config), "{page}");
+    assert!(
+        page.contains("<code>overlays/prod/pull-policy.yaml:10</code>"),
+        "{page}"
+    );
+    assert!(
+        page.contains("imagePullPolicy: IfNotPresent"),
+        "the declared line: {page}"
+    );
+    let (status, _) = ui_get(&addr, "/ui/nowhere").await;
+    assert!(status.contains(" 404 "), "{status}");
 
     // `plumb app get` shows it first; `plumb app list` marks the app.
     let get = plumb(&["app", "get", name, "--cluster", "-N", &seed.apps]);

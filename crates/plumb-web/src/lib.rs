@@ -47,6 +47,8 @@ struct Chrome {
     title: String,
     css: &'static str,
     nav: bool,
+    /// The path the pages are served under (empty, or e.g. `/ui`).
+    base: String,
 }
 
 impl Chrome {
@@ -57,16 +59,18 @@ impl Chrome {
             title,
             css: CSS,
             nav: false,
+            base: String::new(),
         }
     }
 
     /// A page `plumb ui` serves: forms submit to itself.
-    fn served(title: String) -> Chrome {
+    fn served(base: &str, title: String) -> Chrome {
         Chrome {
             csp: csp("'self'"),
             title,
             css: CSS,
             nav: true,
+            base: base.to_string(),
         }
     }
 }

@@ -91,32 +91,66 @@ pub struct Access {
 struct Shared {
     backend: Arc<dyn Backend>,
     access: Access,
+    /// The path the pages are served under: empty for `plumb ui`, `/ui` in the controller.
+    base: String,
 }
 
-/// The router of every page, behind the access checks.
+impl Shared {
+    /// `path` (one of plumb's own, from `/`) under the base.
+    fn at(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    fn chrome(&self, title: String) -> Chrome {
+        Chrome::served(&self.base, title)
+    }
+}
+
+/// The router of every page, behind the access checks (`plumb ui`).
 pub fn router(backend: Arc<dyn Backend>, access: Access) -> Router {
-    let shared = Arc::new(Shared { backend, access });
-    Router::new()
-        .route("/", get(list))
-        .route("/apps/{namespace}/{name}", get(app))
-        .route("/apps/{namespace}/{name}/diff", get(diff))
-        .route("/apps/{namespace}/{name}/history", get(history))
-        .route("/actors", get(actors))
-        .fallback(not_found)
-        .layer(middleware::from_fn_with_state(shared.clone(), guard))
+    router_at(backend, access, "")
+}
+
+/// The router of every page under `base` (e.g. `/ui`, to merge into the controller's
+/// endpoint; then without a fallback of its own).
+pub fn router_at(backend: Arc<dyn Backend>, access: Access, base: &str) -> Router {
+    let base = base.trim_end_matches('/').to_string();
+    let shared = Arc::new(Shared {
+        backend,
+        access,
+        base: base.clone(),
+    });
+    let r = Router::new()
+        .route(&format!("{base}/"), get(list))
+        .route(&format!("{base}/apps/{{namespace}}/{{name}}"), get(app))
+        .route(
+            &format!("{base}/apps/{{namespace}}/{{name}}/diff"),
+            get(diff),
+        )
+        .route(
+            &format!("{base}/apps/{{namespace}}/{{name}}/history"),
+            get(history),
+        )
+        .route(&format!("{base}/actors"), get(actors));
+    let r = if base.is_empty() {
+        r.fallback(not_found)
+    } else {
+        r
+    };
+    r.layer(middleware::from_fn_with_state(shared.clone(), guard))
         .with_state(shared)
 }
 
 /// The access checks and the headers every answer carries.
 async fn guard(State(s): State<Arc<Shared>>, req: Request, next: Next) -> Response {
-    let mut res = match decide(&s.access, &req) {
+    let mut res = match decide(&s, &req) {
         Decision::Serve => next.run(req).await,
         Decision::Answer(r) => r,
     };
     let h = res.headers_mut();
     let policy = format!(
         "{}; frame-ancestors 'none'",
-        Chrome::served(String::new()).csp
+        Chrome::served("", String::new()).csp
     );
     if let Ok(v) = HeaderValue::from_str(&policy) {
         h.insert(header::CONTENT_SECURITY_POLICY, v);
@@ -141,7 +175,8 @@ enum Decision {
     Answer(Response),
 }
 
-fn decide(access: &Access, req: &Request) -> Decision {
+fn decide(s: &Shared, req: &Request) -> Decision {
+    let access = &s.access;
     let host = req
         .headers()
         .get(header::HOST)
@@ -149,6 +184,7 @@ fn decide(access: &Access, req: &Request) -> Decision {
         .unwrap_or("");
     if !access.hosts.iter().any(|h| h.eq_ignore_ascii_case(host)) {
         return Decision::Answer(error(
+            &s.base,
             StatusCode::MISDIRECTED_REQUEST,
             "Unknown host",
             "This server answers only to the names it was started for.",
@@ -156,6 +192,7 @@ fn decide(access: &Access, req: &Request) -> Decision {
     }
     if req.method() != Method::GET && req.method() != Method::HEAD {
         let mut r = error(
+            &s.base,
             StatusCode::METHOD_NOT_ALLOWED,
             "Method not allowed",
             "These pages are read-only.",
@@ -183,6 +220,7 @@ fn decide(access: &Access, req: &Request) -> Decision {
         return Decision::Answer(exchange(access, req));
     }
     Decision::Answer(error(
+        &s.base,
         StatusCode::UNAUTHORIZED,
         "Sign-in needed",
         "Open the address plumb ui printed (with its token), or send the token as a bearer token.",
@@ -313,9 +351,9 @@ struct ErrorPage<'a> {
     message: &'a str,
 }
 
-fn error(status: StatusCode, heading: &str, message: &str) -> Response {
+fn error(base: &str, status: StatusCode, heading: &str, message: &str) -> Response {
     let page = ErrorPage {
-        chrome: Chrome::served(heading.to_string()),
+        chrome: Chrome::served(base, heading.to_string()),
         heading,
         message,
     };
@@ -335,7 +373,7 @@ fn json(v: serde_json::Value) -> Response {
 }
 
 async fn not_found() -> Response {
-    error(StatusCode::NOT_FOUND, "Not found", "No page here.")
+    error("", StatusCode::NOT_FOUND, "Not found", "No page here.")
 }
 
 /// Runs a backend call off the runtime (it may block on git or a cluster).
@@ -353,17 +391,18 @@ async fn list(State(s): State<Arc<Shared>>, Query(query): Query<ListQuery>) -> R
         Ok(rows) => rows,
         Err(e) => {
             return error(
+                &s.base,
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "Cannot list the apps",
                 &e,
             );
         }
     };
-    list_response(rows, query)
+    list_response(&s.base, rows, query)
 }
 
 /// The list page (or its JSON) for `rows`, filtered and paged as `query` asks.
-pub fn list_response(mut rows: Vec<AppRow>, query: ListQuery) -> Response {
+pub fn list_response(base: &str, mut rows: Vec<AppRow>, query: ListQuery) -> Response {
     rows.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
     let options = |values: Vec<&str>, chosen: &str| -> Vec<(String, bool)> {
         let mut v: Vec<String> = values.into_iter().map(str::to_string).collect();
@@ -407,7 +446,7 @@ pub fn list_response(mut rows: Vec<AppRow>, query: ListQuery) -> Response {
         })
     };
     let page_view = ListPage {
-        chrome: Chrome::served("plumb: applications".into()),
+        chrome: Chrome::served(base, "plumb: applications".into()),
         filtered: query.filtered(),
         total,
         page,
@@ -415,7 +454,7 @@ pub fn list_response(mut rows: Vec<AppRow>, query: ListQuery) -> Response {
         rows: shown
             .iter()
             .map(|r| RowView {
-                href: app_href(&r.namespace, &r.name),
+                href: format!("{base}{}", app_href(&r.namespace, &r.name)),
                 name: r.name.clone(),
                 namespace: r.namespace.clone(),
                 project: r.project.clone(),
@@ -448,11 +487,13 @@ async fn app_view(s: &Shared, namespace: &str, name: &str) -> Result<AppView, Re
     match blocking(move || backend.app(&ns, &n)).await {
         Ok(Some(v)) => Ok(v),
         Ok(None) => Err(error(
+            &s.base,
             StatusCode::NOT_FOUND,
             "No such app",
             &format!("There is no Application {namespace}/{name}."),
         )),
         Err(e) => Err(error(
+            &s.base,
             StatusCode::INTERNAL_SERVER_ERROR,
             "Cannot diagnose the app",
             &e,
@@ -476,11 +517,11 @@ async fn app(
     let page = report_page(
         &view.report,
         &|path: &str| files.get(path).cloned(),
-        Chrome::served(format!("plumb: {namespace}/{name}")),
+        s.chrome(format!("plumb: {namespace}/{name}")),
     )
     .with_links(
-        app_href(&namespace, &name) + "/diff",
-        app_href(&namespace, &name) + "/history",
+        s.at(&(app_href(&namespace, &name) + "/diff")),
+        s.at(&(app_href(&namespace, &name) + "/history")),
     );
     (html_headers(), render(&page)).into_response()
 }
@@ -544,7 +585,7 @@ async fn diff(
             .collect();
         return json(serde_json::json!({"resources": resources, "actors": actors}));
     }
-    let base = app_href(&namespace, &name) + "/diff";
+    let base = s.at(&(app_href(&namespace, &name) + "/diff"));
     let href = |view: &str, hide: &str| {
         let pairs: Vec<(String, String)> = [("view", view), ("hide", hide)]
             .into_iter()
@@ -560,9 +601,9 @@ async fn diff(
     let split = q.view == "split";
     let view_param = if split { "split" } else { "" };
     let page = DiffPage {
-        chrome: Chrome::served(format!("plumb: {namespace}/{name} diff")),
+        chrome: s.chrome(format!("plumb: {namespace}/{name} diff")),
         app: format!("{namespace}/{name}"),
-        app_href: app_href(&namespace, &name),
+        app_href: s.at(&app_href(&namespace, &name)),
         split,
         unified_href: href("", &q.hide),
         split_href: href("split", &q.hide),
@@ -610,10 +651,10 @@ async fn history(
         return json(serde_json::json!({"syncs": syncs, "loop": crate::loop_banner(&view.report)}));
     }
     let page = HistoryPage {
-        chrome: Chrome::served(format!("plumb: {namespace}/{name} history")),
+        chrome: s.chrome(format!("plumb: {namespace}/{name} history")),
         app: format!("{namespace}/{name}"),
-        app_href: app_href(&namespace, &name),
-        diff_href: app_href(&namespace, &name) + "/diff",
+        app_href: s.at(&app_href(&namespace, &name)),
+        diff_href: s.at(&(app_href(&namespace, &name) + "/diff")),
         loop_banner: crate::loop_banner(&view.report),
         timeline: crate::history::timeline(&syncs),
         syncs,
@@ -707,6 +748,7 @@ async fn actors(
         Ok(v) => v,
         Err(e) => {
             return error(
+                &s.base,
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "Cannot list the apps",
                 &e,
@@ -727,12 +769,12 @@ async fn actors(
         );
     }
     let page = ActorsPage {
-        chrome: Chrome::served("plumb: who rewrites declared fields".into()),
+        chrome: s.chrome("plumb: who rewrites declared fields".into()),
         diagnosed: reports.len(),
         sort: sort.to_string(),
-        by_name: "/actors?sort=name".into(),
-        by_apps: "/actors?sort=apps".into(),
-        by_fields: "/actors?sort=fields".into(),
+        by_name: s.at("/actors?sort=name"),
+        by_apps: s.at("/actors?sort=apps"),
+        by_fields: s.at("/actors?sort=fields"),
         actors: list
             .iter()
             .map(|a| ActorRowView {
@@ -746,7 +788,7 @@ async fn actors(
                         let (ns, n) = app.split_once('/').unwrap_or(("", app));
                         ActorAppView {
                             name: app.clone(),
-                            href: app_href(ns, n),
+                            href: s.at(&app_href(ns, n)),
                             fields: fs.clone(),
                         }
                     })
