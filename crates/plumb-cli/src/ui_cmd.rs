@@ -222,6 +222,13 @@ pub fn cluster_backend(cluster: &ClusterArgs) -> Arc<dyn Backend> {
 }
 
 pub fn run(args: UiArgs) -> Result<u8> {
+    // Refused before anything is bound, naming the address as given.
+    if !args.listen.ip().is_loopback() && args.token_file.is_none() {
+        bail!(
+            "--listen {}: not a loopback address; pass --token-file FILE so that only holders of the token can read the pages",
+            args.listen
+        );
+    }
     let mut doctor_argv: Vec<String> = Vec::new();
     if let Some(dir) = &args.live {
         doctor_argv.extend(["--live".into(), dir.display().to_string()]);
