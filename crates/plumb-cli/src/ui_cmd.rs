@@ -168,6 +168,13 @@ fn read_token(flag: &str, file: Option<&std::path::Path>) -> Result<Option<Strin
     Ok(Some(t))
 }
 
+/// The refusal of pages on an address other than loopback without a token.
+fn not_loopback(listen_flag: &str, addr: SocketAddr, token_flag: &str) -> anyhow::Error {
+    anyhow!(
+        "{listen_flag} {addr}: not a loopback address; pass {token_flag} FILE so that only holders of the token can read the pages"
+    )
+}
+
 /// Who may read the pages served at `addr`: the names of the port (loopback's, the address,
 /// `allowed`), and the token of `token_file`, which an address other than loopback requires.
 /// `listen_flag` and `token_flag` name the options in errors.
@@ -180,9 +187,7 @@ pub fn access(
 ) -> Result<Access> {
     let token = read_token(token_flag, token_file)?;
     if !addr.ip().is_loopback() && token.is_none() {
-        bail!(
-            "{listen_flag} {addr}: not a loopback address; pass {token_flag} FILE so that only holders of the token can read the pages"
-        );
+        return Err(not_loopback(listen_flag, addr, token_flag));
     }
     let port = addr.port();
     let mut hosts = vec![
@@ -224,10 +229,7 @@ pub fn cluster_backend(cluster: &ClusterArgs) -> Arc<dyn Backend> {
 pub fn run(args: UiArgs) -> Result<u8> {
     // Refused before anything is bound, naming the address as given.
     if !args.listen.ip().is_loopback() && args.token_file.is_none() {
-        bail!(
-            "--listen {}: not a loopback address; pass --token-file FILE so that only holders of the token can read the pages",
-            args.listen
-        );
+        return Err(not_loopback("--listen", args.listen, "--token-file"));
     }
     let mut doctor_argv: Vec<String> = Vec::new();
     if let Some(dir) = &args.live {
