@@ -176,6 +176,9 @@ pub fn diagnose(inputs: &Inputs<'_>) -> Report {
         person_after_sync: bool,
     }
     let mut attributed = Vec::new();
+    // Each live object's managedFields, resolved once for all its fields.
+    let mut indexes: std::collections::HashMap<&ResourceKey, managed::Index> =
+        std::collections::HashMap::new();
     for p in pending {
         let raw_live = live_by_key.get(&p.diff.key).copied();
         if p.path.is_empty() {
@@ -201,7 +204,12 @@ pub fn diagnose(inputs: &Inputs<'_>) -> Report {
             continue;
         }
         let owners = raw_live
-            .map(|l| managed::owners(l, &p.path))
+            .map(|l| {
+                indexes
+                    .entry(&p.diff.key)
+                    .or_insert_with(|| managed::Index::of(l))
+                    .owners(&p.path)
+            })
             .unwrap_or_default();
         let foreign_after_sync = owners.iter().any(|o| {
             !managed::is_gitops(&o.manager)
@@ -261,9 +269,11 @@ pub fn diagnose(inputs: &Inputs<'_>) -> Report {
 
     // declaredAt and fixes.
     let mut findings = Vec::new();
+    let mut declared_cache = DeclaredCache::default();
     for a in &attributed {
         let d = a.p.diff;
-        let (declared_at, patch_only, from_kustomization) = declared_at(inputs, d, &a.p.path);
+        let (declared_at, patch_only, from_kustomization) =
+            declared_at(inputs, d, &a.p.path, &mut declared_cache);
         // Drift (one sync restores git) — and a new revision not synced yet, which a sync applies.
         let drift = a.person_after_sync
             || (verdict == Verdict::Drift && a.foreign_after_sync)
@@ -431,10 +441,19 @@ fn git_lacks(d: &ResourceDiff, path: &str) -> bool {
         .is_some_and(|m| !m.contains_key(leaf.as_ref()))
 }
 
-fn declared_at(
-    inputs: &Inputs<'_>,
-    d: &ResourceDiff,
+/// What [`declared_at`] computes once per resource and file rather than per field: the
+/// desired pointers of a resource's differing fields, and whether a file is patch-only.
+#[derive(Default)]
+struct DeclaredCache<'a> {
+    differing: std::collections::HashMap<&'a ResourceKey, std::collections::HashSet<String>>,
+    only: std::collections::HashMap<(&'a ResourceKey, String), bool>,
+}
+
+fn declared_at<'a>(
+    inputs: &Inputs<'a>,
+    d: &'a ResourceDiff,
     path: &str,
+    cache: &mut DeclaredCache<'a>,
 ) -> (
     Option<DeclaredAt>,
     Option<fixes::PulledIn>,
@@ -467,26 +486,33 @@ fn declared_at(
     };
     // Patch-only: every origin in this file, over every resource, is an identity field or a
     // differing field of this resource.
-    let differing: Vec<String> = d
-        .fields()
-        .iter()
-        .filter_map(|c| {
-            declared
-                .translate(&r.normalized_live, &c.path)
-                .or_else(|| declared.translate(&r.predicted_live, &c.path))
-        })
-        .collect();
-    let only = pulled.as_ref().is_some_and(|p| p.is_patch())
-        && inputs.diffs.iter().all(|other| {
-            let Some(od) = &other.declared else {
-                return true;
-            };
-            od.origins.iter().all(|(ptr, o)| {
-                *o.file != *file
-                    || is_identity(ptr)
-                    || (other.key == d.key && differing.contains(ptr))
-            })
+    let only = pulled.as_ref().is_some_and(|p| p.is_patch()) && {
+        let differing = cache.differing.entry(&d.key).or_insert_with(|| {
+            d.fields()
+                .iter()
+                .filter_map(|c| {
+                    declared
+                        .translate(&r.normalized_live, &c.path)
+                        .or_else(|| declared.translate(&r.predicted_live, &c.path))
+                })
+                .collect()
         });
+        *cache
+            .only
+            .entry((&d.key, file.clone()))
+            .or_insert_with(|| {
+                inputs.diffs.iter().all(|other| {
+                    let Some(od) = &other.declared else {
+                        return true;
+                    };
+                    od.origins.iter().all(|(ptr, o)| {
+                        *o.file != *file
+                            || is_identity(ptr)
+                            || (other.key == d.key && differing.contains(ptr))
+                    })
+                })
+            })
+    };
     (Some(at), pulled.filter(|_| only), from_kustomization)
 }
 

@@ -7,6 +7,7 @@
 
 use plumb_core::fieldpath::{FieldSet, PathElement, to_pointer};
 use serde_json::Value;
+use std::collections::HashSet;
 use std::time::SystemTime;
 
 /// One `managedFields` entry that owns the field asked about.
@@ -41,63 +42,95 @@ impl Owner {
     }
 }
 
-/// Every entry of `live`'s `managedFields` that owns `pointer`, newest first.
+/// Every entry of `live`'s `managedFields` that owns `pointer`, newest first. To ask about
+/// many fields of one object, build its [`Index`] once.
 pub fn owners(live: &Value, pointer: &str) -> Vec<Owner> {
-    let Some(entries) = live
-        .pointer("/metadata/managedFields")
-        .and_then(Value::as_array)
-    else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for e in entries {
-        let Some(fields) = e.get("fieldsV1") else {
-            continue;
-        };
-        let Ok(set) = FieldSet::parse(fields) else {
-            continue;
-        };
-        if owns(&set, live, pointer) {
-            let s = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-            let time = e.get("time").and_then(Value::as_str).map(String::from);
-            out.push(Owner {
-                manager: s("manager"),
-                operation: s("operation"),
-                subresource: s("subresource"),
-                at: time
-                    .as_deref()
-                    .and_then(|t| plumb_core::time::parse_rfc3339(t).ok()),
-                time,
-                api_version: s("apiVersion"),
-            });
-        }
+    Index::of(live).owners(pointer)
+}
+
+/// An object's `managedFields`, each entry's field set resolved once against the object into
+/// the pointers it owns: asking about a field is then a lookup, not a walk of every set (an
+/// object with thousands of fields asked about each of them stays linear).
+pub struct Index {
+    entries: Vec<Entry>,
+}
+
+struct Entry {
+    owner: Owner,
+    /// The pointers of the set's members.
+    exact: HashSet<String>,
+    /// The pointers of its atomic leaves (a member without children owns everything below).
+    atomic: HashSet<String>,
+}
+
+impl Index {
+    pub fn of(live: &Value) -> Index {
+        let entries = live
+            .pointer("/metadata/managedFields")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|e| {
+                let set = FieldSet::parse(e.get("fieldsV1")?).ok()?;
+                let s = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+                let time = e.get("time").and_then(Value::as_str).map(String::from);
+                let mut entry = Entry {
+                    owner: Owner {
+                        manager: s("manager"),
+                        operation: s("operation"),
+                        subresource: s("subresource"),
+                        at: time
+                            .as_deref()
+                            .and_then(|t| plumb_core::time::parse_rfc3339(t).ok()),
+                        time,
+                        api_version: s("apiVersion"),
+                    },
+                    exact: HashSet::new(),
+                    atomic: HashSet::new(),
+                };
+                collect(&set, live, &mut Vec::new(), &mut entry);
+                Some(entry)
+            })
+            .collect();
+        Index { entries }
     }
-    out.sort_by_key(|o| std::cmp::Reverse(o.at));
-    out
+
+    /// The entries that own `pointer`, newest first: one whose set has it, or has one of its
+    /// ancestors as an atomic leaf.
+    pub fn owners(&self, pointer: &str) -> Vec<Owner> {
+        let mut out: Vec<Owner> = self
+            .entries
+            .iter()
+            .filter(|e| {
+                e.exact.contains(pointer)
+                    || pointer
+                        .match_indices('/')
+                        .map(|(i, _)| &pointer[..i])
+                        .any(|ancestor| e.atomic.contains(ancestor))
+            })
+            .map(|e| e.owner.clone())
+            .collect();
+        out.sort_by_key(|o| std::cmp::Reverse(o.at));
+        out
+    }
 }
 
-fn owns(set: &FieldSet, live: &Value, pointer: &str) -> bool {
-    let mut prefix = Vec::new();
-    walk(set, live, pointer, &mut prefix)
-}
-
-fn walk(set: &FieldSet, live: &Value, pointer: &str, prefix: &mut Vec<PathElement>) -> bool {
+/// Records the pointers of `set`'s nodes below `prefix` (list elements resolved against
+/// `live`; a node that does not resolve, and what is below it, owns nothing).
+fn collect(set: &FieldSet, live: &Value, prefix: &mut Vec<PathElement>, entry: &mut Entry) {
     for (e, sub) in &set.children {
         prefix.push(e.clone());
-        let found = match to_pointer(live, prefix) {
-            Some(p) if p == pointer => sub.member,
-            // An atomic ancestor (a leaf of the set) owns everything below it.
-            Some(p) if pointer.starts_with(&format!("{p}/")) => {
-                (sub.children.is_empty() && sub.member) || walk(sub, live, pointer, prefix)
+        if let Some(p) = to_pointer(live, prefix) {
+            if sub.member {
+                if sub.children.is_empty() {
+                    entry.atomic.insert(p.clone());
+                }
+                entry.exact.insert(p);
             }
-            _ => false,
-        };
-        prefix.pop();
-        if found {
-            return true;
+            collect(sub, live, prefix, entry);
         }
+        prefix.pop();
     }
-    false
 }
 
 /// Managers that are people at a terminal.

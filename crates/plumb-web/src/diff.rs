@@ -7,7 +7,7 @@
 //! text is then exactly `to_yaml`'s, which a test checks); lines of a block scalar take their
 //! header's pointer.
 
-use plumb_core::fieldpath::owners;
+use plumb_doctor::managed::Index;
 use plumb_diff::text::{Line, hunks, to_yaml_with_comments};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -89,11 +89,11 @@ pub(crate) fn annotate(v: &Value) -> Annotated {
     Annotated { text, pointers }
 }
 
-/// The manager that last wrote the field at `pointer` of `live` (latest `time` first).
-fn last_writer(live: &Value, pointer: &str) -> Option<String> {
-    let mut o = owners(live, pointer);
-    o.sort_by(|a, b| b.time.cmp(&a.time));
-    o.into_iter()
+/// The manager that last wrote the field at `pointer` (the newest owner).
+fn last_writer(index: &Index, pointer: &str) -> Option<String> {
+    index
+        .owners(pointer)
+        .into_iter()
         .next()
         .map(|o| o.manager)
         .filter(|m| !m.is_empty())
@@ -139,9 +139,10 @@ pub(crate) fn views(
         let desired = annotate(&c.desired);
         let live_lines: Vec<&str> = live.text.lines().collect();
         let desired_lines: Vec<&str> = desired.text.lines().collect();
+        // The live object's managedFields, resolved once for all its lines.
+        let index = c.live_object.as_ref().map(Index::of);
         let actor_of = |pointer: Option<&String>| -> Option<String> {
-            let p = pointer?;
-            last_writer(c.live_object.as_ref()?, p)
+            last_writer(index.as_ref()?, pointer?)
         };
         let mut changed = 0;
         let mut hunk_views = Vec::new();

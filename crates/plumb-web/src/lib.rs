@@ -22,6 +22,9 @@ use sha2::{Digest, Sha256};
 /// The lines shown above and below the line git declares a field at.
 const CONTEXT_LINES: u32 = 3;
 
+/// The characters of a context line shown (a minified JSON file is one long line).
+const LINE_WIDTH: usize = 240;
+
 /// The style every page carries (inline: the report is one file).
 const CSS: &str = include_str!("../templates/style.css");
 
@@ -357,7 +360,10 @@ fn context(text: &str, line: u32) -> Vec<LineView> {
         .iter()
         .map(|&(n, t)| LineView {
             number: n,
-            text: t.to_string(),
+            text: match t.char_indices().nth(LINE_WIDTH) {
+                Some((cut, _)) => format!("{}…", &t[..cut]),
+                None => t.to_string(),
+            },
             here: n == line,
         })
         .collect()
@@ -394,6 +400,11 @@ mod tests {
         assert_eq!(lines.last().map(|l| l.text.as_str()), Some("  - a=b"));
         let lines = context(doc, 5);
         assert_eq!(lines.iter().map(|l| l.number).collect::<Vec<_>>(), [5]);
+        // A long line is cut.
+        let long = format!("{{\"data\": \"{}\"}}\n", "x".repeat(1000));
+        let lines = context(&long, 1);
+        assert_eq!(lines[0].text.chars().count(), LINE_WIDTH + 1);
+        assert!(lines[0].text.ends_with('…'));
     }
 
     #[test]
