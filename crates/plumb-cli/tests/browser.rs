@@ -457,6 +457,7 @@ async fn the_html_report_opens_with_the_network_off() {
         .expect("the report");
     clean(&c, "report").await;
     accessible(&c, "report").await;
+    screenshot(&c, "report.png").await;
     // And in the dark scheme.
     c.issue_cmd(Cdp(
         "Emulation.setEmulatedMedia",
@@ -483,6 +484,5 @@ async fn the_html_report_opens_with_the_network_off() {
         .await
         .expect("resources");
     assert_eq!(loaded, 0, "the report loaded something");
-    screenshot(&c, "report.png").await;
     c.close().await.expect("close");
 }

@@ -497,21 +497,18 @@ fn declared_at<'a>(
                 })
                 .collect()
         });
-        *cache
-            .only
-            .entry((&d.key, file.clone()))
-            .or_insert_with(|| {
-                inputs.diffs.iter().all(|other| {
-                    let Some(od) = &other.declared else {
-                        return true;
-                    };
-                    od.origins.iter().all(|(ptr, o)| {
-                        *o.file != *file
-                            || is_identity(ptr)
-                            || (other.key == d.key && differing.contains(ptr))
-                    })
+        *cache.only.entry((&d.key, file.clone())).or_insert_with(|| {
+            inputs.diffs.iter().all(|other| {
+                let Some(od) = &other.declared else {
+                    return true;
+                };
+                od.origins.iter().all(|(ptr, o)| {
+                    *o.file != *file
+                        || is_identity(ptr)
+                        || (other.key == d.key && differing.contains(ptr))
                 })
             })
+        })
     };
     (Some(at), pulled.filter(|_| only), from_kustomization)
 }

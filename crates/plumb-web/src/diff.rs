@@ -7,8 +7,8 @@
 //! text is then exactly `to_yaml`'s, which a test checks); lines of a block scalar take their
 //! header's pointer.
 
-use plumb_doctor::managed::Index;
 use plumb_diff::text::{Line, hunks, to_yaml_with_comments};
+use plumb_doctor::managed::Index;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -141,9 +141,8 @@ pub(crate) fn views(
         let desired_lines: Vec<&str> = desired.text.lines().collect();
         // The live object's managedFields, resolved once for all its lines.
         let index = c.live_object.as_ref().map(Index::of);
-        let actor_of = |pointer: Option<&String>| -> Option<String> {
-            last_writer(index.as_ref()?, pointer?)
-        };
+        let actor_of =
+            |pointer: Option<&String>| -> Option<String> { last_writer(index.as_ref()?, pointer?) };
         let mut changed = 0;
         let mut hunk_views = Vec::new();
         for h in hunks(&live.text, &desired.text, CONTEXT) {

@@ -18,6 +18,7 @@ use askama::Template;
 use base64::Engine as _;
 use plumb_doctor::{Finding, Fix, Report, Verdict};
 use sha2::{Digest, Sha256};
+use std::collections::HashMap;
 
 /// The lines shown above and below the line git declares a field at.
 const CONTEXT_LINES: u32 = 3;
@@ -85,22 +86,40 @@ fn render(page: &impl Template) -> String {
         .unwrap_or_else(|e| format!("<!doctype html><title>error</title>{e}"))
 }
 
+/// The findings shown in full (who, evidence, where, fixes) on one page; the table lists them
+/// all. A page of thousands of articles is slow to open and to read.
+pub const DETAILED_FINDINGS: usize = 200;
+
 fn report_page<'a>(
     report: &'a Report,
     file: &dyn Fn(&str) -> Option<String>,
     chrome: Chrome,
 ) -> ReportPage<'a> {
+    // Each file read and split once, however many fields it declares.
+    let mut files: HashMap<String, Option<Vec<String>>> = HashMap::new();
+    let mut lines_of = |path: &str| -> Option<Vec<String>> {
+        files
+            .entry(path.to_string())
+            .or_insert_with(|| file(path).map(|t| t.lines().map(str::to_string).collect()))
+            .clone()
+    };
+    let mut lines_around = |path: &str, line: u32| -> Vec<LineView> {
+        lines_of(path)
+            .map(|l| context(&l, line))
+            .unwrap_or_default()
+    };
     ReportPage {
         chrome,
         app: &report.app,
         verdict: verdict_view(Some(report.verdict)),
         headline: report.headline(),
         loop_banner: loop_banner(report),
+        detailed: report.findings.len().min(DETAILED_FINDINGS),
         findings: report
             .findings
             .iter()
             .enumerate()
-            .map(|(i, f)| finding_view(i, f, file))
+            .map(|(i, f)| finding_view(i, f, i < DETAILED_FINDINGS, &mut lines_around))
             .collect(),
         links: None,
         health: report.health.as_ref().map(|h| HealthView {
@@ -140,6 +159,8 @@ struct ReportPage<'a> {
     headline: String,
     loop_banner: Option<String>,
     findings: Vec<FindingView>,
+    /// How many findings are shown in full.
+    detailed: usize,
     health: Option<HealthView>,
 }
 
@@ -158,6 +179,8 @@ struct StatusView {
 }
 
 struct FindingView {
+    /// Shown in full below the table.
+    detailed: bool,
     anchor: String,
     resource: String,
     field: String,
@@ -275,7 +298,12 @@ pub(crate) fn loop_banner(report: &Report) -> Option<String> {
     Some(s)
 }
 
-fn finding_view(i: usize, f: &Finding, file: &dyn Fn(&str) -> Option<String>) -> FindingView {
+fn finding_view(
+    i: usize,
+    f: &Finding,
+    detailed: bool,
+    lines_around: &mut dyn FnMut(&str, u32) -> Vec<LineView>,
+) -> FindingView {
     let (git, cluster) = f.sides();
     let mut who = f.cause.kind.as_str().to_string();
     if !f.cause.name.is_empty() && f.cause.name != f.cause.kind.as_str() {
@@ -283,6 +311,7 @@ fn finding_view(i: usize, f: &Finding, file: &dyn Fn(&str) -> Option<String>) ->
         who.push_str(&f.cause.name);
     }
     FindingView {
+        detailed,
         anchor: format!("finding-{}", i + 1),
         resource: f.resource.to_string(),
         field: f.field().to_string(),
@@ -296,12 +325,10 @@ fn finding_view(i: usize, f: &Finding, file: &dyn Fn(&str) -> Option<String>) ->
             kustomization: d.kustomization.clone(),
             // A Secret's file holds its values in clear: its place is shown, never its lines.
             secret: is_secret(f),
-            lines: if is_secret(f) {
+            lines: if is_secret(f) || !detailed {
                 Vec::new()
             } else {
-                file(&d.file)
-                    .map(|text| context(&text, d.line))
-                    .unwrap_or_default()
+                lines_around(&d.file, d.line)
             },
         }),
         fixes: f.fixes.iter().map(fix_view).collect(),
@@ -320,17 +347,15 @@ fn fix_view(fix: &Fix) -> FixView {
     }
 }
 
-/// The lines of `text` from `line - 3` to `line + 3` (1-based), `line` marked, within the
-/// YAML document and the top-level field of `line`: a neighbouring document (a Secret) or
-/// field (a kustomization's `secretGenerator` under its `configMapGenerator`) is not shown.
-fn context(text: &str, line: u32) -> Vec<LineView> {
+/// The lines from `line - 3` to `line + 3` (1-based) of a file's `lines`, `line` marked,
+/// within the YAML document and the top-level field of `line`: a neighbouring document (a
+/// Secret) or field (a kustomization's `secretGenerator` under its `configMapGenerator`) is
+/// not shown.
+fn context(lines: &[String], line: u32) -> Vec<LineView> {
     let first = line.saturating_sub(CONTEXT_LINES).max(1);
     let last = line.saturating_add(CONTEXT_LINES);
-    let window: Vec<(u32, &str)> = text
-        .lines()
-        .zip(1u32..)
-        .filter(|(_, n)| (first..=last).contains(n))
-        .map(|(t, n)| (n, t))
+    let window: Vec<(u32, &str)> = (first..=last)
+        .filter_map(|n| Some((n, lines.get(usize::try_from(n).ok()? - 1)?.as_str())))
         .collect();
     // A document separator, or a top-level key (`secretGenerator:`), starts another part.
     let separator = |t: &str| {
@@ -373,36 +398,42 @@ fn context(text: &str, line: u32) -> Vec<LineView> {
 mod tests {
     use super::*;
 
+    /// [`context`] of a text.
+    fn around(text: &str, line: u32) -> Vec<LineView> {
+        let lines: Vec<String> = text.lines().map(str::to_string).collect();
+        context(&lines, line)
+    }
+
     #[test]
     fn context_marks_the_line_and_keeps_three_around() {
         let text: String = std::iter::once("root:\n".to_string())
             .chain((2..=10).map(|n| format!("  line {n}\n")))
             .collect();
-        let lines = context(&text, 2);
+        let lines = around(&text, 2);
         assert_eq!(
             lines.iter().map(|l| l.number).collect::<Vec<_>>(),
             [1, 2, 3, 4, 5]
         );
         assert!(lines.iter().all(|l| l.here == (l.number == 2)));
-        assert_eq!(context(&text, 10).len(), 4);
-        assert!(context(&text, 40).is_empty());
+        assert_eq!(around(&text, 10).len(), 4);
+        assert!(around(&text, 40).is_empty());
         // Not across a document separator: the next document may be a Secret.
         let doc = "kind: Deployment\nspec:\n  image: x\n---\nkind: Secret\ndata:\n  p: c2VjcmV0\n";
-        let lines = context(doc, 3);
+        let lines = around(doc, 3);
         assert_eq!(
             lines.iter().map(|l| l.text.as_str()).collect::<Vec<_>>(),
             ["spec:", "  image: x"]
         );
         // Not into another top-level field of a kustomization.
         let kustomization = "configMapGenerator:\n- name: c\n  literals:\n  - a=b\nsecretGenerator:\n- name: s\n  literals:\n  - password=hunter2\n";
-        let lines = context(kustomization, 4);
+        let lines = around(kustomization, 4);
         assert_eq!(lines.first().map(|l| l.number), Some(1));
         assert_eq!(lines.last().map(|l| l.text.as_str()), Some("  - a=b"));
-        let lines = context(doc, 5);
+        let lines = around(doc, 5);
         assert_eq!(lines.iter().map(|l| l.number).collect::<Vec<_>>(), [5]);
         // A long line is cut.
         let long = format!("{{\"data\": \"{}\"}}\n", "x".repeat(1000));
-        let lines = context(&long, 1);
+        let lines = around(&long, 1);
         assert_eq!(lines[0].text.chars().count(), LINE_WIDTH + 1);
         assert!(lines[0].text.ends_with('…'));
     }

@@ -97,3 +97,35 @@ fn the_page_is_self_contained() {
     );
     assert!(page.contains("content=\"default-src &#39;none&#39;; style-src &#39;sha256-"));
 }
+
+#[test]
+fn a_long_report_details_the_first_fields_and_lists_them_all() {
+    let mut report = report_with("x");
+    let one = report.findings[0].clone();
+    report.findings = (0..250)
+        .map(|i| {
+            let mut f = one.clone();
+            f.path = format!("/data/key-{i}");
+            f
+        })
+        .collect();
+    let reads = std::cell::Cell::new(0);
+    let page = plumb_web::doctor_report(&report, &|_: &str| {
+        reads.set(reads.get() + 1);
+        Some("a: 1\nb: x\n".into())
+    });
+    assert_eq!(
+        page.matches("<article class=\"finding\"").count(),
+        plumb_web::DETAILED_FINDINGS
+    );
+    assert_eq!(
+        page.matches("<code>/data/key-").count(),
+        250 + plumb_web::DETAILED_FINDINGS
+    );
+    assert!(
+        page.contains("The first 200 fields in full below; all 250 in the table above"),
+        "{page}"
+    );
+    // One file, read once.
+    assert_eq!(reads.get(), 1);
+}
