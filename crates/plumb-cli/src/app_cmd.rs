@@ -480,7 +480,7 @@ impl CliEvents {
 
 /// Connections to an app's destination cluster through its cluster Secret (read with the
 /// user's own credentials from the control namespace).
-fn destinations() -> plumb_sync::run::DestinationsHandle {
+pub fn destinations() -> plumb_sync::run::DestinationsHandle {
     plumb_sync::run::DestinationsHandle(std::sync::Arc::new(
         plumb_sync::run::destinations::Connections::new(),
     ))

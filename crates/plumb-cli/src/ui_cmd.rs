@@ -41,11 +41,18 @@ pub struct UiArgs {
     /// loopback names are always accepted. Requests for any other name are refused (421).
     #[arg(long, value_name = "HOST[:PORT]")]
     allowed_host: Vec<String>,
+    /// Offer "Refresh now" on each app's page: a POST (with the page's CSRF token) that
+    /// refreshes the app as `plumb app get --refresh` does, writing its status with your
+    /// credentials. The pages' only write.
+    #[arg(long, requires = "cluster")]
+    allow_refresh: bool,
 }
 
 struct UiBackend {
     live: Option<PathBuf>,
     cluster: ClusterArgs,
+    /// `--repo`, for a refresh's render.
+    repo: Option<PathBuf>,
     /// The arguments every app's `plumb doctor` takes besides the app.
     doctor_argv: Vec<String>,
 }
@@ -140,6 +147,41 @@ impl Backend for UiBackend {
             application,
         }))
     }
+
+    fn refresh(&self, namespace: &str, name: &str) -> Result<bool, String> {
+        if self.live.is_some() {
+            return Err(
+                "a snapshot is not refreshed: its pages are made from it on each request".into(),
+            );
+        }
+        self.refresh_app(namespace, name).map_err(|e| e.to_string())
+    }
+}
+
+impl UiBackend {
+    /// `plumb app get --refresh` on one app of the cluster.
+    fn refresh_app(&self, namespace: &str, name: &str) -> Result<bool> {
+        let Some(app) = crate::app_cmd::read_apps(&self.cluster, Some(namespace))?
+            .into_iter()
+            .find(|a| text(a, "/metadata/name") == name)
+        else {
+            return Ok(false);
+        };
+        let c = crate::cluster_args::connect(&self.cluster)?;
+        let opts = plumb_sync::run::RunOptions {
+            repo_override: self.repo.clone(),
+            destinations: Some(crate::app_cmd::destinations()),
+            ..Default::default()
+        };
+        c.block_on(plumb_sync::run::refresh_app(
+            &c.cluster,
+            &app,
+            &opts,
+            std::time::SystemTime::now(),
+        ))
+        .map_err(|e| anyhow!("{e}"))?;
+        Ok(true)
+    }
 }
 
 /// 32 random bytes as hex, from the kernel.
@@ -201,6 +243,8 @@ pub fn access(
         hosts,
         token,
         session: session_secret()?,
+        refresh: false,
+        csrf: session_secret()?,
     })
 }
 
@@ -216,6 +260,7 @@ pub fn cluster_backend(cluster: &ClusterArgs) -> Arc<dyn Backend> {
     doctor_argv.extend(["--api-group".into(), cluster.api_group.clone()]);
     Arc::new(UiBackend {
         live: None,
+        repo: None,
         cluster: ClusterArgs {
             cluster: true,
             context: cluster.context.clone(),
@@ -273,8 +318,13 @@ pub fn run(args: UiArgs) -> Result<u8> {
         Some(t) => format!("http://{shown}/?token={t}"),
         None => format!("http://{shown}/"),
     };
+    let access = Access {
+        refresh: args.allow_refresh,
+        ..access
+    };
     let backend = Arc::new(UiBackend {
         live: args.live,
+        repo: args.repo,
         cluster: args.cluster,
         doctor_argv,
     });

@@ -191,6 +191,24 @@ async fn ui_get(addr: &str, path: &str) -> (String, String) {
     )
 }
 
+/// A form POST to a page of `plumb ui`: (status line, body).
+async fn ui_post(addr: &str, path: &str, form: &str) -> (String, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let request = format!(
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{form}",
+        form.len()
+    );
+    s.write_all(request.as_bytes()).await.expect("ask");
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out).await;
+    let (head, body) = out.split_once("\r\n\r\n").unwrap_or((&out, ""));
+    (
+        head.lines().next().unwrap_or("").to_string(),
+        body.to_string(),
+    )
+}
+
 /// The value of `plumb_app_sync_loop` for the app, once it is `want`.
 async fn wait_loop_metric(addr: &str, ns: &str, name: &str, want: u8) {
     let line = format!("plumb_app_sync_loop{{namespace=\"{ns}\",name=\"{name}\"}} {want}\n");
@@ -363,18 +381,18 @@ async fn the_seed_loop_is_named_on_the_application_and_cleared_after_the_fix() {
 
     // The controller's pages (`--ui`), over the running incident: the list marks the loop,
     // the app's page names the webhook and the line git declares the field at.
-    let (status, list) = ui_get(&addr, "/ui/").await;
-    assert!(status.contains(" 200 "), "{status}\n{list}");
-    let row = list
-        .split("<tr>")
-        .find(|r| r.contains(&format!(">{name}</a>")))
-        .unwrap_or_else(|| panic!("a row for {name}: {list}"));
+    // (The status changes with every sync of the loop: the list is read until it shows it.)
+    let row = wait_until("the list marking the loop", || async {
+        let (status, list) = ui_get(&addr, "/ui/").await;
+        assert!(status.contains(" 200 "), "{status}\n{list}");
+        list.split("<tr>")
+            .find(|r| r.contains(&format!(">{name}</a>")))
+            .filter(|r| r.contains(r#"<span aria-hidden="true">⟳</span> loop"#))
+            .map(str::to_string)
+    })
+    .await;
     assert!(
         row.contains(&format!("href=\"/ui/apps/{}/{name}\"", seed.apps)),
-        "{row}"
-    );
-    assert!(
-        row.contains(r#"<span aria-hidden="true">⟳</span> loop"#),
         "{row}"
     );
     let (status, page) = ui_get(&addr, &format!("/ui/apps/{}/{name}", seed.apps)).await;
@@ -390,6 +408,69 @@ async fn the_seed_loop_is_named_on_the_application_and_cleared_after_the_fix() {
     );
     let (status, _) = ui_get(&addr, "/ui/nowhere").await;
     assert!(status.contains(" 404 "), "{status}");
+
+    // `plumb ui --cluster --allow-refresh`: "Refresh now" is a POST that must carry the
+    // page's CSRF token; with it, an Application no controller watches gets its status.
+    let quiet = namespace(&cluster, "plumb-ui-refresh", json!({})).await;
+    let mut manual = seed.application("payments-manual", &[]);
+    manual["metadata"]["namespace"] = json!(quiet);
+    manual["spec"]
+        .as_object_mut()
+        .expect("spec")
+        .remove("syncPolicy");
+    apply(&cluster, vec![manual]).await;
+    let mut ui = Command::new(env!("CARGO_BIN_EXE_plumb"))
+        .args([
+            "ui",
+            "--cluster",
+            "--allow-refresh",
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map(Running)
+        .expect("plumb ui starts");
+    let mut first = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(ui.0.stdout.take().expect("stdout")),
+        &mut first,
+    )
+    .expect("its URL");
+    let ui_addr = first
+        .trim()
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_string();
+    let page_path = format!("/apps/{quiet}/payments-manual");
+    let (status, page) = ui_get(&ui_addr, &page_path).await;
+    assert!(status.contains(" 200 "), "{status}\n{page}");
+    let csrf = page
+        .split("name=\"csrf\" value=\"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .unwrap_or_else(|| panic!("a Refresh form: {page}"))
+        .to_string();
+    let (status, _) = ui_post(&ui_addr, &format!("{page_path}/refresh"), "csrf=forged").await;
+    assert!(status.contains(" 403 "), "{status}");
+    let (status, _) = ui_post(&ui_addr, &format!("{page_path}/refresh"), "").await;
+    assert!(status.contains(" 403 "), "{status}");
+    assert!(app(&cluster, &quiet, "payments-manual").await["status"]["sync"]["status"].is_null());
+    let (status, _) = ui_post(
+        &ui_addr,
+        &format!("{page_path}/refresh"),
+        &format!("csrf={csrf}"),
+    )
+    .await;
+    assert!(status.contains(" 303 "), "{status}");
+    let refreshed = app(&cluster, &quiet, "payments-manual").await;
+    assert!(
+        refreshed["status"]["sync"]["status"].is_string(),
+        "refreshed: {:#}",
+        refreshed["status"]
+    );
+    drop(ui);
 
     // `plumb app get` shows it first; `plumb app list` marks the app.
     let get = plumb(&["app", "get", name, "--cluster", "-N", &seed.apps]);

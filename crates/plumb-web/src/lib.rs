@@ -122,6 +122,7 @@ fn report_page<'a>(
             .map(|(i, f)| finding_view(i, f, i < DETAILED_FINDINGS, &mut lines_around))
             .collect(),
         links: None,
+        refresh: None,
         health: report.health.as_ref().map(|h| HealthView {
             status: status_view(&h.status),
             resources: h
@@ -154,6 +155,8 @@ struct ReportPage<'a> {
     chrome: Chrome,
     /// The app's diff and history pages, when served.
     links: Option<(String, String)>,
+    /// The Refresh form's action and CSRF token, when refreshing is allowed.
+    refresh: Option<(String, String)>,
     app: &'a str,
     verdict: StatusView,
     headline: String,
@@ -167,6 +170,11 @@ struct ReportPage<'a> {
 impl ReportPage<'_> {
     fn with_links(mut self, diff: String, history: String) -> Self {
         self.links = Some((diff, history));
+        self
+    }
+
+    fn with_refresh(mut self, form: Option<(String, String)>) -> Self {
+        self.refresh = form;
         self
     }
 }

@@ -75,6 +75,11 @@ pub trait Backend: Send + Sync + 'static {
     fn apps(&self) -> Result<Vec<AppRow>, String>;
     /// One Application's diagnosis; `Ok(None)` when there is no such Application.
     fn app(&self, namespace: &str, name: &str) -> Result<Option<AppView>, String>;
+    /// Refreshes an Application now (compare, status written): the one write the pages may
+    /// ask for, only when [`Access::refresh`] allows it. `Ok(false)`: no such Application.
+    fn refresh(&self, _namespace: &str, _name: &str) -> Result<bool, String> {
+        Err("refreshing is not enabled".into())
+    }
 }
 
 /// Who may ask, and by which names of the server.
@@ -86,6 +91,11 @@ pub struct Access {
     pub token: Option<String>,
     /// The session cookie's value a URL token is exchanged for (random, made at start).
     pub session: String,
+    /// Whether the app pages offer "Refresh" (a POST, the only one accepted).
+    pub refresh: bool,
+    /// The token every Refresh form carries and every Refresh POST must send back (random,
+    /// made at start): another site cannot forge one.
+    pub csrf: String,
 }
 
 struct Shared {
@@ -131,7 +141,11 @@ pub fn router_at(backend: Arc<dyn Backend>, access: Access, base: &str) -> Route
             &format!("{base}/apps/{{namespace}}/{{name}}/history"),
             get(history),
         )
-        .route(&format!("{base}/actors"), get(actors));
+        .route(&format!("{base}/actors"), get(actors))
+        .route(
+            &format!("{base}/apps/{{namespace}}/{{name}}/refresh"),
+            axum::routing::post(refresh),
+        );
     let r = if base.is_empty() {
         r.fallback(not_found)
     } else {
@@ -190,7 +204,12 @@ fn decide(s: &Shared, req: &Request) -> Decision {
             "This server answers only to the names it was started for.",
         ));
     }
-    if req.method() != Method::GET && req.method() != Method::HEAD {
+    // The one write: Refresh, when allowed (its CSRF token is checked by the handler).
+    let refresh = access.refresh
+        && req.method() == Method::POST
+        && req.uri().path().ends_with("/refresh")
+        && same_origin(access, req);
+    if req.method() != Method::GET && req.method() != Method::HEAD && !refresh {
         let mut r = error(
             &s.base,
             StatusCode::METHOD_NOT_ALLOWED,
@@ -225,6 +244,20 @@ fn decide(s: &Shared, req: &Request) -> Decision {
         "Sign-in needed",
         "Open the address plumb ui printed (with its token), or send the token as a bearer token.",
     ))
+}
+
+/// A POST from a page of this server: its `Origin`, when sent, names an allowed host.
+fn same_origin(access: &Access, req: &Request) -> bool {
+    match req
+        .headers()
+        .get(header::ORIGIN)
+        .and_then(|h| h.to_str().ok())
+    {
+        None => true,
+        Some(origin) => origin
+            .strip_prefix("http://")
+            .is_some_and(|host| access.hosts.iter().any(|h| h.eq_ignore_ascii_case(host))),
+    }
 }
 
 /// For a request whose URL carries the right token: the session cookie, and a redirect to the
@@ -522,7 +555,13 @@ async fn app(
     .with_links(
         s.at(&(app_href(&namespace, &name) + "/diff")),
         s.at(&(app_href(&namespace, &name) + "/history")),
-    );
+    )
+    .with_refresh(s.access.refresh.then(|| {
+        (
+            s.at(&(app_href(&namespace, &name) + "/refresh")),
+            s.access.csrf.clone(),
+        )
+    }));
     (html_headers(), render(&page)).into_response()
 }
 
@@ -798,6 +837,47 @@ async fn actors(
         errors,
     };
     (html_headers(), render(&page)).into_response()
+}
+
+/// `POST /apps/{namespace}/{name}/refresh`: refreshes the app when the form carries the
+/// page's CSRF token (403 otherwise), then back to the app's page.
+async fn refresh(
+    State(s): State<Arc<Shared>>,
+    Path((namespace, name)): Path<(String, String)>,
+    axum::Form(form): axum::Form<BTreeMap<String, String>>,
+) -> Response {
+    let sent = form.get("csrf").map_or("", String::as_str);
+    if !same(sent.as_bytes(), s.access.csrf.as_bytes()) {
+        return error(
+            &s.base,
+            StatusCode::FORBIDDEN,
+            "Refresh refused",
+            "The request did not come from this server's page (its form token is missing or wrong).",
+        );
+    }
+    let backend = s.backend.clone();
+    let (ns, n) = (namespace.clone(), name.clone());
+    match blocking(move || backend.refresh(&ns, &n)).await {
+        Ok(true) => {
+            let mut r = StatusCode::SEE_OTHER.into_response();
+            if let Ok(v) = HeaderValue::from_str(&s.at(&app_href(&namespace, &name))) {
+                r.headers_mut().insert(header::LOCATION, v);
+            }
+            r
+        }
+        Ok(false) => error(
+            &s.base,
+            StatusCode::NOT_FOUND,
+            "No such app",
+            &format!("There is no Application {namespace}/{name}."),
+        ),
+        Err(e) => error(
+            &s.base,
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "Refresh failed",
+            &e,
+        ),
+    }
 }
 
 /// The first 7 characters of a commit; other revisions (tags, versions) as they are.
