@@ -322,6 +322,8 @@ pub struct Diagnosis {
     pub diffs: Vec<plumb_diff::compare::ResourceDiff>,
     /// The live objects compared, as read.
     pub live: Vec<Value>,
+    /// The objects the source rendered (Secrets in clear: mask before showing).
+    pub rendered: Vec<Value>,
 }
 
 impl Diagnosis {
@@ -463,6 +465,8 @@ pub fn diagnose(args: &DoctorArgs) -> Result<Diagnosis> {
             }
         }
     }
+    // The rendered objects as they are (before the comparison prepares them).
+    let rendered: Vec<Value> = desired.iter().map(|d| d.object.clone()).collect();
     let diffs = compare(desired, live.clone(), &ctx)?;
 
     // The kustomizations of the repository at the rendered revision (none for files).
@@ -491,6 +495,7 @@ pub fn diagnose(args: &DoctorArgs) -> Result<Diagnosis> {
         sources: source,
         diffs,
         live,
+        rendered,
     })
 }
 

@@ -148,6 +148,18 @@ impl Backend for UiBackend {
         }))
     }
 
+    fn render_at(&self, namespace: &str, name: &str, revision: &str) -> Result<Vec<Value>, String> {
+        // The doctor's own pipeline at that revision (its comparison is not used).
+        let argv: Vec<String> = [format!("{namespace}/{name}")]
+            .into_iter()
+            .chain(self.doctor_argv.iter().cloned())
+            .chain(["--revision".to_string(), revision.to_string()])
+            .collect();
+        doctor_cmd::diagnose_argv(&argv)
+            .map(|d| d.rendered)
+            .map_err(|e| format!("at {revision}: {e}"))
+    }
+
     fn refresh(&self, namespace: &str, name: &str) -> Result<bool, String> {
         if self.live.is_some() {
             return Err(

@@ -5,7 +5,7 @@
 //! headers, and no Secret value in any answer.
 
 mod common;
-use common::{err, out, tmp, write};
+use common::{copy_tree, err, git, out, tmp, write};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;
@@ -32,16 +32,19 @@ impl Drop for Ui {
 }
 
 fn start(extra: &[&str]) -> Ui {
+    start_on(
+        &root().join("examples/payments/live"),
+        &root().join("examples/payments/repo"),
+        extra,
+    )
+}
+
+fn start_on(live: &std::path::Path, repo: &std::path::Path, extra: &[&str]) -> Ui {
     let mut child = Command::new(env!("CARGO_BIN_EXE_plumb"))
-        .args([
-            "ui",
-            "--live",
-            "examples/payments/live",
-            "--repo",
-            "examples/payments/repo",
-            "--listen",
-            "127.0.0.1:0",
-        ])
+        .args(["ui", "--listen", "127.0.0.1:0", "--live"])
+        .arg(live)
+        .arg("--repo")
+        .arg(repo)
         .args(extra)
         .current_dir(root())
         .stdout(Stdio::piped())
@@ -469,4 +472,104 @@ fn a_short_token_is_refused() {
         "{}",
         err(&o)
     );
+}
+
+#[test]
+fn what_git_changed_between_two_syncs() {
+    let d = tmp("ui", "history-diff");
+    let repo = d.join("repo");
+    copy_tree(&root().join("examples/payments/repo"), &repo);
+    git(&repo, &["init", "-q"]);
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-qm", "one"]);
+    let one = git(&repo, &["rev-parse", "HEAD"]);
+    let deployment =
+        std::fs::read_to_string(repo.join("base/deployment.yaml")).expect("deployment");
+    write(
+        &repo,
+        "base/deployment.yaml",
+        &deployment.replace("api:2.14.1", "api:2.15.0"),
+    );
+    git(&repo, &["commit", "-qam", "two"]);
+    let two = git(&repo, &["rev-parse", "HEAD"]);
+    // The snapshot, its Application synced at one, then at two.
+    copy_tree(&root().join("examples/payments/live"), &d.join("live"));
+    let app_file = d.join("live/application-payments-prod.json");
+    let mut app: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&app_file).expect("app")).expect("JSON");
+    let entry = |id: i64, rev: &str, at: &str| {
+        serde_json::json!({"id": id, "revision": rev, "deployedAt": at, "deployStartedAt": at,
+            "source": app["spec"]["source"].clone(), "initiatedBy": {"automated": true}})
+    };
+    app["status"]["history"] = serde_json::json!([
+        entry(0, &one, "2026-09-22T19:00:00Z"),
+        entry(1, &two, "2026-09-22T20:00:00Z")
+    ]);
+    app["status"]["sync"]["revision"] = serde_json::json!(two);
+    std::fs::write(&app_file, app.to_string()).expect("write app");
+    let ui = start_on(&d.join("live"), &repo, &[]);
+
+    // The history proposes the two syncs of different revisions.
+    let (status, _, history) = get(&ui, "/apps/argocd/payments-prod/history");
+    assert_eq!(status, 200, "{history}");
+    assert!(
+        history.contains(r#"action="/apps/argocd/payments-prod/history/diff""#),
+        "{history}"
+    );
+    assert!(
+        history.contains(&format!(r#"<option value="0" selected>0: {one}</option>"#)),
+        "{history}"
+    );
+
+    let (status, _, json) = get(
+        &ui,
+        "/apps/argocd/payments-prod/history/diff?from=0&to=1&format=json",
+    );
+    assert_eq!(status, 200, "{json}");
+    let v: serde_json::Value = serde_json::from_str(&json).expect("JSON");
+    let resources: Vec<&str> = v["resources"]
+        .as_array()
+        .expect("resources")
+        .iter()
+        .map(|r| r["resource"].as_str().unwrap_or(""))
+        .collect();
+    // As git renders it: the destination's namespace is added by the comparison, not here.
+    assert_eq!(resources, ["apps/Deployment /payments-api"], "{v:#}");
+    let changed: Vec<(&str, &str)> = v["resources"][0]["lines"]
+        .as_array()
+        .expect("lines")
+        .iter()
+        .filter(|l| l["kind"] != "same")
+        .map(|l| {
+            (
+                l["kind"].as_str().unwrap_or(""),
+                l["text"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        changed,
+        [
+            (
+                "removed",
+                "      - image: registry.example.com/payments/api:2.14.1"
+            ),
+            (
+                "added",
+                "      - image: registry.example.com/payments/api:2.15.0"
+            )
+        ]
+    );
+    let (status, _, page) = get(&ui, "/apps/argocd/payments-prod/history/diff?from=0&to=1");
+    assert_eq!(status, 200);
+    assert!(page.contains("<th scope=\"col\">Sync 0</th>"), "{page}");
+    assert!(page.contains("api:2.15.0"), "{page}");
+    // Both revisions render the Secret: its value is masked, and it did not change.
+    let (_, _, both) = get(
+        &ui,
+        "/apps/argocd/payments-prod/history/diff?from=1&to=0&format=json",
+    );
+    assert!(!both.contains("correct-horse-battery-staple"), "{both}");
+    let (status, _, _) = get(&ui, "/apps/argocd/payments-prod/history/diff?from=0&to=9");
+    assert_eq!(status, 400);
 }

@@ -32,6 +32,52 @@ pub struct ResourceChange {
     pub live_object: Option<Value>,
 }
 
+/// The objects that differ between two renders of an app (`old`, `new`), paired by kind and
+/// name: `Modified`, `Added` (only in `new`) or `Removed` (only in `old`), in key order. Secret
+/// values are masked on both sides alike (equal values, equal masks) before anything else.
+pub fn between(old: Vec<Value>, new: Vec<Value>) -> Vec<ResourceChange> {
+    use plumb_core::ResourceKey;
+    let mut pairs: BTreeMap<ResourceKey, (Value, Value)> = BTreeMap::new();
+    for (side, objects) in [(0, old), (1, new)] {
+        for o in objects {
+            let Some(key) = ResourceKey::of(&o) else {
+                continue;
+            };
+            let slot = pairs.entry(key).or_insert((Value::Null, Value::Null));
+            if side == 0 {
+                slot.0 = o;
+            } else {
+                slot.1 = o;
+            }
+        }
+    }
+    pairs
+        .into_iter()
+        .filter(|(_, (a, b))| a != b)
+        .map(|(key, (mut a, mut b))| {
+            let status = match (a.is_null(), b.is_null()) {
+                (true, _) => "Added",
+                (_, true) => "Removed",
+                _ => "Modified",
+            };
+            {
+                let mut sides: Vec<&mut Value> = [&mut a, &mut b]
+                    .into_iter()
+                    .filter(|v| !v.is_null())
+                    .collect();
+                plumb_diff::mask::hide_secret_data(&mut sides, &[]);
+            }
+            ResourceChange {
+                resource: key.to_string(),
+                status: status.into(),
+                live: a,
+                desired: b,
+                live_object: None,
+            }
+        })
+        .collect()
+}
+
 /// A YAML text and the JSON pointer of the value on each line (when it has one).
 pub(crate) struct Annotated {
     pub text: String,
@@ -255,6 +301,42 @@ fn pair(rows: &[Row]) -> Vec<(Option<Row>, Option<Row>)> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn between_pairs_objects_and_masks_secrets() {
+        let cm = |v: &str| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "n"}, "data": {"k": v}});
+        let secret = |v: &str| json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "n"}, "data": {"p": v}});
+        let only_old = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "gone", "namespace": "n"}});
+        let changes = between(
+            vec![cm("a"), secret("c2VjcmV0LW9uZQ=="), only_old],
+            vec![cm("b"), secret("c2VjcmV0LXR3bw==")],
+        );
+        let summary: Vec<(&str, &str)> = changes
+            .iter()
+            .map(|c| (c.resource.as_str(), c.status.as_str()))
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                ("/ConfigMap n/c", "Modified"),
+                ("/Secret n/s", "Modified"),
+                ("/Service n/gone", "Removed")
+            ]
+        );
+        let text = format!(
+            "{:?}",
+            changes
+                .iter()
+                .map(|c| (&c.live, &c.desired))
+                .collect::<Vec<_>>()
+        );
+        assert!(
+            !text.contains("c2VjcmV0") && !text.contains("secret-"),
+            "{text}"
+        );
+        assert_eq!(changes[1].live["data"]["p"], "++++++++");
+        assert_eq!(changes[1].desired["data"]["p"], "++++++++++++");
+    }
 
     #[test]
     fn the_marked_text_is_the_plain_text() {

@@ -8,6 +8,8 @@
 //!   by side (`view=split`), each changed line badged with the manager that last wrote it;
 //!   `hide=MANAGER` leaves out the lines that manager wrote.
 //! - `GET /apps/{namespace}/{name}/history`: the syncs as a table and a timeline (SVG).
+//! - `GET /apps/{namespace}/{name}/history/diff?from=ID&to=ID`: what changed in git between
+//!   two syncs: the app rendered at each one's revision, per object.
 //! - `GET /actors`: the fleet by cause — each writer the doctor finds fighting git, with the
 //!   apps and fields it fights (`sort=apps|fields|name`).
 //! - Each also answers `?format=json` with the data it shows.
@@ -80,6 +82,16 @@ pub trait Backend: Send + Sync + 'static {
     fn refresh(&self, _namespace: &str, _name: &str) -> Result<bool, String> {
         Err("refreshing is not enabled".into())
     }
+    /// The objects the app's source renders at `revision` (Secrets in clear: the page masks
+    /// them), for the diff between two syncs of the history.
+    fn render_at(
+        &self,
+        _namespace: &str,
+        _name: &str,
+        _revision: &str,
+    ) -> Result<Vec<serde_json::Value>, String> {
+        Err("rendering another revision is not available here".into())
+    }
 }
 
 /// Who may ask, and by which names of the server.
@@ -140,6 +152,10 @@ pub fn router_at(backend: Arc<dyn Backend>, access: Access, base: &str) -> Route
         .route(
             &format!("{base}/apps/{{namespace}}/{{name}}/history"),
             get(history),
+        )
+        .route(
+            &format!("{base}/apps/{{namespace}}/{{name}}/history/diff"),
+            get(history_diff),
         )
         .route(&format!("{base}/actors"), get(actors))
         .route(
@@ -578,6 +594,13 @@ struct DiffQuery {
 #[template(path = "diff.html")]
 struct DiffPage {
     chrome: Chrome,
+    /// What the page compares: `diff`, or `from … to …` for two syncs.
+    title: String,
+    /// The column headings of the two sides.
+    old_label: String,
+    new_label: String,
+    /// The explanation under the heading.
+    about: String,
     app: String,
     app_href: String,
     split: bool,
@@ -641,6 +664,10 @@ async fn diff(
     let view_param = if split { "split" } else { "" };
     let page = DiffPage {
         chrome: s.chrome(format!("plumb: {namespace}/{name} diff")),
+        title: "diff".into(),
+        old_label: "Live".into(),
+        new_label: "After a sync".into(),
+        about: "Live (−) against what a sync would make it (+), as plumb diff -o unified shows them; each changed line names the manager that last wrote that field in the cluster. Secret values are masked.".into(),
         app: format!("{namespace}/{name}"),
         app_href: s.at(&app_href(&namespace, &name)),
         split,
@@ -674,6 +701,11 @@ struct HistoryPage {
     loop_banner: Option<String>,
     syncs: Vec<crate::history::Sync>,
     timeline: Option<crate::history::Timeline>,
+    /// The compare form: where it goes, and the two syncs it proposes (the last two of
+    /// different revisions, else the last two).
+    compare_action: String,
+    default_from: i64,
+    default_to: i64,
 }
 
 async fn history(
@@ -689,6 +721,13 @@ async fn history(
     if q.get("format").is_some_and(|f| f == "json") {
         return json(serde_json::json!({"syncs": syncs, "loop": crate::loop_banner(&view.report)}));
     }
+    let default_to = syncs.last().map_or(0, |x| x.id);
+    let default_from = syncs
+        .iter()
+        .rev()
+        .find(|x| syncs.last().is_some_and(|l| l.revision != x.revision))
+        .or_else(|| syncs.iter().rev().nth(1))
+        .map_or(default_to, |x| x.id);
     let page = HistoryPage {
         chrome: s.chrome(format!("plumb: {namespace}/{name} history")),
         app: format!("{namespace}/{name}"),
@@ -696,6 +735,9 @@ async fn history(
         diff_href: s.at(&(app_href(&namespace, &name) + "/diff")),
         loop_banner: crate::loop_banner(&view.report),
         timeline: crate::history::timeline(&syncs),
+        compare_action: s.at(&(app_href(&namespace, &name) + "/history/diff")),
+        default_to,
+        default_from,
         syncs,
     };
     (html_headers(), render(&page)).into_response()
@@ -835,6 +877,98 @@ async fn actors(
             })
             .collect(),
         errors,
+    };
+    (html_headers(), render(&page)).into_response()
+}
+
+/// The history diff's query: two ids of `status.history`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct HistoryDiffQuery {
+    from: Option<i64>,
+    to: Option<i64>,
+    view: String,
+    format: String,
+}
+
+async fn history_diff(
+    State(s): State<Arc<Shared>>,
+    Path((namespace, name)): Path<(String, String)>,
+    Query(q): Query<HistoryDiffQuery>,
+) -> Response {
+    let view = match app_view(&s, &namespace, &name).await {
+        Ok(v) => v,
+        Err(page) => return page,
+    };
+    let syncs = crate::history::syncs(&view.application);
+    let pick = |id: Option<i64>| id.and_then(|id| syncs.iter().find(|x| x.id == id));
+    let (Some(from), Some(to)) = (pick(q.from), pick(q.to)) else {
+        return error(
+            &s.base,
+            StatusCode::BAD_REQUEST,
+            "Two syncs are needed",
+            "Pick two entries of the history (from=ID&to=ID).",
+        );
+    };
+    let (from, to) = (from.clone(), to.clone());
+    let backend = s.backend.clone();
+    let (ns, n) = (namespace.clone(), name.clone());
+    let (a_rev, b_rev) = (from.revision.clone(), to.revision.clone());
+    let rendered = blocking(move || {
+        Ok((
+            backend.render_at(&ns, &n, &a_rev)?,
+            backend.render_at(&ns, &n, &b_rev)?,
+        ))
+    })
+    .await;
+    let (a, b) = match rendered {
+        Ok(v) => v,
+        Err(e) => {
+            return error(
+                &s.base,
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "Cannot render the revisions",
+                &e,
+            );
+        }
+    };
+    let changes = crate::diff::between(a, b);
+    let (resources, _) = crate::diff::views(&changes, None);
+    if q.format == "json" {
+        return json(serde_json::json!({
+            "from": from, "to": to,
+            "resources": resources.iter().map(|r| serde_json::json!({
+                "resource": r.resource, "status": r.status, "changed": r.changed,
+                "lines": r.hunks.iter().flat_map(|h| &h.rows).map(|l| serde_json::json!({
+                    "kind": l.kind, "old": l.old, "new": l.new, "text": l.text})).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+        }));
+    }
+    let base = s.at(&(app_href(&namespace, &name) + "/history/diff"));
+    let href = |view: &str| {
+        let mut pairs = vec![
+            ("from".to_string(), from.id.to_string()),
+            ("to".to_string(), to.id.to_string()),
+        ];
+        if !view.is_empty() {
+            pairs.push(("view".into(), view.into()));
+        }
+        format!("{base}?{}", encode_query(&pairs))
+    };
+    let short = |r: &str| short(r);
+    let page = DiffPage {
+        chrome: s.chrome(format!("plumb: {namespace}/{name} history diff")),
+        title: format!("sync {} ({}) to sync {} ({})", from.id, short(&from.revision), to.id, short(&to.revision)),
+        old_label: format!("Sync {}", from.id),
+        new_label: format!("Sync {}", to.id),
+        about: "What git changed between the two syncs: the app rendered at each one's revision, per object. Secret values are masked.".into(),
+        app: format!("{namespace}/{name}"),
+        app_href: s.at(&app_href(&namespace, &name)),
+        split: q.view == "split",
+        unified_href: href(""),
+        split_href: href("split"),
+        actors: Vec::new(),
+        resources,
     };
     (html_headers(), render(&page)).into_response()
 }
