@@ -8,12 +8,16 @@
 //!   the fix, `status.syncLoop` holds the finding, the Event `SyncLoopDetected` is recorded,
 //!   `plumb_app_sync_loop` is 1; after the seed's git fix the condition and the finding are
 //!   gone, `SyncLoopCleared` is recorded and the metric is 0. Meanwhile the controller's pages
-//!   (`--ui`) mark the loop in the list, and the app's page names the webhook and the line.
+//!   (`--ui`) mark the loop in the list, and the app's page names the webhook and the line —
+//!   over HTTP and in headless Chromium (no script, no CSP violation, axe-core) — and
+//!   `plumb ui --cluster --allow-refresh` refuses a Refresh without the page's CSRF token.
 //! - `loop_guard_stops_the_fight_and_still_heals_other_drift`: with
 //!   `plumb.dev/LoopGuard=true`, a hand edit of the Service selector made during the loop is
 //!   healed within 10 s, and the history then stops growing: reconciles keep coming (every
 //!   refresh) and none syncs, across more than two self-heal backoff steps.
 
+#[path = "common/chrome.rs"]
+mod chrome;
 mod common;
 #[path = "../../plumb-cluster/tests/support/mod.rs"]
 mod support;
@@ -386,7 +390,8 @@ async fn the_seed_loop_is_named_on_the_application_and_cleared_after_the_fix() {
         let (status, list) = ui_get(&addr, "/ui/").await;
         assert!(status.contains(" 200 "), "{status}\n{list}");
         list.split("<tr>")
-            .find(|r| r.contains(&format!(">{name}</a>")))
+            // This test's app (other tests' apps of that name live in other namespaces).
+            .find(|r| r.contains(&format!("href=\"/ui/apps/{}/{name}\"", seed.apps)))
             .filter(|r| r.contains(r#"<span aria-hidden="true">⟳</span> loop"#))
             .map(str::to_string)
     })
@@ -408,6 +413,49 @@ async fn the_seed_loop_is_named_on_the_application_and_cleared_after_the_fix() {
     );
     let (status, _) = ui_get(&addr, "/ui/nowhere").await;
     assert!(status.contains(" 404 "), "{status}");
+
+    // The same pages in headless Chromium, when there is one (REQUIRE_BROWSER=1 in CI): the
+    // list marks the loop, the app's page names the webhook; no script, no CSP violation,
+    // no serious accessibility violation.
+    if let Some(driver_bin) = chrome::chromedriver() {
+        let profile = seed.dir.join("chromium");
+        let (_driver, driver_url) = chrome::start_driver(&driver_bin);
+        let _one = chrome::BROWSER.lock().await;
+        let c = chrome::browser(&driver_url, &profile).await;
+        let list_url = format!("http://{addr}/ui/");
+        wait_until("the list marking the loop, in the browser", || async {
+            c.goto(&list_url).await.ok()?;
+            let row = c
+                .find(fantoccini::Locator::XPath(&format!(
+                    "//tr[td/a[@href='/ui/apps/{}/{name}']]",
+                    seed.apps
+                )))
+                .await
+                .ok()?
+                .text()
+                .await
+                .ok()?;
+            row.contains("⟳ loop").then_some(())
+        })
+        .await;
+        chrome::clean(&c, "controller list").await;
+        chrome::accessible(&c, "controller list").await;
+        chrome::screenshot(&c, "testbed-list.png").await;
+        c.goto(&format!("http://{addr}/ui/apps/{}/{name}", seed.apps))
+            .await
+            .expect("the app page");
+        let page = chrome::text(&c).await;
+        assert!(page.contains(&seed.config), "{page}");
+        assert!(page.contains("overlays/prod/pull-policy.yaml:10"), "{page}");
+        chrome::clean(&c, "controller app").await;
+        chrome::screenshot(&c, "testbed-app.png").await;
+        c.close().await.expect("close");
+    } else {
+        assert!(
+            std::env::var("REQUIRE_BROWSER").is_err(),
+            "REQUIRE_BROWSER is set but chromedriver was not found"
+        );
+    }
 
     // `plumb ui --cluster --allow-refresh`: "Refresh now" is a POST that must carry the
     // page's CSRF token; with it, an Application no controller watches gets its status.
