@@ -357,6 +357,18 @@ fn the_list_and_the_app_page_over_the_incident() {
     }
 }
 
+/// `plumb ui ARGS` run from the root: its exit code and what it wrote on stderr.
+fn refused(args: &[&str], more: &[&std::ffi::OsStr]) -> (Option<i32>, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_plumb"))
+        .arg("ui")
+        .args(args)
+        .args(more)
+        .current_dir(root())
+        .output()
+        .expect("plumb ui");
+    (o.status.code(), err(&o))
+}
+
 #[test]
 fn refusals_by_default() {
     let ui = start(&[]);
@@ -379,22 +391,14 @@ fn refusals_by_default() {
     }
 
     // Anything but loopback needs a token.
-    let o = Command::new(env!("CARGO_BIN_EXE_plumb"))
-        .args([
-            "ui",
-            "--live",
-            "examples/payments/live",
-            "--listen",
-            "0.0.0.0:0",
-        ])
-        .current_dir(root())
-        .output()
-        .expect("plumb ui");
-    assert_eq!(o.status.code(), Some(2));
+    let (code, e) = refused(
+        &["--live", "examples/payments/live", "--listen", "0.0.0.0:0"],
+        &[],
+    );
+    assert_eq!(code, Some(2));
     assert!(
-        err(&o).contains("--listen 0.0.0.0:0: not a loopback address; pass --token-file"),
-        "{}",
-        err(&o)
+        e.contains("--listen 0.0.0.0:0: not a loopback address; pass --token-file"),
+        "{e}"
     );
 }
 
@@ -453,24 +457,21 @@ fn a_token_as_bearer_or_exchanged_once_for_a_cookie() {
 fn a_short_token_is_refused() {
     let d = tmp("ui", "short");
     write(&d, "token", "short\n");
-    let o = Command::new(env!("CARGO_BIN_EXE_plumb"))
-        .args([
-            "ui",
+    let token = d.join("token");
+    let (code, e) = refused(
+        &[
             "--live",
             "examples/payments/live",
             "--listen",
             "127.0.0.1:0",
             "--token-file",
-        ])
-        .arg(d.join("token"))
-        .current_dir(root())
-        .output()
-        .expect("plumb ui");
-    assert_eq!(o.status.code(), Some(2));
+        ],
+        &[token.as_os_str()],
+    );
+    assert_eq!(code, Some(2));
     assert!(
-        err(&o).contains("the token must be at least 16 characters"),
-        "{}",
-        err(&o)
+        e.contains("the token must be at least 16 characters"),
+        "{e}"
     );
 }
 

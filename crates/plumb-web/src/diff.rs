@@ -172,6 +172,24 @@ pub(crate) struct ResourceView {
     pub hunks: Vec<HunkView>,
 }
 
+impl ResourceView {
+    /// The resource and its lines as data (`?format=json`): each line's kind, numbers, text
+    /// and the manager that last wrote it (`null` when none is known).
+    pub(crate) fn to_json(&self) -> Value {
+        let lines: Vec<Value> = self
+            .hunks
+            .iter()
+            .flat_map(|h| &h.rows)
+            .map(|l| {
+                serde_json::json!({"kind": l.kind, "old": l.old, "new": l.new,
+                    "text": l.text, "actor": l.actor})
+            })
+            .collect();
+        serde_json::json!({"resource": self.resource, "status": self.status,
+            "changed": self.changed, "lines": lines})
+    }
+}
+
 /// The resources' views, and the actors with how many changed lines each last wrote. Lines
 /// whose actor is `hide` are left out.
 pub(crate) fn views(

@@ -631,19 +631,7 @@ async fn diff(
     if q.format == "json" {
         let resources: Vec<serde_json::Value> = resources
             .iter()
-            .map(|r| {
-                let lines: Vec<serde_json::Value> = r
-                    .hunks
-                    .iter()
-                    .flat_map(|h| &h.rows)
-                    .map(|l| {
-                        serde_json::json!({"kind": l.kind, "old": l.old, "new": l.new,
-                            "text": l.text, "actor": l.actor})
-                    })
-                    .collect();
-                serde_json::json!({"resource": r.resource, "status": r.status,
-                    "changed": r.changed, "lines": lines})
-            })
+            .map(crate::diff::ResourceView::to_json)
             .collect();
         return json(serde_json::json!({"resources": resources, "actors": actors}));
     }
@@ -937,11 +925,7 @@ async fn history_diff(
     if q.format == "json" {
         return json(serde_json::json!({
             "from": from, "to": to,
-            "resources": resources.iter().map(|r| serde_json::json!({
-                "resource": r.resource, "status": r.status, "changed": r.changed,
-                "lines": r.hunks.iter().flat_map(|h| &h.rows).map(|l| serde_json::json!({
-                    "kind": l.kind, "old": l.old, "new": l.new, "text": l.text})).collect::<Vec<_>>(),
-            })).collect::<Vec<_>>(),
+            "resources": resources.iter().map(crate::diff::ResourceView::to_json).collect::<Vec<_>>(),
         }));
     }
     let base = s.at(&(app_href(&namespace, &name) + "/history/diff"));
