@@ -145,6 +145,7 @@ impl Backend for UiBackend {
             files,
             changes,
             application,
+            live: d.live,
         }))
     }
 

@@ -185,6 +185,32 @@ fn the_list_and_the_app_page_over_the_incident() {
     );
     assert!(!app.contains("<script"), "{app}");
 
+    // The resources as a tree with sync and health, and the last sync operation.
+    let tree = app
+        .split("<h2 id=\"tree\">Resources</h2>")
+        .nth(1)
+        .and_then(|t| t.split("</section>").next())
+        .unwrap_or_else(|| panic!("a resource tree: {app}"));
+    for (resource, sync) in [
+        ("/Service pay-prod/payments-api", "OutOfSync"),
+        ("apps/Deployment pay-prod/payments-api", "OutOfSync"),
+        ("/ConfigMap pay-prod/payments-config", "Synced"),
+    ] {
+        let item = tree
+            .split("<li>")
+            .find(|i| i.contains(&format!("<span>{resource}</span>")))
+            .unwrap_or_else(|| panic!("{resource} in {tree}"));
+        assert!(item.contains(&format!("</span> {sync}</span>")), "{item}");
+    }
+    assert!(
+        app.contains("<h2 id=\"operation\">Last sync operation</h2>"),
+        "{app}"
+    );
+    assert!(
+        app.contains("<strong>Succeeded</strong>: successfully synced (all tasks run)"),
+        "{app}"
+    );
+
     // Its JSON is the command's report.
     let (_, _, page_json) = get(&ui, "/apps/argocd/payments-prod?format=json");
     let cli = Command::new(env!("CARGO_BIN_EXE_plumb"))

@@ -29,6 +29,7 @@ const LINE_WIDTH: usize = 240;
 /// The style every page carries (inline: the report is one file).
 const CSS: &str = include_str!("../templates/style.css");
 
+mod app;
 pub mod diff;
 pub mod history;
 pub mod server;
@@ -123,6 +124,7 @@ fn report_page<'a>(
             .collect(),
         links: None,
         refresh: None,
+        extras: None,
         health: report.health.as_ref().map(|h| HealthView {
             status: status_view(&h.status),
             resources: h
@@ -157,6 +159,8 @@ struct ReportPage<'a> {
     links: Option<(String, String)>,
     /// The Refresh form's action and CSRF token, when refreshing is allowed.
     refresh: Option<(String, String)>,
+    /// Conditions, the resource tree and the last operation (served pages).
+    extras: Option<app::Extras>,
     app: &'a str,
     verdict: StatusView,
     headline: String,
@@ -175,6 +179,11 @@ impl ReportPage<'_> {
 
     fn with_refresh(mut self, form: Option<(String, String)>) -> Self {
         self.refresh = form;
+        self
+    }
+
+    fn with_extras(mut self, extras: app::Extras) -> Self {
+        self.extras = Some(extras);
         self
     }
 }

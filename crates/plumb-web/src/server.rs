@@ -69,6 +69,9 @@ pub struct AppView {
     pub changes: Vec<crate::diff::ResourceChange>,
     /// The Application as read (its `status.history`, for the history page).
     pub application: serde_json::Value,
+    /// The live objects of its destination, for the resource tree (owner references; only
+    /// names and kinds are shown).
+    pub live: Vec<serde_json::Value>,
 }
 
 /// Where the pages' data comes from. Called off the async runtime (it may block).
@@ -577,7 +580,13 @@ async fn app(
             s.at(&(app_href(&namespace, &name) + "/refresh")),
             s.access.csrf.clone(),
         )
-    }));
+    }))
+    .with_extras(crate::app::extras(
+        &view.application,
+        &view.live,
+        &view.changes.iter().map(|c| c.resource.clone()).collect(),
+        &view.report,
+    ));
     (html_headers(), render(&page)).into_response()
 }
 
