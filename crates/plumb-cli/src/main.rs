@@ -21,6 +21,7 @@ mod diff_cmd;
 mod doctor_cmd;
 mod health_cmd;
 mod output;
+mod preview_cmd;
 mod render_cmd;
 mod serve;
 mod snapshot_cmd;
@@ -78,6 +79,11 @@ enum Command {
     Health(health_cmd::HealthArgs),
     /// ApplicationSets: `generate` prints the Applications one generates, without a cluster.
     Appset(appset_cmd::AppsetArgs),
+    /// What a change does to every Application of a repository: each rendered at the base
+    /// and at the head revision, diffed per object, as a pull-request comment.
+    ///
+    /// Exit code: 0 no change, 1 changes (see --fail-on), 2 error.
+    Preview(preview_cmd::PreviewArgs),
     /// Read-only web pages: the apps, and each app's "why OutOfSync" (the doctor's report).
     /// Prints its URL first; serves until interrupted.
     Ui(ui_cmd::UiArgs),
@@ -111,6 +117,7 @@ fn main() -> ExitCode {
         Command::Health(args) => health_cmd::run(args),
         Command::Appset(args) => appset_cmd::run(args),
         Command::Ui(args) => ui_cmd::run(args),
+        Command::Preview(args) => preview_cmd::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

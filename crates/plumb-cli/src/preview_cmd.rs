@@ -1,0 +1,299 @@
+//! `plumb preview`: what a change does to every Application of a repository — each rendered
+//! at the base and at the head revision through the one pipeline, diffed per object
+//! ([`plumb_preview`]), as a pull-request comment, JSON or text.
+//!
+//! The Applications are the `Application` manifests of the repository (under `--apps`) at
+//! each revision; each is rendered with its sources read from `--repo` at that revision. An
+//! app whose `argocd.argoproj.io/manifest-generate-paths` annotation names paths the change
+//! does not touch is not rendered (counted), as Argo CD skips it.
+
+use crate::source_args::{AppFrom, SourceArgs, render_sources_on};
+use crate::{EXIT_DIFFERENCES, EXIT_IN_SYNC};
+use anyhow::{Result, anyhow};
+use plumb_core::argo::Application;
+use plumb_preview::{AppPreview, AppStatus};
+use plumb_render::source::{EntryKind, GitSource, SourceFs};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// The annotation naming the paths an app's manifests come from (Argo CD's).
+const GENERATE_PATHS: &str = "argocd.argoproj.io/manifest-generate-paths";
+
+/// The most manifest files read at one revision (a bound on a huge repository).
+const MAX_FILES: usize = 20_000;
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PreviewFormat {
+    Markdown,
+    Json,
+    Text,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FailOn {
+    /// Exit 1 when an app changes.
+    Changes,
+    /// Exit 0 whatever changes (errors still exit 2).
+    Never,
+}
+
+#[derive(clap::Args)]
+pub struct PreviewArgs {
+    /// The git repository the change is in.
+    #[arg(long, value_name = "DIR")]
+    repo: PathBuf,
+    /// The revision before the change (the target branch).
+    #[arg(long, value_name = "REV")]
+    base: String,
+    /// The revision with the change (the pull request's head).
+    #[arg(long, value_name = "REV")]
+    head: String,
+    /// Where the Application manifests are, in the repository (directories or files;
+    /// default: all of it).
+    #[arg(long, value_name = "PATH", num_args = 1..)]
+    apps: Vec<String>,
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = PreviewFormat::Markdown)]
+    output: PreviewFormat,
+    /// Also write the whole report (Markdown, nothing cut) to FILE.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// When to exit 1.
+    #[arg(long, value_enum, default_value_t = FailOn::Changes)]
+    fail_on: FailOn,
+    /// Config management plugins, as `plumb render --plugins`.
+    #[arg(long, value_name = "DIR")]
+    plugins: Option<PathBuf>,
+}
+
+/// Every `Application` manifest under `roots` in the repository at one revision, by
+/// `NAMESPACE/NAME`. A file that holds an Application but is not valid YAML is an error
+/// naming it; other files that do not parse are not manifests of interest.
+fn applications(fs: &dyn SourceFs, roots: &[String]) -> Result<BTreeMap<String, Value>> {
+    let mut apps = BTreeMap::new();
+    let mut stack: Vec<String> = if roots.is_empty() {
+        vec![String::new()]
+    } else {
+        roots
+            .iter()
+            .map(|r| r.trim_matches('/').to_string())
+            .collect()
+    };
+    let mut files = 0usize;
+    while let Some(path) = stack.pop() {
+        // A file given as a root lists nothing.
+        let entries = fs.list(&path).unwrap_or_default();
+        let is_dir = path.is_empty() || !entries.is_empty() || fs.read(&path).is_err();
+        let mut found_files: Vec<String> = Vec::new();
+        if is_dir {
+            for (name, kind) in entries {
+                let p = if path.is_empty() {
+                    name.clone()
+                } else {
+                    format!("{path}/{name}")
+                };
+                match kind {
+                    EntryKind::Dir if !name.starts_with('.') => stack.push(p),
+                    EntryKind::File
+                        if [".yaml", ".yml", ".json"].iter().any(|e| name.ends_with(e)) =>
+                    {
+                        found_files.push(p)
+                    }
+                    _ => {}
+                }
+            }
+        } else {
+            found_files.push(path.clone());
+        }
+        for file in found_files {
+            files += 1;
+            if files > MAX_FILES {
+                return Err(anyhow!(
+                    "--apps: more than {MAX_FILES} manifest files; name the directories of the Applications"
+                ));
+            }
+            let Ok(bytes) = fs.read(&file) else { continue };
+            let Ok(text) = String::from_utf8(bytes) else {
+                continue;
+            };
+            if !text.contains("kind: Application") && !text.contains("\"Application\"") {
+                continue;
+            }
+            let docs = plumb_render::parse_str(&text, std::path::Path::new(&file))
+                .map_err(|e| anyhow!("{e}"))?;
+            for m in docs {
+                let o = m.object;
+                if crate::doctor_cmd::is_application(&o) {
+                    let ns = o
+                        .pointer("/metadata/namespace")
+                        .and_then(Value::as_str)
+                        .unwrap_or("argocd");
+                    let name = o
+                        .pointer("/metadata/name")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default();
+                    apps.insert(format!("{ns}/{name}"), o);
+                }
+            }
+        }
+    }
+    Ok(apps)
+}
+
+/// The paths the change touches (`git diff --name-only base head`).
+fn changed_paths(args: &PreviewArgs) -> Result<Vec<String>> {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(&args.repo)
+        .args([
+            "diff",
+            "--name-only",
+            "--no-renames",
+            &args.base,
+            &args.head,
+            "--",
+        ])
+        .output()
+        .map_err(|e| anyhow!("git: {e}"))?;
+    if !out.status.success() {
+        return Err(anyhow!(
+            "git diff {}..{}: {}",
+            args.base,
+            args.head,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect())
+}
+
+/// Whether the change cannot affect `app`: it names the paths its manifests come from
+/// (`manifest-generate-paths`, `;`-separated, relative to its source path or absolute from
+/// the repository's root) and the change touches none of them. Without the annotation, an app
+/// is always rendered.
+fn unaffected(app: &Value, changed: &[String]) -> bool {
+    let Some(paths) = app
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(GENERATE_PATHS))
+        .and_then(Value::as_str)
+    else {
+        return false;
+    };
+    let source_path = app
+        .pointer("/spec/source/path")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let prefixes: Vec<String> = paths
+        .split(';')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(|p| match p.strip_prefix('/') {
+            Some(abs) => abs.trim_end_matches('/').to_string(),
+            None => normalize(&format!("{source_path}/{p}")),
+        })
+        .collect();
+    !prefixes.is_empty()
+        && !changed.iter().any(|c| {
+            prefixes
+                .iter()
+                .any(|p| p.is_empty() || c == p || c.starts_with(&format!("{p}/")))
+        })
+}
+
+/// `a/./b/../c` as `a/c`.
+fn normalize(path: &str) -> String {
+    let mut out: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                out.pop();
+            }
+            p => out.push(p),
+        }
+    }
+    out.join("/")
+}
+
+/// The objects `app` renders with its sources read from the repository at `revision`.
+fn render(args: &PreviewArgs, app: &Value, revision: &str) -> Result<Vec<Value>> {
+    let typed = Application::from_value(app).map_err(|e| anyhow!("{e}"))?;
+    let source = SourceArgs {
+        repo: Some(args.repo.clone()),
+        revision: Some(revision.to_string()),
+        plugins: args.plugins.clone(),
+        ..SourceArgs::default()
+    };
+    let rendered = render_sources_on(&source, Some((&typed, AppFrom::Object(None))), None)?;
+    Ok(rendered
+        .into_iter()
+        .flat_map(|s| s.rendered.objects)
+        .map(|o| o.object)
+        .collect())
+}
+
+pub fn run(args: PreviewArgs) -> Result<u8> {
+    let open = |flag: &str, rev: &str| {
+        GitSource::open(&args.repo, Some(rev)).map_err(|e| anyhow!("--{flag} {rev}: {e}"))
+    };
+    let (base_fs, head_fs) = (open("base", &args.base)?, open("head", &args.head)?);
+    let base_apps = applications(&base_fs, &args.apps)?;
+    let head_apps = applications(&head_fs, &args.apps)?;
+    let changed = changed_paths(&args)?;
+    let names: std::collections::BTreeSet<&String> =
+        base_apps.keys().chain(head_apps.keys()).collect();
+    let mut previews: Vec<AppPreview> = Vec::new();
+    for name in names {
+        let (b, h) = (base_apps.get(name), head_apps.get(name));
+        // The same Application at both revisions, whose manifests the change cannot touch.
+        if let (Some(b), Some(h)) = (b, h)
+            && b == h
+            && unaffected(h, &changed)
+        {
+            previews.push(AppPreview {
+                app: name.clone(),
+                status: AppStatus::Skipped,
+                objects: Vec::new(),
+            });
+            continue;
+        }
+        let side = |app: Option<&Value>, rev: &str| -> Result<Option<Vec<Value>>> {
+            app.map(|a| render(&args, a, rev)).transpose()
+        };
+        match (side(b, &args.base), side(h, &args.head)) {
+            (Ok(base), Ok(head)) => {
+                previews.push(plumb_preview::preview_app(name.clone(), base, head))
+            }
+            (Err(e), _) | (_, Err(e)) => previews.push(AppPreview {
+                app: name.clone(),
+                status: AppStatus::Error(format!("{e}")),
+                objects: Vec::new(),
+            }),
+        }
+    }
+    let full = plumb_preview::markdown(&previews, &args.base, &args.head, usize::MAX);
+    if let Some(out) = &args.out {
+        std::fs::write(out, &full).map_err(|e| anyhow!("--out {}: {e}", out.display()))?;
+    }
+    let text = match args.output {
+        PreviewFormat::Markdown => plumb_preview::markdown(
+            &previews,
+            &args.base,
+            &args.head,
+            plumb_preview::COMMENT_LIMIT,
+        ),
+        PreviewFormat::Json => format!(
+            "{:#}\n",
+            serde_json::json!({"base": args.base, "head": args.head, "apps": previews})
+        ),
+        PreviewFormat::Text => plumb_preview::text(&previews, &args.base, &args.head),
+    };
+    print!("{text}");
+    Ok(match args.fail_on {
+        FailOn::Changes if plumb_preview::has_changes(&previews) => EXIT_DIFFERENCES,
+        _ => EXIT_IN_SYNC,
+    })
+}

@@ -1,0 +1,215 @@
+//! `plumb preview` end to end on a git repository with two commits: a change to a kustomize
+//! base shared by two apps lists exactly those two, with the diff; an app added by the change
+//! shows as added, one removed as removed; an app whose `manifest-generate-paths` the change
+//! does not touch is not rendered (counted); Secret values never show; a base revision that
+//! does not exist is one line and exit 2.
+
+mod common;
+use common::{copy_tree, err, git, out, tmp, write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+}
+
+fn plumb(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_plumb"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("plumb runs")
+}
+
+fn app(name: &str, path: &str, annotations: &str) -> String {
+    format!(
+        "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: {name}\n  namespace: argocd\n{annotations}spec:\n  project: default\n  destination: {{server: https://kubernetes.default.svc, namespace: {name}}}\n  source: {{repoURL: https://git.example.com/platform.git, path: {path}, targetRevision: HEAD}}\n---\n"
+    )
+}
+
+fn overlay(prefix: &str) -> String {
+    format!("resources:\n- ../../base\nnamePrefix: {prefix}-\n")
+}
+
+#[test]
+fn a_change_to_a_shared_base_lists_the_apps_that_use_it() {
+    let d = tmp("preview", "shared-base");
+    let repo = d.join("repo");
+    copy_tree(
+        &root().join("examples/payments/repo/base"),
+        &repo.join("base"),
+    );
+    write(&repo, "apps/one/kustomization.yaml", &overlay("one"));
+    write(&repo, "apps/two/kustomization.yaml", &overlay("two"));
+    write(
+        &repo,
+        "apps/old/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: old}\ndata: {k: v}\n",
+    );
+    write(
+        &repo,
+        "apps/solo/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: solo}\ndata: {k: v}\n",
+    );
+    let solo_paths = "  annotations:\n    argocd.argoproj.io/manifest-generate-paths: .\n";
+    let apps = [
+        app("one", "apps/one", ""),
+        app("two", "apps/two", ""),
+        app("old", "apps/old", ""),
+        app("solo", "apps/solo", solo_paths),
+    ]
+    .concat();
+    write(&repo, "argocd/apps.yaml", &apps);
+    git(&repo, &["init", "-q", "-b", "main"]);
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-qm", "base"]);
+    // The change: the shared base's image, a new app, an app removed.
+    let deployment =
+        std::fs::read_to_string(repo.join("base/deployment.yaml")).expect("deployment");
+    write(
+        &repo,
+        "base/deployment.yaml",
+        &deployment.replace("api:2.14.1", "api:2.15.0"),
+    );
+    write(
+        &repo,
+        "apps/three/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: three}\ndata: {k: v}\n",
+    );
+    let apps = [
+        app("one", "apps/one", ""),
+        app("two", "apps/two", ""),
+        app("solo", "apps/solo", solo_paths),
+        app("three", "apps/three", ""),
+    ]
+    .concat();
+    write(&repo, "argocd/apps.yaml", &apps);
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-qm", "head"]);
+
+    let o = plumb(
+        &repo,
+        &[
+            "preview", "--repo", ".", "--base", "HEAD~1", "--head", "HEAD", "-o", "json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}{}", out(&o), err(&o));
+    let v: serde_json::Value = serde_json::from_str(&out(&o)).expect("JSON");
+    let status: Vec<(&str, &str)> = v["apps"]
+        .as_array()
+        .expect("apps")
+        .iter()
+        .map(|a| {
+            (
+                a["app"].as_str().unwrap_or(""),
+                a["status"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        status,
+        [
+            ("argocd/old", "removed"),
+            ("argocd/one", "changed"),
+            ("argocd/solo", "skipped"),
+            ("argocd/three", "added"),
+            ("argocd/two", "changed")
+        ],
+        "{v:#}"
+    );
+    for app in ["one", "two"] {
+        let a = v["apps"]
+            .as_array()
+            .expect("apps")
+            .iter()
+            .find(|a| a["app"] == format!("argocd/{app}"))
+            .expect("app");
+        let objects: Vec<&str> = a["objects"]
+            .as_array()
+            .expect("objects")
+            .iter()
+            .map(|o| o["resource"].as_str().unwrap_or(""))
+            .collect();
+        assert_eq!(
+            objects,
+            [format!("apps/Deployment /{app}-payments-api")],
+            "{a:#}"
+        );
+        let diff = a["objects"][0]["diff"].as_str().unwrap_or("");
+        assert!(diff.contains("-      - image: registry.example.com/payments/api:2.14.1\n+      - image: registry.example.com/payments/api:2.15.0"), "{diff}");
+    }
+
+    // The comment: the table, the diffs folded, the counts.
+    let o = plumb(
+        &repo,
+        &[
+            "preview", "--repo", ".", "--base", "HEAD~1", "--head", "HEAD", "--out", "full.md",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let md = out(&o);
+    assert!(md.starts_with("### plumb preview\n\n5 apps: 2 changed, 1 added, 1 removed, 0 unchanged, 1 not rendered"), "{md}");
+    assert!(
+        md.contains("| `argocd/one` | changed | 0 | 1 | 0 |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("<details><summary><code>argocd/three</code> added</summary>"),
+        "{md}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.join("full.md")).expect("--out"),
+        md
+    );
+    for secret in [
+        "correct-horse-battery-staple",
+        "Y29ycmVjdC1ob3JzZS1iYXR0ZXJ5LXN0YXBsZQ",
+    ] {
+        assert!(!md.contains(secret), "{md}");
+    }
+    // --fail-on never: the same report, exit 0.
+    let o = plumb(
+        &repo,
+        &[
+            "preview",
+            "--repo",
+            ".",
+            "--base",
+            "HEAD~1",
+            "--head",
+            "HEAD",
+            "-o",
+            "text",
+            "--fail-on",
+            "never",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0));
+    assert!(out(&o).contains("argocd/two changed"), "{}", out(&o));
+    // No change: exit 0.
+    let o = plumb(
+        &repo,
+        &["preview", "--repo", ".", "--base", "HEAD", "--head", "HEAD"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+
+    // A base that does not exist: one line, exit 2.
+    let o = plumb(
+        &repo,
+        &[
+            "preview",
+            "--repo",
+            ".",
+            "--base",
+            "no-such-branch",
+            "--head",
+            "HEAD",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    let e = err(&o);
+    assert!(
+        e.starts_with("error: --base no-such-branch: ") && e.lines().count() == 1,
+        "{e}"
+    );
+}
