@@ -34,6 +34,8 @@ pub enum PreviewFormat {
 pub enum FailOn {
     /// Exit 1 when an app changes.
     Changes,
+    /// Exit 1 only when the preflight (--live) warns that the cluster will fight the change.
+    Preflight,
     /// Exit 0 whatever changes (errors still exit 2).
     Never,
 }
@@ -65,6 +67,11 @@ pub struct PreviewArgs {
     /// Config management plugins, as `plumb render --plugins`.
     #[arg(long, value_name = "DIR")]
     plugins: Option<PathBuf>,
+    /// A `plumb snapshot` of the cluster: run the doctor's preflight on each app the change
+    /// touches, warning of every field it declares that a webhook, policy, HPA or controller
+    /// there will rewrite.
+    #[arg(long, value_name = "DIR")]
+    live: Option<PathBuf>,
 }
 
 /// Every `Application` manifest under `roots` in the repository at one revision, by
@@ -235,6 +242,114 @@ fn render(args: &PreviewArgs, app: &Value, revision: &str) -> Result<Vec<Value>>
         .collect())
 }
 
+/// The fields a change declares anew in an app: per object (`GROUP/KIND NAME`), the JSON
+/// pointers of the fields whose value differs from the base's (`None`: a new object).
+type Touched = BTreeMap<String, Option<Vec<String>>>;
+
+fn object_id(o: &Value) -> Option<String> {
+    let key = plumb_core::ResourceKey::of(o)?;
+    Some(format!("{}/{} {}", key.group, key.kind, key.name))
+}
+
+fn touched_fields(base: Option<&[Value]>, head: &[Value]) -> Touched {
+    let before: BTreeMap<String, &Value> = base
+        .into_iter()
+        .flatten()
+        .filter_map(|o| Some((object_id(o)?, o)))
+        .collect();
+    head.iter()
+        .filter_map(|o| {
+            let id = object_id(o)?;
+            let fields = before.get(&id).map(|b| {
+                plumb_diff::fields::changed_fields(b, o)
+                    .into_iter()
+                    .map(|f| f.path)
+                    .collect()
+            });
+            Some((id, fields))
+        })
+        .collect()
+}
+
+/// Whether a finding is on a field the change declares anew (`None`: not known, kept).
+fn declared_anew(touched: Option<&Touched>, f: &plumb_doctor::Finding) -> bool {
+    let Some(touched) = touched else {
+        return true;
+    };
+    let id = format!(
+        "{}/{} {}",
+        f.resource.group, f.resource.kind, f.resource.name
+    );
+    match touched.get(&id) {
+        // A new object: all it declares is new.
+        Some(None) => true,
+        Some(Some(paths)) => paths.iter().any(|p| {
+            f.path == *p
+                || f.path.starts_with(&format!("{p}/"))
+                || p.starts_with(&format!("{}/", f.path))
+        }),
+        None => false,
+    }
+}
+
+/// The doctor's preflight of `app` at the head against the snapshot `live` (`plumb doctor
+/// --preflight --repo --revision --path`): one line per field the change declares anew that the
+/// cluster will rewrite. An app
+/// with several sources, or none with a path, is not checked (said in the line).
+fn preflight(
+    args: &PreviewArgs,
+    live: &std::path::Path,
+    app: &Value,
+    touched: Option<&Touched>,
+) -> Vec<String> {
+    let sources = app.pointer("/spec/sources").and_then(Value::as_array);
+    let Some(path) = app
+        .pointer("/spec/source/path")
+        .and_then(Value::as_str)
+        .filter(|_| sources.is_none_or(Vec::is_empty))
+    else {
+        return vec!["not checked: the preflight takes one source with a path".into()];
+    };
+    let argv: Vec<String> = [
+        "--preflight",
+        "--live",
+        &live.display().to_string(),
+        "--repo",
+        &args.repo.display().to_string(),
+        "--revision",
+        &args.head,
+        "--path",
+        path,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    match crate::doctor_cmd::diagnose_argv(&argv) {
+        Ok(d) => d
+            .report
+            .findings
+            .iter()
+            // What the change itself declares: a field git already declared and the cluster
+            // already rewrites is the app's own fight, not this change's.
+            .filter(|f| declared_anew(touched, f))
+            .map(|f| {
+                let mut line = format!(
+                    "{} `{}`: rewritten by {} {}",
+                    f.resource,
+                    f.path,
+                    f.cause.kind.as_str(),
+                    f.cause.name
+                );
+                if let Some(at) = &f.declared_at {
+                    line.push_str(&format!(" (git declares it at {}:{})", at.file, at.line));
+                }
+                line
+            })
+            .collect(),
+        Err(e) => vec![format!("not checked: {e}")],
+    }
+}
+
 pub fn run(args: PreviewArgs) -> Result<u8> {
     let open = |flag: &str, rev: &str| {
         GitSource::open(&args.repo, Some(rev)).map_err(|e| anyhow!("--{flag} {rev}: {e}"))
@@ -246,6 +361,8 @@ pub fn run(args: PreviewArgs) -> Result<u8> {
     let names: std::collections::BTreeSet<&String> =
         base_apps.keys().chain(head_apps.keys()).collect();
     let mut previews: Vec<AppPreview> = Vec::new();
+    // Per app, the fields the change declares anew (for the preflight).
+    let mut touched: BTreeMap<String, Touched> = BTreeMap::new();
     for name in names {
         let (b, h) = (base_apps.get(name), head_apps.get(name));
         // The same Application at both revisions, whose manifests the change cannot touch.
@@ -257,6 +374,7 @@ pub fn run(args: PreviewArgs) -> Result<u8> {
                 app: name.clone(),
                 status: AppStatus::Skipped,
                 objects: Vec::new(),
+                preflight: Vec::new(),
             });
             continue;
         }
@@ -265,13 +383,29 @@ pub fn run(args: PreviewArgs) -> Result<u8> {
         };
         match (side(b, &args.base), side(h, &args.head)) {
             (Ok(base), Ok(head)) => {
+                if args.live.is_some()
+                    && let Some(head) = &head
+                {
+                    touched.insert(name.clone(), touched_fields(base.as_deref(), head));
+                }
                 previews.push(plumb_preview::preview_app(name.clone(), base, head))
             }
             (Err(e), _) | (_, Err(e)) => previews.push(AppPreview {
                 app: name.clone(),
                 status: AppStatus::Error(format!("{e}")),
                 objects: Vec::new(),
+                preflight: Vec::new(),
             }),
+        }
+    }
+    if let Some(live) = &args.live {
+        for p in previews
+            .iter_mut()
+            .filter(|p| matches!(p.status, AppStatus::Added | AppStatus::Changed))
+        {
+            if let Some(app) = head_apps.get(&p.app) {
+                p.preflight = preflight(&args, live, app, touched.get(&p.app));
+            }
         }
     }
     let full = plumb_preview::markdown(&previews, &args.base, &args.head, usize::MAX);
@@ -294,6 +428,7 @@ pub fn run(args: PreviewArgs) -> Result<u8> {
     print!("{text}");
     Ok(match args.fail_on {
         FailOn::Changes if plumb_preview::has_changes(&previews) => EXIT_DIFFERENCES,
+        FailOn::Preflight if plumb_preview::has_warnings(&previews) => EXIT_DIFFERENCES,
         _ => EXIT_IN_SYNC,
     })
 }

@@ -213,3 +213,80 @@ fn a_change_to_a_shared_base_lists_the_apps_that_use_it() {
         "{e}"
     );
 }
+
+#[test]
+fn the_preflight_names_the_webhook_that_will_fight_the_change() {
+    let d = tmp("preview", "preflight");
+    let repo = d.join("repo");
+    copy_tree(&root().join("examples/payments/repo"), &repo);
+    std::fs::copy(root().join("examples/payments/app.yaml"), {
+        std::fs::create_dir_all(repo.join("argocd")).expect("mkdir");
+        repo.join("argocd/app.yaml")
+    })
+    .expect("app");
+    // The base: the overlay without its pull-policy patch.
+    let kustomization =
+        std::fs::read_to_string(repo.join("overlays/prod/kustomization.yaml")).expect("k");
+    let patched = kustomization.clone();
+    let without: String = kustomization
+        .lines()
+        .take_while(|l| !l.starts_with("patches:"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    write(&repo, "overlays/prod/kustomization.yaml", &without);
+    std::fs::remove_file(repo.join("overlays/prod/pull-policy.yaml")).expect("rm");
+    git(&repo, &["init", "-q", "-b", "main"]);
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-qm", "base"]);
+    // The change: the patch that declares imagePullPolicy: IfNotPresent.
+    write(&repo, "overlays/prod/kustomization.yaml", &patched);
+    std::fs::copy(
+        root().join("examples/payments/repo/overlays/prod/pull-policy.yaml"),
+        repo.join("overlays/prod/pull-policy.yaml"),
+    )
+    .expect("patch");
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-qm", "pull policy"]);
+
+    let live = root().join("examples/payments/live");
+    let live = live.to_str().expect("utf-8");
+    let o = plumb(
+        &repo,
+        &[
+            "preview", "--repo", ".", "--base", "HEAD~1", "--head", "HEAD", "--live", live,
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}{}", out(&o), err(&o));
+    let md = out(&o);
+    assert!(md.contains("| `argocd/payments-prod` | changed | 0 | 1 | 0 | ⚠ 1 field(s) the cluster will rewrite |"), "{md}");
+    assert!(
+        md.contains("- apps/Deployment pay-prod/payments-api `/spec/template/spec/containers/0/imagePullPolicy`: rewritten by mutating-webhook platform-policy-mutate (git declares it at overlays/prod/pull-policy.yaml:10)"),
+        "{md}"
+    );
+    // --fail-on preflight: exit 1 for the warning.
+    let o = plumb(
+        &repo,
+        &[
+            "preview",
+            "--repo",
+            ".",
+            "--base",
+            "HEAD~1",
+            "--head",
+            "HEAD",
+            "--live",
+            live,
+            "--fail-on",
+            "preflight",
+            "-o",
+            "json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_str(&out(&o)).expect("JSON");
+    assert_eq!(
+        v["apps"][0]["preflight"].as_array().map(Vec::len),
+        Some(1),
+        "{v:#}"
+    );
+}

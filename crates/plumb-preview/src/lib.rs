@@ -62,6 +62,10 @@ pub struct AppPreview {
     #[serde(flatten)]
     pub status: AppStatus,
     pub objects: Vec<ObjectChange>,
+    /// The doctor's preflight on the head: each field it declares that the cluster will
+    /// rewrite (a webhook, a policy, an HPA, a controller), in one line.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub preflight: Vec<String>,
 }
 
 impl AppPreview {
@@ -136,7 +140,13 @@ pub fn preview_app(app: String, base: Option<Vec<Value>>, head: Option<Vec<Value
         app,
         status,
         objects,
+        preflight: Vec::new(),
     }
+}
+
+/// Whether the preflight warns of a fight for any app.
+pub fn has_warnings(previews: &[AppPreview]) -> bool {
+    previews.iter().any(|p| !p.preflight.is_empty())
 }
 
 /// Whether any app changes (the exit code's question).
@@ -188,17 +198,34 @@ pub fn markdown(previews: &[AppPreview], base: &str, head: &str, limit: usize) -
         out.push_str("No Application changes.\n");
         return out;
     }
-    out.push_str("| App | Status | Added | Changed | Removed |\n|---|---|---|---|---|\n");
+    out.push_str(
+        "| App | Status | Added | Changed | Removed | Preflight |\n|---|---|---|---|---|---|\n",
+    );
     for p in &shown {
+        let warn = if p.preflight.is_empty() {
+            String::new()
+        } else {
+            format!("⚠ {} field(s) the cluster will rewrite", p.preflight.len())
+        };
         let _ = writeln!(
             out,
-            "| `{}` | {} | {} | {} | {} |",
+            "| `{}` | {} | {} | {} | {} | {warn} |",
             p.app,
             status_word(&p.status),
             p.count(Change::Added),
             p.count(Change::Changed),
             p.count(Change::Removed)
         );
+    }
+    for p in shown.iter().filter(|p| !p.preflight.is_empty()) {
+        let _ = writeln!(
+            out,
+            "\n**⚠ `{}`: the cluster will rewrite what this change declares**\n",
+            p.app
+        );
+        for w in &p.preflight {
+            let _ = writeln!(out, "- {}", w.replace('|', "\\|"));
+        }
     }
     let closing = "\n_Diffs left out to keep this comment under GitHub's limit: see the full report (`--out`)._\n";
     let mut cut = 0usize;
@@ -249,6 +276,9 @@ pub fn text(previews: &[AppPreview], base: &str, head: &str) -> String {
         let _ = writeln!(out, "\n{} {}", p.app, status_word(&p.status));
         if let AppStatus::Error(m) = &p.status {
             let _ = writeln!(out, "  {m}");
+        }
+        for w in &p.preflight {
+            let _ = writeln!(out, "  preflight: {w}");
         }
         for o in &p.objects {
             let _ = writeln!(out, "  {} {:?}", o.resource, o.change);
@@ -329,7 +359,10 @@ mod tests {
         );
         assert!(has_changes(&previews));
         let md = markdown(&previews, "main", "pr", COMMENT_LIMIT);
-        assert!(md.contains("| `argocd/a` | changed | 0 | 1 | 0 |"), "{md}");
+        assert!(
+            md.contains("| `argocd/a` | changed | 0 | 1 | 0 |  |"),
+            "{md}"
+        );
         assert!(!md.contains("`argocd/d`"), "{md}");
         // A small limit: the table stays, diffs are cut, and the comment says so.
         let short = markdown(&previews, "main", "pr", 700);
