@@ -266,7 +266,7 @@ pub fn run(args: AppArgs) -> Result<u8> {
             format_list(&read_apps(&a.cluster, a.app_namespace.as_deref())?)
         }
     };
-    print!("{text}");
+    crate::output::stdout(&text)?;
     Ok(EXIT_IN_SYNC)
 }
 

@@ -380,7 +380,7 @@ pub fn run(args: DoctorArgs) -> Result<u8> {
         // The lines around each declaredAt come from the rendered revision's files.
         DoctorFormat::Html => plumb_web::doctor_report(report, &|path: &str| diagnosis.file(path)),
     };
-    print!("{text}");
+    crate::output::stdout(&text)?;
     Ok(if report.has_findings() {
         EXIT_DIFFERENCES
     } else {

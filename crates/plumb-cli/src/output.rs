@@ -131,3 +131,13 @@ fn run_external(cmd: &str, r: &ResourceDiff, live: &str, desired: &str) -> Resul
     let _ = std::fs::remove_dir_all(&dir);
     status.map(|_| ()) // the diff tool's own exit status is ignored, as argocd ignores it
 }
+
+/// Writes `text` to standard output: a reader that went away (`| head`) is an error main
+/// ends quietly on, never a panic (as `print!` would).
+pub fn stdout(text: &str) -> Result<()> {
+    let out = std::io::stdout();
+    let mut out = out.lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
+    Ok(())
+}

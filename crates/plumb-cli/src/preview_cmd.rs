@@ -425,7 +425,7 @@ pub fn run(args: PreviewArgs) -> Result<u8> {
         ),
         PreviewFormat::Text => plumb_preview::text(&previews, &args.base, &args.head),
     };
-    print!("{text}");
+    crate::output::stdout(&text)?;
     Ok(match args.fail_on {
         FailOn::Changes if plumb_preview::has_changes(&previews) => EXIT_DIFFERENCES,
         FailOn::Preflight if plumb_preview::has_warnings(&previews) => EXIT_DIFFERENCES,
