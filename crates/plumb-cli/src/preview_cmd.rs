@@ -23,6 +23,9 @@ const GENERATE_PATHS: &str = "argocd.argoproj.io/manifest-generate-paths";
 /// The most manifest files read at one revision (a bound on a huge repository).
 const MAX_FILES: usize = 20_000;
 
+/// The deepest app-of-apps followed (an app rendering apps rendering apps …).
+const MAX_NESTING: usize = 5;
+
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum PreviewFormat {
     Markdown,
@@ -124,13 +127,19 @@ fn applications(fs: &dyn SourceFs, roots: &[String]) -> Result<BTreeMap<String, 
             let Ok(text) = String::from_utf8(bytes) else {
                 continue;
             };
-            if !text.contains("kind: Application") && !text.contains("\"Application\"") {
+            if !text.contains("kind: Application") && !text.contains("\"Application") {
                 continue;
             }
             let docs = plumb_render::parse_str(&text, std::path::Path::new(&file))
                 .map_err(|e| anyhow!("{e}"))?;
             for m in docs {
                 let o = m.object;
+                if is_appset(&o) {
+                    for app in expand(fs, &o, &file)? {
+                        apps.insert(app_name(&app), app);
+                    }
+                    continue;
+                }
                 if crate::doctor_cmd::is_application(&o) {
                     let ns = o
                         .pointer("/metadata/namespace")
@@ -146,6 +155,100 @@ fn applications(fs: &dyn SourceFs, roots: &[String]) -> Result<BTreeMap<String, 
         }
     }
     Ok(apps)
+}
+
+fn is_appset(o: &Value) -> bool {
+    o.get("kind").and_then(Value::as_str) == Some("ApplicationSet")
+        && o.get("apiVersion")
+            .and_then(Value::as_str)
+            .is_some_and(|v| v.starts_with("argoproj.io/") || v.starts_with("plumb.dev/"))
+}
+
+/// `NAMESPACE/NAME` of an Application (namespace `argocd` when it has none).
+fn app_name(o: &Value) -> String {
+    let ns = o
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or("argocd");
+    let name = o
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    format!("{ns}/{name}")
+}
+
+/// Every git generator reads this repository, at the revision being previewed (whatever its
+/// `repoURL` and `revision`): the ApplicationSet sees the tree of the same revision it is in.
+struct SideRepos<'a>(&'a dyn SourceFs);
+
+impl plumb_appset::generators::Repos for SideRepos<'_> {
+    fn files(&self, _repo_url: &str, _revision: &str) -> Result<Vec<String>, String> {
+        let mut out = Vec::new();
+        plumb_render::render::walk_tree(self.0, &[String::new()], &mut |rel, kind| {
+            if kind == EntryKind::File {
+                out.push(rel.to_string());
+            }
+            Ok(())
+        })
+        .map_err(|e| e.to_string())?;
+        out.sort();
+        Ok(out)
+    }
+
+    fn read(&self, _repo_url: &str, _revision: &str, path: &str) -> Result<Vec<u8>, String> {
+        self.0.read(path).map_err(|e| e.to_string())
+    }
+}
+
+/// The Applications an ApplicationSet (in `file`) generates at this revision; an error names
+/// the file and what the generator or template says.
+fn expand(fs: &dyn SourceFs, appset: &Value, file: &str) -> Result<Vec<Value>> {
+    let name = appset
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    plumb_appset::generate(
+        appset,
+        &plumb_appset::Inputs {
+            repos: &SideRepos(fs),
+            clusters: &[],
+            services: &plumb_appset::services::NoServices,
+            appset_name: name,
+        },
+    )
+    .map_err(|e| anyhow!("{file}: ApplicationSet {name}: {e}"))
+}
+
+/// A cycle of apps rendering each other (`a → b → a`), or a chain deeper than
+/// [`MAX_NESTING`], if `renders` has one.
+fn cycle(renders: &BTreeMap<String, std::collections::BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        renders: &BTreeMap<String, std::collections::BTreeSet<String>>,
+        app: &str,
+        path: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(i) = path.iter().position(|p| p == app) {
+            let mut c = path[i..].to_vec();
+            c.push(app.to_string());
+            return Some(c);
+        }
+        if path.len() > MAX_NESTING {
+            let mut c = path.clone();
+            c.push(format!("{app} (nested deeper than {MAX_NESTING})"));
+            return Some(c);
+        }
+        path.push(app.to_string());
+        for child in renders.get(app).into_iter().flatten() {
+            if let Some(c) = visit(renders, child, path) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        None
+    }
+    renders
+        .keys()
+        .find_map(|app| visit(renders, app, &mut Vec::new()))
 }
 
 /// The paths the change touches (`git diff --name-only base head`).
@@ -358,15 +461,24 @@ pub fn run(args: PreviewArgs) -> Result<u8> {
     let base_apps = applications(&base_fs, &args.apps)?;
     let head_apps = applications(&head_fs, &args.apps)?;
     let changed = changed_paths(&args)?;
-    let names: std::collections::BTreeSet<&String> =
-        base_apps.keys().chain(head_apps.keys()).collect();
+    // Each side's Applications, with the apps that rendered them (app-of-apps).
+    let mut sides: [BTreeMap<String, Value>; 2] = [base_apps, head_apps];
     let mut previews: Vec<AppPreview> = Vec::new();
     // Per app, the fields the change declares anew (for the preflight).
     let mut touched: BTreeMap<String, Touched> = BTreeMap::new();
-    for name in names {
-        let (b, h) = (base_apps.get(name), head_apps.get(name));
+    let mut done: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
+    // Which app renders which (app-of-apps), at either revision.
+    let mut renders: BTreeMap<String, std::collections::BTreeSet<String>> = BTreeMap::new();
+    while let Some(name) = sides[0]
+        .keys()
+        .chain(sides[1].keys())
+        .find(|n| !done.contains(*n))
+        .cloned()
+    {
+        done.insert(name.clone());
+        let (b, h) = (sides[0].get(&name).cloned(), sides[1].get(&name).cloned());
         // The same Application at both revisions, whose manifests the change cannot touch.
-        if let (Some(b), Some(h)) = (b, h)
+        if let (Some(b), Some(h)) = (&b, &h)
             && b == h
             && unaffected(h, &changed)
         {
@@ -381,8 +493,26 @@ pub fn run(args: PreviewArgs) -> Result<u8> {
         let side = |app: Option<&Value>, rev: &str| -> Result<Option<Vec<Value>>> {
             app.map(|a| render(&args, a, rev)).transpose()
         };
-        match (side(b, &args.base), side(h, &args.head)) {
+        match (side(b.as_ref(), &args.base), side(h.as_ref(), &args.head)) {
             (Ok(base), Ok(head)) => {
+                // The Applications this one renders join their side (app-of-apps).
+                for (i, objects) in [(0, &base), (1, &head)] {
+                    for child in objects
+                        .iter()
+                        .flatten()
+                        .filter(|o| crate::doctor_cmd::is_application(o))
+                    {
+                        let child_name = app_name(child);
+                        renders
+                            .entry(name.clone())
+                            .or_default()
+                            .insert(child_name.clone());
+                        sides[i].entry(child_name).or_insert_with(|| child.clone());
+                    }
+                }
+                if let Some(cycle) = cycle(&renders) {
+                    return Err(anyhow!("app-of-apps cycle: {}", cycle.join(" → ")));
+                }
                 if args.live.is_some()
                     && let Some(head) = &head
                 {
@@ -398,6 +528,8 @@ pub fn run(args: PreviewArgs) -> Result<u8> {
             }),
         }
     }
+    previews.sort_by(|a, b| a.app.cmp(&b.app));
+    let head_apps = &sides[1];
     if let Some(live) = &args.live {
         for p in previews
             .iter_mut()

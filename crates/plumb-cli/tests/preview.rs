@@ -290,3 +290,120 @@ fn the_preflight_names_the_webhook_that_will_fight_the_change() {
         "{v:#}"
     );
 }
+
+/// An ApplicationSet over the repository's directories (its git generator reads the revision
+/// being previewed), and an app-of-apps whose child apps are previewed too.
+#[test]
+fn applicationsets_and_app_of_apps_are_followed() {
+    let d = tmp("preview", "appsets");
+    let repo = d.join("repo");
+    for svc in ["alpha", "beta"] {
+        write(
+            &repo,
+            &format!("services/{svc}/cm.yaml"),
+            &format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {svc}}}\ndata: {{v: '1'}}\n"
+            ),
+        );
+    }
+    let appset = "apiVersion: argoproj.io/v1alpha1\nkind: ApplicationSet\nmetadata: {name: services, namespace: argocd}\nspec:\n  goTemplate: true\n  generators:\n  - git:\n      repoURL: https://git.example.com/platform.git\n      revision: HEAD\n      directories:\n      - path: services/*\n  template:\n    metadata: {name: 'svc-{{.path.basename}}'}\n    spec:\n      project: default\n      source: {repoURL: https://git.example.com/platform.git, targetRevision: HEAD, path: '{{.path.path}}'}\n      destination: {server: https://kubernetes.default.svc, namespace: '{{.path.basename}}'}\n";
+    write(&repo, "argocd/appset.yaml", appset);
+    // The root app renders the child apps' manifests (app-of-apps).
+    write(&repo, "argocd/root.yaml", &app("root", "children", ""));
+    write(
+        &repo,
+        "children/child.yaml",
+        &app("child", "services/alpha", ""),
+    );
+    git(&repo, &["init", "-q", "-b", "main"]);
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-qm", "base"]);
+    // The change: alpha's ConfigMap, and a new service directory (a new generated app).
+    write(
+        &repo,
+        "services/alpha/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: alpha}\ndata: {v: '2'}\n",
+    );
+    write(
+        &repo,
+        "services/gamma/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: gamma}\ndata: {v: '1'}\n",
+    );
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-qm", "head"]);
+
+    let o = plumb(
+        &repo,
+        &[
+            "preview", "--repo", ".", "--base", "HEAD~1", "--head", "HEAD", "-o", "json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}{}", out(&o), err(&o));
+    let v: serde_json::Value = serde_json::from_str(&out(&o)).expect("JSON");
+    let status: Vec<(&str, &str)> = v["apps"]
+        .as_array()
+        .expect("apps")
+        .iter()
+        .map(|a| {
+            (
+                a["app"].as_str().unwrap_or(""),
+                a["status"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        status,
+        [
+            ("argocd/child", "changed"),
+            ("argocd/root", "unchanged"),
+            ("argocd/svc-alpha", "changed"),
+            ("argocd/svc-beta", "unchanged"),
+            ("argocd/svc-gamma", "added")
+        ],
+        "{v:#}"
+    );
+
+    // A cycle: the child renders the root.
+    write(
+        &repo,
+        "services/alpha/root.yaml",
+        &app("root", "children", ""),
+    );
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-qm", "cycle"]);
+    let o = plumb(
+        &repo,
+        &[
+            "preview", "--repo", ".", "--base", "HEAD~1", "--head", "HEAD",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    let e = err(&o);
+    assert!(
+        e.contains("app-of-apps cycle: argocd/") && e.lines().count() == 1,
+        "{e}"
+    );
+
+    // An ApplicationSet whose template does not parse: one line naming the file and the set.
+    git(&repo, &["rm", "-q", "services/alpha/root.yaml"]);
+    write(
+        &repo,
+        "argocd/appset.yaml",
+        &appset.replace("svc-{{.path.basename}}", "svc-{{.path.basename"),
+    );
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-qm", "broken"]);
+    let o = plumb(
+        &repo,
+        &[
+            "preview", "--repo", ".", "--base", "HEAD~1", "--head", "HEAD",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    let e = err(&o);
+    assert!(
+        e.starts_with("error: argocd/appset.yaml: ApplicationSet services: ")
+            && e.lines().count() == 1,
+        "{e}"
+    );
+}
