@@ -407,3 +407,54 @@ fn applicationsets_and_app_of_apps_are_followed() {
         "{e}"
     );
 }
+
+/// The CI examples' script (`examples/ci/preview.sh`), run as the workflows run it, without
+/// posting: the comment file carries the marker it finds its comment by, the exit code is the
+/// preflight's, and a missing revision fails the job.
+#[test]
+fn the_ci_script_writes_the_comment() {
+    let d = tmp("preview", "ci-script");
+    let repo = d.join("repo");
+    write(
+        &repo,
+        "apps/one/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: one}\ndata: {k: a}\n",
+    );
+    write(&repo, "argocd/apps.yaml", &app("one", "apps/one", ""));
+    git(&repo, &["init", "-q", "-b", "main"]);
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-qm", "base"]);
+    write(
+        &repo,
+        "apps/one/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: one}\ndata: {k: b}\n",
+    );
+    git(&repo, &["commit", "-qam", "head"]);
+    let script = root().join("examples/ci/preview.sh");
+    let run = |base: &str| {
+        Command::new(&script)
+            .current_dir(&repo)
+            .env("BASE", base)
+            .env("HEAD", "HEAD")
+            .env("PLUMB", env!("CARGO_BIN_EXE_plumb"))
+            .env_remove("POST")
+            .output()
+            .expect("the script runs")
+    };
+    // A change, no preflight warning: exit 0, the comment written.
+    let o = run("HEAD~1");
+    assert_eq!(o.status.code(), Some(0), "{}{}", out(&o), err(&o));
+    let comment = std::fs::read_to_string(repo.join("plumb-preview.md")).expect("comment");
+    assert!(
+        comment.starts_with("<!-- plumb-preview -->\n### plumb preview\n"),
+        "{comment}"
+    );
+    assert!(
+        comment.contains("| `argocd/one` | changed | 0 | 1 | 0 |"),
+        "{comment}"
+    );
+    assert!(repo.join("plumb-preview-full.md").exists());
+    // A revision that does not exist fails the job.
+    let o = run("no-such-branch");
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+}
