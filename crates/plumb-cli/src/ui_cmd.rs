@@ -114,7 +114,7 @@ impl Backend for UiBackend {
         // The files the page shows lines of: where git declares each field, but a Secret's.
         let mut files = BTreeMap::new();
         for f in &d.report.findings {
-            let secret = f.resource.group.is_empty() && f.resource.kind == "Secret";
+            let secret = f.resource.is_secret();
             if let Some(at) = f.declared_at.as_ref().filter(|_| !secret)
                 && !files.contains_key(&at.file)
                 && let Some(t) = d.file(&at.file)

@@ -21,6 +21,21 @@ fn plumb(dir: &Path, args: &[&str]) -> Output {
         .expect("plumb runs")
 }
 
+/// Each app of a JSON preview, with its status.
+fn statuses(v: &serde_json::Value) -> Vec<(&str, &str)> {
+    v["apps"]
+        .as_array()
+        .expect("apps")
+        .iter()
+        .map(|a| {
+            (
+                a["app"].as_str().unwrap_or(""),
+                a["status"].as_str().unwrap_or(""),
+            )
+        })
+        .collect()
+}
+
 fn app(name: &str, path: &str, annotations: &str) -> String {
     format!(
         "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: {name}\n  namespace: argocd\n{annotations}spec:\n  project: default\n  destination: {{server: https://kubernetes.default.svc, namespace: {name}}}\n  source: {{repoURL: https://git.example.com/platform.git, path: {path}, targetRevision: HEAD}}\n---\n"
@@ -95,17 +110,7 @@ fn a_change_to_a_shared_base_lists_the_apps_that_use_it() {
     );
     assert_eq!(o.status.code(), Some(1), "{}{}", out(&o), err(&o));
     let v: serde_json::Value = serde_json::from_str(&out(&o)).expect("JSON");
-    let status: Vec<(&str, &str)> = v["apps"]
-        .as_array()
-        .expect("apps")
-        .iter()
-        .map(|a| {
-            (
-                a["app"].as_str().unwrap_or(""),
-                a["status"].as_str().unwrap_or(""),
-            )
-        })
-        .collect();
+    let status = statuses(&v);
     assert_eq!(
         status,
         [
@@ -340,17 +345,7 @@ fn applicationsets_and_app_of_apps_are_followed() {
     );
     assert_eq!(o.status.code(), Some(1), "{}{}", out(&o), err(&o));
     let v: serde_json::Value = serde_json::from_str(&out(&o)).expect("JSON");
-    let status: Vec<(&str, &str)> = v["apps"]
-        .as_array()
-        .expect("apps")
-        .iter()
-        .map(|a| {
-            (
-                a["app"].as_str().unwrap_or(""),
-                a["status"].as_str().unwrap_or(""),
-            )
-        })
-        .collect();
+    let status = statuses(&v);
     assert_eq!(
         status,
         [

@@ -44,6 +44,7 @@ pub mod known_types;
 pub mod mask;
 pub mod merge;
 pub mod normalize;
+pub mod pairs;
 pub mod remarshal;
 pub mod respect;
 pub mod server_side;

@@ -92,6 +92,13 @@ pub struct ResourceRef {
     pub name: String,
 }
 
+impl ResourceRef {
+    /// A core `Secret`: its values are masked, and the lines of its file are not shown.
+    pub fn is_secret(&self) -> bool {
+        self.group.is_empty() && self.kind == "Secret"
+    }
+}
+
 impl std::fmt::Display for ResourceRef {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(

@@ -7,11 +7,9 @@
 //! The rendering is the caller's (plumb-cli's `preview_cmd`, through the one pipeline); this
 //! crate sees objects only. Secret values are masked (both sides alike) before any diff.
 
-use plumb_core::ResourceKey;
 use plumb_diff::text::{to_yaml, unified_diff};
 use serde::Serialize;
 use serde_json::Value;
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 /// GitHub's limit on a comment's length, in characters.
@@ -76,36 +74,14 @@ impl AppPreview {
 
 /// The objects that differ between `base` and `head`, paired by kind and name, in key order.
 pub fn diff_objects(base: Vec<Value>, head: Vec<Value>) -> Vec<ObjectChange> {
-    let mut pairs: BTreeMap<ResourceKey, (Value, Value)> = BTreeMap::new();
-    for (side, objects) in [(0, base), (1, head)] {
-        for o in objects {
-            let Some(key) = ResourceKey::of(&o) else {
-                continue;
-            };
-            let slot = pairs.entry(key).or_insert((Value::Null, Value::Null));
-            if side == 0 {
-                slot.0 = o;
-            } else {
-                slot.1 = o;
-            }
-        }
-    }
-    pairs
+    plumb_diff::pairs::differing(base, head)
         .into_iter()
-        .filter(|(_, (a, b))| a != b)
-        .map(|(key, (mut a, mut b))| {
+        .map(|(key, a, b)| {
             let change = match (a.is_null(), b.is_null()) {
                 (true, _) => Change::Added,
                 (_, true) => Change::Removed,
                 _ => Change::Changed,
             };
-            {
-                let mut sides: Vec<&mut Value> = [&mut a, &mut b]
-                    .into_iter()
-                    .filter(|v| !v.is_null())
-                    .collect();
-                plumb_diff::mask::hide_secret_data(&mut sides, &[]);
-            }
             let yaml = |v: &Value| {
                 if v.is_null() {
                     String::new()

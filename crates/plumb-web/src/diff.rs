@@ -36,37 +36,14 @@ pub struct ResourceChange {
 /// name: `Modified`, `Added` (only in `new`) or `Removed` (only in `old`), in key order. Secret
 /// values are masked on both sides alike (equal values, equal masks) before anything else.
 pub fn between(old: Vec<Value>, new: Vec<Value>) -> Vec<ResourceChange> {
-    use plumb_core::ResourceKey;
-    let mut pairs: BTreeMap<ResourceKey, (Value, Value)> = BTreeMap::new();
-    for (side, objects) in [(0, old), (1, new)] {
-        for o in objects {
-            let Some(key) = ResourceKey::of(&o) else {
-                continue;
-            };
-            let slot = pairs.entry(key).or_insert((Value::Null, Value::Null));
-            if side == 0 {
-                slot.0 = o;
-            } else {
-                slot.1 = o;
-            }
-        }
-    }
-    pairs
+    plumb_diff::pairs::differing(old, new)
         .into_iter()
-        .filter(|(_, (a, b))| a != b)
-        .map(|(key, (mut a, mut b))| {
+        .map(|(key, a, b)| {
             let status = match (a.is_null(), b.is_null()) {
                 (true, _) => "Added",
                 (_, true) => "Removed",
                 _ => "Modified",
             };
-            {
-                let mut sides: Vec<&mut Value> = [&mut a, &mut b]
-                    .into_iter()
-                    .filter(|v| !v.is_null())
-                    .collect();
-                plumb_diff::mask::hide_secret_data(&mut sides, &[]);
-            }
             ResourceChange {
                 resource: key.to_string(),
                 status: status.into(),

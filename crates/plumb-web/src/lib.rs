@@ -341,8 +341,8 @@ fn finding_view(
             place: format!("{}:{}", d.file, d.line),
             kustomization: d.kustomization.clone(),
             // A Secret's file holds its values in clear: its place is shown, never its lines.
-            secret: is_secret(f),
-            lines: if is_secret(f) || !detailed {
+            secret: f.resource.is_secret(),
+            lines: if f.resource.is_secret() || !detailed {
                 Vec::new()
             } else {
                 lines_around(&d.file, d.line)
@@ -350,11 +350,6 @@ fn finding_view(
         }),
         fixes: f.fixes.iter().map(fix_view).collect(),
     }
-}
-
-/// A finding on a core `Secret`: its values were masked by the diff, and its file is not read.
-fn is_secret(f: &Finding) -> bool {
-    f.resource.group.is_empty() && f.resource.kind == "Secret"
 }
 
 fn fix_view(fix: &Fix) -> FixView {
