@@ -62,7 +62,7 @@ pub fn run(
     let body = &obj[kind.as_str()];
     let params = match kind.as_str() {
         "list" => list(body, &at, mode)?,
-        "clusters" => clusters(body, &at, mode, inputs.clusters)?,
+        "clusters" => clusters(body, &at, mode, known_clusters(inputs, &at)?)?,
         "git" => git(body, &at, mode, inputs)?,
         "matrix" => matrix(body, &at, template, mode, inputs)?,
         "merge" => merge(body, &at, template, mode, inputs)?,
@@ -70,9 +70,12 @@ pub fn run(
             let svc = inputs.services;
             let raw = match kind.as_str() {
                 "plugin" => crate::services::plugin(body, &at, inputs.appset_name, svc)?,
-                "clusterDecisionResource" => {
-                    crate::services::cluster_decision_resource(body, &at, inputs.clusters, svc)?
-                }
+                "clusterDecisionResource" => crate::services::cluster_decision_resource(
+                    body,
+                    &at,
+                    known_clusters(inputs, &at)?,
+                    svc,
+                )?,
                 "pullRequest" => crate::services::pull_request(body, &at, svc)?,
                 _ => crate::services::scm_provider(body, &at, svc)?,
             };
@@ -229,6 +232,13 @@ fn list(body: &Value, at: &str, mode: Mode) -> Result<Vec<Params>, String> {
         out.push(p);
     }
     Ok(out)
+}
+
+/// The cluster Secrets the generators may read, or why there are none.
+fn known_clusters<'a>(inputs: &Inputs<'a>, at: &str) -> Result<&'a [Cluster], String> {
+    inputs.clusters.ok_or_else(|| {
+        format!("{at}: this generator lists the clusters Argo CD knows, and no cluster Secrets were given to read")
+    })
 }
 
 fn clusters(

@@ -42,8 +42,10 @@ pub struct AppSetError(pub String);
 /// What the generators read besides the ApplicationSet.
 pub struct Inputs<'a> {
     pub repos: &'a dyn Repos,
-    /// The cluster Secrets of the control namespace (Argo CD's `secret-type: cluster`).
-    pub clusters: &'a [Cluster],
+    /// The cluster Secrets of the control namespace (Argo CD's `secret-type: cluster`);
+    /// `None` where there are none to read (a preview of a repository): the `clusters` and
+    /// `clusterDecisionResource` generators then say so instead of generating from none.
+    pub clusters: Option<&'a [Cluster]>,
     /// Secrets, ConfigMaps, duck-typed resources and HTTP for the `plugin`,
     /// `clusterDecisionResource`, `pullRequest` and `scmProvider` generators
     /// ([`services::NoServices`]: none).

@@ -49,7 +49,7 @@ fn run(spec: Value, clusters: &[Cluster]) -> Result<Vec<Value>, String> {
         &appset(spec),
         &Inputs {
             repos: &files,
-            clusters,
+            clusters: Some(clusters),
             services: &plumb_appset::services::NoServices,
             appset_name: "",
         },

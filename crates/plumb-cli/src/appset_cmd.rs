@@ -148,7 +148,7 @@ fn generate(a: GenerateArgs) -> Result<u8> {
         appset,
         &Inputs {
             repos: &repos,
-            clusters: &clusters,
+            clusters: Some(&clusters),
             services: &services,
             appset_name: "",
         },

@@ -211,12 +211,14 @@ fn expand(fs: &dyn SourceFs, appset: &Value, file: &str) -> Result<Vec<Value>> {
         appset,
         &plumb_appset::Inputs {
             repos: &SideRepos(fs),
-            clusters: &[],
+            // A repository's preview reads no cluster: a clusters generator says so.
+            clusters: None,
             services: &plumb_appset::services::NoServices,
             appset_name: name,
         },
     )
-    .map_err(|e| anyhow!("{file}: ApplicationSet {name}: {e}"))
+    // The error names the ApplicationSet and the generator or field already.
+    .map_err(|e| anyhow!("{file}: {e}"))
 }
 
 /// A cycle of apps rendering each other (`a → b → a`), or a chain deeper than

@@ -401,6 +401,22 @@ fn applicationsets_and_app_of_apps_are_followed() {
             && e.lines().count() == 1,
         "{e}"
     );
+
+    // A clusters generator: a preview reads no cluster Secrets, and says so rather than
+    // generating from none.
+    write(&repo, "argocd/appset.yaml", &appset.replace("  - git:\n      repoURL: https://git.example.com/platform.git\n      revision: HEAD\n      directories:\n      - path: services/*\n", "  - clusters: {}\n"));
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-qm", "clusters"]);
+    let o = plumb(
+        &repo,
+        &["preview", "--repo", ".", "--base", "HEAD", "--head", "HEAD"],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    let e = err(&o);
+    assert!(
+        e.starts_with("error: argocd/appset.yaml: ApplicationSet services: ") && e.contains("spec.generators[0].clusters: this generator lists the clusters Argo CD knows, and no cluster Secrets were given to read") && e.lines().count() == 1,
+        "{e}"
+    );
 }
 
 /// The CI examples' script (`examples/ci/preview.sh`), run as the workflows run it, without

@@ -561,7 +561,7 @@ impl AppSets {
                 &appset,
                 &Inputs {
                     repos: &repos,
-                    clusters: &clusters,
+                    clusters: Some(&clusters),
                     services: &services,
                     appset_name: "",
                 },
