@@ -22,6 +22,8 @@ pub enum Change {
     Added,
     Removed,
     Changed,
+    /// A kustomize generated object whose name's hash changed (`NAME-HASH`): one object.
+    Renamed,
 }
 
 /// One object that differs between base and head.
@@ -30,8 +32,17 @@ pub struct ObjectChange {
     /// `GROUP/KIND NAMESPACE/NAME`.
     pub resource: String,
     pub change: Change,
+    /// The name at the base, for a renamed object.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub renamed_from: Option<String>,
     /// `diff -u` of its YAML, base then head (Secret values masked).
     pub diff: String,
+    /// The object at the base, Secret values masked (`Null`: added), for the HTML report.
+    #[serde(skip)]
+    pub base: Value,
+    /// The object at the head, masked alike (`Null`: removed).
+    #[serde(skip)]
+    pub head: Value,
 }
 
 /// What the change does to one Application.
@@ -66,20 +77,118 @@ pub struct AppPreview {
     pub preflight: Vec<String>,
 }
 
-impl AppPreview {
-    fn count(&self, c: Change) -> usize {
-        self.objects.iter().filter(|o| o.change == c).count()
+impl ObjectChange {
+    /// How the change reads: `changed`, `renamed from OLD-NAME`…
+    pub fn words(&self) -> String {
+        match (&self.change, &self.renamed_from) {
+            (Change::Renamed, Some(from)) => format!("renamed from {from}"),
+            (Change::Added, _) => "added".into(),
+            (Change::Removed, _) => "removed".into(),
+            _ => "changed".into(),
+        }
     }
 }
 
-/// The objects that differ between `base` and `head`, paired by kind and name, in key order.
+impl AppPreview {
+    /// How many of its objects are added, changed (renamed ones too) or removed.
+    pub fn count(&self, c: Change) -> usize {
+        self.objects
+            .iter()
+            .filter(|o| o.change == c || (c == Change::Changed && o.change == Change::Renamed))
+            .count()
+    }
+
+    /// Whether a report shows it: it changes, or could not be rendered.
+    pub fn shown(&self) -> bool {
+        !matches!(self.status, AppStatus::Unchanged | AppStatus::Skipped)
+    }
+}
+
+/// What is noise in a preview: labels that change on every release (a chart's version label)
+/// and kinds nobody reviews.
+#[derive(Debug, Clone, Default)]
+pub struct Noise {
+    /// Label keys removed from every object's (and pod template's) labels on both sides.
+    pub ignore_labels: Vec<String>,
+    /// Kinds (`KIND` or `GROUP/KIND`) left out on both sides.
+    pub suppress_kinds: Vec<String>,
+}
+
+impl Noise {
+    fn suppressed(&self, o: &Value) -> bool {
+        let kind = o.get("kind").and_then(Value::as_str).unwrap_or_default();
+        let group = o
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .and_then(|v| v.rsplit_once('/'))
+            .map_or("", |(g, _)| g);
+        self.suppress_kinds.iter().any(|s| match s.split_once('/') {
+            Some((g, k)) => g == group && k == kind,
+            None => s == kind,
+        })
+    }
+
+    /// Every `metadata.labels` in the object (its own, its pod template's, its volume claim
+    /// templates'), without the ignored keys.
+    fn strip_labels(&self, v: &mut Value) {
+        match v {
+            Value::Object(m) => {
+                if let Some(Value::Object(labels)) =
+                    m.get_mut("metadata").and_then(|md| md.get_mut("labels"))
+                {
+                    for k in &self.ignore_labels {
+                        labels.remove(k);
+                    }
+                }
+                for (k, child) in m.iter_mut() {
+                    if k != "metadata" {
+                        self.strip_labels(child);
+                    }
+                }
+            }
+            Value::Array(a) => a.iter_mut().for_each(|c| self.strip_labels(c)),
+            _ => {}
+        }
+    }
+
+    /// The objects without the noise.
+    pub fn clean(&self, objects: Vec<Value>) -> Vec<Value> {
+        if self.ignore_labels.is_empty() && self.suppress_kinds.is_empty() {
+            return objects;
+        }
+        objects
+            .into_iter()
+            .filter(|o| !self.suppressed(o))
+            .map(|mut o| {
+                if !self.ignore_labels.is_empty() {
+                    self.strip_labels(&mut o);
+                }
+                o
+            })
+            .collect()
+    }
+}
+
+/// The objects that differ between `base` and `head`, paired by kind and name (a kustomize
+/// generated name whose hash changed paired as renamed), in key order.
 pub fn diff_objects(base: Vec<Value>, head: Vec<Value>) -> Vec<ObjectChange> {
     plumb_diff::pairs::differing(base, head)
         .into_iter()
         .map(|(key, a, b)| {
+            let name_of = |v: &Value| {
+                v.pointer("/metadata/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string()
+            };
+            let mut renamed_from = None;
             let change = match (a.is_null(), b.is_null()) {
                 (true, _) => Change::Added,
                 (_, true) => Change::Removed,
+                _ if name_of(&a) != name_of(&b) => {
+                    renamed_from = Some(name_of(&a));
+                    Change::Renamed
+                }
                 _ => Change::Changed,
             };
             let yaml = |v: &Value| {
@@ -92,21 +201,32 @@ pub fn diff_objects(base: Vec<Value>, head: Vec<Value>) -> Vec<ObjectChange> {
             ObjectChange {
                 resource: key.to_string(),
                 change,
+                renamed_from,
                 diff: unified_diff(&yaml(&a), &yaml(&b), "base", "head"),
+                base: a,
+                head: b,
             }
         })
         .collect()
 }
 
 /// The preview of one Application from its objects at base and at head (`None`: the app is
-/// not there at that revision).
-pub fn preview_app(app: String, base: Option<Vec<Value>>, head: Option<Vec<Value>>) -> AppPreview {
+/// not there at that revision), without the noise.
+pub fn preview_app(
+    app: String,
+    base: Option<Vec<Value>>,
+    head: Option<Vec<Value>>,
+    noise: &Noise,
+) -> AppPreview {
     let status = match (&base, &head) {
         (None, Some(_)) => AppStatus::Added,
         (Some(_), None) => AppStatus::Removed,
         _ => AppStatus::Changed,
     };
-    let objects = diff_objects(base.unwrap_or_default(), head.unwrap_or_default());
+    let objects = diff_objects(
+        noise.clean(base.unwrap_or_default()),
+        noise.clean(head.unwrap_or_default()),
+    );
     let status = if status == AppStatus::Changed && objects.is_empty() {
         AppStatus::Unchanged
     } else {
@@ -135,6 +255,13 @@ pub fn has_changes(previews: &[AppPreview]) -> bool {
     })
 }
 
+impl AppStatus {
+    /// The word a report shows.
+    pub fn word(&self) -> &'static str {
+        status_word(self)
+    }
+}
+
 fn status_word(s: &AppStatus) -> &'static str {
     match s {
         AppStatus::Added => "added",
@@ -147,7 +274,7 @@ fn status_word(s: &AppStatus) -> &'static str {
 }
 
 /// The counts line: apps changed, unchanged, not rendered.
-fn summary(previews: &[AppPreview], base: &str, head: &str) -> String {
+pub fn summary(previews: &[AppPreview], base: &str, head: &str) -> String {
     let n = |f: &dyn Fn(&AppStatus) -> bool| previews.iter().filter(|p| f(&p.status)).count();
     format!(
         "{} apps: {} changed, {} added, {} removed, {} unchanged, {} not rendered (the change cannot affect them), {} errors — {base}..{head}",
@@ -165,10 +292,7 @@ fn summary(previews: &[AppPreview], base: &str, head: &str) -> String {
 /// a `<details>` with each object's diff. Kept under `limit` characters: diffs that do not
 /// fit are left out with their counts kept, and the comment says so.
 pub fn markdown(previews: &[AppPreview], base: &str, head: &str, limit: usize) -> String {
-    let shown: Vec<&AppPreview> = previews
-        .iter()
-        .filter(|p| !matches!(p.status, AppStatus::Unchanged | AppStatus::Skipped))
-        .collect();
+    let shown: Vec<&AppPreview> = previews.iter().filter(|p| p.shown()).collect();
     let mut out = format!("### plumb preview\n\n{}\n\n", summary(previews, base, head));
     if shown.is_empty() {
         out.push_str("No Application changes.\n");
@@ -222,8 +346,10 @@ pub fn markdown(previews: &[AppPreview], base: &str, head: &str, limit: usize) -
             };
             let _ = write!(
                 block,
-                "`{}` {:?}\n\n{fence}diff\n{}{fence}\n\n",
-                o.resource, o.change, o.diff
+                "`{}` {}\n\n{fence}diff\n{}{fence}\n\n",
+                o.resource,
+                o.words(),
+                o.diff
             );
         }
         block.push_str("</details>\n");
@@ -245,10 +371,7 @@ pub fn markdown(previews: &[AppPreview], base: &str, head: &str, limit: usize) -
 /// For people at a terminal: the summary, then per app each object's diff.
 pub fn text(previews: &[AppPreview], base: &str, head: &str) -> String {
     let mut out = format!("{}\n", summary(previews, base, head));
-    for p in previews
-        .iter()
-        .filter(|p| !matches!(p.status, AppStatus::Unchanged | AppStatus::Skipped))
-    {
+    for p in previews.iter().filter(|p| p.shown()) {
         let _ = writeln!(out, "\n{} {}", p.app, status_word(&p.status));
         if let AppStatus::Error(m) = &p.status {
             let _ = writeln!(out, "  {m}");
@@ -257,7 +380,7 @@ pub fn text(previews: &[AppPreview], base: &str, head: &str) -> String {
             let _ = writeln!(out, "  preflight: {w}");
         }
         for o in &p.objects {
-            let _ = writeln!(out, "  {} {:?}", o.resource, o.change);
+            let _ = writeln!(out, "  {} {}", o.resource, o.words());
             for line in o.diff.lines() {
                 let _ = writeln!(out, "    {line}");
             }
@@ -314,13 +437,25 @@ mod tests {
                 "argocd/a".into(),
                 Some(vec![cm("a", "1")]),
                 Some(vec![cm("a", "2")]),
+                &Noise::default(),
             ),
-            preview_app("argocd/b".into(), None, Some(vec![cm("b", "1")])),
-            preview_app("argocd/c".into(), Some(vec![cm("c", "1")]), None),
+            preview_app(
+                "argocd/b".into(),
+                None,
+                Some(vec![cm("b", "1")]),
+                &Noise::default(),
+            ),
+            preview_app(
+                "argocd/c".into(),
+                Some(vec![cm("c", "1")]),
+                None,
+                &Noise::default(),
+            ),
             preview_app(
                 "argocd/d".into(),
                 Some(vec![cm("d", "1")]),
                 Some(vec![cm("d", "1")]),
+                &Noise::default(),
             ),
         ];
         let st: Vec<&AppStatus> = previews.iter().map(|p| &p.status).collect();
@@ -346,6 +481,74 @@ mod tests {
         assert!(
             short.contains("| `argocd/c` | removed |") && short.contains("left out"),
             "{short}"
+        );
+    }
+
+    #[test]
+    fn noise_is_left_out_on_both_sides() {
+        let deploy = |chart: &str, image: &str| {
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "namespace": "n",
+                "labels": {"helm.sh/chart": chart, "app": "d"}},
+                "spec": {"template": {"metadata": {"labels": {"helm.sh/chart": chart}},
+                    "spec": {"containers": [{"name": "c", "image": image}]}}}})
+        };
+        let lease = |v: &str| json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "l"}, "spec": {"holderIdentity": v}});
+        let noise = Noise {
+            ignore_labels: vec!["helm.sh/chart".into()],
+            suppress_kinds: vec!["coordination.k8s.io/Lease".into()],
+        };
+        let p = |noise: &Noise, image: &str| {
+            preview_app(
+                "argocd/a".into(),
+                Some(vec![deploy("c-1.0.0", "i:1"), lease("a")]),
+                Some(vec![deploy("c-1.0.1", image), lease("b")]),
+                noise,
+            )
+        };
+        // Only the chart version and the Lease changed: nothing, once they are noise.
+        assert_eq!(p(&noise, "i:1").status, AppStatus::Unchanged);
+        assert_eq!(p(&Noise::default(), "i:1").objects.len(), 2);
+        // A real change still shows, without the label.
+        let changed = p(&noise, "i:2");
+        assert_eq!(changed.objects.len(), 1);
+        assert!(
+            !changed.objects[0].diff.contains("helm.sh/chart"),
+            "{}",
+            changed.objects[0].diff
+        );
+        // A kind alone matches any group.
+        let by_kind = Noise {
+            suppress_kinds: vec!["Lease".into()],
+            ..Noise::default()
+        };
+        assert_eq!(p(&by_kind, "i:1").objects.len(), 1);
+    }
+
+    #[test]
+    fn a_renamed_generated_config_map_is_one_change() {
+        let p = preview_app(
+            "argocd/a".into(),
+            Some(vec![cm("cfg-5dh7bg7t4f", "1")]),
+            Some(vec![cm("cfg-8h5f96mtb2", "2")]),
+            &Noise::default(),
+        );
+        assert_eq!(p.objects.len(), 1);
+        assert_eq!(p.objects[0].words(), "renamed from cfg-5dh7bg7t4f");
+        assert!(
+            p.objects[0]
+                .diff
+                .contains("-  name: cfg-5dh7bg7t4f\n+  name: cfg-8h5f96mtb2"),
+            "{}",
+            p.objects[0].diff
+        );
+        let md = markdown(&[p], "main", "pr", COMMENT_LIMIT);
+        assert!(
+            md.contains("| `argocd/a` | changed | 0 | 1 | 0 |  |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("`/ConfigMap n/cfg-8h5f96mtb2` renamed from cfg-5dh7bg7t4f"),
+            "{md}"
         );
     }
 }
