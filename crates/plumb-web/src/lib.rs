@@ -32,6 +32,7 @@ const CSS: &str = include_str!("../templates/style.css");
 mod app;
 pub mod diff;
 pub mod history;
+pub mod preview;
 pub mod server;
 
 /// The doctor's report as a self-contained HTML document. `file` reads a repository file at
