@@ -88,7 +88,7 @@ type State = (
     Option<Value>,
 );
 
-fn load_state(args: &DoctorArgs) -> Result<State> {
+fn load_state(args: &DoctorArgs, change_namespaces: &[String]) -> Result<State> {
     let dir: PathBuf;
     let _cleanup;
     let mut destination = None;
@@ -140,6 +140,7 @@ fn load_state(args: &DoctorArgs) -> Result<State> {
                 .as_ref()
                 .and_then(|a| a.destination_namespace.clone())
                 .into_iter()
+                .chain(change_namespaces.iter().cloned())
                 .collect();
             c.block_on(c.cluster.snapshot(app.as_ref(), &namespaces, &dir))
                 .map_err(|e| anyhow!("{e}"))?;
@@ -388,11 +389,42 @@ pub fn run(args: DoctorArgs) -> Result<u8> {
     })
 }
 
+/// The namespaces the objects of a preflight's change are in.
+fn preflight_namespaces(args: &DoctorArgs) -> Result<Vec<String>> {
+    let objects: Vec<Value> = if !args.desired.is_empty() {
+        crate::source_args::desired_from_files(&args.desired)?
+            .into_iter()
+            .map(|d| d.object)
+            .collect()
+    } else {
+        render_sources_on(&args.source, None, None)?
+            .into_iter()
+            .flat_map(|s| s.rendered.objects)
+            .map(|o| o.object)
+            .collect()
+    };
+    let mut namespaces: Vec<String> = objects
+        .iter()
+        .filter_map(|o| o.pointer("/metadata/namespace").and_then(Value::as_str))
+        .map(str::to_string)
+        .collect();
+    namespaces.sort();
+    namespaces.dedup();
+    Ok(namespaces)
+}
+
 /// The diagnosis of `args`'s app (or change, for a preflight).
 pub fn diagnose(args: &DoctorArgs) -> Result<Diagnosis> {
     // Local scripts first: a bad directory fails before any connection.
     let scripts = args.health.load_dir()?;
-    let (state, files, destination, settings_cm, found_app) = load_state(args)?;
+    // A preflight of a change alone against the cluster reads the namespaces the change
+    // declares objects in (a snapshot has them already; an app names its own).
+    let change_namespaces = if args.preflight && args.app.is_none() && args.cluster.cluster {
+        preflight_namespaces(args)?
+    } else {
+        Vec::new()
+    };
+    let (state, files, destination, settings_cm, found_app) = load_state(args, &change_namespaces)?;
     args.health.install_with(settings_cm.as_ref(), scripts)?;
     let mut app_file = None;
     let app_obj = match (&args.app, found_app) {
