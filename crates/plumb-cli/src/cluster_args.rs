@@ -51,6 +51,20 @@ impl ClusterArgs {
             _ => plumb_core::PLUMB_APP_NAMESPACE,
         }
     }
+
+    /// These options as another command takes them (`--cluster --context … --kubeconfig …
+    /// --api-group …`), for a command run through another's arguments (`plumb doctor`).
+    pub fn argv(&self) -> Vec<String> {
+        let mut argv = vec!["--cluster".to_string()];
+        if let Some(c) = &self.context {
+            argv.extend(["--context".into(), c.clone()]);
+        }
+        if let Some(k) = &self.kubeconfig {
+            argv.extend(["--kubeconfig".into(), k.display().to_string()]);
+        }
+        argv.extend(["--api-group".into(), self.api_group.clone()]);
+        argv
+    }
 }
 
 /// A connected cluster and the runtime its calls run on.

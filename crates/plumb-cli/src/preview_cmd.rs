@@ -3,10 +3,16 @@
 //! ([`plumb_preview`]), as a pull-request comment, JSON or text.
 //!
 //! The Applications are the `Application` manifests of the repository (under `--apps`) at
-//! each revision; each is rendered with its sources read from `--repo` at that revision. An
-//! app whose `argocd.argoproj.io/manifest-generate-paths` annotation names paths the change
-//! does not touch is not rendered (counted), as Argo CD skips it.
+//! each revision, the Applications its ApplicationSets generate there and those its apps
+//! render (app-of-apps), and with `--live`/`--cluster` the Applications of the cluster whose
+//! sources are this repository. Each is rendered with the sources that are this repository
+//! (its `--repo-url`, else `origin`'s URL) read from `--repo` at that revision; a source in
+//! another repository is read at its own `targetRevision` (through the repository cache, as
+//! `plumb render` reads it), alike at both. An app whose
+//! `argocd.argoproj.io/manifest-generate-paths` annotation names paths the change does not
+//! touch is not rendered (counted), as Argo CD skips it.
 
+use crate::cluster_args::ClusterArgs;
 use crate::source_args::{AppFrom, SourceArgs, render_sources_on};
 use crate::{EXIT_DIFFERENCES, EXIT_IN_SYNC};
 use anyhow::{Result, anyhow};
@@ -31,6 +37,8 @@ pub enum PreviewFormat {
     Markdown,
     Json,
     Text,
+    /// One self-contained page, with the web pages' style.
+    Html,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -70,11 +78,131 @@ pub struct PreviewArgs {
     /// Config management plugins, as `plumb render --plugins`.
     #[arg(long, value_name = "DIR")]
     plugins: Option<PathBuf>,
-    /// A `plumb snapshot` of the cluster: run the doctor's preflight on each app the change
-    /// touches, warning of every field it declares that a webhook, policy, HPA or controller
-    /// there will rewrite.
-    #[arg(long, value_name = "DIR")]
+    /// The URL Applications name this repository by (more than once for several spellings).
+    /// Default: the repository's `origin` remote; without either, every source that is not a
+    /// chart repository is this repository.
+    #[arg(long, value_name = "URL")]
+    repo_url: Vec<String>,
+    /// Credentials for other repositories and chart repositories, as `plumb render
+    /// --repo-creds`.
+    #[arg(long, value_name = "PATH")]
+    repo_creds: Option<PathBuf>,
+    /// A label that changes on every release (a chart's version label): left out of every
+    /// object on both sides. More than once for several.
+    #[arg(long, value_name = "KEY")]
+    ignore_label: Vec<String>,
+    /// A kind (`KIND` or `GROUP/KIND`) left out of the preview. More than once for several.
+    #[arg(long, value_name = "KIND")]
+    suppress_kind: Vec<String>,
+    /// A `plumb snapshot` of the cluster: its Applications whose sources are this repository
+    /// are previewed too, and the doctor's preflight runs on each app the change touches,
+    /// warning of every field it declares that a webhook, policy, HPA or controller there will
+    /// rewrite.
+    #[arg(long, value_name = "DIR", conflicts_with = "cluster")]
     live: Option<PathBuf>,
+    /// With --cluster: as --live, read from the cluster.
+    #[command(flatten)]
+    cluster: ClusterArgs,
+}
+
+/// Which sources are this repository (read from `--repo` at the revision previewed).
+struct ThisRepo {
+    /// The repository, absolute.
+    dir: PathBuf,
+    /// The URLs it is named by, as [`repo_identity`]s; `None`: not known, every source that
+    /// is not a chart repository is this one.
+    urls: Option<Vec<String>>,
+}
+
+/// A repository URL as the repository it names, whatever the spelling: Argo CD's normal form
+/// without the scheme and user (`https://github.com/o/r.git` and `git@github.com:o/r` are
+/// both `github.com/o/r`).
+fn repo_identity(url: &str) -> String {
+    let u = plumb_core::project::normalize_repo_url(url);
+    let rest = u.split_once("://").map_or(u.as_str(), |(_, r)| r);
+    match rest.split_once('/') {
+        Some((host, path)) => format!("{}/{path}", host.rsplit('@').next().unwrap_or(host)),
+        None => rest.rsplit('@').next().unwrap_or(rest).to_string(),
+    }
+}
+
+impl ThisRepo {
+    fn new(args: &PreviewArgs) -> Result<ThisRepo> {
+        let dir = std::fs::canonicalize(&args.repo)
+            .map_err(|e| anyhow!("--repo {}: {e}", args.repo.display()))?;
+        let mut urls: Vec<String> = args.repo_url.iter().map(|u| repo_identity(u)).collect();
+        if urls.is_empty() {
+            let origin = std::process::Command::new("git")
+                .arg("-C")
+                .arg(&dir)
+                .args(["config", "--get", "remote.origin.url"])
+                .output()
+                .ok()
+                .filter(|o| o.status.success())
+                .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+                .filter(|u| !u.is_empty());
+            urls.extend(origin.map(|u| repo_identity(&u)));
+        }
+        Ok(ThisRepo {
+            dir,
+            urls: (!urls.is_empty()).then_some(urls),
+        })
+    }
+
+    /// Whether `source` (an Application's `spec.source` or one of `spec.sources`) is read
+    /// from this repository.
+    fn holds(&self, source: &Value) -> bool {
+        if source
+            .get("chart")
+            .and_then(Value::as_str)
+            .is_some_and(|c| !c.trim().is_empty())
+        {
+            return false;
+        }
+        let url = source
+            .get("repoURL")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        match &self.urls {
+            None => true,
+            Some(urls) => url.trim().is_empty() || urls.contains(&repo_identity(url)),
+        }
+    }
+
+    /// Whether any source of `app` is this repository's, by URL (an app of the cluster is
+    /// previewed only then; with no URL known, none is).
+    fn feeds(&self, app: &Value) -> bool {
+        self.urls.is_some() && sources_of(app).iter().any(|s| self.holds(s))
+    }
+
+    /// `app` with each source of this repository read from `--repo` at `revision`.
+    fn localize(&self, app: &Value, revision: &str) -> Value {
+        let mut app = app.clone();
+        let dir = self.dir.display().to_string();
+        let mut point = |s: &mut Value| {
+            if self.holds(s)
+                && let Some(m) = s.as_object_mut()
+            {
+                m.insert("repoURL".into(), Value::String(dir.clone()));
+                m.insert("targetRevision".into(), Value::String(revision.to_string()));
+            }
+        };
+        if let Some(s) = app.pointer_mut("/spec/source") {
+            point(s);
+        }
+        if let Some(Value::Array(list)) = app.pointer_mut("/spec/sources") {
+            list.iter_mut().for_each(&mut point);
+        }
+        app
+    }
+}
+
+/// An Application's sources: `spec.sources`, else `spec.source`.
+fn sources_of(app: &Value) -> Vec<&Value> {
+    match app.pointer("/spec/sources").and_then(Value::as_array) {
+        Some(list) if !list.is_empty() => list.iter().collect(),
+        _ => app.pointer("/spec/source").into_iter().collect(),
+    }
 }
 
 /// Every `Application` manifest under `roots` in the repository at one revision, by
@@ -330,13 +458,14 @@ fn normalize(path: &str) -> String {
     out.join("/")
 }
 
-/// The objects `app` renders with its sources read from the repository at `revision`.
-fn render(args: &PreviewArgs, app: &Value, revision: &str) -> Result<Vec<Value>> {
-    let typed = Application::from_value(app).map_err(|e| anyhow!("{e}"))?;
+/// The objects `app` renders with this repository's sources read at `revision` (the others at
+/// their own).
+fn render(args: &PreviewArgs, this: &ThisRepo, app: &Value, revision: &str) -> Result<Vec<Value>> {
+    let app = this.localize(app, revision);
+    let typed = Application::from_value(&app).map_err(|e| anyhow!("{e}"))?;
     let source = SourceArgs {
-        repo: Some(args.repo.clone()),
-        revision: Some(revision.to_string()),
         plugins: args.plugins.clone(),
+        repo_creds: args.repo_creds.clone(),
         ..SourceArgs::default()
     };
     let rendered = render_sources_on(&source, Some((&typed, AppFrom::Object(None))), None)?;
@@ -403,7 +532,7 @@ fn declared_anew(touched: Option<&Touched>, f: &plumb_doctor::Finding) -> bool {
 /// with several sources, or none with a path, is not checked (said in the line).
 fn preflight(
     args: &PreviewArgs,
-    live: &std::path::Path,
+    live: &[String],
     app: &Value,
     touched: Option<&Touched>,
 ) -> Vec<String> {
@@ -415,20 +544,19 @@ fn preflight(
     else {
         return vec!["not checked: the preflight takes one source with a path".into()];
     };
-    let argv: Vec<String> = [
-        "--preflight",
-        "--live",
-        &live.display().to_string(),
-        "--repo",
-        &args.repo.display().to_string(),
-        "--revision",
-        &args.head,
-        "--path",
-        path,
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let mut argv: Vec<String> = vec!["--preflight".into()];
+    argv.extend(live.iter().cloned());
+    argv.extend(
+        [
+            "--repo",
+            &args.repo.display().to_string(),
+            "--revision",
+            &args.head,
+            "--path",
+            path,
+        ]
+        .map(str::to_string),
+    );
     match crate::doctor_cmd::diagnose_argv(&argv) {
         Ok(d) => d
             .report
@@ -455,15 +583,58 @@ fn preflight(
     }
 }
 
+/// The Applications of the cluster (`--live` snapshot or `--cluster`) whose sources are this
+/// repository, by `NAMESPACE/NAME`; none unless a flag names the cluster.
+fn live_apps(args: &PreviewArgs, this: &ThisRepo) -> Result<BTreeMap<String, Value>> {
+    let apps: Vec<Value> = match (&args.live, args.cluster.cluster) {
+        (Some(dir), _) => plumb_render::load_paths(std::slice::from_ref(dir))
+            .map_err(|e| anyhow!("{e}"))?
+            .into_iter()
+            .map(|m| m.object)
+            .filter(crate::doctor_cmd::is_application)
+            .collect(),
+        (None, true) => crate::app_cmd::read_apps(&args.cluster, None)?,
+        (None, false) => return Ok(BTreeMap::new()),
+    };
+    if this.urls.is_none() && !apps.is_empty() {
+        eprintln!(
+            "note: the cluster's Applications are not previewed: no URL names this repository (pass --repo-url, or give it an origin remote)"
+        );
+    }
+    Ok(apps
+        .into_iter()
+        .filter(|a| this.feeds(a))
+        .map(|mut a| {
+            // What it is, not what the cluster made of it.
+            if let Some(m) = a.as_object_mut() {
+                m.remove("status");
+                m.remove("operation");
+            }
+            (app_name(&a), a)
+        })
+        .collect())
+}
+
 pub fn run(args: PreviewArgs) -> Result<u8> {
+    let this = ThisRepo::new(&args)?;
+    let noise = plumb_preview::Noise {
+        ignore_labels: args.ignore_label.clone(),
+        suppress_kinds: args.suppress_kind.clone(),
+    };
     let open = |flag: &str, rev: &str| {
         GitSource::open(&args.repo, Some(rev)).map_err(|e| anyhow!("--{flag} {rev}: {e}"))
     };
     let (base_fs, head_fs) = (open("base", &args.base)?, open("head", &args.head)?);
-    let base_apps = applications(&base_fs, &args.apps)?;
-    let head_apps = applications(&head_fs, &args.apps)?;
-    let changed = changed_paths(&args)?;
-    // Each side's Applications, with the apps that rendered them (app-of-apps).
+    let mut base_apps = applications(&base_fs, &args.apps)?;
+    let mut head_apps = applications(&head_fs, &args.apps)?;
+    // The cluster's apps of this repository, where the repository does not declare them.
+    for (name, app) in live_apps(&args, &this)? {
+        if !base_apps.contains_key(&name) && !head_apps.contains_key(&name) {
+            base_apps.insert(name.clone(), app.clone());
+            head_apps.insert(name, app);
+        }
+    }
+    let changed = changed_paths(&args)?; // Each side's Applications, with the apps that rendered them (app-of-apps).
     let mut sides: [BTreeMap<String, Value>; 2] = [base_apps, head_apps];
     let mut previews: Vec<AppPreview> = Vec::new();
     // Per app, the fields the change declares anew (for the preflight).
@@ -493,7 +664,7 @@ pub fn run(args: PreviewArgs) -> Result<u8> {
             continue;
         }
         let side = |app: Option<&Value>, rev: &str| -> Result<Option<Vec<Value>>> {
-            app.map(|a| render(&args, a, rev)).transpose()
+            app.map(|a| render(&args, &this, a, rev)).transpose()
         };
         match (side(b.as_ref(), &args.base), side(h.as_ref(), &args.head)) {
             (Ok(base), Ok(head)) => {
@@ -515,12 +686,12 @@ pub fn run(args: PreviewArgs) -> Result<u8> {
                 if let Some(cycle) = cycle(&renders) {
                     return Err(anyhow!("app-of-apps cycle: {}", cycle.join(" → ")));
                 }
-                if args.live.is_some()
+                if (args.live.is_some() || args.cluster.cluster)
                     && let Some(head) = &head
                 {
                     touched.insert(name.clone(), touched_fields(base.as_deref(), head));
                 }
-                previews.push(plumb_preview::preview_app(name.clone(), base, head))
+                previews.push(plumb_preview::preview_app(name.clone(), base, head, &noise))
             }
             (Err(e), _) | (_, Err(e)) => previews.push(AppPreview {
                 app: name.clone(),
@@ -532,7 +703,12 @@ pub fn run(args: PreviewArgs) -> Result<u8> {
     }
     previews.sort_by(|a, b| a.app.cmp(&b.app));
     let head_apps = &sides[1];
-    if let Some(live) = &args.live {
+    let live_argv = match (&args.live, args.cluster.cluster) {
+        (Some(dir), _) => Some(vec!["--live".to_string(), dir.display().to_string()]),
+        (None, true) => Some(args.cluster.argv()),
+        (None, false) => None,
+    };
+    if let Some(live) = &live_argv {
         for p in previews
             .iter_mut()
             .filter(|p| matches!(p.status, AppStatus::Added | AppStatus::Changed))
@@ -546,6 +722,23 @@ pub fn run(args: PreviewArgs) -> Result<u8> {
     if let Some(out) = &args.out {
         std::fs::write(out, &full).map_err(|e| anyhow!("--out {}: {e}", out.display()))?;
     }
+    // An app that cannot be rendered is a note in the report while others render; when none
+    // does, the preview says nothing, and that is an error.
+    let rendered = previews
+        .iter()
+        .filter(|p| !matches!(p.status, AppStatus::Error(_) | AppStatus::Skipped))
+        .count();
+    if rendered == 0
+        && let Some((app, m)) = previews.iter().find_map(|p| match &p.status {
+            AppStatus::Error(m) => Some((&p.app, m)),
+            _ => None,
+        })
+    {
+        return Err(anyhow!(
+            "no Application could be rendered; {app}: {}",
+            m.lines().next().unwrap_or_default()
+        ));
+    }
     let text = match args.output {
         PreviewFormat::Markdown => plumb_preview::markdown(
             &previews,
@@ -558,6 +751,9 @@ pub fn run(args: PreviewArgs) -> Result<u8> {
             serde_json::json!({"base": args.base, "head": args.head, "apps": previews})
         ),
         PreviewFormat::Text => plumb_preview::text(&previews, &args.base, &args.head),
+        PreviewFormat::Html => {
+            plumb_web::preview::preview_report(&previews, &args.base, &args.head)
+        }
     };
     crate::output::stdout(&text)?;
     Ok(match args.fail_on {
@@ -565,4 +761,25 @@ pub fn run(args: PreviewArgs) -> Result<u8> {
         FailOn::Preflight if plumb_preview::has_warnings(&previews) => EXIT_DIFFERENCES,
         _ => EXIT_IN_SYNC,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::repo_identity;
+
+    #[test]
+    fn one_repository_whatever_the_spelling() {
+        for url in [
+            "https://github.com/Org/Repo.git",
+            "git@github.com:org/repo",
+            "ssh://git@github.com/org/repo.git/",
+            "https://token@github.com/org/repo",
+        ] {
+            assert_eq!(repo_identity(url), "github.com/org/repo", "{url}");
+        }
+        assert_ne!(
+            repo_identity("https://github.com/org/other"),
+            "github.com/org/repo"
+        );
+    }
 }

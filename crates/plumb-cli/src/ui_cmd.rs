@@ -263,14 +263,7 @@ pub fn access(
 
 /// The backend of the controller's pages: its cluster, with the credentials it runs with.
 pub fn cluster_backend(cluster: &ClusterArgs) -> Arc<dyn Backend> {
-    let mut doctor_argv = vec!["--cluster".to_string()];
-    if let Some(c) = &cluster.context {
-        doctor_argv.extend(["--context".into(), c.clone()]);
-    }
-    if let Some(k) = &cluster.kubeconfig {
-        doctor_argv.extend(["--kubeconfig".into(), k.display().to_string()]);
-    }
-    doctor_argv.extend(["--api-group".into(), cluster.api_group.clone()]);
+    let doctor_argv = cluster.argv();
     Arc::new(UiBackend {
         live: None,
         repo: None,
@@ -294,14 +287,7 @@ pub fn run(args: UiArgs) -> Result<u8> {
         doctor_argv.extend(["--live".into(), dir.display().to_string()]);
     }
     if args.cluster.cluster {
-        doctor_argv.push("--cluster".into());
-        if let Some(c) = &args.cluster.context {
-            doctor_argv.extend(["--context".into(), c.clone()]);
-        }
-        if let Some(k) = &args.cluster.kubeconfig {
-            doctor_argv.extend(["--kubeconfig".into(), k.display().to_string()]);
-        }
-        doctor_argv.extend(["--api-group".into(), args.cluster.api_group.clone()]);
+        doctor_argv.extend(args.cluster.argv());
     }
     if let Some(repo) = &args.repo {
         doctor_argv.extend(["--repo".into(), repo.display().to_string()]);

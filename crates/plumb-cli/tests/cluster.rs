@@ -458,6 +458,149 @@ async fn mutating_webhook_client_side_against_server_side_diff() {
     }
 }
 
+/// `plumb preview --cluster`: an Application of the cluster whose source is the repository
+/// (by URL) is previewed though the repository declares no Application, and the preflight
+/// against the cluster names the webhook that will rewrite the pull policy the change declares.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn preview_against_the_cluster() {
+    let Some(cluster) = testbed("preview_against_the_cluster").await else {
+        return;
+    };
+    install_application_crd(&cluster).await;
+    let hook = Webhook::start().await;
+    let selected = webhook::selector_value();
+    let ns = namespace(&cluster, "preview", json!({PULL_LABEL: selected})).await;
+    let config_name = unique("plumb-cli-test-preview-always");
+    apply(
+        &cluster,
+        vec![hook.configuration(&config_name, PULL_LABEL, &selected)],
+    )
+    .await;
+    let outcome = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(preview_cases(
+        &cluster, &ns,
+    )))
+    .await;
+    delete_cluster_object::<MutatingWebhookConfiguration>(&cluster, &config_name).await;
+    hook.stop().await;
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+async fn preview_cases(cluster: &Cluster, ns: &str) {
+    webhook::wait_effective(cluster, ns).await;
+    let dir = Scratch::new("preview");
+    let repo = dir.path("repo");
+    let git = |args: &[&str]| {
+        let o = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(args)
+            .current_dir(&repo)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .output()
+            .expect("git runs");
+        assert!(o.status.success(), "git {args:?}: {o:?}");
+    };
+    let url = format!("file://{}", s(&repo));
+    dir.write(
+        "repo/web/deployment.yaml",
+        &[deployment_without_policy(ns, "web")],
+    );
+    git(&["init", "-q", "-b", "main"]);
+    git(&["add", "."]);
+    git(&["commit", "-qm", "base"]);
+    git(&["tag", "base"]);
+    dir.write(
+        "repo/web/deployment.yaml",
+        &[deployment(ns, "web", "IfNotPresent")],
+    );
+    git(&["commit", "-qam", "pull policy"]);
+    // The app, synced from the base: the webhook set the pull policy git leaves out.
+    let app = unique("preview-app");
+    apply(
+        cluster,
+        vec![json!({
+            "apiVersion": "plumb.dev/v1alpha1", "kind": "Application",
+            "metadata": {"name": app, "namespace": ns},
+            "spec": {
+                "project": "default",
+                "source": {"repoURL": url, "targetRevision": "base", "path": "web"},
+                "destination": {"server": "https://kubernetes.default.svc", "namespace": ns},
+            }
+        })],
+    )
+    .await;
+    let run = plumb(&["app", "sync", &app, "--cluster", "-N", ns]).await;
+    assert_eq!(run.code, Some(0), "{run}");
+    let repo_arg = s(&repo);
+    let run = plumb(&[
+        "preview",
+        "--repo",
+        &repo_arg,
+        "--base",
+        "HEAD~1",
+        "--head",
+        "HEAD",
+        "--cluster",
+        "--repo-url",
+        &url,
+        "-o",
+        "json",
+        "--fail-on",
+        "preflight",
+    ])
+    .await;
+    let dbg = plumb(&[
+        "doctor",
+        "--preflight",
+        "--cluster",
+        "--repo",
+        &repo_arg,
+        "--revision",
+        "HEAD",
+        "--path",
+        "web",
+        "-o",
+        "json",
+    ])
+    .await;
+    let dbg2 = plumb(&["doctor", &app, "--cluster"]).await;
+    assert_eq!(run.code, Some(1), "{run}\n{dbg}\n{dbg2}");
+    let v = run.json();
+    let apps = v["apps"].as_array().expect("apps");
+    assert_eq!(apps.len(), 1, "{run}");
+    assert_eq!(apps[0]["app"], format!("{ns}/{app}"), "{run}");
+    assert_eq!(apps[0]["status"], "changed", "{run}");
+    let warnings: Vec<&str> = apps[0]["preflight"]
+        .as_array()
+        .expect("preflight warnings")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        warnings.iter().any(|w| w.contains(POLICY)
+            && w.contains("mutating-webhook")
+            && w.contains("web/deployment.yaml")),
+        "{run}"
+    );
+    // Without a URL naming the repository, the cluster's apps are not previewed (said).
+    let run = plumb(&[
+        "preview",
+        "--repo",
+        &repo_arg,
+        "--base",
+        "HEAD~1",
+        "--head",
+        "HEAD",
+        "--cluster",
+        "-o",
+        "json",
+    ])
+    .await;
+    assert_eq!(run.code, Some(0), "{run}");
+    assert!(run.stderr.contains("pass --repo-url"), "{run}");
+}
+
 async fn webhook_cases(cluster: &Cluster, ns: &str, app: &str, dir: &Scratch, pre: Value) {
     // The API server picks new webhook configurations up asynchronously.
     webhook::wait_effective(cluster, ns).await;
