@@ -65,6 +65,24 @@ pub fn run(args: AppsetArgs) -> Result<u8> {
     }
 }
 
+/// The clusters the `clusters` generator sees: the Argo CD cluster Secrets of `control` in the
+/// cluster, read as the controller reads them.
+pub fn cluster_list(
+    rt: &tokio::runtime::Runtime,
+    cluster: &plumb_cluster::Cluster,
+    control: &str,
+) -> Result<Vec<plumb_appset::Cluster>> {
+    let secrets = rt
+        .block_on(plumb_sync::run::tenancy::cluster_secrets(
+            cluster, None, control,
+        ))
+        .map_err(|e| anyhow!("cluster Secrets in {control}: {e}"))?;
+    Ok(plumb_appset::clusters_from_secrets(
+        secrets.iter(),
+        &format!("namespace {control}"),
+    )?)
+}
+
 fn generate(a: GenerateArgs) -> Result<u8> {
     let docs = plumb_render::load_file(&a.file).map_err(|e| anyhow!("{e}"))?;
     let appsets: Vec<&Value> = docs
@@ -103,20 +121,11 @@ fn generate(a: GenerateArgs) -> Result<u8> {
                 &p.display().to_string(),
             )?
         }
-        None if cluster.is_some() => {
-            let (rt, c) = (
-                rt.as_ref().expect("runtime"),
-                cluster.as_ref().expect("cluster"),
-            );
-            let secrets = rt
-                .block_on(plumb_sync::run::tenancy::cluster_secrets(
-                    c.as_ref(),
-                    None,
-                    &control,
-                ))
-                .map_err(|e| anyhow!("cluster Secrets in {control}: {e}"))?;
-            plumb_appset::clusters_from_secrets(secrets.iter(), &format!("namespace {control}"))?
-        }
+        None if cluster.is_some() => cluster_list(
+            rt.as_ref().expect("runtime"),
+            cluster.as_ref().expect("cluster"),
+            &control,
+        )?,
         None => Vec::new(),
     };
     let base = a.file.parent().map(Path::to_path_buf);

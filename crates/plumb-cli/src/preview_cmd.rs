@@ -208,7 +208,11 @@ fn sources_of(app: &Value) -> Vec<&Value> {
 /// Every `Application` manifest under `roots` in the repository at one revision, by
 /// `NAMESPACE/NAME`. A file that holds an Application but is not valid YAML is an error
 /// naming it; other files that do not parse are not manifests of interest.
-fn applications(fs: &dyn SourceFs, roots: &[String]) -> Result<BTreeMap<String, Value>> {
+fn applications(
+    fs: &dyn SourceFs,
+    roots: &[String],
+    clusters: Option<&ClusterSecrets>,
+) -> Result<BTreeMap<String, Value>> {
     let mut apps = BTreeMap::new();
     let mut stack: Vec<String> = if roots.is_empty() {
         vec![String::new()]
@@ -263,7 +267,7 @@ fn applications(fs: &dyn SourceFs, roots: &[String]) -> Result<BTreeMap<String, 
             for m in docs {
                 let o = m.object;
                 if is_appset(&o) {
-                    for app in expand(fs, &o, &file)? {
+                    for app in expand(fs, &o, &file, clusters)? {
                         apps.insert(app_name(&app), app);
                     }
                     continue;
@@ -328,19 +332,50 @@ impl plumb_appset::generators::Repos for SideRepos<'_> {
     }
 }
 
+/// With `--cluster`: the cluster Secrets of each namespace an ApplicationSet is in, read once,
+/// for the `clusters` generator.
+struct ClusterSecrets {
+    conn: crate::cluster_args::Connected,
+    read: std::cell::RefCell<BTreeMap<String, Vec<plumb_appset::Cluster>>>,
+}
+
+impl ClusterSecrets {
+    fn of(&self, namespace: &str) -> Result<Vec<plumb_appset::Cluster>> {
+        if let Some(c) = self.read.borrow().get(namespace) {
+            return Ok(c.clone());
+        }
+        let list = crate::appset_cmd::cluster_list(&self.conn.rt, &self.conn.cluster, namespace)?;
+        self.read
+            .borrow_mut()
+            .insert(namespace.to_string(), list.clone());
+        Ok(list)
+    }
+}
+
 /// The Applications an ApplicationSet (in `file`) generates at this revision; an error names
-/// the file and what the generator or template says.
-fn expand(fs: &dyn SourceFs, appset: &Value, file: &str) -> Result<Vec<Value>> {
+/// the file and what the generator or template says. With `--cluster`, the clusters generator
+/// reads the cluster Secrets of the ApplicationSet's namespace; without, it says it has none.
+fn expand(
+    fs: &dyn SourceFs,
+    appset: &Value,
+    file: &str,
+    clusters: Option<&ClusterSecrets>,
+) -> Result<Vec<Value>> {
     let name = appset
         .pointer("/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or_default();
+    let namespace = appset
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty())
+        .unwrap_or(plumb_core::ARGOCD_NAMESPACE);
+    let list = clusters.map(|c| c.of(namespace)).transpose()?;
     plumb_appset::generate(
         appset,
         &plumb_appset::Inputs {
             repos: &SideRepos(fs),
-            // A repository's preview reads no cluster: a clusters generator says so.
-            clusters: None,
+            clusters: list.as_deref(),
             services: &plumb_appset::services::NoServices,
             appset_name: name,
         },
@@ -625,8 +660,16 @@ pub fn run(args: PreviewArgs) -> Result<u8> {
         GitSource::open(&args.repo, Some(rev)).map_err(|e| anyhow!("--{flag} {rev}: {e}"))
     };
     let (base_fs, head_fs) = (open("base", &args.base)?, open("head", &args.head)?);
-    let mut base_apps = applications(&base_fs, &args.apps)?;
-    let mut head_apps = applications(&head_fs, &args.apps)?;
+    let clusters = if args.cluster.cluster {
+        Some(ClusterSecrets {
+            conn: crate::cluster_args::connect(&args.cluster)?,
+            read: Default::default(),
+        })
+    } else {
+        None
+    };
+    let mut base_apps = applications(&base_fs, &args.apps, clusters.as_ref())?;
+    let mut head_apps = applications(&head_fs, &args.apps, clusters.as_ref())?;
     // The cluster's apps of this repository, where the repository does not declare them.
     for (name, app) in live_apps(&args, &this)? {
         if !base_apps.contains_key(&name) && !head_apps.contains_key(&name) {

@@ -510,11 +510,6 @@ async fn preview_cases(cluster: &Cluster, ns: &str) {
     git(&["add", "."]);
     git(&["commit", "-qm", "base"]);
     git(&["tag", "base"]);
-    dir.write(
-        "repo/web/deployment.yaml",
-        &[deployment(ns, "web", "IfNotPresent")],
-    );
-    git(&["commit", "-qam", "pull policy"]);
     // The app, synced from the base: the webhook set the pull policy git leaves out.
     let app = unique("preview-app");
     apply(
@@ -532,6 +527,36 @@ async fn preview_cases(cluster: &Cluster, ns: &str) {
     .await;
     let run = plumb(&["app", "sync", &app, "--cluster", "-N", ns]).await;
     assert_eq!(run.code, Some(0), "{run}");
+    // An ApplicationSet of the repository whose clusters generator reads the cluster's
+    // Secrets (of its own namespace).
+    apply(
+        cluster,
+        vec![json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "remote", "namespace": ns,
+                "labels": {"argocd.argoproj.io/secret-type": "cluster"}},
+            "stringData": {"name": "remote", "server": "https://remote.example:6443", "config": "{}"}})],
+    )
+    .await;
+    dir.write(
+        "repo/argocd/web.yaml",
+        &[
+            json!({"apiVersion": "argoproj.io/v1alpha1", "kind": "ApplicationSet",
+            "metadata": {"name": "web", "namespace": ns},
+            "spec": {"goTemplate": true, "generators": [{"clusters": {}}],
+                "template": {"metadata": {"name": "{{.name}}-web"},
+                    "spec": {"project": "default",
+                        "source": {"repoURL": url, "targetRevision": "main", "path": "web"},
+                        "destination": {"server": "{{.server}}", "namespace": ns}}}}}),
+        ],
+    );
+    git(&["add", "."]);
+    git(&["commit", "-qm", "the ApplicationSet"]);
+    git(&["tag", "-f", "base"]);
+    dir.write(
+        "repo/web/deployment.yaml",
+        &[deployment(ns, "web", "IfNotPresent")],
+    );
+    git(&["commit", "-qam", "pull policy"]);
     let repo_arg = s(&repo);
     let run = plumb(&[
         "preview",
@@ -550,28 +575,34 @@ async fn preview_cases(cluster: &Cluster, ns: &str) {
         "preflight",
     ])
     .await;
-    let dbg = plumb(&[
-        "doctor",
-        "--preflight",
-        "--cluster",
-        "--repo",
-        &repo_arg,
-        "--revision",
-        "HEAD",
-        "--path",
-        "web",
-        "-o",
-        "json",
-    ])
-    .await;
-    let dbg2 = plumb(&["doctor", &app, "--cluster"]).await;
-    assert_eq!(run.code, Some(1), "{run}\n{dbg}\n{dbg2}");
+    assert_eq!(run.code, Some(1), "{run}");
     let v = run.json();
     let apps = v["apps"].as_array().expect("apps");
-    assert_eq!(apps.len(), 1, "{run}");
-    assert_eq!(apps[0]["app"], format!("{ns}/{app}"), "{run}");
-    assert_eq!(apps[0]["status"], "changed", "{run}");
-    let warnings: Vec<&str> = apps[0]["preflight"]
+    let names: Vec<(&str, &str)> = apps
+        .iter()
+        .map(|a| {
+            (
+                a["app"].as_str().unwrap_or(""),
+                a["status"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    // The cluster's app, and the ApplicationSet's: one per cluster (the in-cluster entry
+    // Argo CD adds, and the cluster Secret of the ApplicationSet's namespace).
+    let (in_cluster, remote) = (format!("{ns}/in-cluster-web"), format!("{ns}/remote-web"));
+    let mine = format!("{ns}/{app}");
+    let mut want = vec![
+        (in_cluster.as_str(), "changed"),
+        (mine.as_str(), "changed"),
+        (remote.as_str(), "changed"),
+    ];
+    want.sort();
+    assert_eq!(names, want, "{run}");
+    let mine = apps
+        .iter()
+        .find(|a| a["app"] == mine)
+        .expect("the cluster's app");
+    let warnings: Vec<&str> = mine["preflight"]
         .as_array()
         .expect("preflight warnings")
         .iter()
@@ -597,8 +628,15 @@ async fn preview_cases(cluster: &Cluster, ns: &str) {
         "json",
     ])
     .await;
-    assert_eq!(run.code, Some(0), "{run}");
+    assert_eq!(run.code, Some(1), "{run}");
     assert!(run.stderr.contains("pass --repo-url"), "{run}");
+    let listed: Vec<String> = run.json()["apps"]
+        .as_array()
+        .expect("apps")
+        .iter()
+        .filter_map(|a| a["app"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(listed, [in_cluster.clone(), remote.clone()], "{run}");
 }
 
 async fn webhook_cases(cluster: &Cluster, ns: &str, app: &str, dir: &Scratch, pre: Value) {
