@@ -389,6 +389,50 @@ pub fn run(args: DoctorArgs) -> Result<u8> {
     })
 }
 
+/// The desired objects not in `live`, as a server-side dry run of their creation returns them
+/// (what admission makes of them). One that the server refuses is a note and left out: the
+/// preflight says what it can check.
+fn admitted_new_objects(
+    c: &Connected,
+    desired: &[plumb_diff::compare::Desired],
+    live: &[Value],
+) -> Vec<Value> {
+    let present: std::collections::HashSet<plumb_core::ResourceKey> = live
+        .iter()
+        .filter_map(plumb_core::ResourceKey::of)
+        .collect();
+    let new: Vec<Value> = desired
+        .iter()
+        .filter(|d| plumb_core::ResourceKey::of(&d.object).is_some_and(|k| !present.contains(&k)))
+        .map(|d| d.object.clone())
+        .collect();
+    if new.is_empty() {
+        return Vec::new();
+    }
+    let keys: Vec<String> = new
+        .iter()
+        .map(|o| {
+            plumb_core::ResourceKey::of(o)
+                .map(|k| k.to_string())
+                .unwrap_or_default()
+        })
+        .collect();
+    c.block_on(
+        c.cluster
+            .dry_run_apply(new, crate::cluster_args::FIELD_MANAGER, true),
+    )
+    .into_iter()
+    .zip(keys)
+    .filter_map(|(r, key)| match r {
+        Ok(v) => Some(v),
+        Err(e) => {
+            eprintln!("note: preflight: {key} not checked against admission: {e}");
+            None
+        }
+    })
+    .collect()
+}
+
 /// The namespaces the objects of a preflight's change are in.
 fn preflight_namespaces(args: &DoctorArgs) -> Result<Vec<String>> {
     let objects: Vec<Value> = if !args.desired.is_empty() {
@@ -495,6 +539,13 @@ pub fn diagnose(args: &DoctorArgs) -> Result<Diagnosis> {
             {
                 a.remove(plumb_core::LAST_APPLIED_ANNOTATION);
             }
+        }
+        // An object the change adds is not live yet: with a cluster at hand, what admission
+        // would make of it is (a server-side dry run of its creation, webhooks and policies
+        // included) and stands for live, so a field a webhook will rewrite is caught before
+        // the object exists.
+        if let Some(c) = &destination {
+            live.extend(admitted_new_objects(c, &desired, &live));
         }
     }
     // The rendered objects as they are (before the comparison prepares them).

@@ -552,9 +552,14 @@ async fn preview_cases(cluster: &Cluster, ns: &str) {
     git(&["add", "."]);
     git(&["commit", "-qm", "the ApplicationSet"]);
     git(&["tag", "-f", "base"]);
+    // The change: the pull policy declared, and a new Deployment declaring it too (not live
+    // yet: the preflight asks admission what it would make of it).
     dir.write(
         "repo/web/deployment.yaml",
-        &[deployment(ns, "web", "IfNotPresent")],
+        &[
+            deployment(ns, "web", "IfNotPresent"),
+            deployment(ns, "fresh", "IfNotPresent"),
+        ],
     );
     git(&["commit", "-qam", "pull policy"]);
     let repo_arg = s(&repo);
@@ -608,11 +613,26 @@ async fn preview_cases(cluster: &Cluster, ns: &str) {
         .iter()
         .filter_map(Value::as_str)
         .collect();
+    for name in ["web", "fresh"] {
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.starts_with(&format!("apps/Deployment {ns}/{name} "))
+                    && w.contains(POLICY)
+                    && w.contains("mutating-webhook")
+                    && w.contains("web/deployment.yaml")),
+            "{name}: {run}"
+        );
+    }
+    // The dry run created nothing.
+    let deployments: kube::Api<k8s_openapi::api::apps::v1::Deployment> =
+        kube::Api::namespaced(cluster.client().clone(), ns);
     assert!(
-        warnings.iter().any(|w| w.contains(POLICY)
-            && w.contains("mutating-webhook")
-            && w.contains("web/deployment.yaml")),
-        "{run}"
+        deployments
+            .get_opt("fresh")
+            .await
+            .expect("get fresh")
+            .is_none()
     );
     // Without a URL naming the repository, the cluster's apps are not previewed (said).
     let run = plumb(&[
