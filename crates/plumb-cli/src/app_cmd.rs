@@ -790,6 +790,8 @@ pub fn format_get(app: &Value) -> String {
 /// [`format_get`] with the sync windows' verdict (`Sync Window:`, shown when a window of the
 /// app's project applies to it).
 pub fn format_get_with_window(app: &Value, window: Option<&str>) -> String {
+    // Sharded controllers: the replica that owns the app (`status.controller`).
+    let owner = plumb_sync::shard::claim_of(app);
     let (app, _) = Application::read_lenient(app);
     let source = single_source(&app);
     let target = source.target_revision.as_str();
@@ -871,6 +873,9 @@ pub fn format_get_with_window(app: &Value, window: Option<&str>) -> String {
             h => h,
         },
     );
+    if let Some((owner, epoch)) = &owner {
+        line("Controller", &format!("{owner} (epoch {epoch})"));
+    }
     // Conditions (a refused spec: unknown project or destination), as Argo CD lists them; a
     // sync loop first.
     if !status.conditions.is_empty() {
@@ -1270,5 +1275,18 @@ mod tests {
         let loop_at = get.find("SyncLoop ").expect("the loop condition");
         let other_at = get.find("ComparisonError").expect("the other condition");
         assert!(loop_at < other_at, "{get}");
+    }
+
+    #[test]
+    fn get_shows_the_replica_that_owns_the_app() {
+        let app = json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "Application",
+            "metadata": {"name": "a", "namespace": "plumb"},
+            "spec": {"source": {"repoURL": "r", "path": "p"}, "destination": {}},
+            "status": {"controller": {"owner": "plumb-controller-1", "epoch": 4}}});
+        assert!(
+            format_get(&app).contains("\nController:         plumb-controller-1 (epoch 4)\n"),
+            "{}",
+            format_get(&app)
+        );
     }
 }

@@ -68,6 +68,19 @@ pub struct ControllerArgs {
     /// Seconds a leader's Lease stays valid without renewal.
     #[arg(long, default_value_t = 30)]
     lease_duration: u64,
+    /// Share the Applications with the other replicas: `auto` (each replica holds a Lease
+    /// `plumb-controller-member-<id>` in --lease-namespace, and owns the apps rendezvous
+    /// hashing gives it among the live members), or a count M for a static split with
+    /// --shard. Leader election stays for the ApplicationSets.
+    #[arg(long, value_name = "auto|M")]
+    shards: Option<String>,
+    /// This replica's shard in a static split (0 to M-1, with --shards M).
+    #[arg(long, value_name = "N", requires = "shards")]
+    shard: Option<usize>,
+    /// This replica's member id with --shards auto (default: $HOSTNAME, a StatefulSet pod's
+    /// stable name).
+    #[arg(long, value_name = "ID", requires = "shards")]
+    shard_id: Option<String>,
     /// Syncs of one revision, each followed by the same fields differing, that make a sync
     /// loop (recorded as the Application's `SyncLoop` condition and `status.syncLoop`);
     /// 0 turns loop recognition off.
@@ -319,6 +332,16 @@ fn log_event(e: Event<'_>) {
             "destination": secret,
             "dropped": "no app used it in two refresh intervals",
         })),
+        Event::Shard {
+            members,
+            owned,
+            reassigned,
+        } => log_line(json!({"members": members, "owned": owned, "reassigned": reassigned})),
+        Event::Stale { apps: [] } => {}
+        Event::Stale { apps } => log_line(json!({
+            "stale": apps.iter().map(|(ns, n)| format!("{ns}/{n}")).collect::<Vec<_>>(),
+            "reason": "not reconciled in two refresh intervals",
+        })),
     }
 }
 
@@ -348,6 +371,120 @@ fn webhook_secrets(path: Option<&std::path::Path>) -> Result<plumb_sync::webhook
     Ok(secrets)
 }
 
+/// `--shards`/`--shard`/`--shard-id` as the controller's sharding (`None`: not sharded).
+fn sharding(args: &ControllerArgs) -> Result<Option<plumb_sync::shard::Sharding>> {
+    use plumb_sync::shard::Sharding;
+    let Some(shards) = &args.shards else {
+        return Ok(None);
+    };
+    if args.cluster.api_group == plumb_core::ARGO_GROUP {
+        return Err(anyhow!(
+            "--shards with --api-group argoproj.io: Argo CD's Application schema drops status.controller, the record that fences an app's owner; shard plumb.dev Applications, or scale Argo CD's controller instead"
+        ));
+    }
+    if shards == "auto" {
+        if let Some(n) = args.shard {
+            return Err(anyhow!(
+                "--shard {n} is a static split's (--shards M); --shards auto finds the members by their Leases"
+            ));
+        }
+        let id = args
+            .shard_id
+            .clone()
+            .or_else(|| std::env::var("HOSTNAME").ok())
+            .filter(|i| !i.is_empty())
+            .ok_or_else(|| {
+                anyhow!("--shards auto: no member id; pass --shard-id ID (a StatefulSet pod's $HOSTNAME is one)")
+            })?;
+        let valid = id.len() <= 63
+            && id
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+            && !id.starts_with(['-', '.'])
+            && !id.ends_with(['-', '.']);
+        if !valid {
+            return Err(anyhow!(
+                "--shard-id {id:?}: a member id names a Lease: lowercase letters, digits, '-' and '.', at most 63"
+            ));
+        }
+        return Ok(Some(Sharding::Auto { me: id }));
+    }
+    let count: usize = shards.parse().ok().filter(|&c| c > 0).ok_or_else(|| {
+        anyhow!("--shards {shards:?}: expected auto or a count of shards (1 or more)")
+    })?;
+    let index = args
+        .shard
+        .ok_or_else(|| anyhow!("--shards {count}: pass --shard N (0 to {})", count - 1))?;
+    if index >= count {
+        return Err(anyhow!(
+            "--shard {index}: out of range for --shards {count} (0 to {})",
+            count - 1
+        ));
+    }
+    Ok(Some(Sharding::Static { index, count }))
+}
+
+/// Takes or renews this member's Lease `plumb-controller-member-<me>` (it is this replica's
+/// alone); a refusal names the permission missing.
+async fn renew_member(
+    cluster: &plumb_cluster::Cluster,
+    ns: &str,
+    me: &str,
+    duration: u64,
+    holder: &str,
+) -> Result<()> {
+    let name = format!("{}{me}", plumb_sync::shard::MEMBER_LEASE_PREFIX);
+    let stamp = micro_time(SystemTime::now());
+    let denied = |verb: &str, e: &plumb_cluster::ClusterError| {
+        anyhow!(
+            "--shards auto: cannot {verb} Lease {ns}/{name}: {e} (the controller's role needs get, list, create and update on leases.coordination.k8s.io in {ns}: deploy/sharded/)"
+        )
+    };
+    let lease = cluster
+        .get_object("coordination.k8s.io", "Lease", ns, &name)
+        .await
+        .map_err(|e| denied("get", &e))?;
+    match lease {
+        None => {
+            let fresh = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                "metadata": {"name": name, "namespace": ns},
+                "spec": {"holderIdentity": holder, "leaseDurationSeconds": duration,
+                    "acquireTime": stamp, "renewTime": stamp}});
+            cluster
+                .create_object(&fresh, "plumb")
+                .await
+                .map_err(|e| denied("create", &e))?;
+        }
+        Some(mut lease) => {
+            lease["spec"]["holderIdentity"] = holder.into();
+            lease["spec"]["leaseDurationSeconds"] = duration.into();
+            lease["spec"]["renewTime"] = stamp.into();
+            cluster
+                .replace_object(&lease, "plumb")
+                .await
+                .map_err(|e| denied("update", &e))?;
+        }
+    }
+    Ok(())
+}
+
+/// The live members, from the Leases of the lease namespace.
+async fn members(cluster: &plumb_cluster::Cluster, ns: &str) -> Result<Vec<String>> {
+    let kind = plumb_core::GroupKind {
+        group: "coordination.k8s.io".into(),
+        kind: "Lease".into(),
+    };
+    let leases = cluster
+        .list_live(&[kind], Some(&[ns.to_string()]), None)
+        .await
+        .map_err(|e| {
+            anyhow!(
+                "--shards auto: cannot list Leases in {ns}: {e} (the controller's role needs get, list, create and update on leases.coordination.k8s.io in {ns}: deploy/sharded/)"
+            )
+        })?;
+    Ok(plumb_sync::shard::live_members(&leases, SystemTime::now()))
+}
+
 pub fn run(mut args: ControllerArgs) -> Result<u8> {
     let application_namespaces = plumb_core::glob::NamespaceList::new(&args.application_namespaces)
         .map_err(|e| anyhow!("--application-namespaces: {e}"))?;
@@ -362,6 +499,7 @@ pub fn run(mut args: ControllerArgs) -> Result<u8> {
     if let Some(dir) = &args.plugins {
         plumb_render::plugin::Plugins::load(dir).map_err(|e| anyhow!("--plugins: {e}"))?;
     }
+    let sharding = sharding(&args)?;
     // In a pod there is no kubeconfig: the in-cluster configuration applies.
     args.cluster.cluster = true;
     let Connected { rt, cluster } = connect(&args.cluster)?;
@@ -371,6 +509,7 @@ pub fn run(mut args: ControllerArgs) -> Result<u8> {
         cluster,
         application_namespaces,
         kustomize_build_options,
+        sharding,
     ))
 }
 
@@ -379,6 +518,7 @@ async fn run_async(
     cluster: Arc<plumb_cluster::Cluster>,
     application_namespaces: plumb_core::glob::NamespaceList,
     kustomize_build_options: Vec<String>,
+    sharding: Option<plumb_sync::shard::Sharding>,
 ) -> Result<u8> {
     let me = format!(
         "{}-{}",
@@ -449,8 +589,36 @@ async fn run_async(
             log_event(e);
         })
     };
-    // Wait to lead (a follower with --once reports and exits).
-    loop {
+    // Sharded: this replica's view of the members and its fence. A member Lease is taken
+    // before anything else (a missing permission is named now, not at the first renewal).
+    let shard = sharding.map(plumb_sync::shard::ShardView::new);
+    let fence = shard
+        .as_ref()
+        .map(|v| plumb_sync::shard::Fence::new(v.me()));
+    // Acting stops this long after the last renewal: before the Lease could expire.
+    let renew_deadline = Duration::from_secs((args.lease_duration * 2 / 3).max(1));
+    if let (Some(view), Some(fence)) = (&shard, &fence) {
+        if view.is_static() {
+            fence.always();
+        } else {
+            let t0 = std::time::Instant::now();
+            renew_member(
+                &cluster,
+                &args.lease_namespace,
+                &fence.me,
+                args.lease_duration,
+                &fence.me,
+            )
+            .await?;
+            fence.renewed(t0, renew_deadline);
+            view.set_members(members(&cluster, &args.lease_namespace).await?);
+        }
+        metrics.set_shard(&view.me());
+        log_line(json!({"shard": view.me(), "members": view.members()}));
+    }
+    // Wait to lead (a follower with --once reports and exits). Sharded replicas do not wait:
+    // each reconciles its own apps, and the leader alone serves the ApplicationSets.
+    while shard.is_none() {
         match elect(
             &cluster,
             &args.lease_namespace,
@@ -489,6 +657,7 @@ async fn run_async(
         },
         control_namespace: Some(control),
         kustomize_build_options,
+        fence: fence.clone(),
         ..plumb_sync::run::RunOptions::default()
     };
     let opts = ControllerOptions {
@@ -504,6 +673,7 @@ async fn run_async(
             guard_all: args.loop_guard,
             ..plumb_sync::loops::LoopOptions::default()
         },
+        shard: shard.clone(),
         ..ControllerOptions::default()
     };
     let opts_control = opts.run.control_namespace.clone();
@@ -535,7 +705,8 @@ async fn run_async(
     metrics.set_cache(controller.cache().kinds().len(), controller.cache().len());
     let (appset_push, appset_pushed) = tokio::sync::mpsc::unbounded_channel();
     webhook.attach(controller.push_refresher().with_appsets(appset_push));
-    metrics.set_ready(true);
+    // Sharded, this replica leads only once it wins the leader Lease (below).
+    metrics.set_ready(shard.is_none());
     log_line(json!({
         "leader": me,
         "reconciling": true,
@@ -560,6 +731,9 @@ async fn run_async(
     // Keep the Lease while running; stop on losing it or on SIGTERM / Ctrl-C.
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let lost = Arc::new(std::sync::Mutex::new(None::<String>));
+    // Leading: the ApplicationSets are served by the leader alone (sharded or not); a leader
+    // that loses its Lease stops. A sharded replica not leading yet keeps trying.
+    let (lead_tx, lead_rx) = tokio::sync::oneshot::channel::<()>();
     let renewal = {
         let (cluster, ns, me, lost) = (
             cluster.clone(),
@@ -569,20 +743,73 @@ async fn run_async(
         );
         let duration = args.lease_duration;
         let stop_tx = stop_tx.clone();
+        let metrics = metrics.clone();
+        let mut leading = shard.is_none();
+        let mut lead_tx = if leading {
+            let _ = lead_tx.send(());
+            None
+        } else {
+            Some(lead_tx)
+        };
         tokio::spawn(async move {
             loop {
-                tokio::time::sleep(renew_every).await;
-                if let Ok(Leadership::Follower(holder)) =
-                    elect(&cluster, &ns, &me, duration, SystemTime::now()).await
-                {
-                    if let Ok(mut l) = lost.lock() {
-                        *l = Some(holder);
+                if leading {
+                    tokio::time::sleep(renew_every).await;
+                }
+                match elect(&cluster, &ns, &me, duration, SystemTime::now()).await {
+                    Ok(Leadership::Leader) if !leading => {
+                        leading = true;
+                        metrics.set_ready(true);
+                        log_line(json!({"leader": me, "applicationSets": true}));
+                        if let Some(tx) = lead_tx.take() {
+                            let _ = tx.send(());
+                        }
                     }
-                    let _ = stop_tx.send(true);
-                    return;
+                    Ok(Leadership::Follower(holder)) if leading => {
+                        if let Ok(mut l) = lost.lock() {
+                            *l = Some(holder);
+                        }
+                        let _ = stop_tx.send(true);
+                        return;
+                    }
+                    _ => {}
+                }
+                if !leading {
+                    tokio::time::sleep(renew_every).await;
                 }
             }
         })
+    };
+    // Sharded by Lease: the member Lease renewed, the members read, every third of its
+    // duration; acting stops at the renew deadline after the last renewal that succeeded.
+    let membership = match (&shard, &fence) {
+        (Some(view), Some(fence)) if !view.is_static() => {
+            let (cluster, ns, view, fence) = (
+                cluster.clone(),
+                args.lease_namespace.clone(),
+                view.clone(),
+                fence.clone(),
+            );
+            let duration = args.lease_duration;
+            Some(tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(renew_every).await;
+                    let t0 = std::time::Instant::now();
+                    let renewed = renew_member(&cluster, &ns, &fence.me, duration, &fence.me).await;
+                    match renewed {
+                        Ok(()) => fence.renewed(t0, renew_deadline),
+                        Err(e) => log_line(json!({"shard": fence.me, "renew": e.to_string()})),
+                    }
+                    match members(&cluster, &ns).await {
+                        Ok(m) => {
+                            view.set_members(m);
+                        }
+                        Err(e) => log_line(json!({"shard": fence.me, "members": e.to_string()})),
+                    }
+                }
+            }))
+        }
+        _ => None,
     };
     let signals = tokio::spawn(async move {
         let mut term =
@@ -617,13 +844,34 @@ async fn run_async(
                 controller.cache().clone(),
                 appset_opts,
             );
-            tokio::spawn(sets.run(Arc::new(log_line), appset_pushed, stop_rx.clone()))
+            let stop = stop_rx.clone();
+            tokio::spawn(async move {
+                if lead_rx.await.is_ok() {
+                    sets.run(Arc::new(log_line), appset_pushed, stop).await;
+                }
+            })
         }
     };
     controller.run(events.clone(), stop_rx).await;
     appsets.abort();
     renewal.abort();
     signals.abort();
+    if let Some(m) = membership {
+        m.abort();
+    }
+    // A member leaving hands its apps over at once (its Lease released), not after expiry.
+    if let (Some(view), Some(fence)) = (&shard, &fence)
+        && !view.is_static()
+    {
+        let _ = renew_member(
+            &cluster,
+            &args.lease_namespace,
+            &fence.me,
+            args.lease_duration,
+            "",
+        )
+        .await;
+    }
     // The last operation's Events (its OperationCompleted) are written before exiting,
     // within a deadline well inside Kubernetes' 30 s grace period.
     recorder.flush(Duration::from_secs(5)).await;

@@ -73,7 +73,7 @@ enum Command {
     /// Exit code: 0 nothing to report, 1 findings, 2 error.
     Doctor(doctor_cmd::DoctorArgs),
     /// Reconcile every plumb Application: refresh, automated sync, self-heal, retries.
-    Controller(controller_cmd::ControllerArgs),
+    Controller(Box<controller_cmd::ControllerArgs>),
     /// The health of objects in files (user Lua scripts, built-in checks, generic
     /// conditions): `GROUP/KIND NAMESPACE/NAME STATUS MESSAGE`. Exit code 0.
     Health(health_cmd::HealthArgs),
@@ -113,7 +113,7 @@ fn main() -> ExitCode {
         Command::App(args) => app_cmd::run(args),
         Command::Blame(args) => blame_cmd::run(args),
         Command::Doctor(args) => doctor_cmd::run(args),
-        Command::Controller(args) => controller_cmd::run(args),
+        Command::Controller(args) => controller_cmd::run(*args),
         Command::Health(args) => health_cmd::run(args),
         Command::Appset(args) => appset_cmd::run(args),
         Command::Ui(args) => ui_cmd::run(args),

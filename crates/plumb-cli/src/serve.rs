@@ -57,6 +57,11 @@ struct Counters {
     /// Per app: whether it is in a recognised sync loop.
     loops: BTreeMap<(String, String), bool>,
     watch_lagged: u64,
+    /// Sharded: this replica's id, the members, the apps it owns, reassignments seen.
+    shard: Option<(String, u64, u64)>,
+    reassignments: u64,
+    /// Apps not reconciled in two refresh intervals, at the last count.
+    stale: u64,
 }
 
 impl Metrics {
@@ -109,7 +114,25 @@ impl Metrics {
                 c.apps.remove(&(app.0.clone(), app.1.clone()));
                 c.loops.remove(&(app.0.clone(), app.1.clone()));
             }
+            Event::Shard {
+                members,
+                owned,
+                reassigned,
+            } => {
+                let me = c.shard.as_ref().map(|s| s.0.clone()).unwrap_or_default();
+                c.shard = Some((me, members.len() as u64, *owned as u64));
+                c.reassignments += reassigned;
+            }
+            Event::Stale { apps } => c.stale = apps.len() as u64,
             Event::Ignored { .. } | Event::DestinationDropped { .. } => {}
+        }
+    }
+
+    /// This replica's shard id (sharded controllers: the label of `plumb_shard_apps`).
+    pub fn set_shard(&self, me: &str) {
+        if let Ok(mut c) = self.inner.lock() {
+            let (members, owned) = c.shard.as_ref().map_or((1, 0), |s| (s.1, s.2));
+            c.shard = Some((me.to_string(), members, owned));
         }
     }
 
@@ -146,6 +169,36 @@ impl Metrics {
                 .map(|(k, v)| (format!("{{{label}=\"{}\"}}", escape(k)), v.to_string()))
                 .collect()
         };
+        if let Some((me, members, owned)) = &c.shard {
+            section(
+                &mut out,
+                "plumb_shard_members",
+                "gauge",
+                "Live controller replicas sharing the Applications (member Leases).",
+                &one(*members),
+            );
+            section(
+                &mut out,
+                "plumb_shard_apps",
+                "gauge",
+                "Applications this replica owns.",
+                &[(format!("{{shard=\"{}\"}}", escape(me)), owned.to_string())],
+            );
+            section(
+                &mut out,
+                "plumb_shard_reassignments_total",
+                "counter",
+                "Applications whose owner changed with a change of members, as this replica saw it.",
+                &one(c.reassignments),
+            );
+        }
+        section(
+            &mut out,
+            "plumb_app_stale",
+            "gauge",
+            "Applications not reconciled in two refresh intervals (whoever owns them).",
+            &one(c.stale),
+        );
         section(
             &mut out,
             "plumb_app_reconcile_total",

@@ -83,6 +83,9 @@ pub struct ControllerOptions {
     /// Sync-loop recognition and LoopGuard ([`crate::loops`]); its `settle` is set to
     /// `refresh` when the controller starts.
     pub loops: crate::loops::LoopOptions,
+    /// Sharding ([`crate::shard`]): only the apps this replica owns are reconciled, each
+    /// claimed and written through the fence in `run.fence`. `None`: every app.
+    pub shard: Option<Arc<crate::shard::ShardView>>,
 }
 
 impl ControllerOptions {
@@ -108,6 +111,7 @@ impl Default for ControllerOptions {
             namespaced: false,
             application_namespaces: Default::default(),
             loops: crate::loops::LoopOptions::default(),
+            shard: None,
         }
     }
 }
@@ -135,6 +139,17 @@ pub enum Event<'a> {
     /// The connection and watch cache of a destination no app used in two refresh intervals
     /// were dropped (`namespace/name` of its cluster Secret).
     DestinationDropped { secret: &'a str },
+    /// Sharded: the members changed (or the periodic count): how many there are, how many
+    /// served apps this replica owns, and how many apps changed owner with this change.
+    Shard {
+        members: &'a [String],
+        owned: usize,
+        reassigned: u64,
+    },
+    /// Every refresh interval: the apps whose last reconcile (`status.reconciledAt`) is older
+    /// than twice the refresh interval, whoever owns them (usually none; an owner gone
+    /// unnoticed would leave a stale Synced showing).
+    Stale { apps: &'a [AppKey] },
 }
 
 /// Why an app was reconciled.
@@ -320,6 +335,9 @@ impl Controller {
             log(Event::Ignored { app: key });
         }
         for key in apps {
+            if self.opts.shard.as_ref().is_some_and(|v| !v.owns(&key)) {
+                continue;
+            }
             let Ok(permit) = workers.clone().acquire_owned().await else {
                 break;
             };
@@ -385,9 +403,35 @@ impl Controller {
             }
         }
 
+        // Sharded: the members as last seen, and their changes.
+        let mut members_changed = opts
+            .shard
+            .as_ref()
+            .map(|v| v.subscribe())
+            .unwrap_or_else(|| watch::channel(Vec::new()).1);
+        let mut known_members: Vec<String> =
+            opts.shard.as_ref().map(|v| v.members()).unwrap_or_default();
+        if let Some(view) = &opts.shard {
+            let owned = self.apps().iter().filter(|k| view.owns(k)).count();
+            log(Event::Shard {
+                members: &known_members,
+                owned,
+                reassigned: 0,
+            });
+        }
+        // Every refresh interval: apps nobody reconciled for two.
+        let mut stale_tick =
+            tokio::time::interval_at(tokio::time::Instant::now() + opts.refresh, opts.refresh);
+        stale_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             // Start what is due (and not running), as workers allow.
             for (key, trigger) in schedule.ready(Instant::now()) {
+                // Another replica's app: looked at again at the next refresh (or when the
+                // members change).
+                if opts.shard.as_ref().is_some_and(|v| !v.owns(&key)) {
+                    schedule.finished(key, Instant::now(), None, random_below(opts.jitter));
+                    continue;
+                }
                 let Ok(permit) = workers.clone().try_acquire_owned() else {
                     break;
                 };
@@ -432,6 +476,18 @@ impl Controller {
             tokio::select! {
                 _ = stop.changed() => {
                     if *stop.borrow() { break; }
+                }
+                Ok(()) = members_changed.changed(), if opts.shard.is_some() => {
+                    let members = members_changed.borrow_and_update().clone();
+                    self.on_members(&members, &mut known_members, &mut schedule, &*log);
+                }
+                _ = stale_tick.tick() => {
+                    let stale = self.stale(SystemTime::now());
+                    log(Event::Stale { apps: &stale });
+                    if let Some(view) = &opts.shard {
+                        let owned = self.apps().iter().filter(|k| view.owns(k)).count();
+                        log(Event::Shard { members: &known_members, owned, reassigned: 0 });
+                    }
                 }
                 done = done_rx.recv() => {
                     let Some((key, mut wait, failed)) = done else { break };
@@ -492,6 +548,62 @@ impl Controller {
                 _ = tokio::time::sleep(sleep) => {}
             }
         }
+    }
+
+    /// The members changed: count the apps that changed owner, and queue every app (the
+    /// ones this replica now owns reconcile at once; an interrupted operation of a replica
+    /// that left is resumed by its new owner).
+    fn on_members(
+        &self,
+        members: &[String],
+        known: &mut Vec<String>,
+        schedule: &mut Schedule,
+        log: &(dyn Fn(Event<'_>) + Send + Sync),
+    ) {
+        let Some(view) = &self.opts.shard else { return };
+        let apps = self.apps();
+        let moved = apps
+            .iter()
+            .filter(|(ns, name)| {
+                crate::shard::owner(known, ns, name) != crate::shard::owner(members, ns, name)
+            })
+            .count() as u64;
+        view.reassigned(moved);
+        *known = members.to_vec();
+        schedule.queue_all(Instant::now());
+        let owned = apps.iter().filter(|k| view.owns(k)).count();
+        log(Event::Shard {
+            members,
+            owned,
+            reassigned: moved,
+        });
+    }
+
+    /// The served apps whose `status.reconciledAt` is older than twice the refresh interval
+    /// (plus jitter) at `now`; an app never reconciled counts from its creation.
+    pub fn stale(&self, now: SystemTime) -> Vec<AppKey> {
+        let limit = 2 * self.opts.refresh + self.opts.jitter;
+        let scope = self.opts.scope();
+        let mut out: Vec<AppKey> = self
+            .cache
+            .list(
+                &application_kind(self.cluster.app_group()),
+                self.opts.app_namespace.as_deref(),
+            )
+            .iter()
+            .filter(|a| {
+                let at = a
+                    .pointer("/status/reconciledAt")
+                    .or_else(|| a.pointer("/metadata/creationTimestamp"))
+                    .and_then(Value::as_str)
+                    .and_then(|t| crate::time::parse_rfc3339(t).ok());
+                at.is_some_and(|t| t + limit < now)
+            })
+            .filter_map(|a| app_key(a))
+            .filter(|k| scope.serves(&k.0))
+            .collect();
+        out.sort();
+        out
     }
 
     /// Stops the watches (home's and every destination's).
@@ -743,31 +855,61 @@ fn app_key(app: &Value) -> Option<AppKey> {
     ))
 }
 
-/// Reads the Application fresh and reconciles it; `None` when it is gone.
+/// Reads the Application fresh and reconciles it; `None` when it is gone. Sharded (a fence in
+/// `run`): the app is claimed first when another replica's (or nobody's) record is on it, and
+/// every write of the reconcile goes through [`crate::shard::fenced::Fenced`] under that claim.
 async fn reconcile_app(
-    cluster: &Cluster,
+    cluster: &Arc<Cluster>,
     run: &RunOptions,
     key: &AppKey,
 ) -> Result<Option<ReconcileOutcome>, RunError> {
+    let as_error = |source| RunError::Cluster {
+        app: key.1.clone(),
+        source,
+    };
     let app = cluster
         .get_application(&key.0, &key.1)
         .await
-        .map_err(|source| RunError::Cluster {
-            app: key.1.clone(),
-            source,
-        })?;
-    let Some(app) = app else { return Ok(None) };
+        .map_err(as_error)?;
+    let Some(mut app) = app else { return Ok(None) };
     let mut state = ReconcileState {
         options: run.clone(),
     };
-    reconcile_once(cluster, &app, SystemTime::now(), &mut state)
+    let Some(fence) = &run.fence else {
+        return reconcile_once(&**cluster, &app, SystemTime::now(), &mut state)
+            .await
+            .map(Some);
+    };
+    if !fence.acting() {
+        return Err(as_error(crate::shard::fenced::fenced(format!(
+            "{} has not renewed its Lease within its renew deadline",
+            fence.me
+        ))));
+    }
+    let epoch = match crate::shard::claim_patch(&app, &fence.me, SystemTime::now()) {
+        None => crate::shard::claim_of(&app).map_or(0, |c| c.1),
+        Some((patch, epoch)) => {
+            // Pinned to the resourceVersion read: of two claims, one lands.
+            app = cluster
+                .patch_application_status(&key.0, &key.1, &patch)
+                .await
+                .map_err(as_error)?;
+            epoch
+        }
+    };
+    let fenced = crate::shard::fenced::Fenced {
+        inner: cluster.clone(),
+        fence: fence.clone(),
+        epoch: Some(epoch),
+    };
+    reconcile_once(&fenced, &app, SystemTime::now(), &mut state)
         .await
         .map(Some)
 }
 
 /// [`reconcile_app`], timed and reported through `log`; `None` when the app is gone.
 async fn reconcile_logged(
-    cluster: &Cluster,
+    cluster: &Arc<Cluster>,
     run: &RunOptions,
     key: &AppKey,
     trigger: Trigger,

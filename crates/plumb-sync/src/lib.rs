@@ -78,6 +78,7 @@ pub mod plan;
 pub mod policy;
 pub mod request;
 pub mod scope;
+pub mod shard;
 pub mod status;
 pub mod webhook;
 

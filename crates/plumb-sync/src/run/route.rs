@@ -184,7 +184,14 @@ pub(super) async fn connect(
         });
     };
     match destinations.connect(cluster).await {
-        Ok(dest) => {
+        Ok(mut dest) => {
+            if let Some(fence) = &opts.fence {
+                dest.api = Arc::new(crate::shard::fenced::Fenced {
+                    inner: dest.api,
+                    fence: fence.clone(),
+                    epoch: None,
+                });
+            }
             let mut run = opts.clone();
             run.cache = dest.cache.clone().map(super::CacheHandle);
             Ok(Target {

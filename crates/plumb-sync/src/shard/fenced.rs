@@ -1,0 +1,395 @@
+//! [`Fenced`]: a [`ClusterApi`] that writes only while this replica may act for an app.
+//!
+//! Reads pass through. Every write (create, replace, patch, delete, apply; not a dry run)
+//! is refused while the replica's [`Fence`] says it may not act (its Lease not renewed within
+//! the renew deadline). A write to the Application itself (its status, its operation) also
+//! re-reads the Application, checks that `status.controller` still names this replica with
+//! the epoch it claimed, and pins the write to the resourceVersion it checked: when another
+//! replica took the app meanwhile, the write fails (`409`, "fenced") instead of landing.
+
+use super::{Fence, claim_of};
+use futures::future::BoxFuture;
+use plumb_cluster::{ApiResources, ClusterApi, ClusterError, Deleted, Propagation, ResourceInfo};
+use plumb_core::ResourceKey;
+use serde_json::Value;
+use std::sync::Arc;
+
+/// How many times an Application write is tried again when the Application changed between
+/// the check and the write (and still names this replica).
+const CAS_TRIES: usize = 5;
+
+/// `inner`, fenced.
+pub struct Fenced {
+    pub inner: Arc<dyn ClusterApi>,
+    pub fence: Arc<Fence>,
+    /// The epoch this replica's claim on the app has (`None`: no Application is written
+    /// through this one, a destination's connection).
+    pub epoch: Option<u64>,
+}
+
+/// The error of a write refused by the fence.
+pub fn fenced(what: String) -> ClusterError {
+    ClusterError::Api {
+        code: 409,
+        message: format!("fenced: {what}"),
+    }
+}
+
+impl Fenced {
+    fn check(&self) -> Result<(), ClusterError> {
+        if self.fence.acting() {
+            Ok(())
+        } else {
+            Err(fenced(format!(
+                "{} has not renewed its Lease within its renew deadline: it writes nothing until it does",
+                self.fence.me
+            )))
+        }
+    }
+
+    /// A merge patch of the Application `namespace/name`, pinned to a resourceVersion at
+    /// which it still names this replica and epoch.
+    async fn patch_app(
+        &self,
+        namespace: &str,
+        name: &str,
+        patch: &Value,
+        status: bool,
+    ) -> Result<Value, ClusterError> {
+        self.check()?;
+        let Some(epoch) = self.epoch else {
+            return Err(fenced(format!(
+                "Application {namespace}/{name} written without a claim"
+            )));
+        };
+        let pinned_by_caller = patch.pointer("/metadata/resourceVersion").is_some();
+        let mut last = None;
+        for _ in 0..CAS_TRIES {
+            let current = self
+                .inner
+                .get_application(namespace, name)
+                .await?
+                .ok_or_else(|| ClusterError::Api {
+                    code: 404,
+                    message: format!("Application {namespace}/{name} not found"),
+                })?;
+            match claim_of(&current) {
+                Some((owner, e)) if owner == self.fence.me && e == epoch => {}
+                other => {
+                    return Err(fenced(format!(
+                        "Application {namespace}/{name} is owned by {} (epoch {}), not {} (epoch {epoch})",
+                        other.as_ref().map_or("nobody", |o| o.0.as_str()),
+                        other.as_ref().map_or(0, |o| o.1),
+                        self.fence.me
+                    )));
+                }
+            }
+            let mut p = patch.clone();
+            if !pinned_by_caller && let Some(m) = p.as_object_mut() {
+                let rv = current
+                    .pointer("/metadata/resourceVersion")
+                    .cloned()
+                    .unwrap_or(Value::Null);
+                let meta = m
+                    .entry("metadata")
+                    .or_insert_with(|| Value::Object(Default::default()));
+                if let Some(meta) = meta.as_object_mut() {
+                    meta.insert("resourceVersion".into(), rv);
+                }
+            }
+            self.check()?;
+            let sent = if status {
+                self.inner
+                    .patch_application_status(namespace, name, &p)
+                    .await
+            } else {
+                self.inner.patch_application(namespace, name, &p).await
+            };
+            match sent {
+                // Changed since the check (and the caller did not pin it): check again.
+                Err(ClusterError::Api { code: 409, .. }) if !pinned_by_caller => {
+                    last = Some(sent);
+                    continue;
+                }
+                other => return other,
+            }
+        }
+        last.unwrap_or_else(|| Err(fenced(format!("Application {namespace}/{name}: no write"))))
+    }
+}
+
+impl ClusterApi for Fenced {
+    fn api_resources(&self) -> BoxFuture<'_, Result<Arc<ApiResources>, ClusterError>> {
+        self.inner.api_resources()
+    }
+
+    fn resource_for<'a>(
+        &'a self,
+        group: &'a str,
+        kind: &'a str,
+    ) -> BoxFuture<'a, Result<ResourceInfo, ClusterError>> {
+        self.inner.resource_for(group, kind)
+    }
+
+    fn scopes<'a>(
+        &'a self,
+        kinds: std::collections::BTreeSet<plumb_core::GroupKind>,
+    ) -> BoxFuture<'a, Result<std::collections::BTreeMap<plumb_core::GroupKind, bool>, ClusterError>>
+    {
+        self.inner.scopes(kinds)
+    }
+
+    fn live_for<'a>(
+        &'a self,
+        desired: &'a [Value],
+        app: Option<&'a str>,
+        tracking_label: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<Value>, ClusterError>> {
+        self.inner.live_for(desired, app, tracking_label)
+    }
+
+    fn get_object<'a>(
+        &'a self,
+        group: &'a str,
+        kind: &'a str,
+        namespace: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Value>, ClusterError>> {
+        self.inner.get_object(group, kind, namespace, name)
+    }
+
+    fn list_labelled<'a>(
+        &'a self,
+        group: &'a str,
+        kind: &'a str,
+        namespace: &'a str,
+        label: (&'a str, &'a str),
+    ) -> BoxFuture<'a, Result<Vec<Value>, ClusterError>> {
+        self.inner.list_labelled(group, kind, namespace, label)
+    }
+
+    fn namespace_objects<'a>(
+        &'a self,
+        namespace: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<Value>, ClusterError>> {
+        self.inner.namespace_objects(namespace)
+    }
+
+    fn get_object_as<'a>(
+        &'a self,
+        obj: &'a Value,
+    ) -> BoxFuture<'a, Result<Option<Value>, ClusterError>> {
+        self.inner.get_object_as(obj)
+    }
+
+    fn create_object<'a>(
+        &'a self,
+        obj: &'a Value,
+        field_manager: &'a str,
+    ) -> BoxFuture<'a, Result<Value, ClusterError>> {
+        Box::pin(async move {
+            self.check()?;
+            self.inner.create_object(obj, field_manager).await
+        })
+    }
+
+    fn replace_object<'a>(
+        &'a self,
+        obj: &'a Value,
+        field_manager: &'a str,
+    ) -> BoxFuture<'a, Result<Value, ClusterError>> {
+        Box::pin(async move {
+            self.check()?;
+            self.inner.replace_object(obj, field_manager).await
+        })
+    }
+
+    fn merge_patch_object<'a>(
+        &'a self,
+        obj: &'a Value,
+        patch: &'a Value,
+        field_manager: &'a str,
+    ) -> BoxFuture<'a, Result<Value, ClusterError>> {
+        Box::pin(async move {
+            self.check()?;
+            self.inner
+                .merge_patch_object(obj, patch, field_manager)
+                .await
+        })
+    }
+
+    fn delete_object<'a>(
+        &'a self,
+        key: &'a ResourceKey,
+        propagation: Propagation,
+    ) -> BoxFuture<'a, Result<Deleted, ClusterError>> {
+        Box::pin(async move {
+            self.check()?;
+            self.inner.delete_object(key, propagation).await
+        })
+    }
+
+    fn apply_validating<'a>(
+        &'a self,
+        objects: Vec<(Value, bool)>,
+        field_manager: &'a str,
+        force: bool,
+        dry_run: bool,
+    ) -> BoxFuture<'a, Vec<Result<Value, ClusterError>>> {
+        Box::pin(async move {
+            if !dry_run && let Err(e) = self.check() {
+                let message = e.to_string();
+                return objects
+                    .iter()
+                    .map(|_| Err(fenced(message.clone())))
+                    .collect();
+            }
+            self.inner
+                .apply_validating(objects, field_manager, force, dry_run)
+                .await
+        })
+    }
+
+    fn ensure_namespace<'a>(
+        &'a self,
+        name: &'a str,
+        field_manager: &'a str,
+    ) -> BoxFuture<'a, Result<bool, ClusterError>> {
+        Box::pin(async move {
+            self.check()?;
+            self.inner.ensure_namespace(name, field_manager).await
+        })
+    }
+
+    fn get_application<'a>(
+        &'a self,
+        namespace: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Value>, ClusterError>> {
+        self.inner.get_application(namespace, name)
+    }
+
+    fn patch_application<'a>(
+        &'a self,
+        namespace: &'a str,
+        name: &'a str,
+        patch: &'a Value,
+    ) -> BoxFuture<'a, Result<Value, ClusterError>> {
+        Box::pin(self.patch_app(namespace, name, patch, false))
+    }
+
+    fn patch_application_status<'a>(
+        &'a self,
+        namespace: &'a str,
+        name: &'a str,
+        patch: &'a Value,
+    ) -> BoxFuture<'a, Result<Value, ClusterError>> {
+        Box::pin(self.patch_app(namespace, name, patch, true))
+    }
+
+    fn server_version(&self) -> String {
+        self.inner.server_version()
+    }
+
+    fn app_group(&self) -> &'static str {
+        self.inner.app_group()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shard::claim_patch;
+    use futures::executor::block_on;
+    use plumb_cluster::memory::MemoryCluster;
+    use serde_json::json;
+    use std::time::{Duration, Instant, SystemTime};
+
+    fn acting(me: &str) -> Arc<Fence> {
+        let f = Fence::new(me.into());
+        f.renewed(Instant::now(), Duration::from_secs(600));
+        f
+    }
+
+    fn claim(cluster: &MemoryCluster, me: &str) -> u64 {
+        let app = block_on(cluster.get_application("apps", "a"))
+            .expect("get")
+            .expect("the app");
+        let (patch, epoch) = claim_patch(&app, me, SystemTime::now()).expect("a claim");
+        block_on(cluster.patch_application_status("apps", "a", &patch)).expect("claimed");
+        epoch
+    }
+
+    #[test]
+    fn a_replica_that_lost_its_app_writes_nothing_to_it() {
+        let cluster = MemoryCluster::new();
+        cluster
+            .put(
+                json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "Application",
+                "metadata": {"name": "a", "namespace": "apps"}, "spec": {}}),
+            )
+            .expect("app");
+        let (fa, fb) = (acting("a"), acting("b"));
+        let ea = claim(&cluster, "a");
+        let cluster = Arc::new(cluster);
+        let as_a = Fenced {
+            inner: cluster.clone(),
+            fence: fa,
+            epoch: Some(ea),
+        };
+        let progress = json!({"status": {"operationState": {"phase": "Running"}}});
+        block_on(as_a.patch_application_status("apps", "a", &progress)).expect("a writes");
+        // b takes the app over (epoch 2): a's next write fails, b's lands.
+        let eb = claim(&cluster, "b");
+        assert_eq!((ea, eb), (1, 2));
+        let late = json!({"status": {"operationState": {"phase": "Succeeded"}}});
+        let err = block_on(as_a.patch_application_status("apps", "a", &late)).unwrap_err();
+        assert!(err.to_string().contains("owned by b (epoch 2)"), "{err}");
+        let as_b = Fenced {
+            inner: cluster.clone(),
+            fence: fb,
+            epoch: Some(eb),
+        };
+        block_on(as_b.patch_application_status("apps", "a", &late)).expect("b writes");
+        // a that claims again has a new epoch: a write of its old claim still fails.
+        let ea2 = claim(&cluster, "a");
+        assert_eq!(ea2, 3);
+        assert!(
+            block_on(as_a.patch_application("apps", "a", &json!({"operation": null}))).is_err()
+        );
+    }
+
+    #[test]
+    fn a_replica_past_its_renew_deadline_writes_nothing_but_dry_runs() {
+        let cluster = MemoryCluster::new();
+        cluster
+            .put(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "n"}}))
+            .expect("namespace");
+        let f = Fence::new("a".into());
+        f.renewed(
+            Instant::now() - Duration::from_secs(10),
+            Duration::from_secs(5),
+        );
+        let cluster = Arc::new(cluster);
+        let fenced_api = Fenced {
+            inner: cluster.clone(),
+            fence: f,
+            epoch: None,
+        };
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c", "namespace": "n"}, "data": {"k": "v"}});
+        let applied = block_on(fenced_api.apply(vec![cm.clone()], "plumb", true));
+        assert!(
+            applied[0]
+                .as_ref()
+                .is_err_and(|e| e.to_string().contains("fenced"))
+        );
+        let dry = block_on(fenced_api.dry_run_apply(vec![cm], "plumb", true));
+        assert!(dry[0].is_ok(), "{dry:?}");
+        assert!(
+            block_on(cluster.get_object("", "ConfigMap", "n", "c"))
+                .expect("get")
+                .is_none()
+        );
+    }
+}
