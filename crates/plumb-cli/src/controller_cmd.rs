@@ -485,6 +485,56 @@ async fn members(cluster: &plumb_cluster::Cluster, ns: &str) -> Result<Vec<Strin
     Ok(plumb_sync::shard::live_members(&leases, SystemTime::now()))
 }
 
+/// The ApplicationSet controller while this replica leads (`leading`), until `stop`: started
+/// when it comes to lead, stopped when it stops leading, started again if it leads again.
+/// Pushes from the webhook are passed on to the one running.
+async fn serve_appsets(
+    cluster: Arc<plumb_cluster::Cluster>,
+    cache: plumb_cluster::LiveCache,
+    opts: plumb_sync::controller::appsets::AppSetOptions,
+    mut pushed: tokio::sync::mpsc::UnboundedReceiver<Vec<plumb_sync::controller::appsets::Key>>,
+    mut leading: tokio::sync::watch::Receiver<bool>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    loop {
+        while !*leading.borrow_and_update() {
+            tokio::select! {
+                r = leading.changed() => if r.is_err() { return },
+                _ = stop.changed() => if *stop.borrow() { return },
+            }
+        }
+        let sets = plumb_sync::controller::appsets::AppSets::new(
+            cluster.clone(),
+            cache.clone(),
+            opts.clone(),
+        );
+        let (forward, forwarded) = tokio::sync::mpsc::unbounded_channel();
+        let (end, ended) = tokio::sync::watch::channel(false);
+        let run = sets.run(Arc::new(log_line), forwarded, ended);
+        tokio::pin!(run);
+        loop {
+            tokio::select! {
+                _ = &mut run => return,
+                Some(keys) = pushed.recv() => { let _ = forward.send(keys); }
+                r = leading.changed() => {
+                    if r.is_err() || !*leading.borrow() {
+                        let _ = end.send(true);
+                        (&mut run).await;
+                        break;
+                    }
+                }
+                _ = stop.changed() => {
+                    if *stop.borrow() {
+                        let _ = end.send(true);
+                        (&mut run).await;
+                        return;
+                    }
+                }
+            }
+        }
+    }
+}
+
 pub fn run(mut args: ControllerArgs) -> Result<u8> {
     let application_namespaces = plumb_core::glob::NamespaceList::new(&args.application_namespaces)
         .map_err(|e| anyhow!("--application-namespaces: {e}"))?;
@@ -731,9 +781,10 @@ async fn run_async(
     // Keep the Lease while running; stop on losing it or on SIGTERM / Ctrl-C.
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let lost = Arc::new(std::sync::Mutex::new(None::<String>));
-    // Leading: the ApplicationSets are served by the leader alone (sharded or not); a leader
-    // that loses its Lease stops. A sharded replica not leading yet keeps trying.
-    let (lead_tx, lead_rx) = tokio::sync::oneshot::channel::<()>();
+    // Leading: the ApplicationSets are served by the leader alone (sharded or not). An
+    // unsharded leader that loses its Lease stops; a sharded replica only stops serving the
+    // ApplicationSets (its apps are its shard's) and may lead again later.
+    let (lead_tx, lead_rx) = tokio::sync::watch::channel(shard.is_none());
     let renewal = {
         let (cluster, ns, me, lost) = (
             cluster.clone(),
@@ -744,14 +795,9 @@ async fn run_async(
         let duration = args.lease_duration;
         let stop_tx = stop_tx.clone();
         let metrics = metrics.clone();
-        let mut leading = shard.is_none();
-        let mut lead_tx = if leading {
-            let _ = lead_tx.send(());
-            None
-        } else {
-            Some(lead_tx)
-        };
+        let sharded = shard.is_some();
         tokio::spawn(async move {
+            let mut leading = !sharded;
             loop {
                 if leading {
                     tokio::time::sleep(renew_every).await;
@@ -761,9 +807,13 @@ async fn run_async(
                         leading = true;
                         metrics.set_ready(true);
                         log_line(json!({"leader": me, "applicationSets": true}));
-                        if let Some(tx) = lead_tx.take() {
-                            let _ = tx.send(());
-                        }
+                        let _ = lead_tx.send(true);
+                    }
+                    Ok(Leadership::Follower(holder)) if leading && sharded => {
+                        leading = false;
+                        metrics.set_ready(false);
+                        log_line(json!({"leader": holder, "me": me, "applicationSets": false}));
+                        let _ = lead_tx.send(false);
                     }
                     Ok(Leadership::Follower(holder)) if leading => {
                         if let Ok(mut l) = lost.lock() {
@@ -781,32 +831,63 @@ async fn run_async(
         })
     };
     // Sharded by Lease: the member Lease renewed, the members read, every third of its
-    // duration; acting stops at the renew deadline after the last renewal that succeeded.
+    // duration; acting stops at the renew deadline after the last renewal that succeeded. On a
+    // thread and a connection of its own, so that reconciles keeping the runtime busy never
+    // delay a renewal.
+    let leaving = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let membership = match (&shard, &fence) {
         (Some(view), Some(fence)) if !view.is_static() => {
-            let (cluster, ns, view, fence) = (
-                cluster.clone(),
+            let (ns, view, fence, leaving) = (
                 args.lease_namespace.clone(),
                 view.clone(),
                 fence.clone(),
+                leaving.clone(),
             );
+            let own_args = ClusterArgs {
+                cluster: true,
+                context: args.cluster.context.clone(),
+                kubeconfig: args.cluster.kubeconfig.clone(),
+                api_group: args.cluster.api_group.clone(),
+            };
             let duration = args.lease_duration;
-            Some(tokio::spawn(async move {
-                loop {
-                    tokio::time::sleep(renew_every).await;
-                    let t0 = std::time::Instant::now();
-                    let renewed = renew_member(&cluster, &ns, &fence.me, duration, &fence.me).await;
-                    match renewed {
-                        Ok(()) => fence.renewed(t0, renew_deadline),
-                        Err(e) => log_line(json!({"shard": fence.me, "renew": e.to_string()})),
+            Some(std::thread::spawn(move || {
+                let own = match connect(&own_args) {
+                    Ok(c) => c,
+                    Err(e) => {
+                        // Without renewals the fence lapses: this replica stops acting.
+                        log_line(json!({"shard": fence.me, "renew": e.to_string()}));
+                        return;
                     }
-                    match members(&cluster, &ns).await {
-                        Ok(m) => {
-                            view.set_members(m);
+                };
+                let Connected { rt, cluster: own } = own;
+                rt.block_on(async move {
+                    while !leaving.load(std::sync::atomic::Ordering::Relaxed) {
+                        tokio::time::sleep(renew_every).await;
+                        if leaving.load(std::sync::atomic::Ordering::Relaxed) {
+                            return;
                         }
-                        Err(e) => log_line(json!({"shard": fence.me, "members": e.to_string()})),
+                        let t0 = std::time::Instant::now();
+                        let lapsed = !fence.acting();
+                        let renewed = renew_member(&own, &ns, &fence.me, duration, &fence.me).await;
+                        match &renewed {
+                            Ok(()) => fence.renewed(t0, renew_deadline),
+                            Err(e) => log_line(json!({"shard": fence.me, "renew": e.to_string()})),
+                        }
+                        match members(&own, &ns).await {
+                            // Back after a lapse: every app is looked at again, its own
+                            // claimed back.
+                            Ok(m) => {
+                                if !view.set_members(m) && lapsed && renewed.is_ok() {
+                                    log_line(json!({"shard": fence.me, "rejoined": true}));
+                                    view.rejoined();
+                                }
+                            }
+                            Err(e) => {
+                                log_line(json!({"shard": fence.me, "members": e.to_string()}))
+                            }
+                        }
                     }
-                }
+                })
             }))
         }
         _ => None,
@@ -838,26 +919,22 @@ async fn run_async(
                 "Argo CD's ApplicationSet controller runs ({found}); scale it to zero for plumb to serve them")}));
             tokio::spawn(async {})
         }
-        None => {
-            let sets = plumb_sync::controller::appsets::AppSets::new(
-                cluster.clone(),
-                controller.cache().clone(),
-                appset_opts,
-            );
-            let stop = stop_rx.clone();
-            tokio::spawn(async move {
-                if lead_rx.await.is_ok() {
-                    sets.run(Arc::new(log_line), appset_pushed, stop).await;
-                }
-            })
-        }
+        None => tokio::spawn(serve_appsets(
+            cluster.clone(),
+            controller.cache().clone(),
+            appset_opts,
+            appset_pushed,
+            lead_rx,
+            stop_rx.clone(),
+        )),
     };
     controller.run(events.clone(), stop_rx).await;
     appsets.abort();
     renewal.abort();
     signals.abort();
+    leaving.store(true, std::sync::atomic::Ordering::Relaxed);
     if let Some(m) = membership {
-        m.abort();
+        let _ = tokio::task::spawn_blocking(move || m.join()).await;
     }
     // A member leaving hands its apps over at once (its Lease released), not after expiry.
     if let (Some(view), Some(fence)) = (&shard, &fence)

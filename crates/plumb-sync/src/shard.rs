@@ -156,6 +156,13 @@ impl ShardView {
         })
     }
 
+    /// Tells the controller to look at every app again though the members seem the same:
+    /// this replica's Lease lapsed (it was paused or cut off), so the others may have taken
+    /// its apps meanwhile, and it must claim back what is its own.
+    pub fn rejoined(&self) {
+        self.members.send_modify(|_| {});
+    }
+
     /// The owner of an app, among the current members.
     pub fn owner_of(&self, key: &AppKey) -> Option<String> {
         owner(&self.members.borrow(), &key.0, &key.1).map(str::to_string)

@@ -395,3 +395,56 @@ async fn argocd_mode_manifest_passes_a_server_side_dry_run() {
         Err(e) => panic!("kubectl: {e}"),
     }
 }
+
+/// `deploy/sharded/` (the controller sharded across replicas): a StatefulSet of 3 replicas,
+/// each with `--shards=auto` and its pod name as member id, the CRDs and RBAC of `deploy/`
+/// (Lease rights included), accepted by a server-side dry run of `kubectl apply -k`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sharded_manifest_passes_a_server_side_dry_run() {
+    let statefulset = deploy_objects("sharded/install.yaml")
+        .into_iter()
+        .find(|o| o["kind"] == "StatefulSet")
+        .expect("the StatefulSet");
+    assert_eq!(statefulset["spec"]["replicas"], 3);
+    let args = &statefulset["spec"]["template"]["spec"]["containers"][0]["args"];
+    for want in ["--shards=auto", "--shard-id=$(POD_NAME)"] {
+        assert!(
+            args.as_array().is_some_and(|a| a.iter().any(|x| x == want)),
+            "{want}: {args}"
+        );
+    }
+    let Some(cluster) = testbed("sharded_manifest_dry_run").await else {
+        return;
+    };
+    install_crd(&cluster).await;
+    apply(&cluster, deploy_objects("rbac.yaml")).await;
+    for verb in ["get", "list", "create", "update"] {
+        assert!(
+            allowed(&cluster, verb, "coordination.k8s.io", "leases", "").await,
+            "the controller may not {verb} Leases"
+        );
+    }
+    let kubeconfig = std::env::var("KUBECONFIG").expect("KUBECONFIG");
+    match std::process::Command::new("kubectl")
+        .args([
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "--dry-run=server",
+            "-k",
+        ])
+        .arg(common::deploy_dir().join("sharded"))
+        .env("KUBECONFIG", kubeconfig)
+        .output()
+    {
+        Ok(out) => assert!(
+            out.status.success(),
+            "kubectl apply -k deploy/sharded --dry-run=server: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ),
+        Err(e) if std::env::var("REQUIRE_KUBECTL").as_deref() != Ok("1") => {
+            eprintln!("SKIP kubectl dry run: {e}")
+        }
+        Err(e) => panic!("kubectl: {e}"),
+    }
+}

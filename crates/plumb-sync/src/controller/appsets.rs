@@ -78,7 +78,7 @@ pub struct AppSetOptions {
 }
 
 /// One ApplicationSet: namespace and name.
-type Key = (String, String);
+pub type Key = (String, String);
 
 /// A git repository at a revision, opened once per generation (blocking; used on a
 /// blocking thread). Also what `plumb appset generate` reads repositories with.

@@ -1,0 +1,301 @@
+//! Sharding on the test bed, with real processes in real time: three `plumb controller
+//! --shards auto` replicas share the Applications of one namespace.
+//!
+//! - Every app is synced by exactly one replica (the replicas' JSON logs are the witness: one
+//!   `"synced": true` line per app across the three), which records itself in
+//!   `status.controller`, and the apps are spread evenly.
+//! - SIGKILL one: its apps are taken over (claimed by the others, a new epoch) and every app
+//!   stays synced with one history entry: an interrupted operation was resumed, not run again.
+//! - Start it again: only its apps move back (about a third).
+//! - SIGSTOP one past its Lease, then SIGCONT: the others took its apps, and nothing it did
+//!   after waking landed twice (each app still has one history entry, all Synced).
+//!
+//! Skipped without the test bed (`testbed/up.sh`), unless `REQUIRE_K8S_TESTBED=1`.
+
+mod common;
+#[path = "common/testbed.rs"]
+mod fixture;
+#[path = "../../plumb-cluster/tests/support/mod.rs"]
+mod support;
+
+use fixture::{AppBed, Controller};
+use plumb_cluster::Cluster;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+use support::{apply, testbed, wait_until};
+
+/// Apps in the test (the figure).
+const APPS: usize = 300;
+/// Seconds a member Lease lasts (renewed every 2 s, acting stops 4 s after the last
+/// renewal): long enough that a busy 2-core machine renews in time.
+const LEASE: &str = "6";
+
+/// A replica `id` serving the Applications of the bed's namespace (its Leases there too),
+/// refreshing every hour (only watches and membership changes make it act); its stderr (JSON
+/// log lines) to `<dir>/<id>.log`.
+fn replica(bed: &AppBed, id: &str) -> (Controller, PathBuf) {
+    let log = bed.dir.join(format!("{id}.log"));
+    let file = std::fs::File::create(&log).expect("log file");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_plumb"))
+        .args(["controller", "--app-namespace", &bed.apps_ns])
+        .args(["--lease-namespace", &bed.apps_ns, "--lease-duration", LEASE])
+        .args(["--interval", "3600", "--jitter", "0"])
+        .args(["--shards", "auto", "--shard-id", id])
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::from(file))
+        .spawn()
+        .expect("plumb controller starts");
+    (Controller(child), log)
+}
+
+/// Each app's `(owner, epoch)`, sync status and history length, by name.
+async fn states(cluster: &Cluster, ns: &str) -> BTreeMap<String, (String, u64, String, usize)> {
+    cluster
+        .list_applications(Some(ns))
+        .await
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|a| {
+            let name = a.pointer("/metadata/name")?.as_str()?.to_string();
+            let owner = a
+                .pointer("/status/controller/owner")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            let epoch = a
+                .pointer("/status/controller/epoch")
+                .and_then(Value::as_u64)
+                .unwrap_or(0);
+            let sync = a
+                .pointer("/status/sync/status")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            let history = a
+                .pointer("/status/history")
+                .and_then(Value::as_array)
+                .map_or(0, Vec::len);
+            Some((name, (owner, epoch, sync, history)))
+        })
+        .collect()
+}
+
+/// The apps each log says its replica synced (`"synced": true` lines), by app name.
+fn synced_in(log: &Path) -> Vec<String> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["synced"] == true)
+        .filter_map(|v| {
+            v["app"]
+                .as_str()
+                .and_then(|a| a.rsplit('/').next())
+                .map(str::to_string)
+        })
+        .collect()
+}
+
+/// Waits until all `n` apps are Synced, each owned by one of `owners`, as rendezvous hashing
+/// over `owners` says.
+async fn converged(cluster: &Cluster, ns: &str, owners: &[&str], n: usize) {
+    let members: Vec<String> = owners.iter().map(|s| s.to_string()).collect();
+    wait_until(
+        &format!("{n} apps Synced and owned as hashing over {owners:?} says"),
+        || async {
+            let s = states(cluster, ns).await;
+            (s.len() == n
+                && s.iter().all(|(name, (owner, _, sync, _))| {
+                    sync == "Synced"
+                        && plumb_sync::shard::owner(&members, ns, name) == Some(owner.as_str())
+                }))
+            .then_some(())
+        },
+    )
+    .await;
+}
+
+fn signal(c: &Controller, sig: &str) {
+    let ok = std::process::Command::new("kill")
+        .args([sig, &c.0.id().to_string()])
+        .status()
+        .expect("kill runs")
+        .success();
+    assert!(ok, "kill {sig}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_replicas_share_and_hand_over_their_apps() {
+    let Some(cluster) = testbed("three_replicas_share_and_hand_over_their_apps").await else {
+        return;
+    };
+    let bed = AppBed::new(&cluster, "shard", json!({})).await;
+    // One repository, one directory (one ConfigMap) per app.
+    let repo = bed.dir.join("repo");
+    for i in 0..APPS {
+        fixture::write_json(
+            &repo.join(format!("apps/a{i:03}")),
+            "cm.json",
+            &json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": format!("cm-{i:03}")}, "data": {"i": i.to_string()}}),
+        );
+    }
+    for args in [
+        &["init", "-q"][..],
+        &["add", "-A"],
+        &["commit", "-q", "-m", "apps"],
+    ] {
+        common::git(&repo, args);
+    }
+    let ids = ["s0", "s1", "s2"];
+    let mut replicas: BTreeMap<&str, (Controller, PathBuf)> =
+        ids.iter().map(|id| (*id, replica(&bed, id))).collect();
+    // The members settled (each replica has seen the three) before the apps come.
+    wait_until("each replica seeing three members", || async {
+        replicas
+            .values()
+            .all(|(_, log)| {
+                std::fs::read_to_string(log)
+                    .unwrap_or_default()
+                    .lines()
+                    .any(|l| {
+                        serde_json::from_str::<Value>(l)
+                            .ok()
+                            .and_then(|v| v["members"].as_array().map(Vec::len))
+                            == Some(3)
+                    })
+            })
+            .then_some(())
+    })
+    .await;
+    let apps: Vec<Value> = (0..APPS)
+        .map(|i| {
+            json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "Application",
+                "metadata": {"name": format!("a{i:03}"), "namespace": bed.apps_ns},
+                "spec": {"project": "default",
+                    "source": {"repoURL": format!("file://{}", repo.display()),
+                               "path": format!("apps/a{i:03}"), "targetRevision": "HEAD"},
+                    "destination": {"server": "https://kubernetes.default.svc",
+                                    "namespace": bed.dest},
+                    "syncPolicy": {"automated": {}}}})
+        })
+        .collect();
+    apply(&cluster, apps).await;
+    let ns = bed.apps_ns.clone();
+    converged(&cluster, &ns, &ids, APPS).await;
+
+    // Each app synced once, by the replica that owns it; the shares even.
+    let mut synced_by: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+    for (id, (_, log)) in &replicas {
+        for app in synced_in(log) {
+            synced_by.entry(app).or_default().push(id);
+        }
+    }
+    let state = states(&cluster, &ns).await;
+    for (name, (owner, epoch, _, history)) in &state {
+        // One sync, by one replica (usually the owner; on a busy machine a late renewal can
+        // move an app between its sync and now, never sync it twice).
+        assert_eq!(
+            synced_by.get(name).map(Vec::len),
+            Some(1),
+            "{name}: synced by {:?}, owned by {owner}",
+            synced_by.get(name)
+        );
+        // Replicas starting a moment apart see the members grow: an app may have changed
+        // owner before its first sync (a higher epoch), never been synced twice.
+        assert!(
+            *epoch >= 1 && *history == 1,
+            "{name}: epoch {epoch}, {history} syncs"
+        );
+    }
+    for id in ids {
+        let n = state.values().filter(|s| s.0 == id).count();
+        assert!(
+            (n as f64 / APPS as f64 - 1.0 / 3.0).abs() < 0.1,
+            "{id} owns {n} of {APPS}"
+        );
+    }
+
+    // SIGKILL s1: the others claim its apps.
+    let s1_apps: Vec<String> = state
+        .iter()
+        .filter(|(_, s)| s.0 == "s1")
+        .map(|(n, _)| n.clone())
+        .collect();
+    let killed = Instant::now();
+    drop(replicas.remove("s1"));
+    converged(&cluster, &ns, &["s0", "s2"], APPS).await;
+    println!(
+        "takeover of {} apps after SIGKILL: {:.1} s (Lease {LEASE} s)",
+        s1_apps.len(),
+        killed.elapsed().as_secs_f64()
+    );
+    let after = states(&cluster, &ns).await;
+    for name in &s1_apps {
+        let (owner, epoch, sync, history) = &after[name];
+        assert!(
+            owner != "s1" && *epoch == state[name].1 + 1,
+            "{name}: {owner} epoch {epoch}"
+        );
+        assert_eq!((sync.as_str(), *history), ("Synced", 1), "{name}");
+    }
+
+    // s1 comes back: only the apps hashing gives it move (about a third, never more than a
+    // third plus 5%).
+    replicas.insert("s1", replica(&bed, "s1"));
+    converged(&cluster, &ns, &ids, APPS).await;
+    let back = states(&cluster, &ns).await;
+    let moved = back.iter().filter(|(n, s)| s.0 != after[*n].0).count();
+    assert!(
+        moved as f64 <= APPS as f64 * (1.0 / 3.0 + 0.05),
+        "{moved} of {APPS} apps moved when s1 came back"
+    );
+    for (name, s) in &back {
+        assert!(s.0 != "s1" || s.1 > after[name].1, "{name}: {s:?}");
+    }
+
+    // SIGSTOP s2 past its Lease: s0 and s1 take its apps; SIGCONT: it renews, takes its
+    // share back with a new epoch, and nothing was applied twice.
+    let s2 = &replicas["s2"].0;
+    signal(s2, "-STOP");
+    let stopped = Instant::now();
+    converged(&cluster, &ns, &["s0", "s1"], APPS).await;
+    println!(
+        "takeover after SIGSTOP: {:.1} s",
+        stopped.elapsed().as_secs_f64()
+    );
+    signal(s2, "-CONT");
+    converged(&cluster, &ns, &ids, APPS).await;
+    let last = states(&cluster, &ns).await;
+    for (name, (_, _, sync, history)) in &last {
+        assert_eq!((sync.as_str(), *history), ("Synced", 1), "{name}");
+    }
+    // The ConfigMaps: one per app, each applied by one sync.
+    let cms = cluster
+        .list_live(
+            &[plumb_core::GroupKind {
+                group: String::new(),
+                kind: "ConfigMap".into(),
+            }],
+            Some(&[bed.dest.clone()]),
+            None,
+        )
+        .await
+        .expect("ConfigMaps");
+    assert_eq!(
+        cms.iter()
+            .filter(|c| c
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .is_some_and(|n| n.starts_with("cm-")))
+            .count(),
+        APPS
+    );
+    for (_, (c, _)) in replicas.iter_mut() {
+        assert!(c.alive(), "a replica exited");
+    }
+}
