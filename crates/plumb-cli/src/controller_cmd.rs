@@ -641,10 +641,10 @@ async fn run_async(
     };
     // Sharded: this replica's view of the members and its fence. A member Lease is taken
     // before anything else (a missing permission is named now, not at the first renewal).
-    let shard = sharding.map(plumb_sync::shard::ShardView::new);
+    let shard = sharding.map(plumb_sync::controller::shard::ShardView::new);
     let fence = shard
         .as_ref()
-        .map(|v| plumb_sync::shard::Fence::new(v.me()));
+        .map(|v| plumb_sync::controller::shard::Fence::new(v.me()));
     // Acting stops this long after the last renewal: before the Lease could expire.
     let renew_deadline = Duration::from_secs((args.lease_duration * 2 / 3).max(1));
     if let (Some(view), Some(fence)) = (&shard, &fence) {

@@ -281,7 +281,7 @@ async fn three_replicas_share_and_hand_over_their_apps() {
                 group: String::new(),
                 kind: "ConfigMap".into(),
             }],
-            Some(&[bed.dest.clone()]),
+            Some(std::slice::from_ref(&bed.dest)),
             None,
         )
         .await

@@ -36,6 +36,7 @@
 
 pub mod appsets;
 mod push;
+pub mod shard;
 pub use push::PushRefresher;
 
 use crate::auto::Decision;
@@ -85,7 +86,7 @@ pub struct ControllerOptions {
     pub loops: crate::loops::LoopOptions,
     /// Sharding ([`crate::shard`]): only the apps this replica owns are reconciled, each
     /// claimed and written through the fence in `run.fence`. `None`: every app.
-    pub shard: Option<Arc<crate::shard::ShardView>>,
+    pub shard: Option<Arc<shard::ShardView>>,
 }
 
 impl ControllerOptions {
@@ -857,7 +858,7 @@ fn app_key(app: &Value) -> Option<AppKey> {
 
 /// Reads the Application fresh and reconciles it; `None` when it is gone. Sharded (a fence in
 /// `run`): the app is claimed first when another replica's (or nobody's) record is on it, and
-/// every write of the reconcile goes through [`crate::shard::fenced::Fenced`] under that claim.
+/// every write of the reconcile goes through [`shard::Fenced`] under that claim.
 async fn reconcile_app(
     cluster: &Arc<Cluster>,
     run: &RunOptions,
@@ -881,7 +882,7 @@ async fn reconcile_app(
             .map(Some);
     };
     if !fence.acting() {
-        return Err(as_error(crate::shard::fenced::fenced(format!(
+        return Err(as_error(shard::fenced(format!(
             "{} has not renewed its Lease within its renew deadline",
             fence.me
         ))));
@@ -897,7 +898,7 @@ async fn reconcile_app(
             epoch
         }
     };
-    let fenced = crate::shard::fenced::Fenced {
+    let fenced = shard::Fenced {
         inner: cluster.clone(),
         fence: fence.clone(),
         epoch: Some(epoch),

@@ -180,9 +180,9 @@ pub struct RunOptions {
     /// kustomize build options for the kustomize binary (Argo CD's `kustomize.buildOptions`;
     /// only `--enable-helm`, [`plumb_render::render::kustomize_build_options`]).
     pub kustomize_build_options: Vec<String>,
-    /// With sharding: this replica's fence ([`crate::shard::Fence`]); writes to a destination
+    /// With sharding: this replica's fence ([`crate::controller::shard::Fence`]); writes to a destination
     /// other than home stop while it may not act. `None`: not sharded.
-    pub fence: Option<std::sync::Arc<crate::shard::Fence>>,
+    pub fence: Option<std::sync::Arc<crate::controller::shard::Fence>>,
 }
 
 /// A [`plumb_cluster::LiveCache`] in [`RunOptions`].

@@ -186,7 +186,7 @@ pub(super) async fn connect(
     match destinations.connect(cluster).await {
         Ok(mut dest) => {
             if let Some(fence) = &opts.fence {
-                dest.api = Arc::new(crate::shard::fenced::Fenced {
+                dest.api = Arc::new(crate::controller::shard::Fenced {
                     inner: dest.api,
                     fence: fence.clone(),
                     epoch: None,

@@ -1,18 +1,157 @@
-//! [`Fenced`]: a [`ClusterApi`] that writes only while this replica may act for an app.
+//! The controller's side of sharding ([`crate::shard`] decides): this replica's view of the
+//! members ([`ShardView`]), its fence ([`Fence`]: whether it may act, by its Lease's last
+//! renewal) and [`Fenced`], the [`ClusterApi`] every write of a sharded reconcile goes through.
 //!
-//! Reads pass through. Every write (create, replace, patch, delete, apply; not a dry run)
-//! is refused while the replica's [`Fence`] says it may not act (its Lease not renewed within
-//! the renew deadline). A write to the Application itself (its status, its operation) also
-//! re-reads the Application, checks that `status.controller` still names this replica with
+//! [`Fenced`]: reads pass through. Every write (create, replace, patch, delete, apply; not a
+//! dry run) is refused while the replica's [`Fence`] says it may not act (its Lease not renewed
+//! within the renew deadline). A write to the Application itself (its status, its operation)
+//! also re-reads the Application, checks that `status.controller` still names this replica with
 //! the epoch it claimed, and pins the write to the resourceVersion it checked: when another
 //! replica took the app meanwhile, the write fails (`409`, "fenced") instead of landing.
 
-use super::{Fence, claim_of};
+use crate::shard::{AppKey, Sharding, claim_of, owner};
 use futures::future::BoxFuture;
 use plumb_cluster::{ApiResources, ClusterApi, ClusterError, Deleted, Propagation, ResourceInfo};
 use plumb_core::ResourceKey;
 use serde_json::Value;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+/// A replica's view of the shards: who the members are, now.
+#[derive(Debug)]
+pub struct ShardView {
+    sharding: Sharding,
+    /// The members, sorted; receivers see each change.
+    members: tokio::sync::watch::Sender<Vec<String>>,
+    /// Reassignments seen (apps whose owner changed with a change of members).
+    reassignments: std::sync::atomic::AtomicU64,
+}
+
+impl ShardView {
+    pub fn new(sharding: Sharding) -> Arc<ShardView> {
+        let members = match &sharding {
+            Sharding::Static { count, .. } => (0..*count).map(|i| i.to_string()).collect(),
+            Sharding::Auto { me } => vec![me.clone()],
+        };
+        Arc::new(ShardView {
+            sharding,
+            members: tokio::sync::watch::Sender::new(members),
+            reassignments: Default::default(),
+        })
+    }
+
+    /// Whether the split is static (`--shard N --shards M`: no member Leases).
+    pub fn is_static(&self) -> bool {
+        matches!(self.sharding, Sharding::Static { .. })
+    }
+
+    /// This replica's member id.
+    pub fn me(&self) -> String {
+        match &self.sharding {
+            Sharding::Static { index, .. } => index.to_string(),
+            Sharding::Auto { me } => me.clone(),
+        }
+    }
+
+    /// The live members, sorted.
+    pub fn members(&self) -> Vec<String> {
+        self.members.borrow().clone()
+    }
+
+    /// The members' changes.
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<Vec<String>> {
+        self.members.subscribe()
+    }
+
+    /// Sets the live members (always including this replica, which is live while it acts);
+    /// whether they changed.
+    pub fn set_members(&self, mut members: Vec<String>) -> bool {
+        let me = self.me();
+        if !members.contains(&me) {
+            members.push(me);
+        }
+        members.sort();
+        members.dedup();
+        self.members.send_if_modified(|m| {
+            if *m == members {
+                return false;
+            }
+            *m = members;
+            true
+        })
+    }
+
+    /// Tells the controller to look at every app again though the members seem the same:
+    /// this replica's Lease lapsed (it was paused or cut off), so the others may have taken
+    /// its apps meanwhile, and it must claim back what is its own.
+    pub fn rejoined(&self) {
+        self.members.send_modify(|_| {});
+    }
+
+    /// The owner of an app, among the current members.
+    pub fn owner_of(&self, key: &AppKey) -> Option<String> {
+        owner(&self.members.borrow(), &key.0, &key.1).map(str::to_string)
+    }
+
+    /// Whether this replica owns the app.
+    pub fn owns(&self, key: &AppKey) -> bool {
+        self.owner_of(key).is_some_and(|o| o == self.me())
+    }
+
+    /// Counts `n` apps that changed owner.
+    pub fn reassigned(&self, n: u64) {
+        self.reassignments
+            .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub fn reassignments(&self) -> u64 {
+        self.reassignments
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// Whether this replica may act: its Lease was renewed recently enough. A replica stops a
+/// margin before its Lease could expire, so it never acts after another may have taken its
+/// apps.
+#[derive(Debug)]
+pub struct Fence {
+    /// The member id written in `status.controller.owner`.
+    pub me: String,
+    until: RwLock<Option<Instant>>,
+}
+
+impl Fence {
+    pub fn new(me: String) -> Arc<Fence> {
+        Arc::new(Fence {
+            me,
+            until: RwLock::new(None),
+        })
+    }
+
+    /// The Lease was renewed at `at` (a time taken before the renewal request was sent);
+    /// acting is allowed until `at + deadline`.
+    pub fn renewed(&self, at: Instant, deadline: Duration) {
+        if let Ok(mut u) = self.until.write() {
+            *u = Some(at + deadline);
+        }
+    }
+
+    /// A fence that never expires (a static split has no Lease of its own).
+    pub fn always(&self) {
+        if let Ok(mut u) = self.until.write() {
+            *u = Some(Instant::now() + Duration::from_secs(100 * 365 * 86_400));
+        }
+    }
+
+    /// Whether writes are allowed now.
+    pub fn acting(&self) -> bool {
+        self.until
+            .read()
+            .ok()
+            .and_then(|u| *u)
+            .is_some_and(|u| Instant::now() < u)
+    }
+}
 
 /// How many times an Application write is tried again when the Application changed between
 /// the check and the write (and still names this replica).
@@ -303,7 +442,7 @@ mod tests {
     use futures::executor::block_on;
     use plumb_cluster::memory::MemoryCluster;
     use serde_json::json;
-    use std::time::{Duration, Instant, SystemTime};
+    use std::time::SystemTime;
 
     fn acting(me: &str) -> Arc<Fence> {
         let f = Fence::new(me.into());
@@ -391,5 +530,29 @@ mod tests {
                 .expect("get")
                 .is_none()
         );
+    }
+
+    #[test]
+    fn a_static_split_is_the_same_hashing_over_numbered_members() {
+        let view = ShardView::new(Sharding::Static { index: 1, count: 3 });
+        let apps: Vec<AppKey> = (0..3_000)
+            .map(|i| (format!("team-{}", i % 7), format!("app-{i}")))
+            .collect();
+        let owned = apps.iter().filter(|k| view.owns(k)).count();
+        assert!((owned as f64 / 3_000.0 - 1.0 / 3.0).abs() < 0.05, "{owned}");
+        assert_eq!(view.members(), ["0", "1", "2"]);
+    }
+
+    #[test]
+    fn a_fence_stops_acting_at_its_deadline() {
+        let f = Fence::new("a".into());
+        assert!(!f.acting(), "not before the first renewal");
+        f.renewed(Instant::now(), Duration::from_secs(60));
+        assert!(f.acting());
+        f.renewed(
+            Instant::now() - Duration::from_secs(61),
+            Duration::from_secs(60),
+        );
+        assert!(!f.acting());
     }
 }
