@@ -7,49 +7,24 @@
 //! unless `REQUIRE_HELM=1`.
 
 mod common;
+#[path = "common/helm.rs"]
+mod helm;
 use common::{err, git, out, write};
 use plumb_render::testing::GitDaemon;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
-fn helm_bin() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("PLUMB_HELM").filter(|p| !p.is_empty()) {
-        return Some(std::fs::canonicalize(p).expect("PLUMB_HELM resolves"));
-    }
-    let found = std::env::var_os("PATH").and_then(|path| {
-        std::env::split_paths(&path)
-            .map(|d| d.join("helm"))
-            .find(|p| p.is_file())
-    });
-    assert!(
-        found.is_some() || std::env::var("REQUIRE_HELM").as_deref() != Ok("1"),
-        "REQUIRE_HELM=1 but helm was not found (PLUMB_HELM)"
-    );
-    found
-}
-
-fn helm_env(cmd: &mut Command, home: &Path) {
-    cmd.env("HELM_CONFIG_HOME", home.join(".helm-home/config"))
-        .env("HELM_CACHE_HOME", home.join(".helm-home/cache"))
-        .env("HELM_DATA_HOME", home.join(".helm-home/data"))
-        .env("KUBECONFIG", home.join(".helm-home/no-kubeconfig"));
-}
-
 fn plumb(dir: &Path, helm: &Path, args: &[&str]) -> Output {
-    let mut paths = vec![helm.parent().expect("helm's directory").to_path_buf()];
-    if let Some(p) = std::env::var_os("PATH") {
-        paths.extend(std::env::split_paths(&p));
-    }
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_plumb"));
     cmd.args(args)
         .current_dir(dir)
-        .env("PATH", std::env::join_paths(paths).expect("PATH"))
+        .env("PATH", helm::path_with(helm, dir))
         .env_remove("KUBECTL_EXTERNAL_DIFF")
         .env("PLUMB_REPO_CACHE", dir.join("cache"))
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .env("GIT_TERMINAL_PROMPT", "0");
-    helm_env(&mut cmd, dir);
+    helm::env(&mut cmd, dir);
     cmd.output().expect("plumb runs")
 }
 
@@ -118,7 +93,7 @@ spec:
 
 #[test]
 fn ref_sources_lend_value_files_to_chart_sources() {
-    let Some(helm) = helm_bin() else {
+    let Some(helm) = helm::helm() else {
         println!("SKIP ref_sources_lend_value_files_to_chart_sources: helm not found");
         return;
     };
@@ -181,7 +156,7 @@ fn ref_sources_lend_value_files_to_chart_sources() {
         .arg("--values")
         .arg(work.join("config/envs/prod.yaml"))
         .arg("--include-crds");
-    helm_env(&mut cmd, &root);
+    helm::env(&mut cmd, &root);
     let expected = cmd.output().expect("helm runs");
     assert!(expected.status.success(), "{}", err(&expected));
     let ms = plumb_render::parse_str(&out(&expected), Path::new("helm.yaml")).expect("YAML");

@@ -35,6 +35,30 @@ async fn allowed(
     answer.pointer("/status/allowed") == Some(&Value::Bool(true))
 }
 
+/// `kubectl apply --server-side --dry-run=server ARGS…` against the test bed must succeed
+/// (skipped, saying so, without kubectl unless `REQUIRE_KUBECTL=1`).
+fn kubectl_dry_run(args: &[&str], target: std::path::PathBuf) {
+    let kubeconfig = std::env::var("KUBECONFIG").expect("KUBECONFIG");
+    match std::process::Command::new("kubectl")
+        .args(["apply", "--server-side", "--dry-run=server"])
+        .args(args)
+        .arg(&target)
+        .env("KUBECONFIG", kubeconfig)
+        .output()
+    {
+        Ok(out) => assert!(
+            out.status.success(),
+            "kubectl apply --server-side --dry-run=server {args:?} {}: {}",
+            target.display(),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+        Err(e) if std::env::var("REQUIRE_KUBECTL").as_deref() != Ok("1") => {
+            eprintln!("SKIP kubectl dry run: {e}")
+        }
+        Err(e) => panic!("kubectl: {e}"),
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deploy_manifests_install_and_accept_applications() {
     let Some(cluster) = testbed("deploy_manifests").await else {
@@ -321,23 +345,7 @@ async fn install_manifest_passes_a_server_side_dry_run() {
         assert_eq!(stored["metadata"]["name"], obj["metadata"]["name"]);
     }
     // kubectl, as the book says to install it (docs/src/operations/install.md).
-    let kubeconfig = std::env::var("KUBECONFIG").expect("KUBECONFIG");
-    match std::process::Command::new("kubectl")
-        .args(["apply", "--server-side", "--dry-run=server", "-f"])
-        .arg(common::deploy_dir().join("install.yaml"))
-        .env("KUBECONFIG", kubeconfig)
-        .output()
-    {
-        Ok(out) => assert!(
-            out.status.success(),
-            "kubectl apply --server-side --dry-run=server: {}",
-            String::from_utf8_lossy(&out.stderr)
-        ),
-        Err(e) if std::env::var("REQUIRE_KUBECTL").as_deref() != Ok("1") => {
-            eprintln!("SKIP kubectl dry run: {e}")
-        }
-        Err(e) => panic!("kubectl: {e}"),
-    }
+    kubectl_dry_run(&["-f"], common::deploy_dir().join("install.yaml"));
 }
 
 /// `deploy/argocd/` (plumb serving Argo CD's `argoproj.io` Applications): no plumb CRD, the
@@ -369,31 +377,12 @@ async fn argocd_mode_manifest_passes_a_server_side_dry_run() {
     let ns = ["plumb-system", "argocd"]
         .map(|n| json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}}));
     apply(&cluster, ns.to_vec()).await;
-    let kubeconfig = std::env::var("KUBECONFIG").expect("KUBECONFIG");
-    match std::process::Command::new("kubectl")
-        // Forced: the shared test bed may hold plumb's own install (another test's), whose
-        // controller args this mode changes; a dry run only checks that the server accepts it.
-        .args([
-            "apply",
-            "--server-side",
-            "--force-conflicts",
-            "--dry-run=server",
-            "-k",
-        ])
-        .arg(common::deploy_dir().join("argocd"))
-        .env("KUBECONFIG", kubeconfig)
-        .output()
-    {
-        Ok(out) => assert!(
-            out.status.success(),
-            "kubectl apply -k deploy/argocd --dry-run=server: {}",
-            String::from_utf8_lossy(&out.stderr)
-        ),
-        Err(e) if std::env::var("REQUIRE_KUBECTL").as_deref() != Ok("1") => {
-            eprintln!("SKIP kubectl dry run: {e}")
-        }
-        Err(e) => panic!("kubectl: {e}"),
-    }
+    // Forced: the shared test bed may hold plumb's own install (another test's), whose
+    // controller args this mode changes; a dry run only checks that the server accepts it.
+    kubectl_dry_run(
+        &["--force-conflicts", "-k"],
+        common::deploy_dir().join("argocd"),
+    );
 }
 
 /// `deploy/sharded/` (the controller sharded across replicas): a StatefulSet of 3 replicas,
@@ -424,27 +413,8 @@ async fn sharded_manifest_passes_a_server_side_dry_run() {
             "the controller may not {verb} Leases"
         );
     }
-    let kubeconfig = std::env::var("KUBECONFIG").expect("KUBECONFIG");
-    match std::process::Command::new("kubectl")
-        .args([
-            "apply",
-            "--server-side",
-            "--force-conflicts",
-            "--dry-run=server",
-            "-k",
-        ])
-        .arg(common::deploy_dir().join("sharded"))
-        .env("KUBECONFIG", kubeconfig)
-        .output()
-    {
-        Ok(out) => assert!(
-            out.status.success(),
-            "kubectl apply -k deploy/sharded --dry-run=server: {}",
-            String::from_utf8_lossy(&out.stderr)
-        ),
-        Err(e) if std::env::var("REQUIRE_KUBECTL").as_deref() != Ok("1") => {
-            eprintln!("SKIP kubectl dry run: {e}")
-        }
-        Err(e) => panic!("kubectl: {e}"),
-    }
+    kubectl_dry_run(
+        &["--force-conflicts", "-k"],
+        common::deploy_dir().join("sharded"),
+    );
 }

@@ -1,6 +1,8 @@
 //! helm for the tests that package charts or let plumb run it: `PLUMB_HELM`, else `helm` on
 //! PATH; none found is a skip, unless `REQUIRE_HELM=1`.
 
+#![allow(dead_code)] // each test binary uses its own subset
+
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -39,17 +41,21 @@ pub fn path_with(helm: &Path, scratch: &Path) -> OsString {
     std::env::join_paths(paths).expect("PATH")
 }
 
+/// helm's configuration, cache and data kept under `home` (and no kubeconfig), for helm or a
+/// plumb that runs it.
+pub fn env(cmd: &mut Command, home: &Path) {
+    cmd.env("HELM_CONFIG_HOME", home.join(".helm-home/config"))
+        .env("HELM_CACHE_HOME", home.join(".helm-home/cache"))
+        .env("HELM_DATA_HOME", home.join(".helm-home/data"))
+        .env("KUBECONFIG", home.join(".helm-home/no-kubeconfig"));
+}
+
 /// Runs helm in `dir` with its configuration and cache kept there; it must succeed.
 pub fn run(helm: &Path, dir: &Path, args: &[&str]) -> Output {
-    let o = Command::new(helm)
-        .args(args)
-        .current_dir(dir)
-        .env("HELM_CONFIG_HOME", dir.join(".helm-home/config"))
-        .env("HELM_CACHE_HOME", dir.join(".helm-home/cache"))
-        .env("HELM_DATA_HOME", dir.join(".helm-home/data"))
-        .env("KUBECONFIG", dir.join(".helm-home/no-kubeconfig"))
-        .output()
-        .expect("helm runs");
+    let mut cmd = Command::new(helm);
+    cmd.args(args).current_dir(dir);
+    env(&mut cmd, dir);
+    let o = cmd.output().expect("helm runs");
     assert!(
         o.status.success(),
         "helm {args:?}: {}",
