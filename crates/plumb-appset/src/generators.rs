@@ -296,6 +296,22 @@ fn clusters(
         add_values(body, at, mode, &mut p)?;
         out.push(p);
     }
+    // `flatList: true`: one parameter set, every cluster in `clusters` (Argo CD's cluster
+    // generator option), the values beside it.
+    if body.get("flatList").and_then(Value::as_bool) == Some(true) {
+        let mut flat = Params::new();
+        let list: Vec<Value> = out
+            .into_iter()
+            .map(|mut p| {
+                p.remove("values");
+                p.retain(|k, _| !k.starts_with("values."));
+                Value::Object(p.into_iter().collect())
+            })
+            .collect();
+        flat.insert("clusters".into(), Value::Array(list));
+        add_values(body, at, mode, &mut flat)?;
+        return Ok(vec![flat]);
+    }
     Ok(out)
 }
 

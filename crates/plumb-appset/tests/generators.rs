@@ -195,6 +195,30 @@ fn clusters() {
     assert_eq!(names(&apps), ["prod-eu-guestbook"]);
 }
 
+/// Generators-Cluster, `flatList: true`: one Application for all clusters, listed under
+/// `.clusters` (Argo CD's example: one app whose Helm values name every cluster).
+#[test]
+fn clusters_flat_list() {
+    let prod = Cluster {
+        name: "prod-eu".into(),
+        server: "https://prod.example.com".into(),
+        ..Cluster::default()
+    };
+    let apps = run(
+        json!({"goTemplate": true,
+            "generators": [{"clusters": {"flatList": true, "values": {"team": "web"}}}],
+            "template": {"metadata": {"name": "all-{{ .values.team }}"},
+                "spec": {"source": {"helm": {"values": "{{ range .clusters }}{{ .name }}={{ .server }};{{ end }}"}}}}}),
+        &[prod],
+    )
+    .expect("generated");
+    assert_eq!(names(&apps), ["all-web"]);
+    assert_eq!(
+        apps[0]["spec"]["source"]["helm"]["values"],
+        "in-cluster=https://kubernetes.default.svc;prod-eu=https://prod.example.com;"
+    );
+}
+
 /// Generators-Matrix: git directories × clusters; the second child sees the first's params.
 #[test]
 fn matrix_and_merge() {

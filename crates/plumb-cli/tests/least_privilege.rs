@@ -48,6 +48,25 @@ fn token_kubeconfig(dir: &Path, token: &str) -> PathBuf {
     path
 }
 
+/// A real token of the ServiceAccount `ns/sa` (TokenRequest).
+async fn sa_token(admin: &plumb_cluster::Cluster, ns: &str, sa: &str) -> String {
+    let request = http::Request::post(format!(
+        "/api/v1/namespaces/{ns}/serviceaccounts/{sa}/token"
+    ))
+    .header("content-type", "application/json")
+    .body(
+        serde_json::to_vec(&json!({"apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenRequest", "spec": {"expirationSeconds": 3600}}))
+        .expect("json"),
+    )
+    .expect("request");
+    let answer: Value = admin.client().request(request).await.expect("TokenRequest");
+    answer["status"]["token"]
+        .as_str()
+        .expect("token")
+        .to_string()
+}
+
 struct Run {
     code: Option<i32>,
     stderr: String,
@@ -123,22 +142,7 @@ async fn a_namespace_scoped_controller_syncs_its_namespace() {
     let sa = "plumb-controller";
     let user = format!("system:serviceaccount:{control}:{sa}");
 
-    // A real token of the ServiceAccount (TokenRequest).
-    let request = http::Request::post(format!(
-        "/api/v1/namespaces/{control}/serviceaccounts/{sa}/token"
-    ))
-    .header("content-type", "application/json")
-    .body(
-        serde_json::to_vec(&json!({"apiVersion": "authentication.k8s.io/v1",
-            "kind": "TokenRequest", "spec": {"expirationSeconds": 3600}}))
-        .expect("json"),
-    )
-    .expect("request");
-    let answer: Value = admin.client().request(request).await.expect("TokenRequest");
-    let token = answer["status"]["token"]
-        .as_str()
-        .expect("token")
-        .to_string();
+    let token = sa_token(&admin, &control, sa).await;
     let scratch = std::env::temp_dir().join(unique("plumb-lp"));
     std::fs::create_dir_all(scratch.join("repo/good")).expect("mkdir");
     std::fs::create_dir_all(scratch.join("repo/cluster-wide")).expect("mkdir");
@@ -286,5 +290,79 @@ async fn a_namespace_scoped_controller_syncs_its_namespace() {
         run.stderr
     );
 
+    let _ = std::fs::remove_dir_all(&scratch);
+}
+
+/// `plumb controller --shards auto` with rights on its Applications but none on Leases: one
+/// line naming the permission missing, exit 2, before it reconciles anything.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sharding_without_lease_rights_names_the_permission() {
+    let Some(admin) = testbed("sharding_without_lease_rights_names_the_permission").await else {
+        return;
+    };
+    install_application_crd(&admin).await;
+    let ns = namespace(&admin, "lp-shard", json!({})).await;
+    let sa = "no-leases";
+    apply(
+        &admin,
+        vec![
+            json!({"apiVersion": "v1", "kind": "ServiceAccount",
+                "metadata": {"name": sa, "namespace": ns}}),
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                "metadata": {"name": sa, "namespace": ns},
+                "rules": [{"apiGroups": ["plumb.dev"], "resources": ["*"],
+                    "verbs": ["get", "list", "watch", "patch", "update"]},
+                    {"apiGroups": [""], "resources": ["*"], "verbs": ["get", "list", "watch"]}]}),
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                "metadata": {"name": sa, "namespace": ns},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": sa},
+                "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": ns}]}),
+        ],
+    )
+    .await;
+    let user = format!("system:serviceaccount:{ns}:{sa}");
+    wait_until(&format!("{user} may list Applications in {ns}"), || async {
+        let review = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+            "spec": {"user": user, "groups": ["system:serviceaccounts", "system:authenticated"],
+                "resourceAttributes": {"verb": "list", "group": "plumb.dev",
+                    "resource": "applications", "namespace": ns}}});
+        let got = admin.create_object(&review, "plumb-test").await.ok()?;
+        got.pointer("/status/allowed")
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+            .then_some(())
+    })
+    .await;
+    let scratch = std::env::temp_dir().join(unique("plumb-lp-shard"));
+    std::fs::create_dir_all(&scratch).expect("mkdir");
+    let kubeconfig = token_kubeconfig(&scratch, &sa_token(&admin, &ns, sa).await);
+    let run = plumb(
+        &kubeconfig,
+        &[
+            "controller",
+            "--namespaced",
+            "--app-namespace",
+            &ns,
+            "--lease-namespace",
+            &ns,
+            "--shards",
+            "auto",
+            "--shard-id",
+            "a",
+        ],
+    );
+    assert_eq!(run.code, Some(2), "{}", run.stderr);
+    let lines: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("error"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{}", run.stderr);
+    assert!(
+        lines[0].contains("--shards auto: cannot get Lease")
+            && lines[0].contains("leases.coordination.k8s.io"),
+        "{}",
+        run.stderr
+    );
     let _ = std::fs::remove_dir_all(&scratch);
 }

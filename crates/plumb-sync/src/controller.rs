@@ -887,7 +887,8 @@ async fn reconcile_app(
             fence.me
         ))));
     }
-    let epoch = match crate::shard::claim_patch(&app, &fence.me, SystemTime::now()) {
+    let epoch = match crate::shard::claim_patch(&app, &fence.me, &fence.instance, SystemTime::now())
+    {
         None => crate::shard::claim_of(&app).map_or(0, |c| c.1),
         Some((patch, epoch)) => {
             // Pinned to the resourceVersion read: of two claims, one lands.

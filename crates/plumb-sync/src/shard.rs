@@ -98,11 +98,19 @@ pub fn claim_of(app: &Value) -> Option<(String, u64)> {
     ))
 }
 
-/// The status patch that makes `me` the app's owner (pinned to the resourceVersion the app was
-/// read at), with its new epoch; `None` when `me` owns it already.
-pub fn claim_patch(app: &Value, me: &str, now: SystemTime) -> Option<(Value, u64)> {
+/// `status.controller.instance`: which process of the owner made the claim.
+pub fn claim_instance(app: &Value) -> Option<&str> {
+    app.pointer("/status/controller/instance")
+        .and_then(Value::as_str)
+}
+
+/// The status patch that makes the process `instance` of member `me` the app's owner (pinned to
+/// the resourceVersion the app was read at), with its new epoch; `None` when that process owns
+/// it already. A member's new process (a restart, or a second pod of the same name) claims again:
+/// the old one's writes then fail on the epoch.
+pub fn claim_patch(app: &Value, me: &str, instance: &str, now: SystemTime) -> Option<(Value, u64)> {
     let previous = claim_of(app);
-    if previous.as_ref().is_some_and(|(o, _)| o == me) {
+    if previous.as_ref().is_some_and(|(o, _)| o == me) && claim_instance(app) == Some(instance) {
         return None;
     }
     let epoch = previous.map_or(1, |(_, e)| e + 1);
@@ -112,7 +120,7 @@ pub fn claim_patch(app: &Value, me: &str, now: SystemTime) -> Option<(Value, u64
         .unwrap_or(Value::Null);
     Some((
         json!({"metadata": {"resourceVersion": rv},
-            "status": {"controller": {"owner": me, "epoch": epoch,
+            "status": {"controller": {"owner": me, "instance": instance, "epoch": epoch,
                 "since": crate::time::format_rfc3339(now)}}}),
         epoch,
     ))
@@ -203,13 +211,15 @@ mod tests {
     fn a_claim_bumps_the_epoch_and_is_pinned() {
         let now = SystemTime::UNIX_EPOCH;
         let app = json!({"metadata": {"resourceVersion": "42"},
-            "status": {"controller": {"owner": "a", "epoch": 7}}});
-        let (patch, epoch) = claim_patch(&app, "b", now).expect("a claim");
+            "status": {"controller": {"owner": "a", "instance": "a-1", "epoch": 7}}});
+        let (patch, epoch) = claim_patch(&app, "b", "b-1", now).expect("a claim");
         assert_eq!(epoch, 8);
         assert_eq!(patch["metadata"]["resourceVersion"], "42");
         assert_eq!(patch["status"]["controller"]["owner"], "b");
-        assert!(claim_patch(&app, "a", now).is_none());
+        assert!(claim_patch(&app, "a", "a-1", now).is_none());
+        // The same member's new process claims again.
+        assert_eq!(claim_patch(&app, "a", "a-2", now).map(|c| c.1), Some(8));
         let fresh = json!({"metadata": {"resourceVersion": "1"}});
-        assert_eq!(claim_patch(&fresh, "a", now).map(|c| c.1), Some(1));
+        assert_eq!(claim_patch(&fresh, "a", "a-1", now).map(|c| c.1), Some(1));
     }
 }

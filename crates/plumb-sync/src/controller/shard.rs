@@ -117,12 +117,20 @@ impl ShardView {
 pub struct Fence {
     /// The member id written in `status.controller.owner`.
     pub me: String,
+    /// This process among the member's (`status.controller.instance`): the host name, the
+    /// process id and the start time.
+    pub instance: String,
     until: RwLock<Option<Instant>>,
 }
 
 impl Fence {
     pub fn new(me: String) -> Arc<Fence> {
+        let started = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let host = std::env::var("HOSTNAME").unwrap_or_default();
         Arc::new(Fence {
+            instance: format!("{host}-{}-{started}", std::process::id()),
             me,
             until: RwLock::new(None),
         })
@@ -454,7 +462,8 @@ mod tests {
         let app = block_on(cluster.get_application("apps", "a"))
             .expect("get")
             .expect("the app");
-        let (patch, epoch) = claim_patch(&app, me, SystemTime::now()).expect("a claim");
+        let (patch, epoch) =
+            claim_patch(&app, me, &format!("{me}-1"), SystemTime::now()).expect("a claim");
         block_on(cluster.patch_application_status("apps", "a", &patch)).expect("claimed");
         epoch
     }
