@@ -426,53 +426,69 @@ impl Controller {
         stale_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             // Start what is due (and not running), as workers allow.
-            for (key, trigger) in schedule.ready(Instant::now()) {
-                // Another replica's app: looked at again at the next refresh (or when the
-                // members change).
-                if opts.shard.as_ref().is_some_and(|v| !v.owns(&key)) {
-                    schedule.finished(key, Instant::now(), None, random_below(opts.jitter));
-                    continue;
-                }
-                let Ok(permit) = workers.clone().try_acquire_owned() else {
-                    break;
-                };
-                schedule.start(&key);
-                let (cluster, run, log, done) = (
-                    self.cluster.clone(),
-                    run.clone(),
-                    log.clone(),
-                    done_tx.clone(),
-                );
-                tokio::spawn(async move {
-                    let result = reconcile_logged(&cluster, &run, &key, trigger, &*log).await;
-                    let backoff = match &result {
-                        Some(Ok(outcome)) => match outcome.decision {
-                            Some(Decision::WaitUntil { at, .. }) => {
-                                Some(at.duration_since(SystemTime::now()).unwrap_or_default())
-                            }
-                            // A sync that just failed: its retry (`syncPolicy.retry`'s
-                            // backoff) is decided by the next reconcile, soon, not at the
-                            // next refresh.
-                            _ if outcome
-                                .sync
-                                .as_ref()
-                                .is_some_and(|s| matches!(s.phase, "Failed" | "Error")) =>
-                            {
-                                Some(RETRY_DECISION)
-                            }
-                            _ => None,
-                        },
-                        _ => None,
+            // In batches: with thousands due at once, only what the workers can take (and the
+            // other replicas' apps, moved out of the way) is looked at.
+            let mut full = false;
+            while !full {
+                let batch = schedule.ready_at_most(Instant::now(), 256);
+                let last = batch.len() < 256;
+                for (key, trigger) in batch {
+                    // Another replica's app: looked at again at the next refresh (or when the
+                    // members change).
+                    if opts.shard.as_ref().is_some_and(|v| !v.owns(&key)) {
+                        schedule.skip(key, Instant::now(), random_below(opts.jitter));
+                        continue;
+                    }
+                    let Ok(permit) = workers.clone().try_acquire_owned() else {
+                        full = true;
+                        break;
                     };
-                    let failed = matches!(&result, Some(Err(e)) if retries_soon(e));
-                    drop(permit);
-                    let _ = done.send((key, backoff, failed));
-                });
+                    schedule.start(&key);
+                    let (cluster, run, log, done) = (
+                        self.cluster.clone(),
+                        run.clone(),
+                        log.clone(),
+                        done_tx.clone(),
+                    );
+                    tokio::spawn(async move {
+                        let result = reconcile_logged(&cluster, &run, &key, trigger, &*log).await;
+                        let backoff = match &result {
+                            Some(Ok(outcome)) => match outcome.decision {
+                                Some(Decision::WaitUntil { at, .. }) => {
+                                    Some(at.duration_since(SystemTime::now()).unwrap_or_default())
+                                }
+                                // A sync that just failed: its retry (`syncPolicy.retry`'s
+                                // backoff) is decided by the next reconcile, soon, not at the
+                                // next refresh.
+                                _ if outcome
+                                    .sync
+                                    .as_ref()
+                                    .is_some_and(|s| matches!(s.phase, "Failed" | "Error")) =>
+                                {
+                                    Some(RETRY_DECISION)
+                                }
+                                _ => None,
+                            },
+                            _ => None,
+                        };
+                        let failed = matches!(&result, Some(Err(e)) if retries_soon(e));
+                        drop(permit);
+                        let _ = done.send((key, backoff, failed));
+                    });
+                }
+                if last {
+                    break;
+                }
             }
-            let sleep = schedule.next_due().map_or(Duration::from_secs(3600), |at| {
-                at.saturating_duration_since(Instant::now())
-                    .max(Duration::from_millis(10))
-            });
+            // Every worker busy: the next thing to do comes with a reconcile's end (or an event),
+            // not with a timer.
+            let sleep = match schedule.next_due() {
+                _ if full => Duration::from_secs(3600),
+                None => Duration::from_secs(3600),
+                Some(at) => at
+                    .saturating_duration_since(Instant::now())
+                    .max(Duration::from_millis(10)),
+            };
 
             tokio::select! {
                 _ = stop.changed() => {
@@ -673,6 +689,9 @@ fn spec_identity(app: &Value) -> u64 {
 pub struct Schedule {
     /// Next reconcile of each app, and why.
     due: HashMap<AppKey, (Instant, Trigger)>,
+    /// The same entries ordered by time: the next ones due are found without a scan (10,000
+    /// apps: the loop runs after every event).
+    order: std::collections::BTreeSet<(Instant, AppKey)>,
     /// The [`spec_identity`] of each known app (a change of spec or operation changes it;
     /// status writes do not).
     generations: HashMap<AppKey, u64>,
@@ -693,6 +712,7 @@ impl Schedule {
     pub fn new(opts: &ControllerOptions) -> Schedule {
         Schedule {
             due: HashMap::new(),
+            order: std::collections::BTreeSet::new(),
             generations: HashMap::new(),
             by_name: HashMap::new(),
             in_flight: HashSet::new(),
@@ -712,9 +732,24 @@ impl Schedule {
 
     /// Queues `key` at `at` unless it is queued sooner already.
     fn queue(&mut self, key: AppKey, at: Instant, trigger: Trigger) {
-        let entry = self.due.entry(key).or_insert((at, trigger));
-        if at < entry.0 {
-            *entry = (at, trigger);
+        match self.due.get_mut(&key) {
+            Some(entry) if entry.0 <= at => {}
+            Some(entry) => {
+                self.order.remove(&(entry.0, key.clone()));
+                *entry = (at, trigger);
+                self.order.insert((at, key));
+            }
+            None => {
+                self.due.insert(key.clone(), (at, trigger));
+                self.order.insert((at, key));
+            }
+        }
+    }
+
+    /// `key` no longer queued.
+    fn unqueue(&mut self, key: &AppKey) {
+        if let Some((at, _)) = self.due.remove(key) {
+            self.order.remove(&(at, key.clone()));
         }
     }
 
@@ -740,7 +775,7 @@ impl Schedule {
             let key = (change.key.namespace.clone(), change.key.name.clone());
             if change.kind == ChangeKind::Deleted {
                 self.generations.remove(&key);
-                self.due.remove(&key);
+                self.unqueue(&key);
                 self.again.remove(&key);
                 if let Some(set) = self.by_name.get_mut(&key.1) {
                     set.remove(&key);
@@ -798,20 +833,34 @@ impl Schedule {
 
     /// The apps due at `now` that are not reconciling, earliest first.
     pub fn ready(&self, now: Instant) -> Vec<(AppKey, Trigger)> {
-        let mut ready: Vec<(Instant, AppKey, Trigger)> = self
-            .due
+        self.ready_at_most(now, usize::MAX)
+    }
+
+    /// The first `limit` of [`Schedule::ready`] (the loop takes what its workers can start,
+    /// not every app due).
+    pub fn ready_at_most(&self, now: Instant, limit: usize) -> Vec<(AppKey, Trigger)> {
+        self.order
             .iter()
-            .filter(|(k, (at, _))| *at <= now && !self.in_flight.contains(*k))
-            .map(|(k, (at, t))| (*at, k.clone(), *t))
-            .collect();
-        ready.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
-        ready.into_iter().map(|(_, k, t)| (k, t)).collect()
+            .take_while(|(at, _)| *at <= now)
+            .filter(|(_, k)| !self.in_flight.contains(k))
+            .take(limit)
+            .filter_map(|(_, k)| self.due.get(k).map(|(_, t)| (k.clone(), *t)))
+            .collect()
     }
 
     /// A reconcile of `key` starts.
     pub fn start(&mut self, key: &AppKey) {
-        self.due.remove(key);
+        self.unqueue(key);
         self.in_flight.insert(key.clone());
+    }
+
+    /// Another replica's app (sharded): looked at again after the refresh interval plus
+    /// `jitter`, unless something queues it sooner.
+    pub fn skip(&mut self, key: AppKey, now: Instant, jitter: Duration) {
+        self.unqueue(&key);
+        if self.generations.contains_key(&key) && !self.in_flight.contains(&key) {
+            self.queue(key, now + self.refresh + jitter, Trigger::Timer);
+        }
     }
 
     /// A reconcile of `key` ended: the next one after a trigger that came meanwhile, else
@@ -840,11 +889,10 @@ impl Schedule {
 
     /// When the next app is due (reconciling ones aside).
     pub fn next_due(&self) -> Option<Instant> {
-        self.due
+        self.order
             .iter()
-            .filter(|(k, _)| !self.in_flight.contains(*k))
-            .map(|(_, (at, _))| *at)
-            .min()
+            .find(|(_, k)| !self.in_flight.contains(k))
+            .map(|(at, _)| *at)
     }
 }
 
@@ -1166,5 +1214,36 @@ mod tests {
             assert!(random_below(Duration::from_secs(60)) < Duration::from_secs(60));
         }
         assert_eq!(random_below(Duration::ZERO), Duration::ZERO);
+    }
+
+    #[test]
+    fn another_replicas_app_is_skipped_until_the_next_refresh_and_the_earliest_come_first() {
+        let opts = ControllerOptions {
+            refresh: Duration::from_secs(180),
+            ..ControllerOptions::default()
+        };
+        let mut s = Schedule::new(&opts);
+        let t0 = Instant::now();
+        for name in ["c", "a", "b"] {
+            s.know_app(&app("apps", name, 1), t0);
+        }
+        assert_eq!(s.ready_at_most(t0, 2).len(), 2);
+        s.skip(key("apps", "a"), t0, Duration::ZERO);
+        assert_eq!(
+            s.ready(t0),
+            [
+                (key("apps", "b"), Trigger::App),
+                (key("apps", "c"), Trigger::App)
+            ]
+        );
+        assert_eq!(s.next_due(), Some(t0));
+        s.start(&key("apps", "b"));
+        s.start(&key("apps", "c"));
+        assert_eq!(s.next_due(), Some(t0 + Duration::from_secs(180)));
+        assert!(s.ready(t0 + Duration::from_secs(179)).is_empty());
+        assert_eq!(
+            s.ready(t0 + Duration::from_secs(180)),
+            [(key("apps", "a"), Trigger::Timer)]
+        );
     }
 }
