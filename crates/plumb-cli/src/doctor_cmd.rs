@@ -66,6 +66,16 @@ pub struct DoctorArgs {
     fix: bool,
 }
 
+/// The Applications of a `plumb snapshot` directory.
+pub fn snapshot_applications(dir: &Path) -> Result<Vec<Value>> {
+    Ok(plumb_render::load_paths(&[dir.to_path_buf()])
+        .map_err(|e| anyhow!("{e}"))?
+        .into_iter()
+        .map(|m| m.object)
+        .filter(is_application)
+        .collect())
+}
+
 pub fn is_application(o: &Value) -> bool {
     o.get("kind").and_then(Value::as_str) == Some("Application")
         && o.get("apiVersion")

@@ -622,12 +622,7 @@ fn preflight(
 /// repository, by `NAMESPACE/NAME`; none unless a flag names the cluster.
 fn live_apps(args: &PreviewArgs, this: &ThisRepo) -> Result<BTreeMap<String, Value>> {
     let apps: Vec<Value> = match (&args.live, args.cluster.cluster) {
-        (Some(dir), _) => plumb_render::load_paths(std::slice::from_ref(dir))
-            .map_err(|e| anyhow!("{e}"))?
-            .into_iter()
-            .map(|m| m.object)
-            .filter(crate::doctor_cmd::is_application)
-            .collect(),
+        (Some(dir), _) => crate::doctor_cmd::snapshot_applications(dir)?,
         (None, true) => crate::app_cmd::read_apps(&args.cluster, None)?,
         (None, false) => return Ok(BTreeMap::new()),
     };

@@ -4,7 +4,7 @@
 //! the command never disagree.
 
 use crate::cluster_args::ClusterArgs;
-use crate::doctor_cmd::{self, is_application};
+use crate::doctor_cmd;
 use anyhow::{Result, anyhow, bail};
 use plumb_web::server::{Access, AppRow, AppView, Backend};
 use serde_json::Value;
@@ -60,12 +60,7 @@ struct UiBackend {
 impl UiBackend {
     fn applications(&self) -> Result<Vec<Value>> {
         match &self.live {
-            Some(dir) => Ok(plumb_render::load_paths(std::slice::from_ref(dir))
-                .map_err(|e| anyhow!("{e}"))?
-                .into_iter()
-                .map(|m| m.object)
-                .filter(is_application)
-                .collect()),
+            Some(dir) => doctor_cmd::snapshot_applications(dir),
             None => crate::app_cmd::read_apps(&self.cluster, None),
         }
     }
