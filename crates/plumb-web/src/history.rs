@@ -7,6 +7,7 @@
 //! (automated sync starts only for a new revision; Argo CD's self-heal re-applies the same
 //! one), **automated** otherwise when automated, else **manual** (by its `username`).
 
+use crate::server::short;
 use plumb_core::argo::model::ApplicationStatus;
 use plumb_core::time::format_rfc3339;
 use serde::Serialize;
@@ -156,7 +157,8 @@ pub(crate) fn timeline(syncs: &[Sync]) -> Option<Timeline> {
         .iter()
         .map(|r| Lane {
             y: y_of(r),
-            label: short(r),
+            // A lane's label has the room of 16 characters (a branch or tag name is cut).
+            label: short(r).chars().take(16).collect(),
         })
         .collect();
     let mut marks = Vec::new();
@@ -221,14 +223,6 @@ fn shape(t: Trigger, x: u32, y: u32) -> String {
             x - 8
         ),
         Trigger::Manual => format!("M {} {} h 13 v 13 h -13 Z", x - 6, y - 6),
-    }
-}
-
-fn short(revision: &str) -> String {
-    if revision.len() == 40 && revision.bytes().all(|b| b.is_ascii_hexdigit()) {
-        revision[..7].to_string()
-    } else {
-        revision.chars().take(16).collect()
     }
 }
 

@@ -1008,7 +1008,9 @@ async fn refresh(
 }
 
 /// The first 7 characters of a commit; other revisions (tags, versions) as they are.
-fn short(revision: &str) -> String {
+/// A revision as the pages show it: a commit SHA by its first 7 characters, anything else (a
+/// tag, a branch, a chart version) whole.
+pub(crate) fn short(revision: &str) -> String {
     if revision.len() == 40 && revision.bytes().all(|b| b.is_ascii_hexdigit()) {
         revision[..7].to_string()
     } else {
