@@ -149,21 +149,7 @@ async fn a_cluster_secret_s_exec_plugin_authenticates_the_diff() {
     .await;
     // A real token of the ServiceAccount (TokenRequest), kept in a file the plugin reads:
     // neither the Secret nor the plugin's environment holds it.
-    let request = http::Request::post(format!(
-        "/api/v1/namespaces/{apps}/serviceaccounts/{sa}/token"
-    ))
-    .header("content-type", "application/json")
-    .body(
-        serde_json::to_vec(&json!({"apiVersion": "authentication.k8s.io/v1",
-            "kind": "TokenRequest", "spec": {"expirationSeconds": 3600}}))
-        .expect("json"),
-    )
-    .expect("request");
-    let answer: Value = home.client().request(request).await.expect("TokenRequest");
-    let token = answer["status"]["token"]
-        .as_str()
-        .expect("token")
-        .to_string();
+    let token = support::sa_token(&home, &apps, sa).await;
     let dir = std::env::temp_dir().join(unique("plumb-exec"));
     std::fs::create_dir_all(&dir).expect("mkdir");
     let token_file = dir.join("token");

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use support::{apply, namespace, testbed, testbed_dir, unique, wait_until};
+use support::{apply, namespace, sa_token, testbed, testbed_dir, unique, wait_until};
 
 /// `obj` moved to `ns` (and its ServiceAccount subjects to `sa_ns`).
 fn moved(mut obj: Value, ns: &str, sa_ns: &str) -> Value {
@@ -46,25 +46,6 @@ fn token_kubeconfig(dir: &Path, token: &str) -> PathBuf {
     let path = dir.join("kubeconfig");
     std::fs::write(&path, serde_json::to_string(&config).expect("json")).expect("write kubeconfig");
     path
-}
-
-/// A real token of the ServiceAccount `ns/sa` (TokenRequest).
-async fn sa_token(admin: &plumb_cluster::Cluster, ns: &str, sa: &str) -> String {
-    let request = http::Request::post(format!(
-        "/api/v1/namespaces/{ns}/serviceaccounts/{sa}/token"
-    ))
-    .header("content-type", "application/json")
-    .body(
-        serde_json::to_vec(&json!({"apiVersion": "authentication.k8s.io/v1",
-            "kind": "TokenRequest", "spec": {"expirationSeconds": 3600}}))
-        .expect("json"),
-    )
-    .expect("request");
-    let answer: Value = admin.client().request(request).await.expect("TokenRequest");
-    answer["status"]["token"]
-        .as_str()
-        .expect("token")
-        .to_string()
 }
 
 struct Run {

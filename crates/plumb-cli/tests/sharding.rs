@@ -36,12 +36,22 @@ const LEASE: &str = "6";
 /// refreshing every hour (only watches and membership changes make it act); its stderr (JSON
 /// log lines) to `<dir>/<id>.log`.
 fn replica(bed: &AppBed, id: &str) -> (Controller, PathBuf) {
+    replica_every(bed, id, "3600", "0")
+}
+
+/// [`replica`] refreshing every `interval` seconds (plus up to `jitter`); a replica started
+/// again appends to its log.
+fn replica_every(bed: &AppBed, id: &str, interval: &str, jitter: &str) -> (Controller, PathBuf) {
     let log = bed.dir.join(format!("{id}.log"));
-    let file = std::fs::File::create(&log).expect("log file");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log)
+        .expect("log file");
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_plumb"))
         .args(["controller", "--app-namespace", &bed.apps_ns])
         .args(["--lease-namespace", &bed.apps_ns, "--lease-duration", LEASE])
-        .args(["--interval", "3600", "--jitter", "0"])
+        .args(["--interval", interval, "--jitter", jitter])
         .args(["--shards", "auto", "--shard-id", id])
         .env_remove("KUBERNETES_SERVICE_HOST")
         .stdin(std::process::Stdio::null())
@@ -338,26 +348,7 @@ async fn a_random_replica_killed_every_20_s_loses_and_duplicates_nothing() {
         common::git(&repo, args);
     }
     // Refreshing every 10 s, so each round's commit is seen without a webhook.
-    let start = |id: &str| {
-        let log = bed.dir.join(format!("{id}.log"));
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&log)
-            .expect("log file");
-        let child = std::process::Command::new(env!("CARGO_BIN_EXE_plumb"))
-            .args(["controller", "--app-namespace", &bed.apps_ns])
-            .args(["--lease-namespace", &bed.apps_ns, "--lease-duration", LEASE])
-            .args(["--interval", "10", "--jitter", "2"])
-            .args(["--shards", "auto", "--shard-id", id])
-            .env_remove("KUBERNETES_SERVICE_HOST")
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::from(file))
-            .spawn()
-            .expect("plumb controller starts");
-        Controller(child)
-    };
+    let start = |id: &str| replica_every(&bed, id, "10", "2").0;
     let ids = ["s0", "s1", "s2"];
     let mut replicas: Vec<Controller> = ids.iter().map(|id| start(id)).collect();
     apply(

@@ -40,6 +40,27 @@ pub async fn testbed(test: &str) -> Option<Cluster> {
 }
 
 /// The test bed directory (certificates, kubeconfig).
+/// A real token of the ServiceAccount `ns/sa` (a TokenRequest, valid an hour).
+pub async fn sa_token(admin: &Cluster, ns: &str, sa: &str) -> String {
+    let request = http::Request::post(format!(
+        "/api/v1/namespaces/{ns}/serviceaccounts/{sa}/token"
+    ))
+    .header("content-type", "application/json")
+    .body(
+        serde_json::to_vec(
+            &serde_json::json!({"apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenRequest", "spec": {"expirationSeconds": 3600}}),
+        )
+        .expect("json"),
+    )
+    .expect("request");
+    let answer: Value = admin.client().request(request).await.expect("TokenRequest");
+    answer["status"]["token"]
+        .as_str()
+        .expect("token")
+        .to_string()
+}
+
 pub fn testbed_dir() -> std::path::PathBuf {
     std::env::var_os("TESTBED_DIR")
         .map(Into::into)
