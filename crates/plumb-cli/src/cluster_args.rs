@@ -15,7 +15,7 @@ use std::path::PathBuf;
 /// The field manager plumb applies (and dry-runs) with.
 pub const FIELD_MANAGER: &str = "plumb";
 
-#[derive(clap::Args, Debug, Default)]
+#[derive(clap::Args, Debug, Default, Clone)]
 pub struct ClusterArgs {
     /// Read live objects from the cluster of the current kubeconfig context.
     #[arg(long)]

@@ -437,7 +437,8 @@ async fn renew_member(
     let stamp = micro_time(SystemTime::now());
     let denied = |verb: &str, e: &plumb_cluster::ClusterError| {
         anyhow!(
-            "--shards auto: cannot {verb} Lease {ns}/{name}: {e} (the controller's role needs get, list, create and update on leases.coordination.k8s.io in {ns}: deploy/sharded/)"
+            "--shards auto: cannot {verb} Lease {ns}/{name}: {e} ({})",
+            lease_rights(ns)
         )
     };
     let lease = cluster
@@ -468,6 +469,13 @@ async fn renew_member(
     Ok(())
 }
 
+/// What a sharded replica's role needs, for the error that says it lacks it.
+fn lease_rights(ns: &str) -> String {
+    format!(
+        "the controller's role needs get, list, create and update on leases.coordination.k8s.io in {ns}: deploy/sharded/"
+    )
+}
+
 /// The live members, from the Leases of the lease namespace.
 async fn members(cluster: &plumb_cluster::Cluster, ns: &str) -> Result<Vec<String>> {
     let kind = plumb_core::GroupKind {
@@ -479,7 +487,8 @@ async fn members(cluster: &plumb_cluster::Cluster, ns: &str) -> Result<Vec<Strin
         .await
         .map_err(|e| {
             anyhow!(
-                "--shards auto: cannot list Leases in {ns}: {e} (the controller's role needs get, list, create and update on leases.coordination.k8s.io in {ns}: deploy/sharded/)"
+                "--shards auto: cannot list Leases in {ns}: {e} ({})",
+                lease_rights(ns)
             )
         })?;
     Ok(plumb_sync::shard::live_members(&leases, SystemTime::now()))
@@ -644,7 +653,7 @@ async fn run_async(
     let shard = sharding.map(plumb_sync::controller::shard::ShardView::new);
     let fence = shard
         .as_ref()
-        .map(|v| plumb_sync::controller::shard::Fence::new(v.me()));
+        .map(|v| plumb_sync::controller::shard::Fence::new(v.me().to_string()));
     // Acting stops this long after the last renewal: before the Lease could expire.
     let renew_deadline = Duration::from_secs((args.lease_duration * 2 / 3).max(1));
     if let (Some(view), Some(fence)) = (&shard, &fence) {
@@ -663,7 +672,7 @@ async fn run_async(
             fence.renewed(t0, renew_deadline);
             view.set_members(members(&cluster, &args.lease_namespace).await?);
         }
-        metrics.set_shard(&view.me());
+        metrics.set_shard(view.me());
         log_line(json!({"shard": view.me(), "members": view.members()}));
     }
     // Wait to lead (a follower with --once reports and exits). Sharded replicas do not wait:
@@ -843,12 +852,8 @@ async fn run_async(
                 fence.clone(),
                 leaving.clone(),
             );
-            let own_args = ClusterArgs {
-                cluster: true,
-                context: args.cluster.context.clone(),
-                kubeconfig: args.cluster.kubeconfig.clone(),
-                api_group: args.cluster.api_group.clone(),
-            };
+            // The controller's own connection settings (`run` set `cluster`).
+            let own_args = args.cluster.clone();
             let duration = args.lease_duration;
             Some(std::thread::spawn(move || {
                 let own = match connect(&own_args) {

@@ -264,9 +264,7 @@ pub fn cluster_backend(cluster: &ClusterArgs) -> Arc<dyn Backend> {
         repo: None,
         cluster: ClusterArgs {
             cluster: true,
-            context: cluster.context.clone(),
-            kubeconfig: cluster.kubeconfig.clone(),
-            api_group: cluster.api_group.clone(),
+            ..cluster.clone()
         },
         doctor_argv,
     })

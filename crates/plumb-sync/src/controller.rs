@@ -413,10 +413,9 @@ impl Controller {
         let mut known_members: Vec<String> =
             opts.shard.as_ref().map(|v| v.members()).unwrap_or_default();
         if let Some(view) = &opts.shard {
-            let owned = self.apps().iter().filter(|k| view.owns(k)).count();
             log(Event::Shard {
                 members: &known_members,
-                owned,
+                owned: self.owned(view),
                 reassigned: 0,
             });
         }
@@ -502,8 +501,11 @@ impl Controller {
                     let stale = self.stale(SystemTime::now());
                     log(Event::Stale { apps: &stale });
                     if let Some(view) = &opts.shard {
-                        let owned = self.apps().iter().filter(|k| view.owns(k)).count();
-                        log(Event::Shard { members: &known_members, owned, reassigned: 0 });
+                        log(Event::Shard {
+                            members: &known_members,
+                            owned: self.owned(view),
+                            reassigned: 0,
+                        });
                     }
                 }
                 done = done_rx.recv() => {
@@ -578,22 +580,25 @@ impl Controller {
         log: &(dyn Fn(Event<'_>) + Send + Sync),
     ) {
         let Some(view) = &self.opts.shard else { return };
-        let apps = self.apps();
-        let moved = apps
+        let moved = self
+            .apps()
             .iter()
             .filter(|(ns, name)| {
                 crate::shard::owner(known, ns, name) != crate::shard::owner(members, ns, name)
             })
             .count() as u64;
-        view.reassigned(moved);
         *known = members.to_vec();
         schedule.queue_all(Instant::now());
-        let owned = apps.iter().filter(|k| view.owns(k)).count();
         log(Event::Shard {
             members,
-            owned,
+            owned: self.owned(view),
             reassigned: moved,
         });
+    }
+
+    /// How many of the served apps this replica owns.
+    fn owned(&self, view: &shard::ShardView) -> usize {
+        self.apps().iter().filter(|k| view.owns(k)).count()
     }
 
     /// The served apps whose `status.reconciledAt` is older than twice the refresh interval
@@ -929,12 +934,7 @@ async fn reconcile_app(
             .await
             .map(Some);
     };
-    if !fence.acting() {
-        return Err(as_error(shard::fenced(format!(
-            "{} has not renewed its Lease within its renew deadline",
-            fence.me
-        ))));
-    }
+    fence.check().map_err(as_error)?;
     let epoch = match crate::shard::claim_patch(&app, &fence.me, &fence.instance, SystemTime::now())
     {
         None => crate::shard::claim_of(&app).map_or(0, |c| c.1),

@@ -21,22 +21,25 @@ use std::time::{Duration, Instant};
 #[derive(Debug)]
 pub struct ShardView {
     sharding: Sharding,
+    /// This replica's member id.
+    me: String,
     /// The members, sorted; receivers see each change.
     members: tokio::sync::watch::Sender<Vec<String>>,
-    /// Reassignments seen (apps whose owner changed with a change of members).
-    reassignments: std::sync::atomic::AtomicU64,
 }
 
 impl ShardView {
     pub fn new(sharding: Sharding) -> Arc<ShardView> {
-        let members = match &sharding {
-            Sharding::Static { count, .. } => (0..*count).map(|i| i.to_string()).collect(),
-            Sharding::Auto { me } => vec![me.clone()],
+        let (me, members) = match &sharding {
+            Sharding::Static { index, count } => (
+                index.to_string(),
+                (0..*count).map(|i| i.to_string()).collect(),
+            ),
+            Sharding::Auto { me } => (me.clone(), vec![me.clone()]),
         };
         Arc::new(ShardView {
             sharding,
+            me,
             members: tokio::sync::watch::Sender::new(members),
-            reassignments: Default::default(),
         })
     }
 
@@ -46,11 +49,8 @@ impl ShardView {
     }
 
     /// This replica's member id.
-    pub fn me(&self) -> String {
-        match &self.sharding {
-            Sharding::Static { index, .. } => index.to_string(),
-            Sharding::Auto { me } => me.clone(),
-        }
+    pub fn me(&self) -> &str {
+        &self.me
     }
 
     /// The live members, sorted.
@@ -66,9 +66,8 @@ impl ShardView {
     /// Sets the live members (always including this replica, which is live while it acts);
     /// whether they changed.
     pub fn set_members(&self, mut members: Vec<String>) -> bool {
-        let me = self.me();
-        if !members.contains(&me) {
-            members.push(me);
+        if !members.contains(&self.me) {
+            members.push(self.me.clone());
         }
         members.sort();
         members.dedup();
@@ -93,20 +92,9 @@ impl ShardView {
         owner(&self.members.borrow(), &key.0, &key.1).map(str::to_string)
     }
 
-    /// Whether this replica owns the app.
+    /// Whether this replica owns the app (asked for every app the loop finds due).
     pub fn owns(&self, key: &AppKey) -> bool {
-        self.owner_of(key).is_some_and(|o| o == self.me())
-    }
-
-    /// Counts `n` apps that changed owner.
-    pub fn reassigned(&self, n: u64) {
-        self.reassignments
-            .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
-    }
-
-    pub fn reassignments(&self) -> u64 {
-        self.reassignments
-            .load(std::sync::atomic::Ordering::Relaxed)
+        owner(&self.members.borrow(), &key.0, &key.1) == Some(self.me.as_str())
     }
 }
 
@@ -159,6 +147,18 @@ impl Fence {
             .and_then(|u| *u)
             .is_some_and(|u| Instant::now() < u)
     }
+
+    /// [`Fence::acting`], as the error a write gets when it may not.
+    pub fn check(&self) -> Result<(), ClusterError> {
+        if self.acting() {
+            Ok(())
+        } else {
+            Err(fenced(format!(
+                "{} has not renewed its Lease within its renew deadline: it writes nothing until it does",
+                self.me
+            )))
+        }
+    }
 }
 
 /// How many times an Application write is tried again when the Application changed between
@@ -184,14 +184,7 @@ pub fn fenced(what: String) -> ClusterError {
 
 impl Fenced {
     fn check(&self) -> Result<(), ClusterError> {
-        if self.fence.acting() {
-            Ok(())
-        } else {
-            Err(fenced(format!(
-                "{} has not renewed its Lease within its renew deadline: it writes nothing until it does",
-                self.fence.me
-            )))
-        }
+        self.fence.check()
     }
 
     /// A merge patch of the Application `namespace/name`, pinned to a resourceVersion at
