@@ -129,6 +129,25 @@ async fn converged(cluster: &Cluster, ns: &str, owners: &[&str], n: usize) {
     .await;
 }
 
+/// The ConfigMaps of namespace `ns` whose name begins with `prefix`.
+async fn configmaps(cluster: &Cluster, ns: &str, prefix: &str) -> Vec<Value> {
+    let kind = plumb_core::GroupKind {
+        group: String::new(),
+        kind: "ConfigMap".into(),
+    };
+    cluster
+        .list_live(&[kind], Some(&[ns.to_string()]), None)
+        .await
+        .expect("ConfigMaps")
+        .into_iter()
+        .filter(|c| {
+            c.pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .is_some_and(|n| n.starts_with(prefix))
+        })
+        .collect()
+}
+
 fn signal(c: &Controller, sig: &str) {
     let ok = std::process::Command::new("kill")
         .args([sig, &c.0.id().to_string()])
@@ -285,26 +304,7 @@ async fn three_replicas_share_and_hand_over_their_apps() {
         assert_eq!((sync.as_str(), *history), ("Synced", 1), "{name}");
     }
     // The ConfigMaps: one per app, each applied by one sync.
-    let cms = cluster
-        .list_live(
-            &[plumb_core::GroupKind {
-                group: String::new(),
-                kind: "ConfigMap".into(),
-            }],
-            Some(std::slice::from_ref(&bed.dest)),
-            None,
-        )
-        .await
-        .expect("ConfigMaps");
-    assert_eq!(
-        cms.iter()
-            .filter(|c| c
-                .pointer("/metadata/name")
-                .and_then(Value::as_str)
-                .is_some_and(|n| n.starts_with("cm-")))
-            .count(),
-        APPS
-    );
+    assert_eq!(configmaps(&cluster, &bed.dest, "cm-").await.len(), APPS);
     for (_, (c, _)) in replicas.iter_mut() {
         assert!(c.alive(), "a replica exited");
     }
@@ -416,27 +416,9 @@ async fn a_random_replica_killed_every_20_s_loses_and_duplicates_nothing() {
             );
         }
     }
-    let cms = cluster
-        .list_live(
-            &[plumb_core::GroupKind {
-                group: String::new(),
-                kind: "ConfigMap".into(),
-            }],
-            Some(std::slice::from_ref(&bed.dest)),
-            None,
-        )
-        .await
-        .expect("ConfigMaps");
-    let last: Vec<&Value> = cms
-        .iter()
-        .filter(|c| {
-            c.pointer("/metadata/name")
-                .and_then(Value::as_str)
-                .is_some_and(|n| n.starts_with("chaos-"))
-        })
-        .collect();
+    let last = configmaps(&cluster, &bed.dest, "chaos-").await;
     assert_eq!(last.len(), N);
-    for c in last {
+    for c in &last {
         assert_eq!(c["data"]["round"], rounds.to_string(), "{c}");
     }
 }
