@@ -26,7 +26,7 @@ mod fixture;
 #[path = "../../plumb-cluster/tests/support/mod.rs"]
 mod support;
 
-use fixture::{AppBed, Controller, app, ask_refresh, op, plumb};
+use fixture::{AppBed, Controller, app, ask_refresh, assign_lb, op, plumb};
 use plumb_cluster::Cluster;
 use serde_json::{Value, json};
 use std::path::Path;
@@ -103,25 +103,6 @@ fn retry_count(app: &Value) -> i64 {
     app.pointer("/status/operationState/retryCount")
         .and_then(Value::as_i64)
         .unwrap_or(0)
-}
-
-/// What a cloud controller does: the load balancer gets an address (status subresource).
-async fn assign_lb(cluster: &Cluster, ns: &str, name: &str) {
-    let request = kube::core::Request::new(format!("/api/v1/namespaces/{ns}/services"))
-        .patch_subresource(
-            "status",
-            name,
-            &kube::api::PatchParams::default(),
-            &kube::api::Patch::Merge(
-                json!({"status": {"loadBalancer": {"ingress": [{"ip": "192.0.2.10"}]}}}),
-            ),
-        )
-        .expect("status request");
-    cluster
-        .client()
-        .request::<Value>(request)
-        .await
-        .expect("status patch");
 }
 
 async fn cm_value(cluster: &Cluster, ns: &str) -> Option<String> {

@@ -9,6 +9,10 @@
 //! - Start it again: only its apps move back (about a third).
 //! - SIGSTOP one past its Lease, then SIGCONT: the others took its apps, and nothing it did
 //!   after waking landed twice (each app still has one history entry, all Synced).
+//! - An operation interrupted by its owner's death (a sync waiting for wave 0's health,
+//!   after its PreSync hook): the replica that takes the app over resumes it — same start,
+//!   the hook and wave 0 not created again, wave 1 only after wave 0 is healthy, one history
+//!   entry.
 //!
 //! Skipped without the test bed (`testbed/up.sh`), unless `REQUIRE_K8S_TESTBED=1`.
 
@@ -18,7 +22,7 @@ mod fixture;
 #[path = "../../plumb-cluster/tests/support/mod.rs"]
 mod support;
 
-use fixture::{AppBed, Controller};
+use fixture::{AppBed, Controller, app, assign_lb, op};
 use plumb_cluster::Cluster;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -157,6 +161,27 @@ fn signal(c: &Controller, sig: &str) {
     assert!(ok, "kill {sig}");
 }
 
+/// Waits until each replica's log shows it has seen `n` members.
+async fn members_seen<'a>(logs: impl IntoIterator<Item = &'a PathBuf> + Clone, n: usize) {
+    wait_until(&format!("each replica seeing {n} members"), || async {
+        logs.clone()
+            .into_iter()
+            .all(|log| {
+                std::fs::read_to_string(log)
+                    .unwrap_or_default()
+                    .lines()
+                    .any(|l| {
+                        serde_json::from_str::<Value>(l)
+                            .ok()
+                            .and_then(|v| v["members"].as_array().map(Vec::len))
+                            == Some(n)
+                    })
+            })
+            .then_some(())
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_replicas_share_and_hand_over_their_apps() {
     let Some(cluster) = testbed("three_replicas_share_and_hand_over_their_apps").await else {
@@ -184,23 +209,7 @@ async fn three_replicas_share_and_hand_over_their_apps() {
     let mut replicas: BTreeMap<&str, (Controller, PathBuf)> =
         ids.iter().map(|id| (*id, replica(&bed, id))).collect();
     // The members settled (each replica has seen the three) before the apps come.
-    wait_until("each replica seeing three members", || async {
-        replicas
-            .values()
-            .all(|(_, log)| {
-                std::fs::read_to_string(log)
-                    .unwrap_or_default()
-                    .lines()
-                    .any(|l| {
-                        serde_json::from_str::<Value>(l)
-                            .ok()
-                            .and_then(|v| v["members"].as_array().map(Vec::len))
-                            == Some(3)
-                    })
-            })
-            .then_some(())
-    })
-    .await;
+    members_seen(replicas.values().map(|(_, log)| log), 3).await;
     let apps: Vec<Value> = (0..APPS)
         .map(|i| {
             json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "Application",
@@ -308,6 +317,130 @@ async fn three_replicas_share_and_hand_over_their_apps() {
     for (_, (c, _)) in replicas.iter_mut() {
         assert!(c.alive(), "a replica exited");
     }
+}
+
+/// The owner of an app SIGKILLed while the app's sync waits for wave 0 to be healthy: the
+/// other replica claims the app (a new epoch) and resumes the operation from its saved state.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operation_its_owner_left_is_resumed_by_the_next_owner() {
+    let Some(cluster) = testbed("an_operation_its_owner_left_is_resumed_by_the_next_owner").await
+    else {
+        return;
+    };
+    let bed = AppBed::new(&cluster, "shard-resume", json!({})).await;
+    let dest = bed.dest.clone();
+    let wave = |w: &str| json!({"argocd.argoproj.io/sync-wave": w});
+    // A PreSync hook (created once: `BeforeHookCreation` would replace it on a second run),
+    // wave 0 a LoadBalancer Service (Progressing until the test gives it an address: no one
+    // else does), wave 1 a ConfigMap.
+    bed.write(
+        "hook.json",
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "pre", "annotations": {"argocd.argoproj.io/hook": "PreSync"}},
+            "data": {"k": "pre"}}),
+    );
+    bed.write(
+        "lb.json",
+        json!({"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "gate", "annotations": wave("0")},
+            "spec": {"type": "LoadBalancer", "selector": {"app": "gate"},
+                     "ports": [{"port": 80, "targetPort": 8080}]}}),
+    );
+    bed.write(
+        "after.json",
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "after", "annotations": wave("1")}, "data": {"k": "after"}}),
+    );
+    bed.commit();
+    let ids = ["s0", "s1"];
+    let mut replicas: BTreeMap<&str, (Controller, PathBuf)> =
+        ids.iter().map(|id| (*id, replica(&bed, id))).collect();
+    members_seen(replicas.values().map(|(_, log)| log), 2).await;
+    let name = "gated";
+    bed.application(&cluster, name, json!({"automated": {}}))
+        .await;
+    let ns = bed.apps_ns.clone();
+    // Its owner is in wave 0's health wait: Running, the hook and the Service created.
+    let running = wait_until("the sync waiting for wave 0", || async {
+        let a = app(&cluster, &ns, name).await;
+        (op(&a, "phase") == "Running" && op(&a, "message").starts_with("waiting for")).then_some(a)
+    })
+    .await;
+    let owner = running["status"]["controller"]["owner"]
+        .as_str()
+        .expect("status.controller.owner")
+        .to_string();
+    let epoch = running["status"]["controller"]["epoch"]
+        .as_u64()
+        .expect("status.controller.epoch");
+    let get = |kind: &'static str, name: &'static str| {
+        let (cluster, dest) = (&cluster, &dest);
+        async move {
+            cluster
+                .get_object("", kind, dest, name)
+                .await
+                .expect("get object")
+        }
+    };
+    let hook = get("ConfigMap", "pre").await.expect("the hook ran");
+    let gate = get("Service", "gate").await.expect("wave 0 applied");
+    assert!(get("ConfigMap", "after").await.is_none(), "wave 1 before 0");
+    let owner_id = ids
+        .iter()
+        .copied()
+        .find(|id| *id == owner)
+        .unwrap_or_else(|| panic!("owner {owner} is not one of {ids:?}"));
+    let heir = ids.iter().copied().find(|id| *id != owner_id).expect("two");
+    drop(replicas.remove(owner_id));
+
+    // The heir claims the app (a new epoch) while wave 0 is still unhealthy, and the
+    // operation is still the one that started.
+    let claimed = wait_until(&format!("{heir} claiming {name}"), || async {
+        let a = app(&cluster, &ns, name).await;
+        (a["status"]["controller"]["owner"] == heir).then_some(a)
+    })
+    .await;
+    assert_eq!(claimed["status"]["controller"]["epoch"], epoch + 1);
+    assert_eq!(op(&claimed, "startedAt"), op(&running, "startedAt"));
+    assert!(get("ConfigMap", "after").await.is_none(), "wave 1 before 0");
+
+    // Wave 0 healthy: the heir finishes the same operation.
+    assign_lb(&cluster, &dest, "gate").await;
+    let done = wait_until("the resumed sync ending", || async {
+        let a = app(&cluster, &ns, name).await;
+        (op(&a, "phase") == "Succeeded").then_some(a)
+    })
+    .await;
+    assert_eq!(op(&done, "startedAt"), op(&running, "startedAt"));
+    let history = done["status"]["history"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(history.len(), 1, "{history:?}");
+    let heir_log = replicas[heir].1.clone();
+    let line = format!("{ns}/{name}");
+    wait_until(&format!("{heir} logging the resumed operation"), || async {
+        std::fs::read_to_string(&heir_log)
+            .unwrap_or_default()
+            .lines()
+            .any(|l| l.contains(&line) && l.contains("\"resumed\":true"))
+            .then_some(())
+    })
+    .await;
+    // Neither the hook nor wave 0 created again; wave 1 applied.
+    let uid = |o: Option<Value>| o.map(|o| o["metadata"]["uid"].clone());
+    assert_eq!(
+        uid(get("ConfigMap", "pre").await),
+        uid(Some(hook)),
+        "hook re-run"
+    );
+    assert_eq!(
+        uid(get("Service", "gate").await),
+        uid(Some(gate)),
+        "wave 0 recreated"
+    );
+    assert!(get("ConfigMap", "after").await.is_some(), "wave 1 applied");
+    assert!(replicas.get_mut(heir).expect("heir").0.alive());
 }
 
 /// Chaos: three replicas, a random one SIGKILLed (and started again) every 20 s for five
