@@ -26,7 +26,7 @@ fn origins(v: Option<&Value>) -> Origins {
         for (ptr, at) in m {
             let (file, line) = at.as_str().unwrap().rsplit_once(':').unwrap();
             out.insert(
-                ptr.clone(),
+                ptr,
                 Origin {
                     file: file.into(),
                     line: line.parse().unwrap(),

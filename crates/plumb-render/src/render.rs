@@ -109,7 +109,7 @@ impl RenderedObject {
     }
 
     /// Where the scalar at `pointer` (or the nearest declared parent) was set.
-    pub fn declared_at(&self, pointer: &str) -> Option<&Origin> {
+    pub fn declared_at(&self, pointer: &str) -> Option<Origin> {
         self.origins.get(pointer)
     }
 }

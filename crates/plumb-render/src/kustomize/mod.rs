@@ -73,7 +73,7 @@ pub use helm::HelmOptions;
 pub use kustfile::FILE_NAMES;
 use kustfile::{Kust, SUPPORTED, UNSUPPORTED};
 use resource::Res;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -81,7 +81,7 @@ use std::sync::Arc;
 pub use tree::fast_and_slow as __tree_fast_and_slow;
 use tree::{Dialect, Node, Org};
 
-pub use plumb_core::origin::Origin;
+pub use plumb_core::origin::{Origin, Origins};
 
 /// One rendered object.
 #[derive(Debug, Clone, PartialEq)]
@@ -89,7 +89,7 @@ pub struct Rendered {
     pub object: serde_json::Value,
     /// JSON pointer (with list indexes, RFC 6901) of every scalar leaf of `object` → where
     /// its value was set.
-    pub origins: BTreeMap<String, Origin>,
+    pub origins: Origins,
     /// File and line of the document (or generator entry) that created the object.
     pub file: String,
     pub line: usize,
@@ -542,29 +542,22 @@ impl SourceLines {
 
 impl Ctx<'_> {
     /// The file table, shared by the origins of every object.
-    fn file_names(&self) -> Vec<Arc<str>> {
-        self.files.iter().map(|f| Arc::from(f.as_str())).collect()
+    fn file_names(&self) -> Arc<Vec<Arc<str>>> {
+        Arc::new(self.files.iter().map(|f| Arc::from(f.as_str())).collect())
     }
 }
 
 /// A resource as the API hands it out: JSON plus the origins of its scalars.
-fn rendered(files: &[Arc<str>], r: Res) -> Rendered {
-    let mut origins = Vec::new();
+fn rendered(files: &Arc<Vec<Arc<str>>>, r: Res) -> Rendered {
+    let mut origins = Origins::with_files(files.clone());
     let object = r.node.into_json_with_origins(&mut |p, o| {
         if o.file != u32::MAX {
-            origins.push((
-                p.to_owned(),
-                Origin {
-                    file: files[o.file as usize].clone(),
-                    line: o.line,
-                    column: o.col,
-                },
-            ));
+            origins.push(p, o.file, o.line, o.col);
         }
     });
     Rendered {
         object,
-        origins: origins.into_iter().collect(),
+        origins: origins.finish(),
         file: files
             .get(r.file as usize)
             .map(|f| f.to_string())
