@@ -308,18 +308,15 @@ impl Controller {
     /// The cached Applications served, and those in namespaces not served; both sorted.
     fn apps_and_ignored(&self) -> (Vec<AppKey>, Vec<AppKey>) {
         let scope = self.opts.scope();
-        let (mut keys, mut ignored): (Vec<AppKey>, Vec<AppKey>) = self
-            .cache
-            .list(
+        // Keys only: this runs on every change of the members, and parsing every
+        // Application (status included) was most of a sharded replica's peak memory.
+        self.cache
+            .keys(
                 &application_kind(self.cluster.app_group()),
                 self.opts.app_namespace.as_deref(),
             )
-            .iter()
-            .filter_map(|a| app_key(a))
-            .partition(|k| scope.serves(&k.0));
-        keys.sort();
-        ignored.sort();
-        (keys, ignored)
+            .into_iter()
+            .partition(|k| scope.serves(&k.0))
     }
 
     /// One pass over every Application (`plumb controller --once`), `workers` at a time.
@@ -391,18 +388,19 @@ impl Controller {
         let now = Instant::now();
         let scope = opts.scope();
         let mut ignored = HashSet::new();
-        for app in self
-            .cache
-            .list(&application_kind(group), opts.app_namespace.as_deref())
-        {
-            schedule.know_app(&app, now);
-            if let Some(key) = app_key(&app)
-                && !scope.serves(&key.0)
-                && ignored.insert(key.clone())
-            {
-                log(Event::Ignored { app: &key });
-            }
-        }
+        self.cache.each(
+            &application_kind(group),
+            opts.app_namespace.as_deref(),
+            |app| {
+                schedule.know_app(app, now);
+                if let Some(key) = app_key(app)
+                    && !scope.serves(&key.0)
+                    && ignored.insert(key.clone())
+                {
+                    log(Event::Ignored { app: &key });
+                }
+            },
+        );
 
         // Sharded: the members as last seen, and their changes.
         let mut members_changed = opts
@@ -606,25 +604,24 @@ impl Controller {
     pub fn stale(&self, now: SystemTime) -> Vec<AppKey> {
         let limit = 2 * self.opts.refresh + self.opts.jitter;
         let scope = self.opts.scope();
-        let mut out: Vec<AppKey> = self
-            .cache
-            .list(
-                &application_kind(self.cluster.app_group()),
-                self.opts.app_namespace.as_deref(),
-            )
-            .iter()
-            .filter(|a| {
+        let mut out: Vec<AppKey> = Vec::new();
+        self.cache.each(
+            &application_kind(self.cluster.app_group()),
+            self.opts.app_namespace.as_deref(),
+            |a| {
                 let at = a
                     .pointer("/status/reconciledAt")
                     .or_else(|| a.pointer("/metadata/creationTimestamp"))
                     .and_then(Value::as_str)
                     .and_then(|t| crate::time::parse_rfc3339(t).ok());
-                at.is_some_and(|t| t + limit < now)
-            })
-            .filter_map(|a| app_key(a))
-            .filter(|k| scope.serves(&k.0))
-            .collect();
-        out.sort();
+                if at.is_some_and(|t| t + limit < now)
+                    && let Some(k) = app_key(a)
+                    && scope.serves(&k.0)
+                {
+                    out.push(k);
+                }
+            },
+        );
         out
     }
 

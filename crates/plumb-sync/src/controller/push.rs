@@ -12,7 +12,6 @@ use crate::scope::AppScope;
 use crate::webhook::{Push, refreshes};
 use plumb_cluster::LiveCache;
 use plumb_render::remote::RepoCache;
-use serde_json::Value;
 use std::sync::Arc;
 use tokio::sync::mpsc;
 
@@ -60,17 +59,19 @@ impl PushRefresher {
     /// The served Applications `push` concerns (sorted), after queueing them for a refresh
     /// now and expiring the mirrors of the pushed repository.
     pub fn refresh(&self, push: &Push) -> Vec<AppKey> {
-        let apps: Vec<Arc<Value>> = self.cache.list(
+        let mut keys: Vec<AppKey> = Vec::new();
+        self.cache.each(
             &application_kind(self.app_group),
             self.app_namespace.as_deref(),
+            |app| {
+                if refreshes(app, push)
+                    && let Some(key) = app_key(app)
+                    && self.scope.serves(&key.0)
+                {
+                    keys.push(key);
+                }
+            },
         );
-        let mut keys: Vec<AppKey> = apps
-            .iter()
-            .filter(|app| refreshes(app, push))
-            .filter_map(|app| app_key(app))
-            .filter(|key| self.scope.serves(&key.0))
-            .collect();
-        keys.sort();
         if !keys.is_empty() {
             self.repos.expire(|url| push.names_repo(url));
             let _ = self.queue.send(keys.clone());
