@@ -26,13 +26,13 @@ mod fixture;
 #[path = "../../plumb-cluster/tests/support/mod.rs"]
 mod support;
 
-use fixture::{AppBed, Controller, app, ask_refresh, assign_lb, op, plumb};
+use fixture::{AppBed, Controller, app, ask_refresh, op, plumb};
 use plumb_cluster::Cluster;
 use serde_json::{Value, json};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::SystemTime;
-use support::{apply, testbed, unique, wait_until};
+use support::{apply, assign_lb, testbed, unique, wait_until};
 
 fn kill(child: Controller) {
     drop(child);

@@ -22,13 +22,13 @@ mod fixture;
 #[path = "../../plumb-cluster/tests/support/mod.rs"]
 mod support;
 
-use fixture::{AppBed, Controller, app, assign_lb, op};
+use fixture::{AppBed, Controller, app, op};
 use plumb_cluster::Cluster;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-use support::{apply, testbed, wait_until};
+use support::{apply, assign_lb, testbed, wait_until};
 
 /// Apps in the test (the figure).
 const APPS: usize = 300;

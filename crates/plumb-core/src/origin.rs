@@ -138,7 +138,9 @@ impl Origins {
 
     /// Pointer and origin of every scalar, by pointer.
     pub fn iter(&self) -> impl Iterator<Item = (&str, Origin)> + '_ {
-        self.entries.iter().map(|e| (self.pointer(e), self.origin(e)))
+        self.entries
+            .iter()
+            .map(|e| (self.pointer(e), self.origin(e)))
     }
 
     /// How many scalars have an origin.
@@ -308,13 +310,7 @@ mod tests {
             ]
             .into(),
         };
-        assert_eq!(
-            d.locate(&desired, "/metadata/labels/a~1b"),
-            Some(origin(3))
-        );
-        assert_eq!(
-            d.locate(&json!({"f": ["z", "q"]}), "/f/1"),
-            Some(origin(4))
-        );
+        assert_eq!(d.locate(&desired, "/metadata/labels/a~1b"), Some(origin(3)));
+        assert_eq!(d.locate(&json!({"f": ["z", "q"]}), "/f/1"), Some(origin(4)));
     }
 }

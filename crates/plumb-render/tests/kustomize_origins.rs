@@ -48,7 +48,10 @@ fn origins_follow_the_last_writer() {
         (o.file.to_string(), o.line, o.column)
     };
     assert_eq!(d.object["metadata"]["name"], "prod-web");
-    assert_eq!(at("/metadata/name"), ("overlay/kustomization.yaml".into(), 3, 13));
+    assert_eq!(
+        at("/metadata/name"),
+        ("overlay/kustomization.yaml".into(), 3, 13)
+    );
     assert_eq!(
         at("/spec/template/spec/containers/0/imagePullPolicy").0,
         "overlay/pull.yaml"

@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::support::{apply, eventually, testbed};
+use common::support::{apply, eventually, patch_status, testbed};
 use common::{get_app, history};
 use plumb_cluster::Cluster;
 use plumb_health::{Checker, Customizations, LuaCheck, LuaLimits};
@@ -142,20 +142,13 @@ async fn install_gizmo_crd(cluster: &Cluster) {
 
 /// What the gizmo operator would do: write the Gizmo's status.
 async fn set_gizmo_status(cluster: &Cluster, ns: &str, name: &str, status: Value) {
-    let path = format!("/apis/{GROUP}/v1/namespaces/{ns}/gizmos");
-    let request = kube::core::Request::new(path)
-        .patch_subresource(
-            "status",
-            name,
-            &kube::api::PatchParams::default(),
-            &kube::api::Patch::Merge(json!({ "status": status })),
-        )
-        .expect("status request");
-    cluster
-        .client()
-        .request::<Value>(request)
-        .await
-        .expect("status patch");
+    patch_status(
+        cluster,
+        &format!("/apis/{GROUP}/v1/namespaces/{ns}/gizmos"),
+        name,
+        status,
+    )
+    .await;
 }
 
 fn op_field<'a>(app: &'a Value, field: &str) -> &'a str {

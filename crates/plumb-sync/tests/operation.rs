@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::support::{DEADLINE, apply, namespace, testbed, unique};
+use common::support::{DEADLINE, apply, assign_lb, namespace, patch_status, testbed, unique};
 use common::{application, get_app, git_repo, history, install_crd};
 use plumb_cluster::Cluster;
 use plumb_sync::history::InitiatedBy;
@@ -62,34 +62,6 @@ async fn get(cluster: &Cluster, group: &str, kind: &str, ns: &str, name: &str) -
         .get_object(group, kind, ns, name)
         .await
         .expect("get object")
-}
-
-async fn patch_status(cluster: &Cluster, path: &str, name: &str, status: Value) {
-    let request = kube::core::Request::new(path.to_string())
-        .patch_subresource(
-            "status",
-            name,
-            &kube::api::PatchParams::default(),
-            &kube::api::Patch::Merge(json!({ "status": status })),
-        )
-        .expect("status request");
-    cluster
-        .client()
-        .request::<Value>(request)
-        .await
-        .expect("status patch");
-}
-
-/// What a cloud controller does: the load balancer gets an address.
-async fn assign_lb(cluster: &Cluster, ns: &str, name: &str) {
-    let path = format!("/api/v1/namespaces/{ns}/services");
-    patch_status(
-        cluster,
-        &path,
-        name,
-        json!({"loadBalancer": {"ingress": [{"ip": "192.0.2.10"}]}}),
-    )
-    .await;
 }
 
 /// What the Job controller does when a Job ends.

@@ -235,22 +235,3 @@ pub async fn ask_refresh(cluster: &Cluster, ns: &str, name: &str) {
     })
     .await;
 }
-
-/// What a cloud controller does: the load balancer gets an address (status subresource).
-pub async fn assign_lb(cluster: &Cluster, ns: &str, name: &str) {
-    let request = kube::core::Request::new(format!("/api/v1/namespaces/{ns}/services"))
-        .patch_subresource(
-            "status",
-            name,
-            &kube::api::PatchParams::default(),
-            &kube::api::Patch::Merge(
-                json!({"status": {"loadBalancer": {"ingress": [{"ip": "192.0.2.10"}]}}}),
-            ),
-        )
-        .expect("status request");
-    cluster
-        .client()
-        .request::<Value>(request)
-        .await
-        .expect("status patch");
-}

@@ -232,3 +232,32 @@ pub fn names(objects: &[Value]) -> Vec<String> {
     names.sort();
     names
 }
+
+/// Merges `status` into the status subresource of `name` in the collection at `path` (e.g.
+/// `/api/v1/namespaces/NS/services`): what a controller the test bed does not run would write.
+pub async fn patch_status(cluster: &Cluster, path: &str, name: &str, status: Value) {
+    let request = kube::core::Request::new(path.to_string())
+        .patch_subresource(
+            "status",
+            name,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({ "status": status })),
+        )
+        .expect("status request");
+    cluster
+        .client()
+        .request::<Value>(request)
+        .await
+        .expect("status patch");
+}
+
+/// What a cloud controller does: the LoadBalancer Service `ns/name` gets an address.
+pub async fn assign_lb(cluster: &Cluster, ns: &str, name: &str) {
+    patch_status(
+        cluster,
+        &format!("/api/v1/namespaces/{ns}/services"),
+        name,
+        json!({"loadBalancer": {"ingress": [{"ip": "192.0.2.10"}]}}),
+    )
+    .await;
+}
