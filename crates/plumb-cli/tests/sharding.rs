@@ -1,9 +1,10 @@
 //! Sharding on the test bed, with real processes in real time: three `plumb controller
 //! --shards auto` replicas share the Applications of one namespace.
 //!
-//! - Every app is synced by exactly one replica (the replicas' JSON logs are the witness: one
-//!   `"synced": true` line per app across the three), which records itself in
-//!   `status.controller`, and the apps are spread evenly.
+//! - Every app is synced by exactly one replica, which records itself in `status.controller`,
+//!   and the apps are spread evenly. Two witnesses: the replicas' JSON logs (one `"synced":
+//!   true` line per app across the three) and the API server's audit log (`testbed/up.sh
+//!   --audit`, as CI runs it): one write of each app's ConfigMap, dry runs aside.
 //! - SIGKILL one: its apps are taken over (claimed by the others, a new epoch) and every app
 //!   stays synced with one history entry: an interrupted operation was resumed, not run again.
 //! - Start it again: only its apps move back (about a third).
@@ -210,6 +211,7 @@ async fn three_replicas_share_and_hand_over_their_apps() {
         ids.iter().map(|id| (*id, replica(&bed, id))).collect();
     // The members settled (each replica has seen the three) before the apps come.
     members_seen(replicas.values().map(|(_, log)| log), 3).await;
+    let audit = support::audit_log_from_now();
     let apps: Vec<Value> = (0..APPS)
         .map(|i| {
             json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "Application",
@@ -249,6 +251,24 @@ async fn three_replicas_share_and_hand_over_their_apps() {
             *epoch >= 1 && *history == 1,
             "{name}: epoch {epoch}, {history} syncs"
         );
+    }
+    // The API server's word: each ConfigMap written once (its apply), by the three replicas
+    // together; dry runs change nothing and are not counted.
+    if let Some((log, from)) = &audit {
+        let mut writes: BTreeMap<String, usize> = BTreeMap::new();
+        for e in support::audited_since(log, *from) {
+            if e.is_write()
+                && e.resource == "configmaps"
+                && e.namespace == bed.dest
+                && e.name.starts_with("cm-")
+                && !e.uri.contains("dryRun")
+            {
+                *writes.entry(e.name).or_default() += 1;
+            }
+        }
+        assert_eq!(writes.len(), APPS, "ConfigMaps written: {}", writes.len());
+        let twice: Vec<_> = writes.iter().filter(|(_, n)| **n != 1).collect();
+        assert!(twice.is_empty(), "written more than once: {twice:?}");
     }
     for id in ids {
         let n = state.values().filter(|s| s.0 == id).count();

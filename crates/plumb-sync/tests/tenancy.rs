@@ -11,7 +11,7 @@
 mod common;
 
 use common::objects::{app_project, deny_window_spec};
-use common::support::{apply, eventually, namespace};
+use common::support::{Audited, apply, audited_since, eventually, namespace};
 use common::{app_testbed, application, get_app, git_repo};
 use plumb_cluster::Cluster;
 use plumb_sync::history::InitiatedBy;
@@ -434,56 +434,6 @@ async fn an_application_outside_the_control_namespace_is_not_synced() {
     .expect("reconcile");
     assert!(out.sync.is_some_and(|s| s.succeeded()));
     assert!(exists(&cluster, "", "ConfigMap", &dest, "web").await);
-}
-
-/// One audit event of the API server's log: who, what, where.
-#[derive(Debug)]
-struct Audited {
-    user: String,
-    verb: String,
-    resource: String,
-    subresource: String,
-    namespace: String,
-    name: String,
-    uri: String,
-}
-
-impl Audited {
-    fn is_write(&self) -> bool {
-        matches!(
-            self.verb.as_str(),
-            "create" | "update" | "patch" | "delete" | "deletecollection"
-        )
-    }
-}
-
-/// The complete audit events written after byte `from` of the log.
-fn audited_since(log: &std::path::Path, from: u64) -> Vec<Audited> {
-    use std::io::{Read, Seek};
-    let mut f = std::fs::File::open(log).expect("audit log");
-    f.seek(std::io::SeekFrom::Start(from)).expect("seek");
-    let mut text = String::new();
-    f.read_to_string(&mut text).expect("read audit log");
-    let complete = text.rfind('\n').map_or("", |end| &text[..end]);
-    let s = |e: &Value, p: &str| {
-        e.pointer(p)
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string()
-    };
-    complete
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .map(|e| Audited {
-            user: s(&e, "/user/username"),
-            verb: s(&e, "/verb"),
-            resource: s(&e, "/objectRef/resource"),
-            subresource: s(&e, "/objectRef/subresource"),
-            namespace: s(&e, "/objectRef/namespace"),
-            name: s(&e, "/objectRef/name"),
-            uri: s(&e, "/requestURI"),
-        })
-        .collect()
 }
 
 /// The proof of "refused before any request" from the API server itself: with the test bed's

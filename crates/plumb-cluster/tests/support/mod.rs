@@ -261,3 +261,72 @@ pub async fn assign_lb(cluster: &Cluster, ns: &str, name: &str) {
     )
     .await;
 }
+
+/// One audit event of the API server's log: who, what, where.
+#[derive(Debug)]
+pub struct Audited {
+    pub user: String,
+    pub verb: String,
+    pub resource: String,
+    pub subresource: String,
+    pub namespace: String,
+    pub name: String,
+    pub uri: String,
+}
+
+impl Audited {
+    /// A request that changes something (a dry run counts: see `uri`).
+    pub fn is_write(&self) -> bool {
+        matches!(
+            self.verb.as_str(),
+            "create" | "update" | "patch" | "delete" | "deletecollection"
+        )
+    }
+}
+
+/// The complete audit events written after byte `from` of the log.
+pub fn audited_since(log: &std::path::Path, from: u64) -> Vec<Audited> {
+    use std::io::{Read, Seek};
+    let mut f = std::fs::File::open(log).expect("audit log");
+    f.seek(std::io::SeekFrom::Start(from)).expect("seek");
+    let mut text = String::new();
+    f.read_to_string(&mut text).expect("read audit log");
+    let complete = text.rfind('\n').map_or("", |end| &text[..end]);
+    let s = |e: &Value, p: &str| {
+        e.pointer(p)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    complete
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .map(|e| Audited {
+            user: s(&e, "/user/username"),
+            verb: s(&e, "/verb"),
+            resource: s(&e, "/objectRef/resource"),
+            subresource: s(&e, "/objectRef/subresource"),
+            namespace: s(&e, "/objectRef/namespace"),
+            name: s(&e, "/objectRef/name"),
+            uri: s(&e, "/requestURI"),
+        })
+        .collect()
+}
+
+/// The test bed's audit log (`testbed/up.sh --audit`) and its length now, to read what comes
+/// after with [`audited_since`]; `None` without one, unless `REQUIRE_K8S_AUDIT=1` (then the test
+/// fails).
+pub fn audit_log_from_now() -> Option<(std::path::PathBuf, u64)> {
+    let log = testbed_dir().join("audit.log");
+    match std::fs::metadata(&log) {
+        Ok(m) => Some((log, m.len())),
+        Err(_) => {
+            assert!(
+                std::env::var("REQUIRE_K8S_AUDIT").as_deref() != Ok("1"),
+                "REQUIRE_K8S_AUDIT=1 but the test bed has no audit log: start it with testbed/up.sh --audit"
+            );
+            eprintln!("no audit log (testbed/up.sh --audit): its checks are skipped");
+            None
+        }
+    }
+}
