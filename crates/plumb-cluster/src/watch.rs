@@ -400,11 +400,22 @@ impl Content {
 
     /// Every object: namespace, name, object.
     fn all(objects: &Objects) -> impl Iterator<Item = (&str, &str, &Stored)> {
-        objects.iter().flat_map(|(namespace, names)| {
-            names
-                .iter()
-                .map(move |(name, stored)| (namespace.as_str(), name.as_str(), stored))
-        })
+        Content::within(objects, None)
+    }
+
+    /// The objects of `namespace` (`None`: every namespace): namespace, name, object.
+    fn within<'o>(
+        objects: &'o Objects,
+        namespace: Option<&str>,
+    ) -> impl Iterator<Item = (&'o str, &'o str, &'o Stored)> {
+        objects
+            .iter()
+            .filter(move |(ns, _)| namespace.is_none_or(|wanted| wanted == ns.as_str()))
+            .flat_map(|(namespace, names)| {
+                names
+                    .iter()
+                    .map(move |(name, stored)| (namespace.as_str(), name.as_str(), stored))
+            })
     }
 }
 
@@ -512,11 +523,7 @@ impl Store {
     /// by namespace and name: shared, not parsed.
     fn bodies(&self, namespace: Option<&str>, keep: impl Fn(&Stored) -> bool) -> Vec<Body> {
         let content = read(&self.content);
-        let mut out: Vec<(&String, &String, &Stored)> = content
-            .objects
-            .iter()
-            .filter(|(ns, _)| namespace.is_none_or(|wanted| wanted == ns.as_str()))
-            .flat_map(|(ns, names)| names.iter().map(move |(name, obj)| (ns, name, obj)))
+        let mut out: Vec<(&str, &str, &Stored)> = Content::within(&content.objects, namespace)
             .filter(|(_, _, obj)| keep(obj))
             .collect();
         out.sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
@@ -529,11 +536,8 @@ impl Store {
     /// parsed.
     fn keys(&self, namespace: Option<&str>) -> Vec<(String, String)> {
         let content = read(&self.content);
-        let mut out: Vec<(String, String)> = content
-            .objects
-            .iter()
-            .filter(|(ns, _)| namespace.is_none_or(|wanted| wanted == ns.as_str()))
-            .flat_map(|(ns, names)| names.keys().map(move |name| (ns.clone(), name.clone())))
+        let mut out: Vec<(String, String)> = Content::within(&content.objects, namespace)
+            .map(|(ns, name, _)| (ns.to_string(), name.to_string()))
             .collect();
         out.sort_unstable();
         out
@@ -1246,21 +1250,27 @@ impl LiveCache {
     /// The cached objects of `gk` in `namespace` (`None`, or a cluster-scoped
     /// kind: all), sorted by namespace and name. Empty for a kind not watched.
     pub fn list(&self, gk: &GroupKind, namespace: Option<&str>) -> Vec<Arc<Value>> {
-        let Some(watched) = self.inner.watched_kind(gk) else {
-            return Vec::new();
-        };
+        self.store_of(gk, namespace)
+            .map_or_else(Vec::new, |(watched, ns)| watched.ctx.store.list(ns))
+    }
+
+    /// The watched kind `gk` and the namespace to read of it (`None` for a cluster-scoped
+    /// kind); `None` for a kind not watched.
+    fn store_of<'n>(
+        &self,
+        gk: &GroupKind,
+        namespace: Option<&'n str>,
+    ) -> Option<(Arc<Watched>, Option<&'n str>)> {
+        let watched = self.inner.watched_kind(gk)?;
         let namespace = namespace.filter(|_| watched.ctx.info.namespaced);
-        watched.ctx.store.list(namespace)
+        Some((watched, namespace))
     }
 
     /// Namespace and name of the cached objects of `gk` in `namespace` (`None`, or a
     /// cluster-scoped kind: all), sorted; no object parsed. Empty for a kind not watched.
     pub fn keys(&self, gk: &GroupKind, namespace: Option<&str>) -> Vec<(String, String)> {
-        let Some(watched) = self.inner.watched_kind(gk) else {
-            return Vec::new();
-        };
-        let namespace = namespace.filter(|_| watched.ctx.info.namespaced);
-        watched.ctx.store.keys(namespace)
+        self.store_of(gk, namespace)
+            .map_or_else(Vec::new, |(watched, ns)| watched.ctx.store.keys(ns))
     }
 
     /// Calls `f` with each cached object of `gk` in `namespace` (as [`LiveCache::list`]),
@@ -1268,10 +1278,9 @@ impl LiveCache {
     /// parsed object at a time, not all of them (10,000 parsed Applications with their
     /// status are about 500 MB).
     pub fn each(&self, gk: &GroupKind, namespace: Option<&str>, mut f: impl FnMut(&Value)) {
-        let Some(watched) = self.inner.watched_kind(gk) else {
+        let Some((watched, namespace)) = self.store_of(gk, namespace) else {
             return;
         };
-        let namespace = namespace.filter(|_| watched.ctx.info.namespaced);
         for body in watched.ctx.store.bodies(namespace, |_| true) {
             if let Some(obj) = body.value() {
                 f(&obj);

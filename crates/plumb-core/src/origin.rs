@@ -50,6 +50,13 @@ struct Entry {
     column: u32,
 }
 
+impl Entry {
+    /// The entry's pointer in `text` (its object's pointers).
+    fn pointer(self, text: &str) -> &str {
+        &text[self.start as usize..self.end as usize]
+    }
+}
+
 impl Origins {
     /// No origins.
     pub fn new() -> Origins {
@@ -68,30 +75,35 @@ impl Origins {
     /// Appends the origin of `pointer`: `file` an index into the files. Lookups need
     /// [`Origins::finish`] first.
     pub fn push(&mut self, pointer: &str, file: u32, line: u32, column: u32) {
+        let e = self.entry(pointer, file, line, column);
+        self.entries.push(e);
+    }
+
+    /// An entry for `pointer`, its text appended (the entry not placed yet).
+    fn entry(&mut self, pointer: &str, file: u32, line: u32, column: u32) -> Entry {
         let start = self.text.len() as u32;
         self.text.push_str(pointer);
-        self.entries.push(Entry {
+        Entry {
             start,
             end: self.text.len() as u32,
             file,
             line,
             column,
-        });
+        }
     }
 
     /// Sorts the pushed entries (a build pushes them nearly in order: only list indexes
     /// of ten and more are out of it).
     pub fn finish(mut self) -> Origins {
         let text = &self.text;
-        let key = |e: &Entry| &text[e.start as usize..e.end as usize];
-        if !self.entries.is_sorted_by(|a, b| key(a) <= key(b)) {
-            self.entries.sort_by(|a, b| key(a).cmp(key(b)));
+        if !self
+            .entries
+            .is_sorted_by(|a, b| a.pointer(text) <= b.pointer(text))
+        {
+            self.entries
+                .sort_by(|a, b| a.pointer(text).cmp(b.pointer(text)));
         }
         self
-    }
-
-    fn pointer(&self, e: &Entry) -> &str {
-        &self.text[e.start as usize..e.end as usize]
     }
 
     fn origin(&self, e: &Entry) -> Origin {
@@ -104,7 +116,7 @@ impl Origins {
 
     fn find(&self, pointer: &str) -> Result<usize, usize> {
         self.entries
-            .binary_search_by(|e| self.pointer(e).cmp(pointer))
+            .binary_search_by(|e| e.pointer(&self.text).cmp(pointer))
     }
 
     /// Where the scalar at `pointer` was set.
@@ -129,8 +141,7 @@ impl Origins {
                 (e.file, e.line, e.column) = (file, origin.line, origin.column);
             }
             Err(i) => {
-                self.push(pointer, file, origin.line, origin.column);
-                let e = self.entries.pop().expect("just pushed");
+                let e = self.entry(pointer, file, origin.line, origin.column);
                 self.entries.insert(i, e);
             }
         }
@@ -140,7 +151,7 @@ impl Origins {
     pub fn iter(&self) -> impl Iterator<Item = (&str, Origin)> + '_ {
         self.entries
             .iter()
-            .map(|e| (self.pointer(e), self.origin(e)))
+            .map(|e| (e.pointer(&self.text), self.origin(e)))
     }
 
     /// How many scalars have an origin.
@@ -276,6 +287,30 @@ mod tests {
             line,
             column: 7,
         }
+    }
+
+    #[test]
+    fn origins_are_found_by_pointer_whatever_order_they_came_in() {
+        // Pushed as a build walks a list of eleven (index 10 comes after 9, before "2" in
+        // byte order), then sorted.
+        let files = Arc::new(vec![Arc::<str>::from("a.yaml"), Arc::from("b.yaml")]);
+        let mut built = Origins::with_files(files);
+        for i in 0..11u32 {
+            built.push(&format!("/l/{i}"), i % 2, i + 1, 1);
+        }
+        let built = built.finish();
+        assert_eq!(built.len(), 11);
+        let ten = built.get("/l/10").expect("/l/10");
+        assert_eq!((&*ten.file, ten.line), ("a.yaml", 11));
+        assert_eq!(built.get("/l/2").map(|o| o.line), Some(3));
+        assert_eq!(built.get("/l/11"), None);
+        // Inserted out of order, one replaced.
+        let mut o = Origins::new();
+        o.insert("/b", origin(2));
+        o.insert("/a", origin(1));
+        o.insert("/b", origin(3));
+        let got: Vec<(String, u32)> = o.iter().map(|(p, o)| (p.to_string(), o.line)).collect();
+        assert_eq!(got, [("/a".to_string(), 1), ("/b".to_string(), 3)]);
     }
 
     #[test]

@@ -58,6 +58,14 @@ const RETRY_DECISION: Duration = Duration::from_secs(1);
 /// An Application: namespace and name.
 pub type AppKey = (String, String);
 
+/// How many apps the loop takes from the schedule at a time.
+const BATCH: usize = 256;
+
+/// How many of `apps` this replica owns.
+fn owned_among(apps: &[AppKey], view: &shard::ShardView) -> usize {
+    apps.iter().filter(|k| view.owns(k)).count()
+}
+
 /// How the controller runs.
 #[derive(Debug, Clone)]
 pub struct ControllerOptions {
@@ -427,8 +435,8 @@ impl Controller {
             // other replicas' apps, moved out of the way) is looked at.
             let mut full = false;
             while !full {
-                let batch = schedule.ready_at_most(Instant::now(), 256);
-                let last = batch.len() < 256;
+                let batch = schedule.ready_at_most(Instant::now(), BATCH);
+                let last = batch.len() < BATCH;
                 for (key, trigger) in batch {
                     // Another replica's app: looked at again at the next refresh (or when the
                     // members change).
@@ -578,8 +586,8 @@ impl Controller {
         log: &(dyn Fn(Event<'_>) + Send + Sync),
     ) {
         let Some(view) = &self.opts.shard else { return };
-        let moved = self
-            .apps()
+        let apps = self.apps();
+        let moved = apps
             .iter()
             .filter(|(ns, name)| {
                 crate::shard::owner(known, ns, name) != crate::shard::owner(members, ns, name)
@@ -589,14 +597,14 @@ impl Controller {
         schedule.queue_all(Instant::now());
         log(Event::Shard {
             members,
-            owned: self.owned(view),
+            owned: owned_among(&apps, view),
             reassigned: moved,
         });
     }
 
     /// How many of the served apps this replica owns.
     fn owned(&self, view: &shard::ShardView) -> usize {
-        self.apps().iter().filter(|k| view.owns(k)).count()
+        owned_among(&self.apps(), view)
     }
 
     /// The served apps whose `status.reconciledAt` is older than twice the refresh interval

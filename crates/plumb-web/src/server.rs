@@ -1007,7 +1007,6 @@ async fn refresh(
     }
 }
 
-/// The first 7 characters of a commit; other revisions (tags, versions) as they are.
 /// A revision as the pages show it: a commit SHA by its first 7 characters, anything else (a
 /// tag, a branch, a chart version) whole.
 pub(crate) fn short(revision: &str) -> String {
