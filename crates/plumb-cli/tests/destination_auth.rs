@@ -137,13 +137,8 @@ async fn a_cluster_secret_s_exec_plugin_authenticates_the_diff() {
     // The binding is effective (the authorizer's cache) before the diff runs.
     let user = format!("system:serviceaccount:{apps}:{sa}");
     wait_until(&format!("{user} may list configmaps"), || async {
-        let review = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
-            "spec": {"user": user, "groups": ["system:serviceaccounts", "system:authenticated"],
-                "resourceAttributes": {"verb": "list", "resource": "configmaps", "namespace": dest}}});
-        let got = home.create_object(&review, "plumb-test").await.ok()?;
-        got.pointer("/status/allowed")
-            .and_then(Value::as_bool)
-            .unwrap_or(false)
+        support::may(&home, &user, "list", "", "configmaps", &dest)
+            .await?
             .then_some(())
     })
     .await;

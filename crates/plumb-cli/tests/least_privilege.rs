@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use support::{apply, namespace, sa_token, testbed, testbed_dir, unique, wait_until};
+use support::{apply, may, namespace, sa_token, testbed, testbed_dir, unique, wait_until};
 
 /// `obj` moved to `ns` (and its ServiceAccount subjects to `sa_ns`).
 fn moved(mut obj: Value, ns: &str, sa_ns: &str) -> Value {
@@ -133,12 +133,7 @@ async fn a_namespace_scoped_controller_syncs_its_namespace() {
     // ServiceAccount may patch in the destination, and may not list cluster-wide.
     for (verb, ns, allowed) in [("patch", dest.as_str(), true), ("list", "", false)] {
         wait_until(&format!("{user} {verb} in {ns:?} = {allowed}"), || async {
-            let review = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
-                "spec": {"user": user, "groups": ["system:serviceaccounts", "system:authenticated"],
-                    "resourceAttributes": {"verb": verb, "resource": "configmaps", "namespace": ns}}});
-            let got = admin.create_object(&review, "plumb-test").await.ok()?;
-            (got.pointer("/status/allowed").and_then(Value::as_bool).unwrap_or(false) == allowed)
-                .then_some(())
+            (may(&admin, &user, verb, "", "configmaps", ns).await? == allowed).then_some(())
         })
         .await;
     }
@@ -303,14 +298,8 @@ async fn sharding_without_lease_rights_names_the_permission() {
     .await;
     let user = format!("system:serviceaccount:{ns}:{sa}");
     wait_until(&format!("{user} may list Applications in {ns}"), || async {
-        let review = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
-            "spec": {"user": user, "groups": ["system:serviceaccounts", "system:authenticated"],
-                "resourceAttributes": {"verb": "list", "group": "plumb.dev",
-                    "resource": "applications", "namespace": ns}}});
-        let got = admin.create_object(&review, "plumb-test").await.ok()?;
-        got.pointer("/status/allowed")
-            .and_then(Value::as_bool)
-            .unwrap_or(false)
+        may(&admin, &user, "list", "plumb.dev", "applications", &ns)
+            .await?
             .then_some(())
     })
     .await;

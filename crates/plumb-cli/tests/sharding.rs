@@ -199,13 +199,7 @@ async fn three_replicas_share_and_hand_over_their_apps() {
                 "metadata": {"name": format!("cm-{i:03}")}, "data": {"i": i.to_string()}}),
         );
     }
-    for args in [
-        &["init", "-q"][..],
-        &["add", "-A"],
-        &["commit", "-q", "-m", "apps"],
-    ] {
-        common::git(&repo, args);
-    }
+    bed.commit();
     let ids = ["s0", "s1", "s2"];
     let mut replicas: BTreeMap<&str, (Controller, PathBuf)> =
         ids.iter().map(|id| (*id, replica(&bed, id))).collect();
@@ -214,14 +208,8 @@ async fn three_replicas_share_and_hand_over_their_apps() {
     let audit = support::audit_log_from_now();
     let apps: Vec<Value> = (0..APPS)
         .map(|i| {
-            json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "Application",
-                "metadata": {"name": format!("a{i:03}"), "namespace": bed.apps_ns},
-                "spec": {"project": "default",
-                    "source": {"repoURL": format!("file://{}", repo.display()),
-                               "path": format!("apps/a{i:03}"), "targetRevision": "HEAD"},
-                    "destination": {"server": "https://kubernetes.default.svc",
-                                    "namespace": bed.dest},
-                    "syncPolicy": {"automated": {}}}})
+            let name = format!("a{i:03}");
+            bed.application_at(&name, &format!("apps/{name}"), json!({"automated": {}}))
         })
         .collect();
     apply(&cluster, apps).await;
@@ -493,13 +481,7 @@ async fn a_random_replica_killed_every_20_s_loses_and_duplicates_nothing() {
         }
     };
     write_round(0);
-    for args in [
-        &["init", "-q"][..],
-        &["add", "-A"],
-        &["commit", "-q", "-m", "round 0"],
-    ] {
-        common::git(&repo, args);
-    }
+    bed.commit();
     // Refreshing every 10 s, so each round's commit is seen without a webhook.
     let start = |id: &str| replica_every(&bed, id, "10", "2").0;
     let ids = ["s0", "s1", "s2"];
@@ -508,14 +490,8 @@ async fn a_random_replica_killed_every_20_s_loses_and_duplicates_nothing() {
         &cluster,
         (0..N)
             .map(|i| {
-                json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "Application",
-                    "metadata": {"name": format!("c{i:02}"), "namespace": bed.apps_ns},
-                    "spec": {"project": "default",
-                        "source": {"repoURL": format!("file://{}", repo.display()),
-                                   "path": format!("apps/c{i:02}"), "targetRevision": "HEAD"},
-                        "destination": {"server": "https://kubernetes.default.svc",
-                                        "namespace": bed.dest},
-                        "syncPolicy": {"automated": {}}}})
+                let name = format!("c{i:02}");
+                bed.application_at(&name, &format!("apps/{name}"), json!({"automated": {}}))
             })
             .collect(),
     )

@@ -123,20 +123,20 @@ impl AppBed {
     /// Applies the Application `name` (project `default`, the in-cluster destination `dest`)
     /// with `sync_policy`.
     pub async fn application(&self, cluster: &Cluster, name: &str, sync_policy: Value) {
-        apply(
-            cluster,
-            vec![
-                json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "Application",
-                "metadata": {"name": name, "namespace": self.apps_ns},
-                "spec": {"project": "default",
-                    "source": {"repoURL": format!("file://{}", self.dir.join("repo").display()),
-                               "path": "app", "targetRevision": "HEAD"},
-                    "destination": {"server": "https://kubernetes.default.svc",
-                                    "namespace": self.dest},
-                    "syncPolicy": sync_policy}}),
-            ],
-        )
-        .await;
+        apply(cluster, vec![self.application_at(name, "app", sync_policy)]).await;
+    }
+
+    /// The Application `name` (project `default`) of directory `path` of the repository, to
+    /// the in-cluster destination `dest`, with `sync_policy`: not applied.
+    pub fn application_at(&self, name: &str, path: &str, sync_policy: Value) -> Value {
+        json!({"apiVersion": "plumb.dev/v1alpha1", "kind": "Application",
+            "metadata": {"name": name, "namespace": self.apps_ns},
+            "spec": {"project": "default",
+                "source": {"repoURL": format!("file://{}", self.dir.join("repo").display()),
+                           "path": path, "targetRevision": "HEAD"},
+                "destination": {"server": "https://kubernetes.default.svc",
+                                "namespace": self.dest},
+                "syncPolicy": sync_policy}})
     }
 
     /// The stored Application `name`.

@@ -39,7 +39,6 @@ pub async fn testbed(test: &str) -> Option<Cluster> {
     }
 }
 
-/// The test bed directory (certificates, kubeconfig).
 /// A real token of the ServiceAccount `ns/sa` (a TokenRequest, valid an hour).
 pub async fn sa_token(admin: &Cluster, ns: &str, sa: &str) -> String {
     let request = http::Request::post(format!(
@@ -61,6 +60,31 @@ pub async fn sa_token(admin: &Cluster, ns: &str, sa: &str) -> String {
         .to_string()
 }
 
+/// Whether `user` (a ServiceAccount's user name) may `verb` the `resource` of `group` in
+/// `namespace` ("" for cluster-wide), as the API server's authorizer answers now (a
+/// SubjectAccessReview); `None` when the review itself fails. What a test waits on before it
+/// acts as the user: RBAC changes take effect a moment after they are written.
+pub async fn may(
+    admin: &Cluster,
+    user: &str,
+    verb: &str,
+    group: &str,
+    resource: &str,
+    namespace: &str,
+) -> Option<bool> {
+    let review = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+        "spec": {"user": user, "groups": ["system:serviceaccounts", "system:authenticated"],
+            "resourceAttributes": {"verb": verb, "group": group, "resource": resource,
+                "namespace": namespace}}});
+    let got = admin.create_object(&review, "plumb-test").await.ok()?;
+    Some(
+        got.pointer("/status/allowed")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+    )
+}
+
+/// The test bed directory (certificates, kubeconfig).
 pub fn testbed_dir() -> std::path::PathBuf {
     std::env::var_os("TESTBED_DIR")
         .map(Into::into)
