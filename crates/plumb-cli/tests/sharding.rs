@@ -26,7 +26,7 @@ mod support;
 use fixture::{AppBed, Controller, app, op};
 use plumb_cluster::Cluster;
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use support::{apply, assign_lb, testbed, wait_until};
@@ -258,12 +258,11 @@ async fn three_replicas_share_and_hand_over_their_apps() {
         let twice: Vec<_> = writes.iter().filter(|(_, n)| **n != 1).collect();
         assert!(twice.is_empty(), "written more than once: {twice:?}");
     }
+    // Each replica owns a share (`converged` checked every owner against the hash; how even
+    // the hash spreads apps is the unit test's, on fixed names: this namespace is random).
     for id in ids {
         let n = state.values().filter(|s| s.0 == id).count();
-        assert!(
-            (n as f64 / APPS as f64 - 1.0 / 3.0).abs() < 0.1,
-            "{id} owns {n} of {APPS}"
-        );
+        assert!(n > 0, "{id} owns none of {APPS}");
     }
 
     // SIGKILL s1: the others claim its apps.
@@ -290,16 +289,21 @@ async fn three_replicas_share_and_hand_over_their_apps() {
         assert_eq!((sync.as_str(), *history), ("Synced", 1), "{name}");
     }
 
-    // s1 comes back: only the apps hashing gives it move (about a third, never more than a
-    // third plus 5%).
+    // s1 comes back: exactly the apps hashing gives it move, to it; no other app changes owner.
     replicas.insert("s1", replica(&bed, "s1"));
     converged(&cluster, &ns, &ids, APPS).await;
     let back = states(&cluster, &ns).await;
-    let moved = back.iter().filter(|(n, s)| s.0 != after[*n].0).count();
-    assert!(
-        moved as f64 <= APPS as f64 * (1.0 / 3.0 + 0.05),
-        "{moved} of {APPS} apps moved when s1 came back"
-    );
+    let moved: BTreeSet<&String> = back
+        .iter()
+        .filter(|(n, s)| s.0 != after[*n].0)
+        .map(|(n, _)| n)
+        .collect();
+    let to_s1: BTreeSet<&String> = back
+        .iter()
+        .filter(|(_, s)| s.0 == "s1")
+        .map(|(n, _)| n)
+        .collect();
+    assert_eq!(moved, to_s1, "the apps that moved when s1 came back");
     for (name, s) in &back {
         assert!(s.0 != "s1" || s.1 > after[name].1, "{name}: {s:?}");
     }
