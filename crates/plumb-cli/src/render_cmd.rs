@@ -41,8 +41,9 @@ pub fn run(args: RenderArgs) -> Result<u8> {
             .map(|(a, p): &(Application, PathBuf)| (a, AppFrom::File(p.as_path()))),
         connected.as_ref(),
     )?;
+    // Buffered: stdout's own buffer writes at every newline, a system call per object.
     let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
     for source in sources {
         let rendered = source.rendered;
         writeln!(
