@@ -145,7 +145,8 @@ fn step<'a>(v: &'a Value, token: &str) -> Option<&'a Value> {
 
 /// One reference token as a pointer spells it: `~` → `~0`, `/` → `~1` (RFC 6901).
 pub fn escape_token(token: &str) -> Cow<'_, str> {
-    if token.contains(['~', '/']) {
+    // Bytes, not chars: once per key of every rendered object.
+    if token.bytes().any(|b| b == b'~' || b == b'/') {
         Cow::Owned(token.replace('~', "~0").replace('/', "~1"))
     } else {
         Cow::Borrowed(token)

@@ -82,18 +82,29 @@ impl Map {
         }
     }
 
+    /// Where `key` is, for a lookup: a manifest's mappings mostly hold a handful of keys, and
+    /// a scan comparing lengths first touches fewer bytes than a binary search ordering them.
+    fn position(&self, key: &str) -> Option<usize> {
+        if self.entries.len() <= 8 {
+            let key = key.as_bytes();
+            self.entries.iter().position(|(k, _)| k.as_bytes() == key)
+        } else {
+            self.find(key).ok()
+        }
+    }
+
     pub fn get(&self, key: &str) -> Option<&Node> {
-        let i = self.find(key).ok()?;
+        let i = self.position(key)?;
         Some(&self.entries[i].1)
     }
 
     pub fn get_mut(&mut self, key: &str) -> Option<&mut Node> {
-        let i = self.find(key).ok()?;
+        let i = self.position(key)?;
         Some(&mut self.entries[i].1)
     }
 
     pub fn contains_key(&self, key: &str) -> bool {
-        self.find(key).is_ok()
+        self.position(key).is_some()
     }
 
     /// Sets `key` to `value`; the value it replaces, if any.
@@ -108,7 +119,7 @@ impl Map {
     }
 
     pub fn remove(&mut self, key: &str) -> Option<Node> {
-        let i = self.find(key).ok()?;
+        let i = self.position(key)?;
         Some(self.entries.remove(i).1)
     }
 
@@ -433,11 +444,7 @@ impl Node {
                     .map(|(k, n)| {
                         let len = path.len();
                         path.push('/');
-                        if k.contains(['~', '/']) {
-                            path.push_str(&k.replace('~', "~0").replace('/', "~1"));
-                        } else {
-                            path.push_str(&k);
-                        }
+                        path.push_str(&plumb_core::pointer::escape_token(&k));
                         let v = n.into_walk(path, leaf);
                         path.truncate(len);
                         (k, v)
