@@ -25,6 +25,14 @@
 # fresh controller, and both printed as CPU seconds (utime+stime) per window and per refresh, with
 # the ratio: the figure a loaded machine does not distort, unlike wall time.
 #
+# KUSTOMIZE=1: the app is a kustomize overlay instead (the shape of bench/render-scale.sh, scaled to
+# OBJECTS: a base of OBJECTS/4 units of Deployment, headless Service, ConfigMap and ServiceAccount
+# referring to each other by name; an overlay with namePrefix, labels with selectors, an image
+# override and a JSON 6902 patch per Deployment), so each refresh runs the native kustomize build.
+# PLUMB_BIN_BEFORE=path: the steady state is measured first with that build (e.g. an older commit's),
+# then with this one, each a fresh controller over the same synced apps, and both CPU figures per
+# refresh are printed with their ratio.
+#
 # Uses the test bed of $TESTBED_DIR/$KUBECONFIG when set; otherwise starts one (no controller
 # manager) and stops it at exit. Builds plumb in release mode (PLUMB_BIN=path skips the build).
 set -euo pipefail
@@ -65,15 +73,20 @@ else
   plumb="$root/target/release/plumb"
 fi
 lua=${LUA:-0}
+kustomize=${KUSTOMIZE:-0}
+# A kustomize app is made of units of four objects.
+[ "$kustomize" = 1 ] && objects=$(( objects / 4 * 4 ))
 
 # ---- the app and the Applications -----------------------------------------------
 repo="$work/repo"
 apps_ns="bench-apps-$$"
-python3 - "$repo" "$objects" "$apps" "$apps_ns" "$work/apps.json" <<'EOF'
+python3 - "$repo" "$objects" "$apps" "$apps_ns" "$work/apps.json" "$kustomize" <<'EOF'
 import json, os, sys
 repo, n, apps, ns, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+kustomize = sys.argv[6] == "1"
 os.makedirs(f"{repo}/app", exist_ok=True)
-for i in range(n):
+if not kustomize:
+  for i in range(n):
     # Block-style YAML, as manifests are written.
     data = "".join(f"  key-{k}: value-{i}-{k}-{'x' * 40}\n" for k in range(8))
     with open(f"{repo}/app/cm-{i:03d}.yaml", "w") as f:
@@ -81,6 +94,85 @@ for i in range(n):
                 f"  name: config-{i:03d}\n  labels:\n"
                 "    app.kubernetes.io/part-of: bench\n    tier: backend\n"
                 f"data:\n{data}")
+else:
+  os.makedirs(f"{repo}/base", exist_ok=True)
+  units, docs = max(n // 4, 1), []
+  for i in range(units):
+    docs.append(f"""apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: app-{i}
+  labels:
+    app: app-{i}
+spec:
+  replicas: 2
+  selector:
+    matchLabels:
+      app: app-{i}
+  template:
+    metadata:
+      labels:
+        app: app-{i}
+    spec:
+      serviceAccountName: app-{i}
+      containers:
+      - name: main
+        image: registry.example.com/team/app:1.0.{i}
+        ports:
+        - containerPort: 8080
+          name: http
+        envFrom:
+        - configMapRef:
+            name: app-{i}-config
+        resources:
+          requests:
+            cpu: 100m
+            memory: 64Mi
+      volumes:
+      - name: config
+        configMap:
+          name: app-{i}-config
+""")
+    docs.append(f"""apiVersion: v1
+kind: Service
+metadata:
+  name: app-{i}
+  labels:
+    app: app-{i}
+spec:
+  clusterIP: None
+  selector:
+    app: app-{i}
+  ports:
+  - port: 80
+    targetPort: http
+""")
+    docs.append(f"""apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: app-{i}-config
+data:
+  LOG_LEVEL: info
+  INDEX: "{i}"
+""")
+    docs.append(f"""apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: app-{i}
+""")
+  with open(f"{repo}/base/res.yaml", "w") as fh:
+    fh.write("---\n".join(docs))
+  with open(f"{repo}/base/kustomization.yaml", "w") as fh:
+    fh.write("resources:\n- res.yaml\n")
+  k = ["resources:", "- ../base", "namePrefix: prod-", "labels:", "- pairs:", "    env: prod",
+       "  includeSelectors: true", "images:", "- name: registry.example.com/team/app",
+       '  newTag: "2.0"', "patches:"]
+  for i in range(units):
+    k.append(f"- target:\n    kind: Deployment\n    name: app-{i}\n  patch: |-\n"
+             f"    - op: replace\n      path: /spec/replicas\n      value: {3 + i % 3}\n"
+             f"    - op: add\n      path: /metadata/annotations\n      value:\n        unit: \"{i}\"")
+  with open(f"{repo}/app/kustomization.yaml", "w") as fh:
+    fh.write("\n".join(k) + "\n")
 items = []
 for a in range(apps):
     items.append({"apiVersion": "plumb.dev/v1alpha1", "kind": "Application",
@@ -177,7 +269,7 @@ steady() {
   local label=$1
   shift
   local log="$work/controller-$label.log"
-  "$plumb" controller -N "$apps_ns" --interval "$interval" --jitter 10 --workers 8 "$@" \
+  "${steady_bin:-$plumb}" controller -N "$apps_ns" --interval "$interval" --jitter 10 --workers 8 "$@" \
     2>"$log" &
   pid=$!
   local t0 t1 c0 c1 w0 w1 lines0 lines1
@@ -222,6 +314,12 @@ if [ "${PLUMB_BENCH_LOOPS:-}" = compare ]; then
   off_report=$(report)
   off_cpu=$cpu_s off_ms=$ms_per off_refreshes=$refreshes
 fi
+if [ -n "${PLUMB_BIN_BEFORE:-}" ]; then
+  steady_bin=$PLUMB_BIN_BEFORE steady before
+  steady_bin=""
+  before_report=$(report)
+  before_cpu=$cpu_s before_ms=$ms_per before_refreshes=$refreshes
+fi
 steady plain
 plain_report=$(report)
 plain_cpu=$cpu_s plain_ms=$ms_per plain_refreshes=$refreshes
@@ -236,14 +334,24 @@ if [ "$lua" = 1 ]; then
 fi
 
 echo
-echo "controller-1k: $apps Applications x $objects objects ($((apps * objects)) objects), refresh ${interval}s (+<=10s jitter), 8 workers, $(nproc) cores"
+shape="objects"
+[ "$kustomize" = 1 ] && shape="objects, a kustomize overlay"
+echo "controller-1k: $apps Applications x $objects $shape ($((apps * objects)) objects), refresh ${interval}s (+<=10s jitter), 8 workers, $(nproc) cores"
 echo "  initial sync (--once): ${once_wall}s wall, peak RSS $((once_rss / 1024)) MB"
 if [ "${PLUMB_BENCH_LOOPS:-}" = compare ]; then
   echo "with sync-loop recognition off (--loop-threshold 0):"
   echo "$off_report"
   echo "with sync-loop recognition on (the default):"
 fi
+if [ -n "${PLUMB_BIN_BEFORE:-}" ]; then
+  echo "before ($PLUMB_BIN_BEFORE):"
+  echo "$before_report"
+  echo "now ($plumb):"
+fi
 echo "$plain_report"
+if [ -n "${PLUMB_BIN_BEFORE:-}" ]; then
+  echo "  before vs now, same run: ${before_cpu} -> ${plain_cpu} CPU s over ${window}s ($before_refreshes / $plain_refreshes refreshes), ${before_ms} -> ${plain_ms} ms CPU per app refresh: $(python3 -c "print(f'{($plain_ms/$before_ms-1)*100:+.1f}%')")"
+fi
 if [ "${PLUMB_BENCH_LOOPS:-}" = compare ]; then
   echo "  loop recognition on vs off, same run: ${off_cpu} -> ${plain_cpu} CPU s over ${window}s ($off_refreshes / $plain_refreshes refreshes), ${off_ms} -> ${plain_ms} ms CPU per app refresh: $(python3 -c "print(f'{($plain_ms/$off_ms-1)*100:+.1f}%')")"
 fi
