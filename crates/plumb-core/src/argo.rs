@@ -642,11 +642,6 @@ pub struct HelmParameter {
     pub extra: Extra,
 }
 
-/// Whether a model error's path lies in `status`.
-fn is_status_path(path: &str) -> bool {
-    path == "status" || path.starts_with("status.") || path.starts_with("status[")
-}
-
 impl Application {
     /// Reads an Application object (through [`model::Application`]): `kind` must be
     /// `Application` and `metadata.name` set; a field of the wrong type is an error naming it.
@@ -657,13 +652,12 @@ impl Application {
                 "expected kind Application, found '{kind}'"
             )));
         }
-        // Only what the comparison reads must be well formed: a status field of the wrong
-        // shape (written by another tool, or by hand) must not make the app unreadable,
-        // or no sync could ever repair it.
-        let (model, errors) = model::Application::read_lenient(v);
-        if let Some(e) = errors.into_iter().find(|e| !is_status_path(&e.path)) {
-            return Err(SettingsError(e.to_string()));
-        }
+        // Only what the comparison reads must be well formed, and only that is read: a
+        // status field of the wrong shape (written by another tool, or by hand) must not make
+        // the app unreadable, or no sync could ever repair it; and a refresh does not pay for
+        // parsing the last operation's result.
+        let model =
+            model::Application::read_without_status(v).map_err(|e| SettingsError(e.to_string()))?;
         Application::from_model(&model)
     }
 

@@ -151,6 +151,22 @@ impl Application {
         read(v)
     }
 
+    /// Reads an Application but its `status` (left at its default): for readers of what the
+    /// Application asks for, such as every refresh's compare, which have no use for the last
+    /// operation's result and the resource list a status carries (the larger part of an
+    /// Application's text). Errors name the field, as [`Application::from_value`]'s.
+    pub fn read_without_status(v: &Value) -> Result<Application, ModelError> {
+        match v.as_object() {
+            Some(obj) if obj.contains_key("status") => read(&Value::Object(
+                obj.iter()
+                    .filter(|(k, _)| k.as_str() != "status")
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+            )),
+            _ => read(v),
+        }
+    }
+
     /// Reads an Application for display: `spec` and each `status` field are read on their
     /// own, and one of the wrong shape is left at its default and reported instead of failing
     /// the whole read (see [`ApplicationStatus::read_lenient`]).
@@ -1396,6 +1412,30 @@ mod tests {
         assert_eq!(p.spec.namespace_resource_whitelist, Some(Vec::new()));
         assert_eq!(p.spec.cluster_resource_whitelist, None);
         assert_eq!(p.to_value(), raw);
+    }
+
+    #[test]
+    fn read_without_status_reads_the_rest_and_names_its_errors() {
+        let app = json!({"kind": "Application", "metadata": {"name": "a"},
+            "spec": {"project": "p", "destination": {"namespace": "n"}},
+            "operation": {"sync": {"revision": "r1"}},
+            "status": {"history": [{"id": 0, "deployedAt": "last week"}]}});
+        let read = Application::read_without_status(&app).unwrap();
+        assert_eq!(read.metadata.name, "a");
+        assert_eq!(read.spec.project, "p");
+        assert!(read.operation.is_some());
+        assert_eq!(read.status, ApplicationStatus::default());
+        // The rest read as `from_value` reads it, with or without a status.
+        let mut without = app.clone();
+        without.as_object_mut().unwrap().remove("status");
+        assert_eq!(read, Application::from_value(&without).unwrap());
+        assert_eq!(Application::read_without_status(&without).unwrap(), read);
+        let mut bad = app;
+        bad["spec"]["syncPolicy"] = json!({"automated": {"prune": "yes"}});
+        assert_eq!(
+            Application::read_without_status(&bad).unwrap_err().path,
+            "spec.syncPolicy.automated.prune"
+        );
     }
 
     #[test]
