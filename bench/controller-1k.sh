@@ -25,10 +25,11 @@
 # fresh controller, and both printed as CPU seconds (utime+stime) per window and per refresh, with
 # the ratio: the figure a loaded machine does not distort, unlike wall time.
 #
-# KUSTOMIZE=1: the app is a kustomize overlay instead (the shape of bench/render-scale.sh, scaled to
-# OBJECTS: a base of OBJECTS/4 units of Deployment, headless Service, ConfigMap and ServiceAccount
-# referring to each other by name; an overlay with namePrefix, labels with selectors, an image
-# override and a JSON 6902 patch per Deployment), so each refresh runs the native kustomize build.
+# KUSTOMIZE=1: the app is a kustomize overlay instead (bench/kustomize-overlay.py, the shape of
+# bench/render-scale.sh scaled to OBJECTS: OBJECTS/4 units of Deployment, headless Service,
+# ConfigMap and ServiceAccount referring to each other by name; namePrefix, labels with
+# selectors, an image override and a JSON 6902 patch per Deployment), so each refresh runs the
+# native kustomize build.
 # PLUMB_BIN_BEFORE=path: the steady state is measured first with that build (e.g. an older commit's),
 # then with this one, each a fresh controller over the same synced apps, and both CPU figures per
 # refresh are printed with their ratio.
@@ -80,13 +81,16 @@ kustomize=${KUSTOMIZE:-0}
 # ---- the app and the Applications -----------------------------------------------
 repo="$work/repo"
 apps_ns="bench-apps-$$"
+if [ "$kustomize" = 1 ]; then
+  # The app: repo/base and the overlay repo/app (Services headless: 12,000 of them would
+  # exhaust the test bed's service range).
+  python3 bench/kustomize-overlay.py "$repo" "$objects" --headless --overlay app
+fi
 python3 - "$repo" "$objects" "$apps" "$apps_ns" "$work/apps.json" "$kustomize" <<'EOF'
 import json, os, sys
 repo, n, apps, ns, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
-kustomize = sys.argv[6] == "1"
 os.makedirs(f"{repo}/app", exist_ok=True)
-if not kustomize:
-  for i in range(n):
+for i in range(n if sys.argv[6] != "1" else 0):
     # Block-style YAML, as manifests are written.
     data = "".join(f"  key-{k}: value-{i}-{k}-{'x' * 40}\n" for k in range(8))
     with open(f"{repo}/app/cm-{i:03d}.yaml", "w") as f:
@@ -94,85 +98,6 @@ if not kustomize:
                 f"  name: config-{i:03d}\n  labels:\n"
                 "    app.kubernetes.io/part-of: bench\n    tier: backend\n"
                 f"data:\n{data}")
-else:
-  os.makedirs(f"{repo}/base", exist_ok=True)
-  units, docs = max(n // 4, 1), []
-  for i in range(units):
-    docs.append(f"""apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: app-{i}
-  labels:
-    app: app-{i}
-spec:
-  replicas: 2
-  selector:
-    matchLabels:
-      app: app-{i}
-  template:
-    metadata:
-      labels:
-        app: app-{i}
-    spec:
-      serviceAccountName: app-{i}
-      containers:
-      - name: main
-        image: registry.example.com/team/app:1.0.{i}
-        ports:
-        - containerPort: 8080
-          name: http
-        envFrom:
-        - configMapRef:
-            name: app-{i}-config
-        resources:
-          requests:
-            cpu: 100m
-            memory: 64Mi
-      volumes:
-      - name: config
-        configMap:
-          name: app-{i}-config
-""")
-    docs.append(f"""apiVersion: v1
-kind: Service
-metadata:
-  name: app-{i}
-  labels:
-    app: app-{i}
-spec:
-  clusterIP: None
-  selector:
-    app: app-{i}
-  ports:
-  - port: 80
-    targetPort: http
-""")
-    docs.append(f"""apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: app-{i}-config
-data:
-  LOG_LEVEL: info
-  INDEX: "{i}"
-""")
-    docs.append(f"""apiVersion: v1
-kind: ServiceAccount
-metadata:
-  name: app-{i}
-""")
-  with open(f"{repo}/base/res.yaml", "w") as fh:
-    fh.write("---\n".join(docs))
-  with open(f"{repo}/base/kustomization.yaml", "w") as fh:
-    fh.write("resources:\n- res.yaml\n")
-  k = ["resources:", "- ../base", "namePrefix: prod-", "labels:", "- pairs:", "    env: prod",
-       "  includeSelectors: true", "images:", "- name: registry.example.com/team/app",
-       '  newTag: "2.0"', "patches:"]
-  for i in range(units):
-    k.append(f"- target:\n    kind: Deployment\n    name: app-{i}\n  patch: |-\n"
-             f"    - op: replace\n      path: /spec/replicas\n      value: {3 + i % 3}\n"
-             f"    - op: add\n      path: /metadata/annotations\n      value:\n        unit: \"{i}\"")
-  with open(f"{repo}/app/kustomization.yaml", "w") as fh:
-    fh.write("\n".join(k) + "\n")
 items = []
 for a in range(apps):
     items.append({"apiVersion": "plumb.dev/v1alpha1", "kind": "Application",
