@@ -125,6 +125,18 @@ pub(super) fn map_entries(
     map: &serde_json::Map<String, Value>,
 ) -> Vec<(Cow<'_, str>, &str, &Value)> {
     let mut kept: Vec<(Cow<'_, str>, &str, &Value)> = Vec::with_capacity(map.len());
+    // Keys of ASCII letters only (most of a manifest's): go-yaml's natural order compares
+    // them letter by letter, shorter first, which is the byte order the map iterates in.
+    if map
+        .keys()
+        .all(|k| k.bytes().all(|b| b.is_ascii_alphabetic()))
+    {
+        kept.extend(
+            map.iter()
+                .map(|(k, v)| (Cow::Borrowed(k.as_str()), k.as_str(), v)),
+        );
+        return kept;
+    }
     if map.keys().any(|k| k.contains('\u{85}')) {
         let mut entries: Vec<(&String, &Value)> = map.iter().collect();
         entries.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
@@ -704,6 +716,43 @@ x: 13
         let mut sorted = vec!["b", "a10", "a9", "_", "a"];
         merge_sort_by(&mut sorted, &|x: &&str, y: &&str| go_yaml_key_less(x, y));
         assert_eq!(sorted, ["_", "a", "a9", "a10", "b"]);
+        // Keys of letters only: the natural order is the byte order (map_entries' quick path).
+        let keys = [
+            "apiVersion",
+            "kind",
+            "metadata",
+            "spec",
+            "Spec",
+            "a",
+            "ab",
+            "abc",
+            "B",
+            "b",
+            "Z",
+            "containers",
+            "containerPort",
+            "env",
+            "envFrom",
+            "name",
+            "names",
+            "ZZ",
+            "zA",
+        ];
+        for x in keys {
+            for y in keys {
+                assert_eq!(
+                    go_yaml_key_less(x, y),
+                    x.as_bytes() < y.as_bytes(),
+                    "{x} {y}"
+                );
+            }
+        }
+        let map: serde_json::Map<String, Value> =
+            keys.iter().map(|k| (k.to_string(), Value::Null)).collect();
+        let mut natural: Vec<&str> = keys.to_vec();
+        merge_sort_by(&mut natural, &|x: &&str, y: &&str| go_yaml_key_less(x, y));
+        let quick: Vec<&str> = map_entries(&map).iter().map(|e| e.1).collect();
+        assert_eq!(quick, natural);
     }
 
     /// The textbook top-down merge sort, splitting and merging into new vectors.

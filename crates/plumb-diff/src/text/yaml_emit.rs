@@ -47,6 +47,7 @@ impl Ctx {
 }
 
 /// What `yaml_emitter_analyze_scalar` learns about a scalar.
+#[derive(Debug, PartialEq)]
 struct Analysis {
     multiline: bool,
     block_plain_allowed: bool,
@@ -72,7 +73,25 @@ fn is_printable(c: char) -> bool {
         || ((0xE000..=0xFFFD).contains(&u) && u != 0xFEFF)
 }
 
+/// [`analyze_full`], answered at once for the common scalar (a name, a number, a path: an
+/// ASCII letter or digit, then only letters, digits and `-._/`), which has no indicator, no
+/// space, no break and nothing unprintable: every style allowed, one line.
 fn analyze_scalar(value: &str) -> Analysis {
+    let b = value.as_bytes();
+    let plain = |c: &u8| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'.' | b'_' | b'/');
+    if b.first().is_some_and(u8::is_ascii_alphanumeric) && b.iter().all(plain) {
+        return Analysis {
+            multiline: false,
+            block_plain_allowed: true,
+            single_quoted_allowed: true,
+            block_allowed: true,
+        };
+    }
+    analyze_full(value)
+}
+
+/// libyaml's analysis of a scalar, character by character.
+fn analyze_full(value: &str) -> Analysis {
     if value.is_empty() {
         return Analysis {
             multiline: false,
@@ -585,6 +604,36 @@ fn is_simple_key(node: &Node) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_quick_analysis_agrees_with_the_full_one() {
+        for v in [
+            "app-12",
+            "a",
+            "9",
+            "1.0.12",
+            "registry.example.com/team/app",
+            "x_y",
+            "A-",
+            "a..b",
+            "a/",
+            "prod-app-1-config",
+            "100m",
+            "64Mi",
+            "true",
+            "null",
+            "0x1F",
+            "1e3",
+        ] {
+            assert_eq!(super::analyze_scalar(v), super::analyze_full(v), "{v}");
+        }
+        // Not taken by the quick path: the full analysis decides.
+        for v in [
+            "-a", ".a", "...", "---", "a:b", "a: b", "a #b", "a b", "é", "", "a\n", "/a",
+        ] {
+            assert_eq!(super::analyze_scalar(v), super::analyze_full(v), "{v}");
+        }
+    }
+
     use crate::text::tests::{doc, yaml_of};
     use crate::text::to_yaml;
     use serde_json::json;
