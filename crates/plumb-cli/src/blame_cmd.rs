@@ -7,7 +7,6 @@ use anyhow::{Result, anyhow, bail};
 use plumb_core::GroupKind;
 use plumb_core::fieldpath::owners;
 use serde_json::Value;
-use std::io::Write;
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
@@ -136,9 +135,6 @@ pub fn run(args: BlameArgs) -> Result<u8> {
                 .join(", ")
         })
     });
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    out.write_all(text.as_bytes())?;
-    out.flush()?;
+    crate::output::stdout(&text)?;
     Ok(EXIT_IN_SYNC)
 }

@@ -358,7 +358,7 @@ pub fn run(args: HealthArgs) -> Result<u8> {
     )?;
     let objects = load(&args.paths)?;
     let results: Vec<Assessment> = plumb_core::parallel::map(&objects, |o| checker.check(o));
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut out = crate::output::buffered_stdout();
     match args.output {
         HealthFormat::Json => {
             let rows: Vec<Value> = objects

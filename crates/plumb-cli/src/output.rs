@@ -28,11 +28,16 @@ fn header(r: &ResourceDiff) -> String {
     format!("\n===== {} ======\n", r.key)
 }
 
+/// Standard output for a command's data, buffered: stdout's own buffer writes at every
+/// newline, a system call per line or object. Callers flush before they return.
+pub fn buffered_stdout() -> std::io::BufWriter<std::io::StdoutLock<'static>> {
+    std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock())
+}
+
 /// Prints the comparison; `revision` (a rendered source's, as Argo CD shows it) goes into
 /// the JSON document.
 pub fn print(results: &[ResourceDiff], format: Format, revision: Option<&str>) -> Result<()> {
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+    let mut out = buffered_stdout();
     match format {
         Format::Argocd => {
             let external = std::env::var("KUBECTL_EXTERNAL_DIFF")

@@ -41,9 +41,7 @@ pub fn run(args: RenderArgs) -> Result<u8> {
             .map(|(a, p): &(Application, PathBuf)| (a, AppFrom::File(p.as_path()))),
         connected.as_ref(),
     )?;
-    // Buffered: stdout's own buffer writes at every newline, a system call per object.
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+    let mut out = crate::output::buffered_stdout();
     for source in sources {
         let rendered = source.rendered;
         writeln!(
