@@ -75,8 +75,8 @@ else
 fi
 lua=${LUA:-0}
 kustomize=${KUSTOMIZE:-0}
-# A kustomize app is made of units of four objects.
-[ "$kustomize" = 1 ] && objects=$(( objects / 4 * 4 ))
+# A kustomize app is made of units of four objects (at least one, as the generator makes).
+[ "$kustomize" = 1 ] && objects=$(( objects < 4 ? 4 : objects / 4 * 4 ))
 
 # ---- the app and the Applications -----------------------------------------------
 repo="$work/repo"

@@ -604,6 +604,10 @@ fn is_simple_key(node: &Node) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use crate::text::tests::{doc, yaml_of};
+    use crate::text::to_yaml;
+    use serde_json::json;
+
     #[test]
     fn the_quick_analysis_agrees_with_the_full_one() {
         for v in [
@@ -633,10 +637,6 @@ mod tests {
             assert_eq!(super::analyze_scalar(v), super::analyze_full(v), "{v}");
         }
     }
-
-    use crate::text::tests::{doc, yaml_of};
-    use crate::text::to_yaml;
-    use serde_json::json;
 
     // --- YAML: expectations produced by sigs.k8s.io/yaml v1.6.0 (go.yaml.in/yaml/v2 v2.4.2)
 
