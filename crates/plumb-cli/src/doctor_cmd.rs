@@ -454,7 +454,7 @@ fn preflight_namespaces(args: &DoctorArgs) -> Result<Vec<String>> {
         render_sources_on(&args.source, None, None)?
             .into_iter()
             .flat_map(|s| s.rendered.objects)
-            .map(|o| o.object)
+            .map(|o| o.object.into_value())
             .collect()
     };
     let mut namespaces: Vec<String> = objects

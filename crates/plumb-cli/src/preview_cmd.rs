@@ -507,7 +507,7 @@ fn render(args: &PreviewArgs, this: &ThisRepo, app: &Value, revision: &str) -> R
     Ok(rendered
         .into_iter()
         .flat_map(|s| s.rendered.objects)
-        .map(|o| o.object)
+        .map(|o| o.object.into_value())
         .collect())
 }
 

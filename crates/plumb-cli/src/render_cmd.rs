@@ -55,18 +55,14 @@ pub fn run(args: RenderArgs) -> Result<u8> {
         let mut objects = rendered.objects;
         // Secret values never leave plumb, rendered or not.
         for obj in &mut objects {
-            plumb_diff::mask::hide_secret_data(&mut [&mut obj.object], &[]);
+            if obj.object.top_level_str("kind").as_deref() == Some("Secret") {
+                plumb_diff::mask::hide_secret_data(&mut [&mut obj.object], &[]);
+            }
         }
         // Each object's YAML on every core (the emitter is the larger part of a big render's
-        // time), written in order.
+        // time), written in order; a renderer's tree is written as it is, never converted.
         let texts = plumb_core::parallel::map(&objects, |obj| {
-            if args.show_origins {
-                plumb_diff::text::to_yaml_with_comments(&obj.object, &|p| {
-                    obj.origins.get(p).map(|o| format!("{}:{}", o.file, o.line))
-                })
-            } else {
-                plumb_diff::text::to_yaml(&obj.object)
-            }
+            plumb_diff::text::object_to_yaml(&obj.object, args.show_origins)
         });
         for text in &texts {
             out.write_all(b"---\n")?;

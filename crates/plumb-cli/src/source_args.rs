@@ -217,16 +217,18 @@ pub fn render_sources_on(
     Ok(out)
 }
 
-/// Rendered objects as the compare's desired objects, with their source locations.
+/// Rendered objects as the compare's desired objects, with their source locations
+/// (converted from the renderer's trees on every core).
 pub fn desired_of(objects: Vec<RenderedObject>) -> Vec<plumb_diff::compare::Desired> {
-    objects
-        .into_iter()
-        .map(|o| plumb_diff::compare::Desired {
-            origin: o.location(),
-            object: o.object,
-            origins: o.origins,
-        })
-        .collect()
+    plumb_core::parallel::map_owned(objects, |o| {
+        let origin = o.location();
+        let (object, origins) = o.object.into_parts();
+        plumb_diff::compare::Desired {
+            origin,
+            object,
+            origins,
+        }
+    })
 }
 
 /// Manifest files and directories as they are, as the compare's desired objects.

@@ -41,6 +41,7 @@ pub mod fieldpath;
 pub mod glob;
 mod key;
 pub mod limits;
+pub mod object;
 pub mod origin;
 pub mod parallel;
 pub mod pointer;
@@ -49,6 +50,7 @@ pub mod quantity;
 pub mod schema;
 pub mod selector;
 pub mod time;
+pub mod tree;
 pub mod value;
 
 pub use key::{GroupKind, ResourceKey, group_of_api_version};

@@ -194,10 +194,9 @@ pub(crate) fn render_file(
     Ok(objects
         .into_iter()
         .map(|object| RenderedObject {
-            object,
+            object: object.into(),
             file: file.to_string(),
             line: 0,
-            origins: Default::default(),
         })
         .collect())
 }
@@ -714,7 +713,7 @@ mod tests {
         .unwrap();
         // The program is the origin: no line, no scalar origins.
         assert_eq!(r.objects[0].location(), "a/object.jsonnet");
-        assert!(r.objects[0].origins.is_empty());
+        assert!(r.objects[0].object.origins().is_empty());
         // Numbers come out as JSON numbers, integers as integers.
         write(
             root,

@@ -1023,10 +1023,9 @@ fn parse_output(
     Ok(manifests
         .into_iter()
         .map(|m| RenderedObject {
-            object: m.object,
+            object: m.object.into(),
             file: path.to_string(),
             line: 0,
-            origins: Default::default(),
         })
         .collect())
 }

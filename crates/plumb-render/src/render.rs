@@ -51,6 +51,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+pub use plumb_core::object::Object;
 pub use plumb_core::origin::{Origin, Origins};
 
 /// How a source path is rendered.
@@ -87,15 +88,14 @@ pub enum Renderer {
 /// One rendered object.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RenderedObject {
-    pub object: Value,
+    /// The object and the origin of each of its scalars: JSON pointer → where its value was
+    /// set; no origins when the renderer cannot tell (kustomize or helm binaries).
+    pub object: Object,
     /// Repository-relative file that declared the object (for binary renders: the
     /// source path itself).
     pub file: String,
     /// 1-based line of the object's document in `file` (0 when unknown).
     pub line: usize,
-    /// JSON pointer of each scalar → where its value was set; empty when the renderer
-    /// cannot tell (kustomize or helm binaries).
-    pub origins: Origins,
 }
 
 impl RenderedObject {
@@ -110,7 +110,7 @@ impl RenderedObject {
 
     /// Where the scalar at `pointer` (or the nearest declared parent) was set.
     pub fn declared_at(&self, pointer: &str) -> Option<Origin> {
-        self.origins.get(pointer)
+        self.object.origins().get(pointer)
     }
 }
 
@@ -516,7 +516,6 @@ fn from_kustomize(r: kustomize::Rendered) -> RenderedObject {
         object: r.object,
         file: r.file,
         line: r.line,
-        origins: r.origins,
     }
 }
 
@@ -884,10 +883,9 @@ fn parse_tool_output(text: &str, path: &str) -> Result<Vec<RenderedObject>, Load
     Ok(ms
         .into_iter()
         .map(|m| RenderedObject {
-            object: m.object,
+            object: m.object.into(),
             file: path.to_string(),
             line: 0,
-            origins: Origins::new(),
         })
         .collect())
 }
@@ -1397,7 +1395,11 @@ mod tests {
             "{:?}",
             out.notes
         );
-        let got: Vec<Value> = out.objects.into_iter().map(|o| o.object).collect();
+        let got: Vec<Value> = out
+            .objects
+            .into_iter()
+            .map(|o| o.object.into_value())
+            .collect();
         assert_eq!(got, expected);
     }
 
@@ -1411,7 +1413,11 @@ mod tests {
         let opts = RenderOptions::default();
         // In place, with an escaping symlink elsewhere in the repository: fine.
         let out = render(&fs, "apps/web", &AppSource::default(), &opts).expect("in place");
-        let got: Vec<Value> = out.objects.into_iter().map(|o| o.object).collect();
+        let got: Vec<Value> = out
+            .objects
+            .into_iter()
+            .map(|o| o.object.into_value())
+            .collect();
         assert_eq!(got, kubectl_kustomize(&repo.path().join("apps/web")));
         // A symlink in a directory the build reads that leaves the repository is refused
         // before the binary runs (kustomize would build the directory it leads to).
@@ -1542,7 +1548,11 @@ mod tests {
         let expected = kubectl_kustomize(&repo.path().join("app"));
         assert_eq!(expected[0]["metadata"]["name"], "other");
         let native = render(&fs, "app", &AppSource::default(), &opts).expect("native");
-        let got: Vec<Value> = native.objects.into_iter().map(|o| o.object).collect();
+        let got: Vec<Value> = native
+            .objects
+            .into_iter()
+            .map(|o| o.object.into_value())
+            .collect();
         assert_eq!(got, expected);
         write(
             repo.path(),
@@ -1552,7 +1562,11 @@ mod tests {
         let expected = kubectl_kustomize(&repo.path().join("app"));
         assert_eq!(expected[0]["metadata"]["name"], "other");
         let out = render(&fs, "app", &AppSource::default(), &opts).expect("binary");
-        let got: Vec<Value> = out.objects.into_iter().map(|o| o.object).collect();
+        let got: Vec<Value> = out
+            .objects
+            .into_iter()
+            .map(|o| o.object.into_value())
+            .collect();
         assert_eq!(got, expected);
     }
 
@@ -1755,7 +1769,11 @@ mod tests {
         };
         let fs = crate::source::DirSource::open(dir.path()).expect("open");
         let out = render(&fs, "app", &source, &RenderOptions::default()).expect("rendered");
-        let got: Vec<Value> = out.objects.into_iter().map(|o| o.object).collect();
+        let got: Vec<Value> = out
+            .objects
+            .into_iter()
+            .map(|o| o.object.into_value())
+            .collect();
         assert_eq!(got, kubectl_kustomize(&dir.path().join("expected")));
         assert_eq!(got[0]["metadata"]["name"], "new-settings");
     }

@@ -79,7 +79,7 @@ fn check(group: &str, case: &str) -> Result<(), String> {
     let got: Vec<Value> = native
         .into_iter()
         .map(|r| {
-            let mut v = r.object;
+            let mut v = r.object.into_value();
             canonical(&mut v);
             v
         })

@@ -42,7 +42,8 @@ fn origins_follow_the_last_writer() {
         .unwrap();
     let at = |p: &str| {
         let o = d
-            .origins
+            .object
+            .origins()
             .get(p)
             .unwrap_or_else(|| panic!("no origin for {p}"));
         (o.file.to_string(), o.line, o.column)
@@ -76,7 +77,11 @@ fn origins_follow_the_last_writer() {
         .iter()
         .find(|r| r.object["kind"] == "ConfigMap")
         .unwrap();
-    let o = cm.origins.get("/data/A").expect("origin of /data/A");
+    let o = cm
+        .object
+        .origins()
+        .get("/data/A")
+        .expect("origin of /data/A");
     assert_eq!((&*o.file, o.line), ("overlay/kustomization.yaml", 19));
     // The generated name carries its hash; references follow it.
     let name = cm.object["metadata"]["name"].as_str().unwrap();

@@ -161,7 +161,7 @@ fn check(project: &str, dir: &str) -> Outcome {
         .objects
         .into_iter()
         .map(|r| {
-            let mut v = r.object;
+            let mut v = r.object.into_value();
             canonical(&mut v);
             v
         })

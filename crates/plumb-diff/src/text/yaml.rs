@@ -15,8 +15,11 @@
 
 use super::yaml_emit::emit_document;
 use super::yaml_resolve::{is_base60_float, resolves_to_str};
+use plumb_core::object::{Object, View};
+use plumb_core::tree;
 use serde_json::Value;
 use std::borrow::Cow;
+use std::sync::Arc;
 
 /// Renders `v` as `sigs.k8s.io/yaml.Marshal` does for the unstructured object
 /// Argo CD prints in `argocd app diff`.
@@ -39,6 +42,20 @@ pub fn to_yaml(v: &Value) -> String {
 pub fn to_yaml_with_comments(v: &Value, comment: &dyn Fn(&str) -> Option<String>) -> String {
     let mut pointer = String::new();
     emit_document(&build_commented(v, &mut pointer, comment))
+}
+
+/// A rendered object's YAML, as [`to_yaml`] writes its JSON; with `origins`, as
+/// [`to_yaml_with_comments`] with each scalar's `file:line`. A renderer's tree (an object
+/// not yet read as JSON) is written as it is, without converting it.
+#[must_use]
+pub fn object_to_yaml(object: &Object, origins: bool) -> String {
+    object.view(|view| match view {
+        View::Tree(node, files) => emit_document(&Node::Tree(node, origins.then_some(files))),
+        View::Json(value, _) if !origins => to_yaml(value),
+        View::Json(value, declared) => to_yaml_with_comments(value, &|p| {
+            declared.get(p).map(|o| format!("{}:{}", o.file, o.line))
+        }),
+    })
 }
 
 fn build_commented<'a>(
@@ -87,6 +104,9 @@ pub(super) enum Node<'a> {
     Map(Vec<(Node<'a>, Node<'a>)>),
     /// A JSON value, emitted as `build_node` would build it (without building it).
     Value(&'a Value),
+    /// A renderer's tree, emitted as its JSON would be; with the file table, each scalar
+    /// that has an origin gets a `# file:line` comment.
+    Tree(&'a tree::Node, Option<&'a [Arc<str>]>),
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -99,12 +119,6 @@ pub(super) enum Style {
 
 pub(super) fn build_node(v: &Value) -> Node<'_> {
     match v {
-        Value::Null => Node::Scalar(Cow::Borrowed("null"), Style::Plain),
-        Value::Bool(b) => Node::Scalar(
-            Cow::Borrowed(if *b { "true" } else { "false" }),
-            Style::Plain,
-        ),
-        Value::Number(n) => Node::Scalar(Cow::Owned(format_number(n)), Style::Plain),
         Value::String(s) => string_node(reread_json_string(s)),
         Value::Array(items) => Node::Seq(items.iter().map(build_node).collect()),
         Value::Object(map) => Node::Map(
@@ -113,6 +127,37 @@ pub(super) fn build_node(v: &Value) -> Node<'_> {
                 .map(|(key, _, v)| (string_node(key), build_node(v)))
                 .collect(),
         ),
+        other => other_scalar_node(other),
+    }
+}
+
+/// A null, boolean or number.
+fn other_scalar_node(v: &Value) -> Node<'static> {
+    let text = match v {
+        Value::Bool(true) => Cow::Borrowed("true"),
+        Value::Bool(false) => Cow::Borrowed("false"),
+        Value::Number(n) => Cow::Owned(format_number(n)),
+        _ => Cow::Borrowed("null"),
+    };
+    Node::Scalar(text, Style::Plain)
+}
+
+/// A tree's scalar as its JSON is built; with `files`, commented with its origin.
+pub(super) fn tree_scalar_node<'a>(
+    s: &'a tree::Scalar,
+    org: tree::Org,
+    files: Option<&[Arc<str>]>,
+) -> Node<'a> {
+    let node = match s {
+        tree::Scalar::Str(s) => string_node(reread_json_string(s)),
+        other => other_scalar_node(&other.to_json()),
+    };
+    let file = files.and_then(|f| f.get(org.file as usize));
+    match (node, file) {
+        (Node::Scalar(text, style), Some(file)) => {
+            Node::Commented(text, style, format!("{file}:{}", org.line))
+        }
+        (node, _) => node,
     }
 }
 
@@ -124,22 +169,25 @@ pub(super) fn build_node(v: &Value) -> Node<'_> {
 pub(super) fn map_entries(
     map: &serde_json::Map<String, Value>,
 ) -> Vec<(Cow<'_, str>, &str, &Value)> {
-    let mut kept: Vec<(Cow<'_, str>, &str, &Value)> = Vec::with_capacity(map.len());
+    entries_in_order(map.iter().map(|(k, v)| (k.as_str(), v)))
+}
+
+/// [`map_entries`] of a mapping's `(key, value)` pairs given in byte order of the keys (a
+/// `serde_json::Map`'s order, and a renderer tree's).
+pub(super) fn entries_in_order<'a, V: Copy>(
+    entries: impl ExactSizeIterator<Item = (&'a str, V)> + Clone,
+) -> Vec<(Cow<'a, str>, &'a str, V)> {
+    let mut kept: Vec<(Cow<'a, str>, &'a str, V)> = Vec::with_capacity(entries.len());
     // Keys of ASCII letters only (most of a manifest's): go-yaml's natural order compares
     // them letter by letter, shorter first, which is the byte order the map iterates in.
-    if map
-        .keys()
-        .all(|k| k.bytes().all(|b| b.is_ascii_alphabetic()))
+    if entries
+        .clone()
+        .all(|(k, _)| k.bytes().all(|b| b.is_ascii_alphabetic()))
     {
-        kept.extend(
-            map.iter()
-                .map(|(k, v)| (Cow::Borrowed(k.as_str()), k.as_str(), v)),
-        );
+        kept.extend(entries.map(|(k, v)| (Cow::Borrowed(k), k, v)));
         return kept;
     }
-    if map.keys().any(|k| k.contains('\u{85}')) {
-        let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-        entries.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    if entries.clone().any(|(k, _)| k.contains('\u{85}')) {
         for (k, v) in entries {
             let key = reread_json_string(k);
             if let Some(slot) = kept.iter_mut().find(|(seen, _, _)| *seen == key) {
@@ -151,17 +199,11 @@ pub(super) fn map_entries(
         }
     } else {
         // No key changes on the re-read, and the map iterates in byte order already.
-        kept.extend(
-            map.iter()
-                .map(|(k, v)| (Cow::Borrowed(k.as_str()), k.as_str(), v)),
-        );
+        kept.extend(entries.map(|(k, v)| (Cow::Borrowed(k), k, v)));
     }
-    merge_sort_by(
-        &mut kept,
-        &|a: &(Cow<'_, str>, &str, &Value), b: &(Cow<'_, str>, &str, &Value)| {
-            go_yaml_key_less(&a.0, &b.0)
-        },
-    );
+    merge_sort_by(&mut kept, &|a: &(Cow<'a, str>, &'a str, V), b| {
+        go_yaml_key_less(&a.0, &b.0)
+    });
     kept
 }
 

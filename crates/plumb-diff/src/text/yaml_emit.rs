@@ -11,7 +11,10 @@
 //! plumb's own: a `# comment` after a scalar (on a block scalar's header line),
 //! for `to_yaml_with_comments`.
 
-use super::yaml::{Node, Style, build_node, map_entries, string_node};
+use super::yaml::{
+    Node, Style, build_node, entries_in_order, map_entries, string_node, tree_scalar_node,
+};
+use plumb_core::tree;
 use serde_json::Value;
 use std::borrow::Borrow;
 
@@ -314,6 +317,18 @@ impl Emitter {
                     .map(|(key, _, v)| (string_node(key), Node::Value(v))),
             ),
             Node::Value(scalar) => self.emit_node(&build_node(scalar), ctx),
+            // A renderer's tree, walked the same way.
+            Node::Tree(tree::Node::Seq(items), files) => {
+                self.emit_seq(items.iter().map(|n| Node::Tree(n, *files)), ctx);
+            }
+            Node::Tree(tree::Node::Map(map), files) => self.emit_map(
+                entries_in_order(map.iter().map(|(k, v)| (k.as_str(), v)))
+                    .into_iter()
+                    .map(|(key, _, v)| (string_node(key), Node::Tree(v, *files))),
+            ),
+            Node::Tree(tree::Node::Scalar(s, org), files) => {
+                self.emit_node(&tree_scalar_node(s, *org, *files), ctx);
+            }
         }
     }
 
@@ -599,6 +614,11 @@ fn is_simple_key(node: &Node) -> bool {
         Node::Value(Value::Array(items)) => items.is_empty(),
         Node::Value(Value::Object(map)) => map.is_empty(),
         Node::Value(scalar) => is_simple_key(&build_node(scalar)),
+        Node::Tree(tree::Node::Seq(items), _) => items.is_empty(),
+        Node::Tree(tree::Node::Map(map), _) => map.is_empty(),
+        Node::Tree(tree::Node::Scalar(s, org), files) => {
+            is_simple_key(&tree_scalar_node(s, *org, *files))
+        }
     }
 }
 

@@ -17,7 +17,9 @@
 //! **Origins.** Documents are parsed into `tree::Node`s whose scalars carry their origin
 //! (through `yaml_fast` when a whole stream is in its subset, else serde-saphyr with `Spanned`;
 //! `tests/yaml_common::check_tree` holds both to the same nodes, origins and document lines).
-//! Every transformer writes origins with values, so the output is JSON plus pointer → `Origin`.
+//! Every transformer writes origins with values. The output is each object's tree, held by a
+//! `plumb_core::object::Object` that converts it to JSON plus pointer → `Origin` when first
+//! read (`plumb render` prints the trees without converting them).
 //! YAML is parsed without keeping comments (no limit on comment runs).
 //!
 //! **The modules**: `smp` (kyaml's strategic merge, quirks included), `json6902`, `patches`,
@@ -86,10 +88,9 @@ pub use plumb_core::origin::{Origin, Origins};
 /// One rendered object.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rendered {
-    pub object: serde_json::Value,
-    /// JSON pointer (with list indexes, RFC 6901) of every scalar leaf of `object` → where
-    /// its value was set.
-    pub origins: Origins,
+    /// The object, with the origin of every scalar leaf (JSON pointers with list indexes,
+    /// RFC 6901): the build's tree, converted when first read.
+    pub object: plumb_core::object::Object,
     /// File and line of the document (or generator entry) that created the object.
     pub file: String,
     pub line: usize,
@@ -487,7 +488,7 @@ pub fn build_with(
     }
     sort(&ctx, &kust, &mut ra)?;
     let files = ctx.file_names();
-    Ok(plumb_core::parallel::map_owned(ra, |r| rendered(&files, r)))
+    Ok(ra.into_iter().map(|r| rendered(&files, r)).collect())
 }
 
 /// The objects of one manifest file (a directory source's file), with the origin of
@@ -547,17 +548,11 @@ impl Ctx<'_> {
     }
 }
 
-/// A resource as the API hands it out: JSON plus the origins of its scalars.
+/// A resource as the API hands it out: its tree, with the origins of its scalars, to be
+/// converted to JSON when something reads it.
 fn rendered(files: &Arc<Vec<Arc<str>>>, r: Res) -> Rendered {
-    let mut origins = Origins::with_files(files.clone());
-    let object = r.node.into_json_with_origins(&mut |p, o| {
-        if o.file != u32::MAX {
-            origins.push(p, o.file, o.line, o.col);
-        }
-    });
     Rendered {
-        object,
-        origins: origins.finish(),
+        object: plumb_core::object::Object::from_tree(r.node, files.clone()),
         file: files
             .get(r.file as usize)
             .map(|f| f.to_string())

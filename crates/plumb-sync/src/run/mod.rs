@@ -591,18 +591,19 @@ async fn observe_desired_with(
             )
         })
         .unwrap_or_default();
-    let desired: Vec<Desired> = rendered
-        .into_iter()
-        .flat_map(|(_, r)| r.objects)
-        .map(|o| {
-            let at = o.location();
-            let mut d = Desired::new(o.object, at);
-            if origins {
-                d.origins = o.origins;
-            }
+    // The renderer's trees to JSON on every core; their origins only when asked for.
+    let objects: Vec<_> = rendered.into_iter().flat_map(|(_, r)| r.objects).collect();
+    let desired: Vec<Desired> = plumb_core::parallel::map_owned(objects, |o| {
+        let at = o.location();
+        if origins {
+            let (object, declared) = o.object.into_parts();
+            let mut d = Desired::new(object, at);
+            d.origins = declared;
             d
-        })
-        .collect();
+        } else {
+            Desired::new(o.object.into_value(), at)
+        }
+    });
 
     let started = Instant::now();
     let config = diff_config(&app, &opts.settings, opts.jq_timeout).map_err(fail)?;
