@@ -137,9 +137,40 @@ fn repair(
         by_org_ns,
     };
     // The (name reference, referrer field spec) pairs that select a group/version/kind,
-    // in table order: worked out once per kind, not once per object.
-    let mut specs_by_gvk: HashMap<Gvk, Vec<(usize, usize)>> = HashMap::new();
-    for (r, c) in ra.iter_mut().zip(cands) {
+    // in table order: worked out once per kind, not once per object. The referrer's field
+    // specs are chosen by its original kind (with its current apiVersion), as kustomize picks
+    // them by the original id: an object whose kind a patch changed keeps the references of
+    // its first kind.
+    let mut specs_by_gvk: HashMap<Gvk, usize> = HashMap::new();
+    let mut spec_lists: Vec<Vec<(usize, usize)>> = Vec::new();
+    let specs_of: Vec<usize> = cands
+        .iter()
+        .map(|c| {
+            let id = &c.cur;
+            let org_kind = c.prev.first().map_or(id.kind.as_str(), |p| p.kind.as_str());
+            *specs_by_gvk
+                .entry((&id.group, &id.version, org_kind))
+                .or_insert_with(|| {
+                    let sel = IdRef {
+                        kind: org_kind,
+                        ..id.as_ref()
+                    };
+                    let mut v = Vec::new();
+                    for (n, nr) in table.iter().enumerate() {
+                        for (f, fs) in nr.referrers.iter().enumerate() {
+                            if fs.selects(sel) {
+                                v.push((n, f));
+                            }
+                        }
+                    }
+                    spec_lists.push(v);
+                    spec_lists.len() - 1
+                })
+        })
+        .collect();
+    // Each referrer on its own (only its own fields change), on every core.
+    plumb_core::parallel::try_each_mut(ra, |i, r| {
+        let c = &cands[i];
         let id = &c.cur;
         let subset = Subset {
             referrer: id,
@@ -157,28 +188,7 @@ fn repair(
             suffixes: &c.suffixes,
             role_ref,
         };
-        // The referrer's field specs are chosen by its original kind (with its current
-        // apiVersion), as kustomize picks them by the original id: an object whose kind a
-        // patch changed keeps the references of its first kind.
-        let org_kind = c.prev.first().map_or(id.kind.as_str(), |p| p.kind.as_str());
-        let specs = specs_by_gvk
-            .entry((&id.group, &id.version, org_kind))
-            .or_insert_with(|| {
-                let sel = IdRef {
-                    kind: org_kind,
-                    ..id.as_ref()
-                };
-                let mut v = Vec::new();
-                for (n, nr) in table.iter().enumerate() {
-                    for (f, fs) in nr.referrers.iter().enumerate() {
-                        if fs.selects(sel) {
-                            v.push((n, f));
-                        }
-                    }
-                }
-                v
-            });
-        for &(n, f) in specs.iter() {
+        for &(n, f) in &spec_lists[specs_of[i]] {
             let nr = &table[n];
             let fs = &nr.referrers[f];
             let target = (nr.group.as_str(), nr.version.as_str(), nr.kind.as_str());
@@ -203,8 +213,8 @@ fn repair(
                 )
             })?;
         }
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 /// The namespaces of a RoleBinding's ServiceAccount subjects; an error for a subject whose

@@ -9,6 +9,7 @@ use super::tree::{self, Node, Org, Scalar};
 use super::{Ctx, KustomizeError, patches, replacements};
 use regex::Regex;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 fn kerr(k: &Kust, org: Option<Org>, m: impl Into<String>) -> KustomizeError {
     super::load_error(&k.path, org.filter(|o| o.file == k.file), m)
@@ -62,9 +63,10 @@ fn namespace(k: &Kust, ra: &mut [Res], config: &Config) -> Result<(), KustomizeE
     ];
     super::config::merge_specs(&mut specs, &config.namespace);
     let value = Node::str(ns.value.clone(), ns.org);
-    for r in ra.iter_mut() {
+    // Each resource on its own, on every core.
+    plumb_core::parallel::try_each_mut(ra, |_, r| {
         if r.is_empty() {
-            continue;
+            return Ok::<(), KustomizeError>(());
         }
         r.store_previous_id();
         // The id just stored is the current one (the node is changed below).
@@ -104,7 +106,8 @@ fn namespace(k: &Kust, ra: &mut [Res], config: &Config) -> Result<(), KustomizeE
             )
             .map_err(|m| kerr(k, Some(ns.org), m))?;
         }
-    }
+        Ok(())
+    })?;
     let mut seen = super::resource::IdKeySet::default();
     seen.reserve(ra.len());
     for r in ra.iter() {
@@ -132,12 +135,12 @@ fn prefix_suffix(k: &Kust, ra: &mut [Res]) -> Result<(), KustomizeError> {
         let Some(a) = affix.filter(|a| !a.value.is_empty()) else {
             continue;
         };
-        for r in ra.iter_mut() {
+        plumb_core::parallel::try_each_mut(ra, |_, r| {
             let org = r.org_id_ref();
             if matches!(org.kind, "CustomResourceDefinition" | "Namespace")
                 || (org.kind == "APIService" && org.group == "apiregistration.k8s.io")
             {
-                continue;
+                return Ok::<(), KustomizeError>(());
             }
             if is_prefix {
                 r.prefixes.push(a.value.clone());
@@ -152,20 +155,34 @@ fn prefix_suffix(k: &Kust, ra: &mut [Res]) -> Result<(), KustomizeError> {
                 format!("{name}{}", a.value)
             };
             r.set_name(new, a.org);
-        }
+            Ok(())
+        })?;
     }
     Ok(())
 }
 
-/// Sets `pairs` into the map found at each field spec.
+/// Sets `pairs` into the map found at each field spec that selects each resource, on every
+/// core.
+fn set_pairs_all(
+    k: &Kust,
+    ra: &mut [Res],
+    specs: &[FieldSpec],
+    pairs: &[(String, Spanned)],
+) -> Result<(), KustomizeError> {
+    let mut by_kind = SpecsByKind::new(specs);
+    let selected: Vec<Arc<[usize]>> = ra.iter().map(|r| by_kind.selecting(r)).collect();
+    plumb_core::parallel::try_each_mut(ra, |i, r| set_pairs(k, r, specs, &selected[i], pairs))
+}
+
+/// Sets `pairs` into the map found at each field spec of `selected` (those selecting `r`).
 fn set_pairs(
     k: &Kust,
     r: &mut Res,
-    specs: &mut SpecsByKind,
+    specs: &[FieldSpec],
+    selected: &[usize],
     pairs: &[(String, Spanned)],
 ) -> Result<(), KustomizeError> {
-    let selected = specs.selecting(r);
-    for fs in selected.iter().map(|&i| &specs.specs[i]) {
+    for fs in selected.iter().map(|&i| &specs[i]) {
         walk(&mut r.node, fs.segments(), fs.create, Leaf::Map, &mut |n| {
             let Some(m) = n.as_map_mut() else {
                 return Err("expected a mapping for labels or annotations".into());
@@ -184,7 +201,7 @@ fn set_pairs(
 /// kind, not once per object).
 struct SpecsByKind<'s> {
     specs: &'s [FieldSpec],
-    by_gvk: HashMap<String, std::rc::Rc<[usize]>>,
+    by_gvk: HashMap<String, Arc<[usize]>>,
     key: String,
 }
 
@@ -198,7 +215,7 @@ impl<'s> SpecsByKind<'s> {
     }
 
     /// The indexes of the specs that select `r`'s kind, in order.
-    fn selecting(&mut self, r: &Res) -> std::rc::Rc<[usize]> {
+    fn selecting(&mut self, r: &Res) -> Arc<[usize]> {
         let id = r.cur_id_ref();
         // No part of a group, version or kind holds a slash.
         self.key.clear();
@@ -209,7 +226,7 @@ impl<'s> SpecsByKind<'s> {
         if let Some(v) = self.by_gvk.get(self.key.as_str()) {
             return v.clone();
         }
-        let v: std::rc::Rc<[usize]> = (0..self.specs.len())
+        let v: Arc<[usize]> = (0..self.specs.len())
             .filter(|&i| self.specs[i].selects(id))
             .collect();
         self.by_gvk.insert(self.key.clone(), v.clone());
@@ -248,10 +265,7 @@ fn labels(k: &Kust, ra: &mut [Res], config: &Config) -> Result<(), KustomizeErro
     let common_specs = with_config(fieldspec::common_labels(), &config.common_labels);
     let common = k.string_map("commonLabels").map_err(|m| kerr(k, None, m))?;
     if !common.is_empty() {
-        let mut specs = SpecsByKind::new(&common_specs);
-        for r in ra.iter_mut() {
-            set_pairs(k, r, &mut specs, &common)?;
-        }
+        set_pairs_all(k, ra, &common_specs, &common)?;
     }
     for e in k.maps("labels").map_err(|m| kerr(k, None, m))? {
         known_fields(
@@ -272,10 +286,7 @@ fn labels(k: &Kust, ra: &mut [Res], config: &Config) -> Result<(), KustomizeErro
         if pairs.is_empty() {
             continue;
         }
-        let mut specs = SpecsByKind::new(&specs);
-        for r in ra.iter_mut() {
-            set_pairs(k, r, &mut specs, &pairs)?;
-        }
+        set_pairs_all(k, ra, &specs, &pairs)?;
     }
     Ok(())
 }
@@ -290,11 +301,7 @@ fn annotations(k: &Kust, ra: &mut [Res], config: &Config) -> Result<(), Kustomiz
     }
     let mut all = fieldspec::common_annotations().to_vec();
     all.extend(config.common_annotations.iter().cloned());
-    let mut specs = SpecsByKind::new(&all);
-    for r in ra.iter_mut() {
-        set_pairs(k, r, &mut specs, &pairs)?;
-    }
-    Ok(())
+    set_pairs_all(k, ra, &all, &pairs)
 }
 
 /// `replicas`: spec.replicas of the named Deployments, ReplicationControllers,
@@ -465,9 +472,10 @@ fn images(k: &Kust, ra: &mut [Res]) -> Result<(), KustomizeError> {
             digest: s("digest").map(|x| x.value),
             org,
         };
-        for r in ra.iter_mut() {
+        plumb_core::parallel::try_each_mut(ra, |_, r| {
             walk_images(&mut r.node, &rule);
-        }
+            Ok::<(), KustomizeError>(())
+        })?;
     }
     Ok(())
 }

@@ -202,6 +202,7 @@ fn parse_stream_fast(
         file,
         line_offset,
         col_offset,
+        spare: Vec::new(),
     };
     let mut docs = Vec::new();
     let mut start = 0;
@@ -284,6 +285,10 @@ struct TreeBuild<'t> {
     file: u32,
     line_offset: u32,
     col_offset: u32,
+    /// Emptied entry vectors to build the next mappings in: each finished mapping is copied
+    /// into a vector of its exact size, and its builder comes back here (no growth by
+    /// doubling, no spare capacity kept in the tree).
+    spare: Vec<Vec<(String, Node)>>,
 }
 
 impl TreeBuild<'_> {
@@ -382,7 +387,7 @@ impl crate::yaml_fast::Build for TreeBuild<'_> {
     }
 
     fn new_map(&mut self) -> Vec<(String, Node)> {
-        Vec::new()
+        self.spare.pop().unwrap_or_default()
     }
 
     /// Entries are sorted once the mapping is complete (in any order, O(n log n)); a key
@@ -395,8 +400,11 @@ impl crate::yaml_fast::Build for TreeBuild<'_> {
         true
     }
 
-    fn map(&mut self, map: Vec<(String, Node)>) -> Option<Node> {
-        match Map::from_entries(map) {
+    fn map(&mut self, mut map: Vec<(String, Node)>) -> Option<Node> {
+        let mut exact = Vec::with_capacity(map.len());
+        exact.append(&mut map);
+        self.spare.push(map);
+        match Map::from_entries(exact) {
             (m, false) => Some(Node::Map(m)),
             (_, true) => None,
         }
