@@ -12,11 +12,13 @@
 //! for `to_yaml_with_comments`.
 
 use super::yaml::{
-    Node, Style, build_node, entries_in_order, map_entries, string_node, tree_scalar_node,
+    Node, Style, build_node, entries_in_order, letter_keys, map_entries, string_node,
+    tree_scalar_node,
 };
 use plumb_core::tree;
 use serde_json::Value;
 use std::borrow::Borrow;
+use std::borrow::Cow;
 
 /// Longest simple (implicit) key, in bytes (`yaml_emitter_check_simple_key`).
 const MAX_SIMPLE_KEY_LEN: usize = 128;
@@ -270,8 +272,10 @@ impl Emitter {
         if !self.indention || self.column > indent || (self.column == indent && !self.whitespace) {
             self.put_break();
         }
-        while self.column < indent {
-            self.put(' ');
+        if self.column < indent {
+            let n = indent - self.column;
+            self.out.extend(std::iter::repeat_n(' ', n));
+            self.column = indent;
         }
         self.whitespace = true;
         self.indention = true;
@@ -321,11 +325,22 @@ impl Emitter {
             Node::Tree(tree::Node::Seq(items), files) => {
                 self.emit_seq(items.iter().map(|n| Node::Tree(n, *files)), ctx);
             }
-            Node::Tree(tree::Node::Map(map), files) => self.emit_map(
-                entries_in_order(map.iter().map(|(k, v)| (k.as_str(), v)))
-                    .into_iter()
-                    .map(|(key, _, v)| (string_node(key), Node::Tree(v, *files))),
-            ),
+            Node::Tree(tree::Node::Map(map), files) => {
+                if letter_keys(map.keys().map(String::as_str)) {
+                    self.emit_map(map.iter().map(|(k, v)| {
+                        (
+                            string_node(Cow::Borrowed(k.as_str())),
+                            Node::Tree(v, *files),
+                        )
+                    }));
+                } else {
+                    self.emit_map(
+                        entries_in_order(map.iter().map(|(k, v)| (k.as_str(), v)))
+                            .into_iter()
+                            .map(|(key, _, v)| (string_node(key), Node::Tree(v, *files))),
+                    );
+                }
+            }
             Node::Tree(tree::Node::Scalar(s, org), files) => {
                 self.emit_node(&tree_scalar_node(s, *org, *files), ctx);
             }

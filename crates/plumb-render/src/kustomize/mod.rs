@@ -488,7 +488,8 @@ pub fn build_with(
     }
     sort(&ctx, &kust, &mut ra)?;
     let files = ctx.file_names();
-    Ok(ra.into_iter().map(|r| rendered(&files, r)).collect())
+    // On every core: what each resource held besides its tree (ids, renames) is freed there.
+    Ok(plumb_core::parallel::map_owned(ra, |r| rendered(&files, r)))
 }
 
 /// The objects of one manifest file (a directory source's file), with the origin of

@@ -42,7 +42,6 @@ fn inline_offsets(k: &Kust, org: Org) -> (u32, u32) {
 
 /// Parses patch text (from a file, or inline at `org` in the kustomization).
 fn parse_patch(
-    ctx: &mut Ctx,
     k: &Kust,
     text: &str,
     file: Option<(&str, u32)>,
@@ -66,7 +65,6 @@ fn parse_patch(
             format!("invalid patch YAML: {}", e.message),
         )
     })?;
-    let _ = ctx;
     if docs.is_empty() {
         return Err(ctx_err(k, org, "patch is empty"));
     }
@@ -323,10 +321,10 @@ fn load_patch(
             let fp = ctx.file_under(k, &p.value, p.org)?;
             let text = ctx.read_text(&fp)?;
             let id = ctx.file_id(&fp);
-            let patch = parse_patch(ctx, k, &text, Some((fp.as_str(), id)), p.org)?;
+            let patch = parse_patch(k, &text, Some((fp.as_str(), id)), p.org)?;
             Ok((patch, p.org))
         }
-        (None, Some(t)) => Ok((parse_patch(ctx, k, &t.value, None, t.org)?, t.org)),
+        (None, Some(t)) => Ok((parse_patch(k, &t.value, None, t.org)?, t.org)),
         (Some(_), Some(_)) => Err(ctx_err(
             k,
             at,
@@ -339,10 +337,23 @@ fn load_patch(
 /// `patches`.
 pub fn patches(ctx: &mut Ctx, k: &Kust, ra: &mut Vec<Res>) -> Result<(), KustomizeError> {
     let mut index = NameIndex::default();
-    for e in k.maps("patches").map_err(|m| ctx_err(k, Org::NONE, m))? {
+    let entries = k.maps("patches").map_err(|m| ctx_err(k, Org::NONE, m))?;
+    // Inline patches (the text in the kustomization) parsed on every core first; each is
+    // taken, with its error, where the loop below reaches its entry.
+    let mut inline = plumb_core::parallel::map(&entries, |e| {
+        match (entry_str(k, e, "path"), entry_str(k, e, "patch")) {
+            (None, Some(t)) => Some(parse_patch(k, &t.value, None, t.org).map(|p| (p, t.org))),
+            _ => None,
+        }
+    })
+    .into_iter();
+    for e in entries {
         let at = e.values().find_map(Node::org).unwrap_or(Org::NONE);
         known_fields(e, &["path", "patch", "target", "options"]).map_err(|m| ctx_err(k, at, m))?;
-        let (patch, org) = entry_patch(ctx, k, e, at)?;
+        let (patch, org) = match inline.next().flatten() {
+            Some(parsed) => parsed?,
+            None => entry_patch(ctx, k, e, at)?,
+        };
         let (allow_name, allow_kind) = match e.get("options").and_then(Node::as_map) {
             Some(o) => (
                 entry_bool(o, "allowNameChange"),
