@@ -209,6 +209,9 @@ pub(super) fn emit_document(node: &Node) -> String {
     e.out
 }
 
+/// Indentation, written a slice at a time.
+const SPACES: &str = "                                                                ";
+
 /// A port of the parts of libyaml's emitter state that go-yaml v2 exercises
 /// for block collections of scalars (flow style only for `[]` and `{}`).
 struct Emitter {
@@ -272,10 +275,10 @@ impl Emitter {
         if !self.indention || self.column > indent || (self.column == indent && !self.whitespace) {
             self.put_break();
         }
-        if self.column < indent {
-            let n = indent - self.column;
-            self.out.extend(std::iter::repeat_n(' ', n));
-            self.column = indent;
+        while self.column < indent {
+            let n = (indent - self.column).min(SPACES.len());
+            self.out.push_str(&SPACES[..n]);
+            self.column += n;
         }
         self.whitespace = true;
         self.indention = true;
@@ -454,8 +457,20 @@ impl Emitter {
     /// single break would read back as a space). Single-quoted, a space at either end
     /// never folds and `'` is written twice.
     fn write_plain_or_single_quoted(&mut self, value: &str, allow_breaks: bool, quoted: bool) {
-        // No space, break or quote (nearly every scalar): each character is written as
-        // it is, which the loop below would do one by one.
+        // ASCII without a space, break or quote (nearly every scalar), in one scan: each
+        // character is written as it is, which the loop below would do one by one.
+        if value
+            .bytes()
+            .all(|b| b.is_ascii() && !matches!(b, b' ' | b'\'' | b'\r' | b'\n'))
+        {
+            self.out.push_str(value);
+            self.column += value.len();
+            if !value.is_empty() {
+                self.indention = false;
+            }
+            return;
+        }
+        // The same, beyond ASCII.
         if !value.contains([' ', '\'', '\r', '\n', '\u{85}', '\u{2028}', '\u{2029}']) {
             self.out.push_str(value);
             self.column += value.chars().count();
