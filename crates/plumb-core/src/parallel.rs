@@ -1,23 +1,45 @@
 //! Order-preserving data parallelism over a slice, on rayon's pool.
 //!
-//! [`map`], [`map_owned`] and [`try_each_mut`] are the one fan-out over cores in plumb:
-//! loading files, kustomize's per-resource transformers, converting and printing rendered
-//! objects and comparing objects share them. One pool
-//! for the process, rather than threads started for each call: the same threads (and their
-//! allocator heaps, which reuse what an earlier step freed) serve every step, and work is
-//! split finer than one chunk per core. `plumb render` at 2,000 resources: 0.85-0.87x the wall
-//! time, at 20,000 0.90x (farm-bench, paired).
+//! The one fan-out over cores in plumb: [`map_coarse`] for a few items of much work each
+//! (files, directories); [`map`], [`map_owned`] and [`try_each_mut`] for many items of little
+//! work each (objects: kustomize's per-resource transformers, converting, printing and
+//! comparing rendered objects). One pool for the process, rather than threads started for
+//! each call: the same threads (and their allocator heaps, which reuse what an earlier step
+//! freed) serve every step, and work is split finer than one chunk per core. `plumb render`
+//! at 2,000 resources: 0.85-0.87x the wall time, at 20,000 0.90x (farm-bench, paired).
+//!
+//! Fewer than [`SERIAL_BELOW`] small items run on the calling thread: handing them to the
+//! pool (a wake-up and a wait on another thread) costs more than it saves, and where such
+//! calls are many (the controller, refreshing apps of a few dozen objects), its workers
+//! already run apps side by side.
 
-/// Maps `f` over `items` on every core, keeping order.
-pub fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+/// Below this many items, [`map`], [`map_owned`] and [`try_each_mut`] run on the calling
+/// thread.
+pub const SERIAL_BELOW: usize = 64;
+
+/// Maps `f` over `items` on every core, keeping order: for a few items of much work each
+/// (a file to parse), however few.
+pub fn map_coarse<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
     use rayon::prelude::*;
     items.par_iter().map(&f).collect()
+}
+
+/// Maps `f` over `items` on every core, keeping order (on the calling thread below
+/// [`SERIAL_BELOW`] items).
+pub fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    if items.len() < SERIAL_BELOW {
+        return items.iter().map(&f).collect();
+    }
+    map_coarse(items, f)
 }
 
 /// Like [`map`], but consumes `items`, so `f` can move out of each element (and its
 /// memory is released as soon as `f` is done with it).
 pub fn map_owned<T: Send, R: Send>(items: Vec<T>, f: impl Fn(T) -> R + Sync) -> Vec<R> {
     use rayon::prelude::*;
+    if items.len() < SERIAL_BELOW {
+        return items.into_iter().map(&f).collect();
+    }
     items.into_par_iter().map(&f).collect()
 }
 
@@ -30,6 +52,12 @@ pub fn try_each_mut<T: Send, E: Send>(
     f: impl Fn(usize, &mut T) -> Result<(), E> + Sync,
 ) -> Result<(), E> {
     use rayon::prelude::*;
+    if items.len() < SERIAL_BELOW {
+        return items
+            .iter_mut()
+            .enumerate()
+            .try_for_each(|(i, item)| f(i, item));
+    }
     let errors: Vec<E> = items
         .par_iter_mut()
         .enumerate()
@@ -54,6 +82,17 @@ mod tests {
             owned.iter().map(|s| format!("{s}!")).collect::<Vec<_>>()
         );
         assert!(super::map_owned(Vec::<u32>::new(), |x| x).is_empty());
+        // Few items, on the calling thread: the same results.
+        let few: Vec<u32> = (0..10).collect();
+        assert_eq!(super::map(&few, |x| x + 1), (1..11).collect::<Vec<_>>());
+        assert_eq!(
+            super::map_coarse(&few, |x| x + 1),
+            (1..11).collect::<Vec<_>>()
+        );
+        assert_eq!(
+            super::map_owned(few, |x| x + 1),
+            (1..11).collect::<Vec<_>>()
+        );
     }
 
     #[test]
@@ -68,5 +107,11 @@ mod tests {
         let failed =
             super::try_each_mut(&mut v, |i, _| if i % 1000 == 999 { Err(i) } else { Ok(()) });
         assert_eq!(failed, Err(999));
+        let mut few = vec![0usize; 10];
+        let failed = super::try_each_mut(&mut few, |i, x| {
+            *x = i;
+            if i >= 3 { Err(i) } else { Ok(()) }
+        });
+        assert_eq!(failed, Err(3));
     }
 }

@@ -44,7 +44,7 @@ fn main() {
                 })
                 .unwrap_or_default();
             files.sort();
-            let parsed = plumb_core::parallel::map(&files, |f| load_file(&fs, f));
+            let parsed = plumb_core::parallel::map_coarse(&files, |f| load_file(&fs, f));
             parsed
                 .into_iter()
                 .collect::<Result<Vec<_>, _>>()

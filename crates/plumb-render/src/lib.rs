@@ -115,7 +115,7 @@ pub fn load_paths(paths: &[PathBuf]) -> Result<Vec<Manifest>, LoadError> {
         }
     }
     let mut out = Vec::new();
-    for r in plumb_core::parallel::map(&files, |f| load_file(f)) {
+    for r in plumb_core::parallel::map_coarse(&files, |f| load_file(f)) {
         out.extend(r?);
     }
     Ok(out)

@@ -497,7 +497,7 @@ fn render_directory(
 ) -> Result<Vec<RenderedObject>, LoadError> {
     let files = directory_files(fs, root, opts)?;
     let timeout = crate::seconds_from_env("PLUMB_TOOL_TIMEOUT", DEFAULT_TOOL_TIMEOUT);
-    let parsed = plumb_core::parallel::map(&files, |f| {
+    let parsed = plumb_core::parallel::map_coarse(&files, |f| {
         if crate::jsonnet::is_program(f) {
             crate::jsonnet::render_file(fs, root, f, &opts.jsonnet, timeout)
         } else {

@@ -225,7 +225,7 @@ fn public_trees_match_kubectl_kustomize() {
             dirs.len()
         );
     }
-    let outcomes = plumb_core::parallel::map(&dirs, |(p, d)| check(p, d));
+    let outcomes = plumb_core::parallel::map_coarse(&dirs, |(p, d)| check(p, d));
     let (mut native, mut fallback, mut different, mut oracle_fails) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for ((p, d), o) in dirs.iter().zip(outcomes) {

@@ -1127,7 +1127,7 @@ impl Ctx<'_> {
             return jobs.iter().map(|_| None).collect();
         }
         let (fs, hooks) = (self.fs, self.generated_hooks);
-        plumb_core::parallel::map(&jobs, |j| {
+        plumb_core::parallel::map_coarse(&jobs, |j| {
             j.as_ref()
                 .map(|(p, file)| parse_resources(fs, p, *file, hooks))
         })
