@@ -97,12 +97,6 @@ impl Object {
         &self.json().origins
     }
 
-    /// The origins, to change.
-    pub fn origins_mut(&mut self) -> &mut Origins {
-        self.json();
-        &mut self.json.get_mut().expect("converted just above").origins
-    }
-
     /// The JSON and the origins, owned.
     pub fn into_parts(mut self) -> (Value, Origins) {
         self.json();
@@ -129,7 +123,8 @@ impl Object {
         self.json();
     }
 
-    /// Calls `f` with the object as it is held now: its tree while unconverted.
+    /// Calls `f` with the object as it is held now: its tree while unconverted (`f` must not
+    /// read this object itself: the tree is held for it meanwhile).
     pub fn view<R>(&self, f: impl FnOnce(View<'_>) -> R) -> R {
         if let Some(json) = self.json.get() {
             return f(View::Json(&json.value, &json.origins));
