@@ -646,9 +646,8 @@ fn sort(ctx: &Ctx, kust: &Kust, ra: &mut [Res]) -> Result<(), KustomizeError> {
             0
         }
     };
-    // The key of each resource computed once, on every core; then a stable sort (ties keep
-    // their order by index), as `sort_by_cached_key`.
-    let mut keyed: Vec<(LegacyKey, usize)> = plumb_core::parallel::map(ra, |r| {
+    // The key of each resource is computed once.
+    ra.sort_by_cached_key(|r| {
         let id = r.cur_id_ref();
         let or = resource::or_str;
         LegacyKey {
@@ -658,22 +657,7 @@ fn sort(ctx: &Ctx, kust: &Kust, ra: &mut [Res]) -> Result<(), KustomizeError> {
             gvk: id.gvk_string(),
             ns_name: [or(id.namespace, "~X"), or(id.name, "~N")].join("|"),
         }
-    })
-    .into_iter()
-    .enumerate()
-    .map(|(i, k)| (k, i))
-    .collect();
-    keyed.sort_unstable();
-    // Resource `keyed[i].1` goes to place `i`: each place takes its resource from where the
-    // places before it left it.
-    for i in 0..ra.len() {
-        let mut from = keyed[i].1;
-        while from < i {
-            from = keyed[from].1;
-        }
-        keyed[i].1 = from;
-        ra.swap(i, from);
-    }
+    });
     Ok(())
 }
 
@@ -1265,10 +1249,8 @@ fn append(
     let seen = seen.get_or_insert_with(|| ra.iter().map(|r| r.cur_id_ref().key()).collect());
     seen.reserve(new.len());
     ra.reserve(new.len());
-    // The keys on every core; the checks in order.
-    let keys = plumb_core::parallel::map(&new, |r| r.cur_id_ref().key());
-    for (r, key) in new.into_iter().zip(keys) {
-        if !seen.insert(key) {
+    for r in new {
+        if !seen.insert(r.cur_id_ref().key()) {
             let id = r.cur_id();
             return Err(ctx.kerr(
                 k,

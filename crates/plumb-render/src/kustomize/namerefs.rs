@@ -75,30 +75,22 @@ pub fn fix(ra: &mut [Res], table: &[super::fieldspec::NameRef]) -> Result<(), St
     if ra.iter().all(|r| r.prev.is_empty()) {
         return Ok(());
     }
-    // What each candidate is, read on every core; its renames moved out after.
-    let read = plumb_core::parallel::map(ra, |r| {
-        let org_at = |field| {
-            r.node
-                .path(&["metadata", field])
-                .and_then(Node::org)
-                .unwrap_or(Org::NONE)
-        };
-        (
-            r.cur_id(),
-            r.namespace().to_string(),
-            org_at("name"),
-            org_at("namespace"),
-        )
-    });
     let cands: Vec<Cand> = ra
         .iter_mut()
-        .zip(read)
-        .map(|(r, (cur, raw_namespace, name_org, ns_org))| Cand {
-            cur,
+        .map(|r| Cand {
+            cur: r.cur_id(),
             prev: std::mem::take(&mut r.prev),
-            raw_namespace,
-            name_org,
-            ns_org,
+            raw_namespace: r.namespace().to_string(),
+            name_org: r
+                .node
+                .path(&["metadata", "name"])
+                .and_then(Node::org)
+                .unwrap_or(Org::NONE),
+            ns_org: r
+                .node
+                .path(&["metadata", "namespace"])
+                .and_then(Node::org)
+                .unwrap_or(Org::NONE),
             prefixes: std::mem::take(&mut r.prefixes),
             suffixes: std::mem::take(&mut r.suffixes),
         })
