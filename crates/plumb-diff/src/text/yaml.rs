@@ -172,20 +172,18 @@ pub(super) fn map_entries(
     entries_in_order(map.iter().map(|(k, v)| (k.as_str(), v)))
 }
 
-/// Keys of ASCII letters only (most of a manifest's): go-yaml's natural order compares them
-/// letter by letter, shorter first, which is their byte order, and none changes on go-yaml's
-/// re-read: such a mapping is written in the order it iterates in.
-pub(super) fn letter_keys<'a>(mut keys: impl Iterator<Item = &'a str>) -> bool {
-    keys.all(|k| k.bytes().all(|b| b.is_ascii_alphabetic()))
-}
-
 /// [`map_entries`] of a mapping's `(key, value)` pairs given in byte order of the keys (a
 /// `serde_json::Map`'s order, and a renderer tree's).
 pub(super) fn entries_in_order<'a, V: Copy>(
     entries: impl ExactSizeIterator<Item = (&'a str, V)> + Clone,
 ) -> Vec<(Cow<'a, str>, &'a str, V)> {
     let mut kept: Vec<(Cow<'a, str>, &'a str, V)> = Vec::with_capacity(entries.len());
-    if letter_keys(entries.clone().map(|(k, _)| k)) {
+    // Keys of ASCII letters only (most of a manifest's): go-yaml's natural order compares
+    // them letter by letter, shorter first, which is the byte order the map iterates in.
+    if entries
+        .clone()
+        .all(|(k, _)| k.bytes().all(|b| b.is_ascii_alphabetic()))
+    {
         kept.extend(entries.map(|(k, v)| (Cow::Borrowed(k), k, v)));
         return kept;
     }

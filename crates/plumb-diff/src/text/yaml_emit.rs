@@ -12,13 +12,11 @@
 //! for `to_yaml_with_comments`.
 
 use super::yaml::{
-    Node, Style, build_node, entries_in_order, letter_keys, map_entries, string_node,
-    tree_scalar_node,
+    Node, Style, build_node, entries_in_order, map_entries, string_node, tree_scalar_node,
 };
 use plumb_core::tree;
 use serde_json::Value;
 use std::borrow::Borrow;
-use std::borrow::Cow;
 
 /// Longest simple (implicit) key, in bytes (`yaml_emitter_check_simple_key`).
 const MAX_SIMPLE_KEY_LEN: usize = 128;
@@ -328,22 +326,11 @@ impl Emitter {
             Node::Tree(tree::Node::Seq(items), files) => {
                 self.emit_seq(items.iter().map(|n| Node::Tree(n, *files)), ctx);
             }
-            Node::Tree(tree::Node::Map(map), files) => {
-                if letter_keys(map.keys().map(String::as_str)) {
-                    self.emit_map(map.iter().map(|(k, v)| {
-                        (
-                            string_node(Cow::Borrowed(k.as_str())),
-                            Node::Tree(v, *files),
-                        )
-                    }));
-                } else {
-                    self.emit_map(
-                        entries_in_order(map.iter().map(|(k, v)| (k.as_str(), v)))
-                            .into_iter()
-                            .map(|(key, _, v)| (string_node(key), Node::Tree(v, *files))),
-                    );
-                }
-            }
+            Node::Tree(tree::Node::Map(map), files) => self.emit_map(
+                entries_in_order(map.iter().map(|(k, v)| (k.as_str(), v)))
+                    .into_iter()
+                    .map(|(key, _, v)| (string_node(key), Node::Tree(v, *files))),
+            ),
             Node::Tree(tree::Node::Scalar(s, org), files) => {
                 self.emit_node(&tree_scalar_node(s, *org, *files), ctx);
             }
@@ -457,20 +444,8 @@ impl Emitter {
     /// single break would read back as a space). Single-quoted, a space at either end
     /// never folds and `'` is written twice.
     fn write_plain_or_single_quoted(&mut self, value: &str, allow_breaks: bool, quoted: bool) {
-        // ASCII without a space, break or quote (nearly every scalar), in one scan: each
-        // character is written as it is, which the loop below would do one by one.
-        if value
-            .bytes()
-            .all(|b| b.is_ascii() && !matches!(b, b' ' | b'\'' | b'\r' | b'\n'))
-        {
-            self.out.push_str(value);
-            self.column += value.len();
-            if !value.is_empty() {
-                self.indention = false;
-            }
-            return;
-        }
-        // The same, beyond ASCII.
+        // No space, break or quote (nearly every scalar): each character is written as
+        // it is, which the loop below would do one by one.
         if !value.contains([' ', '\'', '\r', '\n', '\u{85}', '\u{2028}', '\u{2029}']) {
             self.out.push_str(value);
             self.column += value.chars().count();
