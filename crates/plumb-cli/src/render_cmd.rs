@@ -55,9 +55,7 @@ pub fn run(args: RenderArgs) -> Result<u8> {
         let mut objects = rendered.objects;
         // Secret values never leave plumb, rendered or not.
         for obj in &mut objects {
-            if obj.object.top_level_str("kind").as_deref() == Some("Secret") {
-                plumb_diff::mask::hide_secret_data(&mut [&mut obj.object], &[]);
-            }
+            plumb_diff::mask::hide_rendered_secret(&mut obj.object);
         }
         // Each object's YAML on every core (the emitter is the larger part of a big render's
         // time), written in order; a renderer's tree is written as it is, never converted.

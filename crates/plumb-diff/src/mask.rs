@@ -10,8 +10,26 @@ use std::collections::BTreeMap;
 
 /// Whether an object is a core Secret.
 pub fn is_secret(v: &Value) -> bool {
-    v.get("kind").and_then(Value::as_str) == Some("Secret")
-        && v.get("apiVersion").and_then(Value::as_str) == Some("v1")
+    secret_id(
+        v.get("kind").and_then(Value::as_str),
+        v.get("apiVersion").and_then(Value::as_str),
+    )
+}
+
+/// A core Secret's kind and apiVersion.
+fn secret_id(kind: Option<&str>, api_version: Option<&str>) -> bool {
+    kind == Some("Secret") && api_version == Some("v1")
+}
+
+/// [`hide_secret_data`] for one rendered object on its own. Only a Secret is read as JSON: a
+/// renderer's tree that is not one stays unconverted.
+pub fn hide_rendered_secret(object: &mut plumb_core::object::Object) {
+    if secret_id(
+        object.top_level_str("kind").as_deref(),
+        object.top_level_str("apiVersion").as_deref(),
+    ) {
+        hide_secret_data(&mut [&mut **object], &[]);
+    }
 }
 
 /// A live Secret from a `plumb snapshot` has its values removed (and says so with
