@@ -406,22 +406,6 @@ impl Node {
         }
     }
 
-    /// Builds a node from JSON, every scalar with origin `org`.
-    pub fn from_json(v: &Value, org: Org) -> Node {
-        match v {
-            Value::Null => Node::Scalar(Scalar::Null, org),
-            Value::Bool(b) => Node::Scalar(Scalar::Bool(*b), org),
-            Value::Number(n) => Node::Scalar(Scalar::Num(n.clone()), org),
-            Value::String(s) => Node::str(s.clone(), org),
-            Value::Array(a) => Node::Seq(a.iter().map(|x| Node::from_json(x, org)).collect()),
-            Value::Object(m) => Node::Map(
-                m.iter()
-                    .map(|(k, x)| (k.clone(), Node::from_json(x, org)))
-                    .collect(),
-            ),
-        }
-    }
-
     /// The plain JSON value (origins dropped; integral floats folded to integers).
     pub fn to_json(&self) -> Value {
         match self {
@@ -431,12 +415,6 @@ impl Node {
                 Value::Object(m.iter().map(|(k, v)| (k.clone(), v.to_json())).collect())
             }
         }
-    }
-
-    /// The JSON value plus the origin of every scalar leaf, keyed by RFC 6901 pointer.
-    pub fn to_json_with_origins(&self, origins: &mut Vec<(String, Org)>) -> Value {
-        self.clone()
-            .into_json_with_origins(&mut |p, o| origins.push((p.to_string(), o)))
     }
 }
 

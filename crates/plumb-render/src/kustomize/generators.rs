@@ -485,7 +485,7 @@ mod tests {
     use super::*;
 
     fn obj(j: serde_json::Value) -> Node {
-        Node::from_json(&j, Org::NONE)
+        super::super::tree::node_from_json(&j, Org::NONE)
     }
 
     #[test]

@@ -12,6 +12,23 @@ use std::fmt;
 
 pub use plumb_core::tree::{Map, Node, Org, Scalar, set};
 
+/// A node from JSON, every scalar with origin `org` (for tests).
+#[cfg(test)]
+pub fn node_from_json(v: &Value, org: Org) -> Node {
+    match v {
+        Value::Null => Node::Scalar(Scalar::Null, org),
+        Value::Bool(b) => Node::Scalar(Scalar::Bool(*b), org),
+        Value::Number(n) => Node::Scalar(Scalar::Num(n.clone()), org),
+        Value::String(s) => Node::str(s.clone(), org),
+        Value::Array(a) => Node::Seq(a.iter().map(|x| node_from_json(x, org)).collect()),
+        Value::Object(m) => Node::Map(
+            m.iter()
+                .map(|(k, x)| (k.clone(), node_from_json(x, org)))
+                .collect(),
+        ),
+    }
+}
+
 /// One YAML document: its root node and the line it starts on.
 pub struct Doc {
     pub node: Node,
@@ -744,7 +761,9 @@ mod tests {
         assert_eq!(b[1].get("c").unwrap().org().unwrap().line, 4);
         assert_eq!(docs[1].line, 7);
         let mut origins = Vec::new();
-        let v = d.to_json_with_origins(&mut origins);
+        let v = d
+            .clone()
+            .into_json_with_origins(&mut |p, o| origins.push((p.to_string(), o)));
         assert_eq!(v["b"][1]["c"], Value::Bool(true));
         assert!(origins.iter().any(|(p, o)| p == "/b/1/c" && o.line == 4));
     }
