@@ -221,13 +221,8 @@ pub fn render_sources_on(
 /// (converted from the renderer's trees on every core).
 pub fn desired_of(objects: Vec<RenderedObject>) -> Vec<plumb_diff::compare::Desired> {
     plumb_core::parallel::map_owned(objects, |o| {
-        let origin = o.location();
-        let (object, origins) = o.object.into_parts();
-        plumb_diff::compare::Desired {
-            origin,
-            object,
-            origins,
-        }
+        let at = o.location();
+        plumb_diff::compare::Desired::of_rendered(o.object, at, true)
     })
 }
 

@@ -43,6 +43,25 @@ impl Desired {
             origins: Origins::new(),
         }
     }
+
+    /// A rendered object at `origin` (`file:line`), read as JSON now; with `origins`, where
+    /// each scalar was set, else none (a renderer's tree then converts without them).
+    pub fn of_rendered(
+        object: plumb_core::object::Object,
+        origin: String,
+        origins: bool,
+    ) -> Desired {
+        let (object, origins) = if origins {
+            object.into_parts()
+        } else {
+            (object.into_value(), Origins::new())
+        };
+        Desired {
+            object,
+            origin,
+            origins,
+        }
+    }
 }
 
 /// Whether a kind is cluster-scoped: `Some(true)`, namespaced: `Some(false)`, unknown: `None`.

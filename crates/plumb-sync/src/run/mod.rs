@@ -595,14 +595,7 @@ async fn observe_desired_with(
     let objects: Vec<_> = rendered.into_iter().flat_map(|(_, r)| r.objects).collect();
     let desired: Vec<Desired> = plumb_core::parallel::map_owned(objects, |o| {
         let at = o.location();
-        if origins {
-            let (object, declared) = o.object.into_parts();
-            let mut d = Desired::new(object, at);
-            d.origins = declared;
-            d
-        } else {
-            Desired::new(o.object.into_value(), at)
-        }
+        Desired::of_rendered(o.object, at, origins)
     });
 
     let started = Instant::now();
