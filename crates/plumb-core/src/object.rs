@@ -219,10 +219,7 @@ mod tests {
             col: 7,
         };
         let mut m = tree::Map::default();
-        m.insert(
-            "kind".into(),
-            Node::Scalar(Scalar::Str("Secret".into()), org),
-        );
+        m.insert("kind", Node::Scalar(Scalar::Str("Secret".into()), org));
         Object::from_tree(Node::Map(m), Arc::new(vec![Arc::from("a.yaml")]))
     }
 

@@ -9,6 +9,11 @@
 use serde_json::{Number, Value};
 use std::fmt;
 
+/// The text of a key or a string scalar: inline up to 24 bytes (a manifest's keys and most of
+/// its values), on the heap beyond. A tree of a large build holds hundreds of thousands of
+/// them; as `String`s each was an allocation of its own.
+pub type Text = compact_str::CompactString;
+
 /// Where a scalar was set: an index into the build's file table, 1-based line and column.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Org {
@@ -39,7 +44,7 @@ pub enum Scalar {
     /// A number.
     Num(Number),
     /// A string.
-    Str(String),
+    Str(Text),
 }
 
 /// A YAML node with origins on its scalars.
@@ -60,16 +65,16 @@ pub enum Node {
 /// entries: quadratic only for a mapping of thousands of keys written out of order).
 #[derive(Clone, Default, PartialEq)]
 pub struct Map {
-    entries: Vec<(String, Node)>,
+    entries: Vec<(Text, Node)>,
 }
 
 /// `(&key, &value)` of an entry.
-fn entry_ref((k, v): &(String, Node)) -> (&String, &Node) {
+fn entry_ref((k, v): &(Text, Node)) -> (&Text, &Node) {
     (k, v)
 }
 
 /// `(&key, &mut value)` of an entry.
-fn entry_mut((k, v): &mut (String, Node)) -> (&String, &mut Node) {
+fn entry_mut((k, v): &mut (Text, Node)) -> (&Text, &mut Node) {
     (k, v)
 }
 
@@ -117,7 +122,8 @@ impl Map {
     }
 
     /// Sets `key` to `value`; the value it replaces, if any.
-    pub fn insert(&mut self, key: String, value: Node) -> Option<Node> {
+    pub fn insert(&mut self, key: impl Into<Text>, value: Node) -> Option<Node> {
+        let key = key.into();
         match self.find(&key) {
             Ok(i) => Some(std::mem::replace(&mut self.entries[i].1, value)),
             Err(i) => {
@@ -138,7 +144,7 @@ impl Map {
         let i = match self.find(key) {
             Ok(i) => i,
             Err(i) => {
-                self.entries.insert(i, (key.to_string(), make()));
+                self.entries.insert(i, (Text::from(key), make()));
                 i
             }
         };
@@ -158,19 +164,19 @@ impl Map {
     /// `(key, value)` in key order.
     pub fn iter(
         &self,
-    ) -> impl DoubleEndedIterator<Item = (&String, &Node)> + ExactSizeIterator + Clone {
+    ) -> impl DoubleEndedIterator<Item = (&Text, &Node)> + ExactSizeIterator + Clone {
         self.entries.iter().map(entry_ref)
     }
 
     /// `(key, value)` in key order, values to change.
     pub fn iter_mut(
         &mut self,
-    ) -> impl DoubleEndedIterator<Item = (&String, &mut Node)> + ExactSizeIterator {
+    ) -> impl DoubleEndedIterator<Item = (&Text, &mut Node)> + ExactSizeIterator {
         self.entries.iter_mut().map(entry_mut)
     }
 
     /// The keys, in order.
-    pub fn keys(&self) -> impl DoubleEndedIterator<Item = &String> + ExactSizeIterator {
+    pub fn keys(&self) -> impl DoubleEndedIterator<Item = &Text> + ExactSizeIterator {
         self.entries.iter().map(|(k, _)| k)
     }
 
@@ -200,18 +206,18 @@ impl fmt::Debug for Map {
 }
 
 impl IntoIterator for Map {
-    type Item = (String, Node);
-    type IntoIter = std::vec::IntoIter<(String, Node)>;
+    type Item = (Text, Node);
+    type IntoIter = std::vec::IntoIter<(Text, Node)>;
     fn into_iter(self) -> Self::IntoIter {
         self.entries.into_iter()
     }
 }
 
 impl<'a> IntoIterator for &'a Map {
-    type Item = (&'a String, &'a Node);
+    type Item = (&'a Text, &'a Node);
     type IntoIter = std::iter::Map<
-        std::slice::Iter<'a, (String, Node)>,
-        fn(&'a (String, Node)) -> (&'a String, &'a Node),
+        std::slice::Iter<'a, (Text, Node)>,
+        fn(&'a (Text, Node)) -> (&'a Text, &'a Node),
     >;
     fn into_iter(self) -> Self::IntoIter {
         self.entries.iter().map(entry_ref)
@@ -219,10 +225,10 @@ impl<'a> IntoIterator for &'a Map {
 }
 
 impl<'a> IntoIterator for &'a mut Map {
-    type Item = (&'a String, &'a mut Node);
+    type Item = (&'a Text, &'a mut Node);
     type IntoIter = std::iter::Map<
-        std::slice::IterMut<'a, (String, Node)>,
-        fn(&'a mut (String, Node)) -> (&'a String, &'a mut Node),
+        std::slice::IterMut<'a, (Text, Node)>,
+        fn(&'a mut (Text, Node)) -> (&'a Text, &'a mut Node),
     >;
     fn into_iter(self) -> Self::IntoIter {
         self.entries.iter_mut().map(entry_mut)
@@ -233,7 +239,7 @@ impl Map {
     /// The mapping of `entries` in any order (sorted here: O(n log n) however they come),
     /// and whether a key came more than once (the last of its values is kept, as a
     /// `BTreeMap` keeps it).
-    pub fn from_entries(mut entries: Vec<(String, Node)>) -> (Map, bool) {
+    pub fn from_entries(mut entries: Vec<(Text, Node)>) -> (Map, bool) {
         if entries.windows(2).all(|w| w[0].0 < w[1].0) {
             return (Map { entries }, false);
         }
@@ -252,8 +258,8 @@ impl Map {
 }
 
 /// Later entries win, as in a `BTreeMap`.
-impl FromIterator<(String, Node)> for Map {
-    fn from_iter<I: IntoIterator<Item = (String, Node)>>(iter: I) -> Map {
+impl FromIterator<(Text, Node)> for Map {
+    fn from_iter<I: IntoIterator<Item = (Text, Node)>>(iter: I) -> Map {
         Map::from_entries(iter.into_iter().collect()).0
     }
 }
@@ -263,7 +269,7 @@ pub fn set(m: &mut Map, key: &str, v: Node) {
     match m.get_mut(key) {
         Some(slot) => *slot = v,
         None => {
-            m.insert(key.to_string(), v);
+            m.insert(key, v);
         }
     }
 }
@@ -295,7 +301,7 @@ fn scalar_eq(a: &Scalar, b: &Scalar) -> bool {
 
 impl Node {
     /// A string scalar.
-    pub fn str(s: impl Into<String>, org: Org) -> Node {
+    pub fn str(s: impl Into<Text>, org: Org) -> Node {
         Node::Scalar(Scalar::Str(s.into()), org)
     }
 
@@ -398,7 +404,7 @@ impl Node {
     /// The text a scalar would have as a Go string (numbers and booleans as written in JSON).
     pub fn scalar_text(&self) -> Option<String> {
         match self {
-            Node::Scalar(Scalar::Str(s), _) => Some(s.clone()),
+            Node::Scalar(Scalar::Str(s), _) => Some(s.to_string()),
             Node::Scalar(Scalar::Num(n), _) => Some(n.to_string()),
             Node::Scalar(Scalar::Bool(b), _) => Some(b.to_string()),
             Node::Scalar(Scalar::Null, _) => Some(String::new()),
@@ -411,9 +417,11 @@ impl Node {
         match self {
             Node::Scalar(s, _) => scalar_json(s),
             Node::Seq(s) => Value::Array(s.iter().map(Node::to_json).collect()),
-            Node::Map(m) => {
-                Value::Object(m.iter().map(|(k, v)| (k.clone(), v.to_json())).collect())
-            }
+            Node::Map(m) => Value::Object(
+                m.iter()
+                    .map(|(k, v)| (k.to_string(), v.to_json()))
+                    .collect(),
+            ),
         }
     }
 }
@@ -424,7 +432,11 @@ impl Node {
         match self {
             Node::Scalar(s, _) => scalar_into_json(s),
             Node::Seq(items) => Value::Array(items.into_iter().map(Node::into_json).collect()),
-            Node::Map(m) => Value::Object(m.into_iter().map(|(k, n)| (k, n.into_json())).collect()),
+            Node::Map(m) => Value::Object(
+                m.into_iter()
+                    .map(|(k, n)| (k.into_string(), n.into_json()))
+                    .collect(),
+            ),
         }
     }
 
@@ -460,7 +472,7 @@ impl Node {
                         path.push_str(&crate::pointer::escape_token(&k));
                         let v = n.into_walk(path, leaf);
                         path.truncate(len);
-                        (k, v)
+                        (k.into_string(), v)
                     })
                     .collect(),
             ),
@@ -487,7 +499,7 @@ fn push_index(path: &mut String, mut i: usize) {
 /// [`scalar_json`], consuming the scalar.
 fn scalar_into_json(s: Scalar) -> Value {
     match s {
-        Scalar::Str(s) => Value::String(s),
+        Scalar::Str(s) => Value::String(s.into_string()),
         s => scalar_json(&s),
     }
 }
@@ -515,6 +527,23 @@ fn scalar_json(s: &Scalar) -> Value {
             }
             Value::Number(n.clone())
         }
-        Scalar::Str(s) => Value::String(s.clone()),
+        Scalar::Str(s) => Value::String(s.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A node stays as small as with `String`s: the inline text takes no more room.
+    #[test]
+    fn node_sizes() {
+        assert_eq!(std::mem::size_of::<Text>(), std::mem::size_of::<String>());
+        assert!(
+            std::mem::size_of::<Node>() <= 40,
+            "{}",
+            std::mem::size_of::<Node>()
+        );
+        assert!(std::mem::size_of::<(Text, Node)>() <= 64);
     }
 }

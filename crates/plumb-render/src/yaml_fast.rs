@@ -21,6 +21,7 @@
 #![forbid(unsafe_code)]
 
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 
 /// Deepest nesting of collections handled here; serde-saphyr's default budget allows 64.
 const MAX_DEPTH: usize = 48;
@@ -103,8 +104,9 @@ pub(crate) trait Build {
     }
     fn seq(&mut self, items: Vec<Self::Node>) -> Self::Node;
     fn new_map(&mut self) -> Self::Map;
-    /// Adds an entry; false when the key was already there.
-    fn insert(&mut self, map: &mut Self::Map, key: String, value: Self::Node) -> bool;
+    /// Adds an entry; false when the key was already there. A plain key is borrowed from
+    /// the text (most keys: a builder with inline short strings then allocates nothing).
+    fn insert(&mut self, map: &mut Self::Map, key: Cow<'_, str>, value: Self::Node) -> bool;
     /// The finished mapping; `None` when it turns out to hold a key twice (a builder may
     /// find that out here rather than in `insert`).
     fn map(&mut self, map: Self::Map) -> Option<Self::Node>;
@@ -140,8 +142,8 @@ impl Build for JsonBuild {
     fn new_map(&mut self) -> Self::Map {
         Map::new()
     }
-    fn insert(&mut self, map: &mut Self::Map, key: String, value: Value) -> bool {
-        map.insert(key, value).is_none()
+    fn insert(&mut self, map: &mut Self::Map, key: Cow<'_, str>, value: Value) -> bool {
+        map.insert(key.into_owned(), value).is_none()
     }
     fn map(&mut self, map: Self::Map) -> Option<Value> {
         Some(Value::Object(map))
@@ -283,7 +285,7 @@ fn is_blank(b: Option<&u8>) -> bool {
     matches!(b, None | Some(b' ' | b'\n'))
 }
 
-impl<B: Build> Parser<'_, B> {
+impl<'a, B: Build> Parser<'a, B> {
     fn at_eof(&self) -> bool {
         self.pos >= self.src.len()
     }
@@ -415,7 +417,7 @@ impl<B: Build> Parser<'_, B> {
                         return None;
                     }
                     self.pos = i + 1;
-                    return self.block_map(col, Some(s));
+                    return self.block_map(col, Some(Cow::Owned(s)));
                 }
                 let node = self.b.string(s, start)?;
                 self.finish_line()?;
@@ -452,7 +454,7 @@ impl<B: Build> Parser<'_, B> {
 
     /// Parses a block mapping whose keys are at column `m`. `first` is its first key when
     /// the caller has already read it (and the `:` after it).
-    fn block_map(&mut self, m: usize, mut first: Option<String>) -> Option<B::Node> {
+    fn block_map(&mut self, m: usize, mut first: Option<Cow<'a, str>>) -> Option<B::Node> {
         self.enter()?;
         let mut map = self.b.new_map();
         loop {
@@ -477,7 +479,7 @@ impl<B: Build> Parser<'_, B> {
     }
 
     /// Reads a block mapping key and the `:` after it.
-    fn map_key(&mut self) -> Option<String> {
+    fn map_key(&mut self) -> Option<Cow<'a, str>> {
         let start = self.pos;
         match self.src[start] {
             q @ (b'"' | b'\'') => {
@@ -494,7 +496,7 @@ impl<B: Build> Parser<'_, B> {
                     return None;
                 }
                 self.pos = i + 1;
-                Some(s)
+                Some(Cow::Owned(s))
             }
             b'-' if is_blank(self.src.get(start + 1)) => None,
             b'&' | b'*' | b'!' | b'?' | b':' | b'%' | b'@' | b'`' | b',' | b'[' | b']' | b'{'
@@ -526,7 +528,7 @@ impl<B: Build> Parser<'_, B> {
                     return None;
                 }
                 self.pos = i + 1;
-                Some(key.to_owned())
+                Some(Cow::Borrowed(key))
             }
         }
     }
@@ -1035,7 +1037,7 @@ impl<B: Build> Parser<'_, B> {
                             {
                                 return None;
                             }
-                            s
+                            Cow::Owned(s)
                         }
                         _ => {
                             let start = self.pos;
@@ -1051,7 +1053,7 @@ impl<B: Build> Parser<'_, B> {
                             if !plain_key_is_string(key) || !self.b.plain_key(key) {
                                 return None;
                             }
-                            key.to_owned()
+                            Cow::Borrowed(key)
                         }
                     };
                     self.pos += 1;

@@ -12,7 +12,7 @@ use super::kustfile::{
     Kust, Spanned, entry_bool, entry_str, known_fields, string_map_of, strings_of,
 };
 use super::resource::{Behavior, Res};
-use super::tree::{Map, Node, Org, Scalar};
+use super::tree::{Map, Node, Org, Scalar, Text};
 use super::{Ctx, KustomizeError};
 use sha2::{Digest, Sha256};
 
@@ -265,38 +265,38 @@ pub fn generate(
             }
         }
         let mut obj = Map::new();
-        obj.insert("apiVersion".into(), Node::str("v1", name_org));
+        obj.insert("apiVersion", Node::str("v1", name_org));
         obj.insert(
-            "kind".into(),
+            "kind",
             Node::str(if secret { "Secret" } else { "ConfigMap" }, name_org),
         );
         let mut meta = Map::new();
-        meta.insert("name".into(), Node::str(name, name_org));
+        meta.insert("name", Node::str(name, name_org));
         if let Some(ns) = namespace.filter(|n| !n.value.is_empty()) {
-            meta.insert("namespace".into(), Node::str(ns.value, ns.org));
+            meta.insert("namespace", Node::str(ns.value, ns.org));
         }
         if !opts.labels.is_empty() {
-            meta.insert("labels".into(), pairs_map(&opts.labels));
+            meta.insert("labels", pairs_map(&opts.labels));
         }
         if !opts.annotations.is_empty() {
-            meta.insert("annotations".into(), pairs_map(&opts.annotations));
+            meta.insert("annotations", pairs_map(&opts.annotations));
         }
-        obj.insert("metadata".into(), Node::Map(meta));
+        obj.insert("metadata", Node::Map(meta));
         if secret {
             let t = entry_str(k, e, "type").filter(|t| !t.value.is_empty());
             let (t, o) = t.map_or(("Opaque".to_string(), name_org), |t| (t.value, t.org));
-            obj.insert("type".into(), Node::str(t, o));
+            obj.insert("type", Node::str(t, o));
         }
         // kustomize gives a Secret without entries `data: {}` (and hashes it so); a
         // ConfigMap without entries gets no `data`.
         if secret || !data.is_empty() {
-            obj.insert("data".into(), Node::Map(data));
+            obj.insert("data", Node::Map(data));
         }
         if !binary.is_empty() {
-            obj.insert("binaryData".into(), Node::Map(binary));
+            obj.insert("binaryData", Node::Map(binary));
         }
         if let Some(o) = opts.immutable {
-            obj.insert("immutable".into(), Node::Scalar(Scalar::Bool(true), o));
+            obj.insert("immutable", Node::Scalar(Scalar::Bool(true), o));
         }
         let mut r = Res::new(Node::Map(obj), name_org.file, name_org.line);
         r.behavior = Some(behavior);
@@ -318,7 +318,7 @@ fn pairs_map(pairs: &[(String, Spanned)]) -> Node {
     Node::Map(
         pairs
             .iter()
-            .map(|(k, v)| (k.clone(), Node::str(v.value.clone(), v.org)))
+            .map(|(k, v)| (Text::from(k.as_str()), Node::str(v.value.as_str(), v.org)))
             .collect(),
     )
 }

@@ -138,7 +138,7 @@ pub fn apply(doc: &mut Node, ops: &[Op]) -> Result<(), String> {
     if let Some(Node::Map(meta)) = doc.get_mut("metadata")
         && meta.get("annotations").is_none_or(Node::is_null)
     {
-        meta.insert("annotations".into(), Node::empty_map());
+        meta.insert("annotations", Node::empty_map());
     }
     for op in ops {
         let value = || {

@@ -253,7 +253,7 @@ fn fold_fields(node: Node, shape: &Shape) -> Result<Node, (String, Option<Org>)>
                     .find(|(f, _)| *f == key)
                     .or_else(|| fields.iter().find(|(f, _)| f.eq_ignore_ascii_case(&key)));
                 let Some((field, sub)) = found else {
-                    return Err((key, v.org()));
+                    return Err((key.into_string(), v.org()));
                 };
                 let v = fold_fields(v, sub)?;
                 let merged = match out.remove(field) {
@@ -285,7 +285,7 @@ pub fn normalise(root: Map) -> Result<Map, (String, Option<Org>)> {
     // `Map` iterates keys in byte order, as Go's JSON encoder writes them.
     for (key, v) in root {
         let Some(field) = field_of(&key) else {
-            return Err((key, v.org()));
+            return Err((key.into_string(), v.org()));
         };
         let v = fold_fields(v, shape_of(field))?;
         let merged = match out.remove(field) {
@@ -298,7 +298,7 @@ pub fn normalise(root: Map) -> Result<Map, (String, Option<Org>)> {
         match out.get_mut("images") {
             Some(Node::Seq(images)) => images.extend(tags),
             _ => {
-                out.insert("images".into(), Node::Seq(tags));
+                out.insert("images", Node::Seq(tags));
             }
         }
     }
@@ -399,7 +399,7 @@ impl Kust {
     /// A scalar read as Go reads it into a string field: numbers keep their spelling.
     pub fn text(&self, n: &Node) -> Option<String> {
         match n {
-            Node::Scalar(super::tree::Scalar::Str(s), _) => Some(s.clone()),
+            Node::Scalar(super::tree::Scalar::Str(s), _) => Some(s.to_string()),
             Node::Scalar(_, o) => self
                 .line(o.line)
                 .and_then(|l| raw_scalar_in_line(l, o.col))
@@ -506,7 +506,7 @@ pub fn string_map_of(
                         .spanned(v)
                         .ok_or_else(|| format!("values of {field} must be strings"))?,
                 };
-                Ok((key.clone(), s))
+                Ok((key.to_string(), s))
             })
             .collect(),
         Some(_) => Err(format!("field {field} must be a mapping")),

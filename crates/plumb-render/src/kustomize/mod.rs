@@ -467,7 +467,7 @@ pub fn build_with(
                                 && let Some(raw) = lines.raw_scalar(&ctx, *org)
                                 && raw.starts_with(|c: char| c.is_ascii_digit())
                             {
-                                *s = raw;
+                                *s = raw.into();
                             }
                         } else if let Node::Scalar(_, org) = v {
                             let org = *org;
@@ -878,7 +878,7 @@ impl Ctx<'_> {
                 if !empty {
                     return Err(KustomizeError::Unsupported {
                         file: path,
-                        field: key.clone(),
+                        field: key.to_string(),
                     });
                 }
             } else if !SUPPORTED.contains(&key.as_str()) {
@@ -1333,7 +1333,7 @@ fn absorb(ctx: &Ctx, k: &Kust, ra: &mut Vec<Res>, mut g: Res) -> Result<(), Kust
             if let Some(mm) = meta.as_map_mut() {
                 match old.node.path(&["metadata", "name"]) {
                     Some(n) => {
-                        mm.insert("name".into(), n.clone());
+                        mm.insert("name", n.clone());
                     }
                     None => {
                         mm.remove("name");
@@ -1341,7 +1341,7 @@ fn absorb(ctx: &Ctx, k: &Kust, ra: &mut Vec<Res>, mut g: Res) -> Result<(), Kust
                 }
                 match old.node.path(&["metadata", "namespace"]) {
                     Some(n) => {
-                        mm.insert("namespace".into(), n.clone());
+                        mm.insert("namespace", n.clone());
                     }
                     None => {
                         mm.remove("namespace");

@@ -326,12 +326,9 @@ fn set_mapping(n: &mut Node, s: &Setting) -> Result<(), String> {
         return Ok(());
     }
     if let Some(m) = n.as_map_mut() {
-        m.insert("name".into(), Node::str(c.cur.name.clone(), c.name_org));
+        m.insert("name", Node::str(c.cur.name.clone(), c.name_org));
         if !c.cur.namespace.is_empty() {
-            m.insert(
-                "namespace".into(),
-                Node::str(c.cur.namespace.clone(), c.ns_org),
-            );
+            m.insert("namespace", Node::str(c.cur.namespace.clone(), c.ns_org));
         }
     }
     Ok(())

@@ -121,7 +121,7 @@ fn apply_smp(
     if let Some(m) = patch.as_map_mut()
         && let Some(av) = r.node.get("apiVersion")
     {
-        m.insert("apiVersion".into(), av.clone());
+        m.insert("apiVersion", av.clone());
     }
     // The merge follows the schema of the patched object's type, or, when that type has
     // none, of the patch's own kind (with the object's apiVersion), as kyaml's walker

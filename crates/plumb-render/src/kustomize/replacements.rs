@@ -16,11 +16,11 @@ fn s(m: &Map, f: &str) -> String {
 
 fn res_id(m: &Map) -> ResId {
     ResId {
-        group: s(m, "group"),
-        version: s(m, "version"),
-        kind: s(m, "kind"),
-        name: s(m, "name"),
-        namespace: s(m, "namespace"),
+        group: s(m, "group").into(),
+        version: s(m, "version").into(),
+        kind: s(m, "kind").into(),
+        name: s(m, "name").into(),
+        namespace: s(m, "namespace").into(),
     }
 }
 

@@ -4,7 +4,7 @@
 //! `cluster_scoped` is kustomize's own scope table (its Kubernetes 1.21 schema, by group,
 //! version and kind), not plumb's newer schema: kustomize decides namespaces by it.
 
-use super::tree::{Map, Node, Org, Scalar};
+use super::tree::{Map, Node, Org, Scalar, Text};
 
 /// Whether kustomize (5.5) takes a type to be cluster-scoped: only the types its built-in
 /// API schema (Kubernetes 1.21) knows as such, by group, version and kind. Any other type
@@ -41,11 +41,11 @@ pub fn cluster_scoped(group: &str, version: &str, kind: &str) -> bool {
 /// kustomize's id of a resource: group, version, kind, name, namespace.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct ResId {
-    pub group: String,
-    pub version: String,
-    pub kind: String,
-    pub name: String,
-    pub namespace: String,
+    pub group: Text,
+    pub version: Text,
+    pub kind: Text,
+    pub name: Text,
+    pub namespace: Text,
 }
 
 impl ResId {
@@ -160,11 +160,11 @@ impl IdRef<'_> {
     /// The owned id.
     pub fn to_id(self) -> ResId {
         ResId {
-            group: self.group.to_string(),
-            version: self.version.to_string(),
-            kind: self.kind.to_string(),
-            name: self.name.to_string(),
-            namespace: self.namespace.to_string(),
+            group: self.group.into(),
+            version: self.version.into(),
+            kind: self.kind.into(),
+            name: self.name.into(),
+            namespace: self.namespace.into(),
         }
     }
 
@@ -317,7 +317,7 @@ impl Res {
         self.metadata_map(field)
             .map(|m| {
                 m.iter()
-                    .map(|(k, v)| (k.clone(), v.scalar_text().unwrap_or_default()))
+                    .map(|(k, v)| (k.to_string(), v.scalar_text().unwrap_or_default()))
                     .collect()
             })
             .unwrap_or_default()

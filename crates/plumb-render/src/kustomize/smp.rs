@@ -14,7 +14,7 @@
 //!   `$deleteFromPrimitiveList/…`) are not understood by kustomize and are kept as
 //!   ordinary fields.
 
-use super::tree::{Map, Node, Scalar};
+use super::tree::{Map, Node, Scalar, Text};
 use plumb_core::schema::{FieldDef, FieldType, Schema, TypeDef};
 
 const DIRECTIVE: &str = "$patch";
@@ -110,7 +110,7 @@ fn merge(
             }
             // The patch's entries (sorted, as maps keep them) are taken by binary search and
             // the result sorted once: no step costs the size of a map (they may be large).
-            let mut pm: Vec<(String, Option<Node>)> =
+            let mut pm: Vec<(Text, Option<Node>)> =
                 pm.into_iter().map(|(k, v)| (k, Some(v))).collect();
             let mut out = Vec::with_capacity(dm.len() + pm.len());
             for (k, dv) in dm {
@@ -231,7 +231,7 @@ fn take_list_directive(l: &mut Vec<Node>) -> Result<Directive, String> {
 /// The text kyaml compares scalars by.
 fn text(n: &Node) -> String {
     match n {
-        Node::Scalar(Scalar::Str(s), _) => s.clone(),
+        Node::Scalar(Scalar::Str(s), _) => s.to_string(),
         Node::Scalar(Scalar::Num(x), _) => x.to_string(),
         Node::Scalar(Scalar::Bool(b), _) => b.to_string(),
         _ => String::new(),

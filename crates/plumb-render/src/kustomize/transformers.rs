@@ -83,7 +83,7 @@ fn namespace(k: &Kust, ra: &mut [Res], config: &Config) -> Result<(), KustomizeE
                 if s.get("name").and_then(Node::as_str) == Some("default")
                     && let Some(m) = s.as_map_mut()
                 {
-                    m.insert("namespace".into(), value.clone());
+                    m.insert("namespace", value.clone());
                 }
             }
         }
@@ -339,7 +339,7 @@ fn replicas(k: &Kust, ra: &mut [Res]) -> Result<(), KustomizeError> {
                 {
                     found = true;
                     if let Some(spec) = r.node.map_at(&["spec"]) {
-                        spec.insert("replicas".into(), count.clone());
+                        spec.insert("replicas", count.clone());
                     }
                 }
             }

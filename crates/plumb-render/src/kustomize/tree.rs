@@ -7,10 +7,11 @@
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Number, Value};
 use serde_saphyr::Spanned;
+use std::borrow::Cow;
 use std::cell::Cell;
 use std::fmt;
 
-pub use plumb_core::tree::{Map, Node, Org, Scalar, set};
+pub use plumb_core::tree::{Map, Node, Org, Scalar, Text, set};
 
 /// A node from JSON, every scalar with origin `org` (for tests).
 #[cfg(test)]
@@ -23,7 +24,7 @@ pub fn node_from_json(v: &Value, org: Org) -> Node {
         Value::Array(a) => Node::Seq(a.iter().map(|x| node_from_json(x, org)).collect()),
         Value::Object(m) => Node::Map(
             m.iter()
-                .map(|(k, x)| (k.clone(), node_from_json(x, org)))
+                .map(|(k, x)| (Text::from(k.as_str()), node_from_json(x, org)))
                 .collect(),
         ),
     }
@@ -146,7 +147,7 @@ fn parse_stream_slow(
 /// underneath adds one: take it off again. The last scalar of the text is the one that
 /// starts last.
 fn clip_final_block_scalar(text: &str, line_offset: u32, col_offset: u32, node: &mut Node) {
-    fn last<'a>(n: &'a mut Node, best: &mut Option<(u32, u32, &'a mut String)>) {
+    fn last<'a>(n: &'a mut Node, best: &mut Option<(u32, u32, &'a mut Text)>) {
         match n {
             Node::Scalar(Scalar::Str(s), o) => {
                 if best
@@ -305,7 +306,7 @@ struct TreeBuild<'t> {
     /// Emptied entry vectors to build the next mappings in: each finished mapping is copied
     /// into a vector of its exact size, and its builder comes back here (no growth by
     /// doubling, no spare capacity kept in the tree).
-    spare: Vec<Vec<(String, Node)>>,
+    spare: Vec<Vec<(Text, Node)>>,
 }
 
 impl TreeBuild<'_> {
@@ -339,7 +340,7 @@ impl TreeBuild<'_> {
 
     /// A string at byte `at`, read as a Go timestamp when it looks like one and its first
     /// character is a digit (as [`Raw::stamp`] does).
-    fn string_at(&self, s: String, at: usize) -> String {
+    fn string_at(&self, s: Text, at: usize) -> Text {
         let digit = self.resource
             && self
                 .text
@@ -347,7 +348,7 @@ impl TreeBuild<'_> {
                 .get(self.base + at)
                 .is_some_and(u8::is_ascii_digit);
         if digit && looks_like_timestamp(&s) {
-            go_timestamp(&s).unwrap_or(s)
+            go_timestamp(&s).map_or(s, Text::from)
         } else {
             s
         }
@@ -356,13 +357,13 @@ impl TreeBuild<'_> {
 
 impl crate::yaml_fast::Build for TreeBuild<'_> {
     type Node = Node;
-    type Map = Vec<(String, Node)>;
+    type Map = Vec<(Text, Node)>;
 
     fn plain(&mut self, text: &str, at: usize) -> Option<Node> {
         use crate::yaml_fast::{Plain, resolve_plain};
         let org = self.org(at)?;
         let scalar = match resolve_plain(text)? {
-            Plain::Str => Scalar::Str(self.string_at(text.to_owned(), at)),
+            Plain::Str => Scalar::Str(self.string_at(Text::from(text), at)),
             Plain::Val(Value::Null) => Scalar::Null,
             // Resources read booleans as YAML 1.2 does (`yes` is a string).
             Plain::Val(Value::Bool(b)) => {
@@ -371,7 +372,7 @@ impl crate::yaml_fast::Build for TreeBuild<'_> {
                 {
                     Scalar::Bool(b)
                 } else {
-                    Scalar::Str(text.to_owned())
+                    Scalar::Str(Text::from(text))
                 }
             }
             Plain::Val(Value::Number(n)) => Scalar::Num(n),
@@ -382,7 +383,10 @@ impl crate::yaml_fast::Build for TreeBuild<'_> {
 
     fn string(&mut self, s: String, at: usize) -> Option<Node> {
         let org = self.org(at)?;
-        Some(Node::Scalar(Scalar::Str(self.string_at(s, at)), org))
+        Some(Node::Scalar(
+            Scalar::Str(self.string_at(Text::from(s), at)),
+            org,
+        ))
     }
 
     fn null(&mut self, at: usize) -> Option<Node> {
@@ -403,21 +407,21 @@ impl crate::yaml_fast::Build for TreeBuild<'_> {
         Node::Seq(items)
     }
 
-    fn new_map(&mut self) -> Vec<(String, Node)> {
+    fn new_map(&mut self) -> Vec<(Text, Node)> {
         self.spare.pop().unwrap_or_default()
     }
 
     /// Entries are sorted once the mapping is complete (in any order, O(n log n)); a key
     /// written twice is found then, or here when it repeats the key before.
-    fn insert(&mut self, map: &mut Vec<(String, Node)>, key: String, value: Node) -> bool {
-        if map.last().is_some_and(|(k, _)| *k == key) {
+    fn insert(&mut self, map: &mut Vec<(Text, Node)>, key: Cow<'_, str>, value: Node) -> bool {
+        if map.last().is_some_and(|(k, _)| *k == *key) {
             return false;
         }
-        map.push((key, value));
+        map.push((Text::from(key), value));
         true
     }
 
-    fn map(&mut self, mut map: Vec<(String, Node)>) -> Option<Node> {
+    fn map(&mut self, mut map: Vec<(Text, Node)>) -> Option<Node> {
         let mut exact = Vec::with_capacity(map.len());
         exact.append(&mut map);
         self.spare.push(map);
@@ -480,7 +484,7 @@ impl Raw {
                     })
                 });
                 match plain.then(|| go_timestamp(&v)).flatten() {
-                    Some(t) => Node::Scalar(Scalar::Str(t), org),
+                    Some(t) => Node::Scalar(Scalar::Str(t.into()), org),
                     None => Node::Scalar(Scalar::Str(v), org),
                 }
             }
@@ -547,21 +551,21 @@ impl<'de> Visitor<'de> for RawVisitor {
         Ok(match Number::from_f64(v) {
             Some(n) => Node::Scalar(Scalar::Num(n), Org::NONE),
             // .inf / .nan have no JSON form; kustomize prints them as strings.
-            None => Node::Scalar(Scalar::Str(format_special_float(v)), Org::NONE),
+            None => Node::Scalar(Scalar::Str(format_special_float(v).into()), Org::NONE),
         })
     }
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Node, E> {
-        Ok(Node::Scalar(Scalar::Str(v.to_string()), Org::NONE))
+        Ok(Node::Scalar(Scalar::Str(v.into()), Org::NONE))
     }
 
     fn visit_string<E: de::Error>(self, v: String) -> Result<Node, E> {
-        Ok(Node::Scalar(Scalar::Str(v), Org::NONE))
+        Ok(Node::Scalar(Scalar::Str(v.into()), Org::NONE))
     }
 
     fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Node, E> {
         Ok(Node::Scalar(
-            Scalar::Str(String::from_utf8_lossy(v).into_owned()),
+            Scalar::Str(String::from_utf8_lossy(v).into()),
             Org::NONE,
         ))
     }
@@ -578,7 +582,7 @@ impl<'de> Visitor<'de> for RawVisitor {
         let mut out = Vec::new();
         while let Some(key) = map.next_key::<Key>()? {
             let value = map.next_value::<Spanned<Raw>>()?;
-            out.push((key.0, Raw::stamp(value)));
+            out.push((Text::from(key.0), Raw::stamp(value)));
         }
         Ok(Node::Map(Map::from_entries(out).0))
     }
@@ -820,15 +824,15 @@ mod tests {
         *m.get_or_insert_with("z", || n(9)) = n(10);
         assert_eq!(m["z"], n(10));
         assert_eq!(*m.get_or_insert_with("z", || n(11)), n(10));
-        let collected: Map = [("x".to_string(), n(1)), ("x".to_string(), n(2))]
+        let collected: Map = [(Text::from("x"), n(1)), (Text::from("x"), n(2))]
             .into_iter()
             .collect();
         assert_eq!(collected.len(), 1);
         assert_eq!(collected["x"], n(2));
-        let entries = |ks: &[&str]| -> Vec<(String, Node)> {
+        let entries = |ks: &[&str]| -> Vec<(Text, Node)> {
             ks.iter()
                 .enumerate()
-                .map(|(i, k)| (k.to_string(), n(i as i64)))
+                .map(|(i, k)| (Text::from(*k), n(i as i64)))
                 .collect()
         };
         let (m, dup) = Map::from_entries(entries(&["c", "a", "b", "a", "d", "a"]));

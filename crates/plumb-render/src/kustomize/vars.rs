@@ -77,11 +77,11 @@ pub fn read(ctx: &Ctx, k: &Kust) -> Result<Vec<Var>, KustomizeError> {
         out.push(Var {
             name,
             target: ResId {
-                group,
-                version,
-                kind: s("kind"),
-                name: s("name"),
-                namespace: s("namespace"),
+                group: group.into(),
+                version: version.into(),
+                kind: s("kind").into(),
+                name: s("name").into(),
+                namespace: s("namespace").into(),
             },
             field_path,
             file: k.path.clone(),
@@ -324,7 +324,7 @@ fn expand_node(n: &mut Node, values: &BTreeMap<&str, Node>) {
             .get(name)
             .map(|v| v.scalar_text().unwrap_or_default())
     });
-    *s = out;
+    *s = out.into();
 }
 
 /// Kubernetes' `$(VAR)` expansion: `$$` is `$`, an unknown `$(X)` stays as written.
