@@ -284,6 +284,12 @@ ASSERTIONS=$(cat <<'EOF'
 96-patch-schema-kind-and-json-first-document	+	tier: web
 96-patch-schema-kind-and-json-first-document	-	replicas: 9
 96-patch-schema-kind-and-json-first-document	-	ignored
+102-json-patch-runs	+	last: "2"
+102-json-patch-runs	+	mode: patched
+102-json-patch-runs	+	replicas: 7
+102-json-patch-runs	+	name: b2
+102-json-patch-runs	+	renamed: "yes"
+102-json-patch-runs	+	found-by: original-name
 EOF
 )
 

@@ -158,3 +158,47 @@ fn invalid_cases_are_errors() {
     }
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
+
+/// When several JSON 6902 patches fail, the error is the one kustomize meets first, applying
+/// them one after another: the earliest patch, then its first selected resource. Here the
+/// first patch fails on the second Deployment and the second patch on the first one.
+#[test]
+fn a_run_of_json_patches_fails_where_one_at_a_time_would() {
+    let dir = std::env::temp_dir().join(format!("plumb-patch-run-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let case = dir.join("case");
+    std::fs::create_dir_all(&case).expect("temp dir");
+    let deployment = |name: &str, replicas: u32| {
+        format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}\nspec:\n  replicas: {replicas}\n"
+        )
+    };
+    std::fs::write(
+        case.join("workloads.yaml"),
+        [deployment("a", 1), deployment("b", 2)].join("---\n"),
+    )
+    .expect("write");
+    let kustomization = "resources:\n- workloads.yaml\npatches:\n\
+        - target:\n    kind: Deployment\n  patch: |-\n    - op: test\n      path: /spec/replicas\n      value: 1\n\
+        - target:\n    kind: Deployment\n    name: a\n  patch: |-\n    - op: test\n      path: /spec/replicas\n      value: 5\n";
+    std::fs::write(case.join("kustomization.yaml"), kustomization).expect("write");
+    let fs = DirSource::open(&dir).expect("source");
+    let native = build(&fs, "case");
+    let oracle = oracle(&case);
+    let _ = std::fs::remove_dir_all(&dir);
+    let Err(KustomizeError::Load(e)) = native else {
+        panic!("expected a load error, got {:?}", native.map(|v| v.len()));
+    };
+    let message = e.to_string();
+    // The first patch's text starts on line 7 of the kustomization, the second's on line 16
+    // (the second fails on the first resource: an error taken in resource order names it).
+    assert!(message.contains("kustomization.yaml:7:"), "{message}");
+    // kubectl (required by this file) refuses it too; its message names no patch.
+    match oracle {
+        Err(kubectl) => assert!(
+            kubectl.contains("testing value /spec/replicas failed"),
+            "{kubectl}"
+        ),
+        Ok(objects) => panic!("kubectl kustomize rendered {} objects", objects.len()),
+    }
+}
