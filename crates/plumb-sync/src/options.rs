@@ -322,6 +322,11 @@ pub struct SyncOptions {
     pub destination_namespace: Option<DestinationNamespace>,
     /// Whether pruning was confirmed for this operation (an input, not an option).
     pub prune_confirmed: bool,
+    /// Whether this run resumes an operation an earlier run left `Running` (an input, not an
+    /// option): a resource already in sync is not applied again ([`SkipReason::InSyncOnResume`]).
+    ///
+    /// [`SkipReason::InSyncOnResume`]: crate::plan::SkipReason::InSyncOnResume
+    pub resumed: bool,
 }
 
 impl Default for SyncOptions {
@@ -344,6 +349,7 @@ impl Default for SyncOptions {
             unknown: Vec::new(),
             destination_namespace: None,
             prune_confirmed: false,
+            resumed: false,
         }
     }
 }

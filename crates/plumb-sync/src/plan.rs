@@ -326,6 +326,11 @@ pub enum SkipReason {
     NoPrune,
     /// `argocd.argoproj.io/hook: Skip`: never applied, never pruned.
     HookSkip,
+    /// A resumed operation (one an earlier run left `Running`: a stopped controller, a
+    /// replica fenced mid-sync) finds the resource already as git declares it: the run it
+    /// resumes applied it before it stopped, or nothing had to. Not applied again, but still a
+    /// task: recorded `Synced`, and the next wave waits for its health as after an apply.
+    InSyncOnResume,
 }
 
 impl SkipReason {
@@ -336,6 +341,7 @@ impl SkipReason {
             SkipReason::PruneDisabled => "ignored (requires pruning)",
             SkipReason::NoPrune => "ignored (no prune)",
             SkipReason::HookSkip => "skipped (hook Skip)",
+            SkipReason::InSyncOnResume => "unchanged (in sync when the operation resumed)",
         }
     }
 }
@@ -741,6 +747,11 @@ pub fn plan(
                 && status == Some(Status::Equal)
             {
                 Action::Skip(SkipReason::Synced)
+            } else if t.source == StepSource::Resource
+                && opts.resumed
+                && status == Some(Status::Equal)
+            {
+                Action::Skip(SkipReason::InSyncOnResume)
             } else if eff.replace && t.source != StepSource::CreateNamespace {
                 Action::Replace
             } else {

@@ -734,6 +734,52 @@ fn apply_out_of_sync_only_applies_only_what_differs() {
 }
 
 #[test]
+fn a_resumed_operation_skips_what_is_in_sync_but_keeps_it_a_task() {
+    let list = [
+        r("ConfigMap", "equal").status(Status::Equal),
+        r("ConfigMap", "modified").status(Status::Modified),
+        r("ConfigMap", "missing"),
+        r("Job", "hook").status(Status::Equal).ann(HOOK, "Sync"),
+        r("ConfigMap", "replaced")
+            .status(Status::Equal)
+            .ann(OPTS, "Replace=true"),
+        // ApplyOutOfSyncOnly keeps its own meaning (not a task) in a resumed run too.
+        r("ConfigMap", "oos-only")
+            .status(Status::Equal)
+            .ann(OPTS, "ApplyOutOfSyncOnly=true"),
+    ];
+    let want = [
+        ("equal", Action::Skip(SkipReason::InSyncOnResume)),
+        ("modified", Action::Apply),
+        ("missing", Action::Apply),
+        ("hook", Action::Apply),
+        ("replaced", Action::Skip(SkipReason::InSyncOnResume)),
+        ("oos-only", Action::Skip(SkipReason::Synced)),
+    ];
+    let opts = SyncOptions {
+        resumed: true,
+        ..SyncOptions::default()
+    };
+    let p = plan(&rs(&list), &opts, false, false, true).unwrap();
+    for (name, action) in want {
+        let s = p.steps.iter().find(|s| s.key.name == name).unwrap();
+        assert_eq!(s.action, action, "{name}");
+    }
+    let batched: usize = p.batches().iter().map(|b| b.steps.len()).sum();
+    assert_eq!(
+        batched, 5,
+        "in sync on resume is still a task; ApplyOutOfSyncOnly's is not"
+    );
+    // Not resumed: everything is applied.
+    let p = plan(&rs(&list[..5]), &SyncOptions::default(), false, false, true).unwrap();
+    assert!(
+        p.steps
+            .iter()
+            .all(|s| s.action == Action::Apply || s.action == Action::Replace)
+    );
+}
+
+#[test]
 fn create_namespace_creates_the_missing_destination_namespace_first() {
     let list = [
         r("ConfigMap", "c").ns("prod"),

@@ -174,12 +174,22 @@ pub struct Fenced {
     pub epoch: Option<u64>,
 }
 
+/// What starts the message of a write refused by the fence ([`fenced`]).
+const FENCED: &str = "fenced: ";
+
 /// The error of a write refused by the fence.
 pub fn fenced(what: String) -> ClusterError {
     ClusterError::Api {
         code: 409,
-        message: format!("fenced: {what}"),
+        message: format!("{FENCED}{what}"),
     }
+}
+
+/// Why the fence refused a write, from the text of its error ([`fenced`]'s, as
+/// `to_string` prints it, possibly inside a longer message); `None` for any other error.
+pub fn fence_reason(message: &str) -> Option<&str> {
+    let (_, reason) = message.split_once(&format!("API error 409: {FENCED}"))?;
+    Some(reason)
 }
 
 impl Fenced {

@@ -426,6 +426,8 @@ struct Exec<'a> {
     /// phase `Running` is written once and a `Terminating` written meanwhile is never
     /// overwritten.
     stored: StoredStatus,
+    /// Why the fence refused a write of this run, if it did ([`Exec::stop_if_fenced`]).
+    fenced: Option<String>,
 }
 
 impl Exec<'_> {
@@ -554,6 +556,12 @@ impl Exec<'_> {
         status: &'static str,
         message: String,
     ) -> usize {
+        if status == "SyncFailed"
+            && self.fenced.is_none()
+            && let Some(reason) = crate::controller::shard::fence_reason(&message)
+        {
+            self.fenced = Some(reason.to_string());
+        }
         self.results
             .push(ResourceResult::of_step(step, key, status, message));
         self.results.len() - 1
@@ -639,6 +647,27 @@ impl Exec<'_> {
     /// Synced, and waited for by health before the next wave.
     fn applied(&mut self, step: &Step, key: ResourceKey, verb: &str) {
         let message = format!("{} {verb}", key.kind.to_lowercase());
+        self.started_resource(step, key, message);
+    }
+
+    /// A write this run made was refused by its replica's fence (the replica lost the app or
+    /// its Lease's renew deadline passed): the run stops here, as a stopped controller does,
+    /// and the operation stays `Running` for whoever acts for the app next to resume. Not a
+    /// failure of the object: recording the operation `Failed` would need a write the fence
+    /// forbids, and one that lands once the Lease is renewed would end an operation another
+    /// replica may be resuming, or have an automated sync start it again.
+    fn stop_if_fenced(&mut self) -> Result<()> {
+        match self.fenced.take() {
+            Some(reason) => Err(RunError::Cluster {
+                app: self.obs.name.clone(),
+                source: crate::controller::shard::fenced(reason),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Records a resource `Synced` and waits for its health before the next wave.
+    fn started_resource(&mut self, step: &Step, key: ResourceKey, message: String) {
         let index = self.push(step, key.clone(), "Synced", message);
         self.started.push(Started {
             key,
@@ -932,6 +961,9 @@ impl Exec<'_> {
                 Action::Skip(why @ (SkipReason::PruneDisabled | SkipReason::NoPrune)) => {
                     self.push(step, key, "PruneSkipped", why.message().into());
                 }
+                Action::Skip(why @ SkipReason::InSyncOnResume) => {
+                    self.started_resource(step, key, why.message().into());
+                }
                 Action::Skip(why) => {
                     self.push(step, key, "Synced", why.message().into());
                 }
@@ -1126,7 +1158,11 @@ pub(super) async fn execute_observed(
         .prune
         .get_or_insert_with(|| obs.automated().is_some_and(|a| a.prune));
     let allow_empty = obs.automated().is_some_and(|a| a.allow_empty);
-    let sync_opts = sync_options_now(cluster, &obs).await?;
+    // An operation resumed was announced when it started; what it already applied is not
+    // applied again.
+    let resumed = Operation::resumed(app_obj).is_some();
+    let mut sync_opts = sync_options_now(cluster, &obs).await?;
+    sync_opts.resumed = resumed;
 
     let mut exec = Exec {
         cluster,
@@ -1139,9 +1175,8 @@ pub(super) async fn execute_observed(
         hooks: Vec::new(),
         message: String::new(),
         stored: StoredStatus::of(app_obj),
+        fenced: None,
     };
-    // An operation resumed was announced when it started.
-    let resumed = Operation::resumed(app_obj).is_some();
     exec.progress("running".into()).await?;
     if !resumed {
         events::operation_started(opts, app_obj, &obs, &op);
@@ -1199,7 +1234,9 @@ pub(super) async fn execute_observed(
                 }
                 let message = format!("running phase {} wave {}", batch.phase.as_str(), batch.wave);
                 exec.progress(message).await?;
-                if let Some(m) = exec.run_batch(batch, &sync_opts).await {
+                let failed = exec.run_batch(batch, &sync_opts).await;
+                exec.stop_if_fenced()?;
+                if let Some(m) = failed {
                     failure = Some(m);
                     break;
                 }
@@ -1219,6 +1256,7 @@ pub(super) async fn execute_observed(
                     exec.progress(format!("running SyncFail hooks (wave {})", batch.wave))
                         .await?;
                     exec.run_batch(batch, &sync_opts).await;
+                    exec.stop_if_fenced()?;
                 }
                 // SyncFail hooks run to completion; their outcome does not change the phase.
                 let _ = exec.wait_started().await?;

@@ -359,6 +359,59 @@ async fn a_failed_apply_fails_the_operation_and_runs_sync_fail_hooks() {
     assert_eq!(stored["status"]["sync"]["status"], "OutOfSync");
 }
 
+/// A sharded replica's fence refuses an apply mid-run (its Lease's renew deadline passed
+/// between two writes): the run stops with that error and the operation stays `Running` — not
+/// `Failed`, which would need a write the fence forbids and, landing once the Lease is renewed,
+/// would have an automated sync start it all over. The next pass resumes it: what the first
+/// run applied is not applied again, the rest is, one history entry.
+#[tokio::test]
+async fn a_fenced_apply_stops_the_run_and_the_operation_is_resumed_not_failed() {
+    let (cluster, _repo) = setup(
+        &[
+            configmap("config", wave(0)),
+            configmap("late", wave(1)),
+            configmap("notify", hook("SyncFail")),
+        ],
+        json!({"automated": {}}),
+    );
+    cluster.fail_times(
+        Verb::Apply,
+        cm_key("late"),
+        crate::controller::shard::fenced(
+            "r1 has not renewed its Lease within its renew deadline: it writes nothing until it does"
+                .into(),
+        ),
+        1,
+    );
+    let mut state = ReconcileState { options: opts() };
+    let before = app(&cluster);
+    let err = reconcile_once(&cluster, &before, now(), &mut state)
+        .await
+        .expect_err("a fenced write stops the run");
+    assert!(
+        err.to_string()
+            .contains("fenced: r1 has not renewed its Lease"),
+        "{err}"
+    );
+    let stopped = app(&cluster);
+    assert_eq!(op_field(&stopped, "phase"), "Running");
+    assert!(history(&stopped).is_empty());
+    // No SyncFail hook: the sync did not fail, it was stopped.
+    assert_eq!(object_writes(&cluster), ["apply config", "apply late"]);
+
+    cluster.clear_log();
+    let out = reconcile_once(&cluster, &stopped, now(), &mut state)
+        .await
+        .expect("reconcile");
+    assert!(out.resumed);
+    let sync = out.sync.expect("the resumed operation");
+    assert!(sync.succeeded(), "{}", sync.message);
+    assert_eq!(object_writes(&cluster), ["apply late"]);
+    let done = app(&cluster);
+    assert_eq!(op_field(&done, "phase"), "Succeeded");
+    assert_eq!(history(&done).len(), 1);
+}
+
 /// Every object removed from git: an automated sync with prune refuses to delete everything
 /// without `allowEmpty`, and prunes with it.
 #[tokio::test]
@@ -489,6 +542,95 @@ async fn an_operation_stopped_midway_resumes_without_redoing_done_hooks() {
     assert!(!out.resumed);
     assert!(out.sync.is_none(), "{:?}", out.decision);
     assert_eq!(object_writes(&cluster), Vec::<String>::new());
+}
+
+/// A run stops after applying wave 0, while it waits for the wave's health (a controller
+/// stopped, or a sharded replica fenced past its renew deadline: the status write that would
+/// have recorded the wave never lands). The resumed operation applies nothing already as git
+/// declares it — no second write of wave 0 — yet still waits for its health before wave 1;
+/// what differs by then is applied again.
+#[tokio::test]
+async fn a_resumed_operation_does_not_apply_again_what_is_in_sync() {
+    let (cluster, _repo) = setup(
+        &[
+            configmap("config", wave(0)),
+            deployment("web", wave(0)),
+            configmap("drifted", wave(0)),
+            configmap("after", wave(1)),
+        ],
+        json!({"automated": {}}),
+    );
+    let web = key("apps", "Deployment", DEST, "web");
+    cluster.hold(web.clone(), json!({}));
+    let mut state = ReconcileState { options: opts() };
+    let started = now();
+    let app_before = app(&cluster);
+    let pass = reconcile_once(&cluster, &app_before, started, &mut state);
+    // Stopped once wave 0 is applied and the runner reads the Deployment for its health.
+    let wave0_waited = until(|| {
+        let log = cluster.log();
+        log.iter()
+            .position(|r| r.verb == Verb::Apply && r.key == web)
+            .is_some_and(|applied| {
+                log[applied..]
+                    .iter()
+                    .any(|r| r.verb == Verb::Get && r.key == web)
+            })
+    });
+    tokio::select! {
+        r = pass => panic!("the pass ended before wave 0 was healthy: {:?}", r.map(|o| o.sync)),
+        () = wave0_waited => {}
+    }
+    let stopped = app(&cluster);
+    assert_eq!(op_field(&stopped, "phase"), "Running");
+    let mut first = object_writes(&cluster);
+    first.sort();
+    assert_eq!(first, ["apply config", "apply drifted", "apply web"]);
+
+    // While no run holds the app, someone changes one of wave 0's objects.
+    let mut drifted = cluster.object(&cm_key("drifted")).expect("applied");
+    drifted["data"] = json!({"changed": "by hand"});
+    cluster.put(drifted).expect("put");
+    cluster.clear_log();
+    // The resumed run waits for the Deployment before wave 1, as the first run did.
+    let later = started + Duration::from_secs(30);
+    let resume = reconcile_once(&cluster, &stopped, later, &mut state);
+    let web_waited = until(|| {
+        cluster
+            .log()
+            .iter()
+            .any(|r| r.verb == Verb::Get && r.key == web)
+    });
+    let resume = async {
+        tokio::pin!(resume);
+        tokio::select! {
+            r = &mut resume => panic!("wave 1 ran before wave 0 was healthy: {:?}", r.map(|o| o.sync)),
+            () = web_waited => {}
+        }
+        assert!(cluster.object(&cm_key("after")).is_none(), "wave 1 started");
+        cluster.release(&web);
+        resume.await
+    };
+    let out = resume.await.expect("reconcile");
+    assert!(out.resumed);
+    let sync = out.sync.expect("the resumed operation");
+    assert!(sync.succeeded(), "{}", sync.message);
+    assert_eq!(object_writes(&cluster), ["apply drifted", "apply after"]);
+    for name in ["config", "web"] {
+        let r = result(&sync, name);
+        assert_eq!(
+            (r.status, r.message.as_str()),
+            ("Synced", "unchanged (in sync when the operation resumed)"),
+            "{name}"
+        );
+    }
+    assert_eq!(
+        result(&sync, "drifted").message,
+        "configmap serverside-applied"
+    );
+    let done = app(&cluster);
+    assert_eq!(op_field(&done, "phase"), "Succeeded");
+    assert_eq!(history(&done).len(), 1);
 }
 
 /// `Replace=true` is a PUT, `Prune=false` keeps an object git dropped, and a manual sync
