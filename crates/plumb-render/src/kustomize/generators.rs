@@ -12,6 +12,7 @@ use super::kustfile::{
     Kust, Spanned, entry_bool, entry_str, known_fields, string_map_of, strings_of,
 };
 use super::resource::{Behavior, Res};
+use super::tree::first_org_in;
 use super::tree::{Map, Node, Org, Scalar, Text};
 use super::{Ctx, KustomizeError};
 use sha2::{Digest, Sha256};
@@ -114,7 +115,7 @@ pub fn generate(
     let entries = k.maps(field).map_err(|m| ctx.kerr(k, None, m))?;
     let mut out = Vec::new();
     for e in entries {
-        let at = e.values().find_map(Node::org).or_else(|| first_org(e));
+        let at = e.values().find_map(Node::org).or_else(|| first_org_in(e));
         // A secretGenerator entry's fields: a configMapGenerator's, then `type`.
         const FIELDS: [&str; 9] = [
             "name",
@@ -132,6 +133,10 @@ pub fn generate(
         let name = entry_str(k, e, "name");
         let name_org = name.as_ref().map(|n| n.org).or(at).unwrap_or(Org::NONE);
         let name = name.map(|n| n.value).unwrap_or_default();
+        // kustomize's message, for a Secret too.
+        if name.is_empty() {
+            return Err(ctx.kerr(k, at, "a configmap must have a name"));
+        }
         let namespace = entry_str(k, e, "namespace");
         // A behavior kustomize does not know is "unspecified", which it treats as create.
         let behavior = match entry_str(k, e, "behavior").map(|b| b.value).as_deref() {
@@ -304,14 +309,6 @@ pub fn generate(
         out.push(r);
     }
     Ok(out)
-}
-
-fn first_org(m: &Map) -> Option<Org> {
-    m.values().find_map(|v| match v {
-        Node::Scalar(_, o) => Some(*o),
-        Node::Map(m) => first_org(m),
-        Node::Seq(s) => s.iter().find_map(Node::org),
-    })
 }
 
 fn pairs_map(pairs: &[(String, Spanned)]) -> Node {

@@ -22,6 +22,7 @@
 
 use super::kustfile::{Kust, entry_bool, entry_str, known_fields, strings_of};
 use super::resource::Res;
+use super::tree::first_org_in;
 use super::tree::{self, Dialect, Map, Node, Org, Scalar};
 use super::{Ctx, KustomizeError, load_error, push_object};
 use crate::chart::ChartCache;
@@ -74,7 +75,7 @@ pub(super) fn generate(ctx: &mut Ctx, k: &Kust) -> Result<Vec<Res>, KustomizeErr
     let home = match k.get("helmGlobals") {
         None => None,
         Some(Node::Map(g)) => {
-            known_fields(g, GLOBAL_FIELDS).map_err(|m| ctx.kerr(k, first_org(g), m))?;
+            known_fields(g, GLOBAL_FIELDS).map_err(|m| ctx.kerr(k, first_org_in(g), m))?;
             entry_str(k, g, "chartHome")
         }
         Some(n) => return Err(ctx.kerr(k, n.org(), "helmGlobals must be a mapping")),
@@ -84,14 +85,6 @@ pub(super) fn generate(ctx: &mut Ctx, k: &Kust) -> Result<Vec<Res>, KustomizeErr
         out.extend(inflate(ctx, k, e, home.as_ref())?);
     }
     Ok(out)
-}
-
-fn first_org(m: &Map) -> Option<Org> {
-    m.values().find_map(|v| match v {
-        Node::Map(m) => first_org(m),
-        Node::Seq(s) => s.iter().find_map(Node::org),
-        n => n.org(),
-    })
 }
 
 /// Where an entry's chart is.
@@ -108,7 +101,10 @@ fn inflate(
     e: &Map,
     home: Option<&super::kustfile::Spanned>,
 ) -> Result<Vec<Res>, KustomizeError> {
-    let at = e.get("name").and_then(Node::org).or_else(|| first_org(e));
+    let at = e
+        .get("name")
+        .and_then(Node::org)
+        .or_else(|| first_org_in(e));
     let err = |ctx: &Ctx, m: String| ctx.kerr(k, at, format!("helmCharts: {m}"));
     known_fields(e, CHART_FIELDS).map_err(|m| err(ctx, m))?;
     let s = |f: &str| entry_str(k, e, f).map(|s| s.value).unwrap_or_default();

@@ -64,188 +64,312 @@ fn field_of(key: &str) -> Option<&'static str> {
         .copied()
 }
 
-/// The shape of a kustomization value, for matching field names as Go's JSON decoding
-/// does: a struct's fields (each with its own shape), a list of one shape, or anything
-/// else (strings, numbers, Go maps such as labels, whose keys are data).
+/// The Go type of a kustomization value, for decoding it as Go's JSON decoding does:
+/// matching struct field names and refusing a value of another type (a list where a string
+/// goes is an error, never read as absent). The types were recorded from `kubectl
+/// kustomize`'s errors, field by field.
 enum Shape {
-    Leaf,
-    Struct(&'static [(&'static str, Shape)]),
-    List(&'static Shape),
+    /// A Go string (named by its type: `string`, `types.SortOrder`).
+    Str(&'static str),
+    Bool,
+    /// A Go integer (`int`, `int64`).
+    Int(&'static str),
+    /// Anything (`interface{}`).
+    Any,
+    /// A Go map with string keys (its type's name) of values of one shape.
+    Map(&'static str, &'static Shape),
+    /// A struct (its type's name in package `types`) and its fields.
+    Struct(&'static str, &'static [(&'static str, Shape)]),
+    /// A slice (its type's name) of one shape.
+    List(&'static str, &'static Shape),
 }
 
-use Shape::{Leaf, List, Struct};
+use Shape::{Any, Bool, Int, List, Struct};
 
-const FIELD_SPEC: Shape = Struct(&[
-    ("group", Leaf),
-    ("version", Leaf),
-    ("kind", Leaf),
-    ("path", Leaf),
-    ("create", Leaf),
-]);
-const SELECTOR: Shape = Struct(&[
-    ("group", Leaf),
-    ("version", Leaf),
-    ("kind", Leaf),
-    ("name", Leaf),
-    ("namespace", Leaf),
-    ("annotationSelector", Leaf),
-    ("labelSelector", Leaf),
-]);
-const PATCH: Shape = Struct(&[
-    ("path", Leaf),
-    ("patch", Leaf),
-    ("target", SELECTOR),
-    ("options", Leaf),
-]);
-const FIELD_OPTIONS: Shape = Struct(&[
-    ("delimiter", Leaf),
-    ("index", Leaf),
-    ("encoding", Leaf),
-    ("create", Leaf),
-]);
-const GENERATOR_OPTIONS: Shape = Struct(&[
-    ("labels", Leaf),
-    ("annotations", Leaf),
-    ("disableNameSuffixHash", Leaf),
-    ("immutable", Leaf),
-]);
+const STR: Shape = Shape::Str("string");
+const STRS: Shape = List("[]string", &STR);
+const STR_MAP: Shape = Shape::Map("map[string]string", &STR);
+
+const FIELD_SPEC: Shape = Struct(
+    "FieldSpec",
+    &[
+        ("group", STR),
+        ("version", STR),
+        ("kind", STR),
+        ("path", STR),
+        ("create", Bool),
+    ],
+);
+const SELECTOR_FIELDS: &[(&str, Shape)] = &[
+    ("group", STR),
+    ("version", STR),
+    ("kind", STR),
+    ("name", STR),
+    ("namespace", STR),
+    ("annotationSelector", STR),
+    ("labelSelector", STR),
+];
+const SELECTOR: Shape = Struct("Selector", SELECTOR_FIELDS);
+const PATCH: Shape = Struct(
+    "Patch",
+    &[
+        ("path", STR),
+        ("patch", STR),
+        ("target", SELECTOR),
+        ("options", Shape::Map("map[string]bool", &Bool)),
+    ],
+);
+const FIELD_OPTIONS: Shape = Struct(
+    "FieldOptions",
+    &[
+        ("delimiter", STR),
+        ("index", Int("int")),
+        ("encoding", STR),
+        ("create", Bool),
+    ],
+);
+const GENERATOR_OPTIONS: Shape = Struct(
+    "GeneratorOptions",
+    &[
+        ("labels", STR_MAP),
+        ("annotations", STR_MAP),
+        ("disableNameSuffixHash", Bool),
+        ("immutable", Bool),
+    ],
+);
 /// A `secretGenerator` entry's fields: a `configMapGenerator` entry's (the first eight), then
 /// `type`.
 const SECRET_ARGS_FIELDS: &[(&str, Shape)] = &[
-    ("namespace", Leaf),
-    ("name", Leaf),
-    ("behavior", Leaf),
-    ("literals", Leaf),
-    ("files", Leaf),
-    ("envs", Leaf),
-    ("env", Leaf),
+    ("namespace", STR),
+    ("name", STR),
+    ("behavior", STR),
+    ("literals", STRS),
+    ("files", STRS),
+    ("envs", STRS),
+    ("env", STR),
     ("options", GENERATOR_OPTIONS),
-    ("type", Leaf),
+    ("type", STR),
 ];
-const CONFIG_MAP_ARGS: Shape = Struct(SECRET_ARGS_FIELDS.split_at(8).0);
-const SECRET_ARGS: Shape = Struct(SECRET_ARGS_FIELDS);
-const IMAGE: Shape = Struct(&[
-    ("name", Leaf),
-    ("newName", Leaf),
-    ("tagSuffix", Leaf),
-    ("newTag", Leaf),
-    ("digest", Leaf),
-]);
-const REPLACEMENT: Shape = Struct(&[
-    ("path", Leaf),
-    (
-        "source",
-        Struct(&[
-            ("group", Leaf),
-            ("version", Leaf),
-            ("kind", Leaf),
-            ("name", Leaf),
-            ("namespace", Leaf),
-            ("fieldPath", Leaf),
-            ("options", FIELD_OPTIONS),
-        ]),
-    ),
-    (
-        "targets",
-        List(&Struct(&[
-            ("select", SELECTOR),
-            ("reject", List(&SELECTOR)),
-            ("fieldPaths", Leaf),
-            ("options", FIELD_OPTIONS),
-        ])),
-    ),
-]);
+const CONFIG_MAP_ARGS: Shape = Struct("ConfigMapArgs", SECRET_ARGS_FIELDS.split_at(8).0);
+const SECRET_ARGS: Shape = Struct("SecretArgs", SECRET_ARGS_FIELDS);
+const IMAGE: Shape = Struct(
+    "Image",
+    &[
+        ("name", STR),
+        ("newName", STR),
+        ("tagSuffix", STR),
+        ("newTag", STR),
+        ("digest", STR),
+    ],
+);
+const REPLACEMENT: Shape = Struct(
+    "ReplacementField",
+    &[
+        ("path", STR),
+        (
+            "source",
+            Struct(
+                "SourceSelector",
+                &[
+                    ("group", STR),
+                    ("version", STR),
+                    ("kind", STR),
+                    ("name", STR),
+                    ("namespace", STR),
+                    ("fieldPath", STR),
+                    ("options", FIELD_OPTIONS),
+                ],
+            ),
+        ),
+        (
+            "targets",
+            List(
+                "[]*types.TargetSelector",
+                &Struct(
+                    "TargetSelector",
+                    &[
+                        ("select", SELECTOR),
+                        ("reject", List("[]*types.Selector", &SELECTOR)),
+                        ("fieldPaths", STRS),
+                        ("options", FIELD_OPTIONS),
+                    ],
+                ),
+            ),
+        ),
+    ],
+);
 
 /// A `vars` entry: kustomize's `Var` (objref: its `Target`; fieldref: its `FieldSelector`).
-const VAR: Shape = Struct(&[
-    ("name", Leaf),
-    (
-        "objref",
-        Struct(&[
-            ("group", Leaf),
-            ("version", Leaf),
-            ("kind", Leaf),
-            ("apiVersion", Leaf),
-            ("name", Leaf),
-            ("namespace", Leaf),
-        ]),
-    ),
-    ("fieldref", Struct(&[("fieldPath", Leaf)])),
-]);
-
-/// The shapes of the implemented fields whose values are structs or lists of structs.
-fn shape_of(field: &str) -> &'static Shape {
-    const VARS: Shape = List(&VAR);
-    const PATCHES: Shape = List(&PATCH);
-    const IMAGES: Shape = List(&IMAGE);
-    const CONFIG_MAPS: Shape = List(&CONFIG_MAP_ARGS);
-    const SECRETS: Shape = List(&SECRET_ARGS);
-    const LABELS: Shape = List(&Struct(&[
-        ("pairs", Leaf),
-        ("includeSelectors", Leaf),
-        ("includeTemplates", Leaf),
-        ("fields", List(&FIELD_SPEC)),
-    ]));
-    const REPLICAS: Shape = List(&Struct(&[("name", Leaf), ("count", Leaf)]));
-    const REPLACEMENTS: Shape = List(&REPLACEMENT);
-    const METADATA: Shape = Struct(&[
-        ("name", Leaf),
-        ("namespace", Leaf),
-        ("labels", Leaf),
-        ("annotations", Leaf),
-    ]);
-    const SORT_OPTIONS: Shape = Struct(&[
-        ("order", Leaf),
+const VAR: Shape = Struct(
+    "Var",
+    &[
+        ("name", STR),
         (
-            "legacySortOptions",
-            Struct(&[("orderFirst", Leaf), ("orderLast", Leaf)]),
+            "objref",
+            Struct(
+                "Target",
+                &[
+                    ("group", STR),
+                    ("version", STR),
+                    ("kind", STR),
+                    ("apiVersion", STR),
+                    ("name", STR),
+                    ("namespace", STR),
+                ],
+            ),
         ),
-    ]);
-    const HELM_CHARTS: Shape = List(&Struct(&[
-        ("name", Leaf),
-        ("version", Leaf),
-        ("repo", Leaf),
-        ("releaseName", Leaf),
-        ("namespace", Leaf),
-        ("additionalValuesFiles", Leaf),
-        ("valuesFile", Leaf),
-        ("valuesInline", Leaf),
-        ("valuesMerge", Leaf),
-        ("includeCRDs", Leaf),
-        ("skipHooks", Leaf),
-        ("apiVersions", Leaf),
-        ("kubeVersion", Leaf),
-        ("nameTemplate", Leaf),
-        ("skipTests", Leaf),
-        ("debug", Leaf),
-        ("devel", Leaf),
-    ]));
-    const HELM_GLOBALS: Shape = Struct(&[("chartHome", Leaf), ("configHome", Leaf)]);
-    match field {
-        "patches" | "patchesJson6902" => &PATCHES,
-        "images" | "imageTags" => &IMAGES,
-        "configMapGenerator" => &CONFIG_MAPS,
-        "secretGenerator" => &SECRETS,
+        ("fieldref", Struct("FieldSelector", &[("fieldPath", STR)])),
+    ],
+);
+
+/// The shape of each top-level field of a kustomization (kustomize's `Kustomization`);
+/// `None` for the fields only listed as unsupported whose type kustomize does not know.
+fn shape_of(field: &str) -> Option<&'static Shape> {
+    const LABELS: Shape = List(
+        "[]types.Label",
+        &Struct(
+            "Label",
+            &[
+                ("pairs", STR_MAP),
+                ("includeSelectors", Bool),
+                ("includeTemplates", Bool),
+                ("fields", List("[]types.FieldSpec", &FIELD_SPEC)),
+            ],
+        ),
+    );
+    const REPLICAS: Shape = List(
+        "[]types.Replica",
+        &Struct("Replica", &[("name", STR), ("count", Int("int64"))]),
+    );
+    const METADATA: Shape = Struct(
+        "ObjectMeta",
+        &[
+            ("name", STR),
+            ("namespace", STR),
+            ("labels", STR_MAP),
+            ("annotations", STR_MAP),
+        ],
+    );
+    const SORT_OPTIONS: Shape = Struct(
+        "SortOptions",
+        &[
+            ("order", Shape::Str("types.SortOrder")),
+            (
+                "legacySortOptions",
+                Struct(
+                    "LegacySortOptions",
+                    &[("orderFirst", STRS), ("orderLast", STRS)],
+                ),
+            ),
+        ],
+    );
+    const HELM_CHARTS: Shape = List(
+        "[]types.HelmChart",
+        &Struct(
+            "HelmChart",
+            &[
+                ("name", STR),
+                ("version", STR),
+                ("repo", STR),
+                ("releaseName", STR),
+                ("namespace", STR),
+                ("additionalValuesFiles", STRS),
+                ("valuesFile", STR),
+                ("valuesInline", Shape::Map("map[string]interface {}", &Any)),
+                ("valuesMerge", STR),
+                ("includeCRDs", Bool),
+                ("skipHooks", Bool),
+                ("apiVersions", STRS),
+                ("kubeVersion", STR),
+                ("nameTemplate", STR),
+                ("skipTests", Bool),
+                ("debug", Bool),
+                ("devel", Bool),
+            ],
+        ),
+    );
+    const HELM_GLOBALS: Shape = Struct("HelmGlobals", &[("chartHome", STR), ("configHome", STR)]);
+    Some(match field {
+        "apiVersion" | "kind" | "namespace" | "namePrefix" | "nameSuffix" => &STR,
+        "resources" | "bases" | "components" | "crds" | "configurations" | "generators"
+        | "transformers" | "validators" | "buildMetadata" => &STRS,
+        "commonLabels" | "commonAnnotations" | "openapi" => &STR_MAP,
+        "patchesStrategicMerge" => &const { List("[]types.PatchStrategicMerge", &STR) },
+        "patches" | "patchesJson6902" => &const { List("[]types.Patch", &PATCH) },
+        "images" | "imageTags" => &const { List("[]types.Image", &IMAGE) },
+        "configMapGenerator" => &const { List("[]types.ConfigMapArgs", &CONFIG_MAP_ARGS) },
+        "secretGenerator" => &const { List("[]types.SecretArgs", &SECRET_ARGS) },
         "labels" => &LABELS,
         "replicas" => &REPLICAS,
-        "replacements" => &REPLACEMENTS,
-        "vars" => &VARS,
+        "replacements" => &const { List("[]types.ReplacementField", &REPLACEMENT) },
+        "vars" => &const { List("[]types.Var", &VAR) },
         "metadata" => &METADATA,
         "generatorOptions" => &GENERATOR_OPTIONS,
         "sortOptions" => &SORT_OPTIONS,
         "helmCharts" => &HELM_CHARTS,
         "helmGlobals" => &HELM_GLOBALS,
-        _ => &Leaf,
+        "helmChartInflationGenerator" => &const { List("[]types.HelmChartArgs", &Any) },
+        _ => return None,
+    })
+}
+
+impl Shape {
+    /// The type's name as Go's decoding errors print it.
+    fn go_name(&self) -> String {
+        match self {
+            Shape::Str(t) | Int(t) | Shape::Map(t, _) | List(t, _) => (*t).to_string(),
+            Bool => "bool".into(),
+            Any => "interface {}".into(),
+            Struct(name, _) => format!("types.{name}"),
+        }
     }
 }
 
-/// `node` with the field names of its structs matched as Go's JSON decoding matches them
-/// (exactly, else ignoring case; spellings of one field decoded in sorted order). A key
-/// that names no field of its struct is `Err`, with its origin, as kustomize refuses it.
-/// (The struct shapes were recorded from `kubectl kustomize`, field by field.)
-fn fold_fields(node: Node, shape: &Shape) -> Result<Node, (String, Option<Org>)> {
+/// What a JSON value is, as Go's decoding errors name it.
+fn json_type(n: &Node) -> &'static str {
+    use super::tree::Scalar;
+    match n {
+        Node::Scalar(Scalar::Null, _) => "null",
+        Node::Scalar(Scalar::Str(_), _) => "string",
+        Node::Scalar(Scalar::Num(_), _) => "number",
+        Node::Scalar(Scalar::Bool(_), _) => "bool",
+        Node::Seq(_) => "array",
+        Node::Map(_) => "object",
+    }
+}
+
+/// Where a value is decoded: the struct whose field holds it and the field's path from the
+/// kustomization's top (`Image`, `images.newTag`), as Go's decoding errors name them.
+#[derive(Clone, Copy)]
+struct At<'a> {
+    owner: &'static str,
+    path: &'a str,
+}
+
+fn type_error(n: &Node, at: At<'_>, go: &str) -> (String, Option<Org>) {
+    (
+        format!(
+            "json: cannot unmarshal {} into Go struct field {}.{} of type {go}",
+            json_type(n),
+            at.owner,
+            at.path
+        ),
+        super::tree::first_org(n),
+    )
+}
+
+/// `node` decoded as Go's JSON decoding decodes it into `shape`: the field names of its
+/// structs matched exactly, else ignoring case (spellings of one field decoded in sorted
+/// order); a key that names no field of its struct is an error, and so is a value of another
+/// type than its field's (a null is any type's zero value). `Err` is the first error, with
+/// its origin.
+fn fold_fields(node: Node, shape: &Shape, at: At<'_>) -> Result<Node, (String, Option<Org>)> {
+    use super::tree::Scalar;
+    if node.is_null() {
+        return Ok(node);
+    }
     Ok(match (node, shape) {
-        (Node::Map(m), Struct(fields)) => {
+        (Node::Map(m), Struct(name, fields)) => {
             let mut out = Map::new();
             for (key, v) in m {
                 let found = fields
@@ -253,9 +377,20 @@ fn fold_fields(node: Node, shape: &Shape) -> Result<Node, (String, Option<Org>)>
                     .find(|(f, _)| *f == key)
                     .or_else(|| fields.iter().find(|(f, _)| f.eq_ignore_ascii_case(&key)));
                 let Some((field, sub)) = found else {
-                    return Err((key.into_string(), v.org()));
+                    return Err((
+                        format!("json: unknown field \"{key}\""),
+                        super::tree::first_org(&v),
+                    ));
                 };
-                let v = fold_fields(v, sub)?;
+                let path = format!("{}.{field}", at.path);
+                let v = fold_fields(
+                    v,
+                    sub,
+                    At {
+                        owner: name,
+                        path: &path,
+                    },
+                )?;
                 let merged = match out.remove(field) {
                     Some(old) => decode_into(old, v),
                     None => v,
@@ -264,30 +399,76 @@ fn fold_fields(node: Node, shape: &Shape) -> Result<Node, (String, Option<Org>)>
             }
             Node::Map(out)
         }
-        (Node::Seq(items), List(sub)) => Node::Seq(
+        (Node::Seq(items), List(_, item)) => Node::Seq(
             items
                 .into_iter()
-                .map(|i| fold_fields(i, sub))
+                .map(|i| fold_fields(i, item, at))
                 .collect::<Result<_, _>>()?,
         ),
-        (node, _) => node,
+        (Node::Map(m), Shape::Map(_, value)) => {
+            for (_, v) in m.iter() {
+                check_leaf(v, value, at)?;
+            }
+            Node::Map(m)
+        }
+        (n @ Node::Scalar(Scalar::Num(_), _), Int(go)) => {
+            let integral =
+                matches!(&n, Node::Scalar(Scalar::Num(x), _) if x.is_i64() || x.is_u64());
+            if !integral {
+                let text = n.scalar_text().unwrap_or_default();
+                return Err((
+                    format!(
+                        "json: cannot unmarshal number {text} into Go struct field {}.{} of type {go}",
+                        at.owner, at.path
+                    ),
+                    n.org(),
+                ));
+            }
+            n
+        }
+        (n, Any)
+        | (n @ Node::Scalar(Scalar::Str(_), _), Shape::Str(_))
+        | (n @ Node::Scalar(Scalar::Bool(_), _), Bool) => n,
+        (n, shape) => return Err(type_error(&n, at, &shape.go_name())),
     })
+}
+
+/// A map's value checked against its shape (a map's values are data: no field names).
+fn check_leaf(v: &Node, shape: &Shape, at: At<'_>) -> Result<(), (String, Option<Org>)> {
+    match (v, shape) {
+        (Node::Map(_) | Node::Seq(_), Shape::Map(..) | Struct(..) | List(..)) | (_, Any) => Ok(()),
+        _ => fold_fields(v.clone(), shape, at).map(drop),
+    }
 }
 
 /// A kustomization's top-level mapping as kustomize reads it (its YAML converted to JSON,
 /// then decoded into its Go type): keys spelled in another case name their field, keys
 /// of one field are applied in sorted order (`namePrefix` before `nameprefix`), each
-/// decoded into what the earlier ones left ([`decode_into`]), and so are the fields of the
-/// entries plumb reads ([`fold_fields`]); `imageTags` is appended to `images` (its
-/// FixKustomization). `Err` names a key that is no field, with its origin.
+/// decoded into what the earlier ones left ([`decode_into`]), every value checked against
+/// its field's Go type ([`fold_fields`]); `imageTags` is appended to `images` (its
+/// FixKustomization). `Err` is the first error in that order, as Go's decoding reports it
+/// (`json: …`), with its origin.
 pub fn normalise(root: Map) -> Result<Map, (String, Option<Org>)> {
     let mut out = Map::new();
     // `Map` iterates keys in byte order, as Go's JSON encoder writes them.
     for (key, v) in root {
         let Some(field) = field_of(&key) else {
-            return Err((key.into_string(), v.org()));
+            return Err((
+                format!("json: unknown field \"{key}\""),
+                super::tree::first_org(&v),
+            ));
         };
-        let v = fold_fields(v, shape_of(field))?;
+        let v = match shape_of(field) {
+            Some(shape) => fold_fields(
+                v,
+                shape,
+                At {
+                    owner: "Kustomization",
+                    path: field,
+                },
+            )?,
+            None => v,
+        };
         let merged = match out.remove(field) {
             Some(old) => decode_into(old, v),
             None => v,
@@ -424,6 +605,12 @@ impl Kust {
             )),
             Some(Node::Scalar(super::tree::Scalar::Bool(_), _)) => Err(format!(
                 "json: cannot unmarshal bool into Go struct field Kustomization.{field} of type string"
+            )),
+            Some(Node::Seq(_)) => Err(format!(
+                "json: cannot unmarshal array into Go struct field Kustomization.{field} of type string"
+            )),
+            Some(Node::Map(_)) => Err(format!(
+                "json: cannot unmarshal object into Go struct field Kustomization.{field} of type string"
             )),
             Some(n) => self
                 .spanned(n)

@@ -196,11 +196,11 @@ fn parse_kustomization(text: &str, file: &str) -> Result<tree::Map, LoadError> {
         Some(Node::Map(m)) => m,
         Some(_) => return Err(fail(None, None, "kustomization is not a mapping".into())),
     };
-    kustfile::normalise(root).map_err(|(key, org)| {
+    kustfile::normalise(root).map_err(|(message, org)| {
         fail(
             org.map(|o| o.line as usize),
             org.map(|o| o.col as usize),
-            format!("invalid Kustomization: json: unknown field \"{key}\""),
+            format!("invalid Kustomization: {message}"),
         )
     })
 }
@@ -629,12 +629,9 @@ fn sort(ctx: &Ctx, kust: &Kust, ra: &mut [Res]) -> Result<(), KustomizeError> {
                         .collect()
                 })
             };
-            if let Some(f) = list("orderFirst") {
-                first = f;
-            }
-            if let Some(l) = list("orderLast") {
-                last = l;
-            }
+            // Given, the two lists replace the default ones, each empty when left out.
+            first = list("orderFirst").unwrap_or_default();
+            last = list("orderLast").unwrap_or_default();
         }
     }
     let rank = |kind: &str| -> i64 {
@@ -833,12 +830,8 @@ impl Ctx<'_> {
         }
         let root = match docs.into_iter().next().map(|d| d.node) {
             None => tree::Map::new(),
-            Some(Node::Map(m)) => kustfile::normalise(m).map_err(|(key, org)| {
-                load_error(
-                    &path,
-                    org,
-                    format!("invalid Kustomization: json: unknown field \"{key}\""),
-                )
+            Some(Node::Map(m)) => kustfile::normalise(m).map_err(|(message, org)| {
+                load_error(&path, org, format!("invalid Kustomization: {message}"))
             })?,
             Some(_) => {
                 return Err(load_error(

@@ -114,7 +114,7 @@ pub fn run(ctx: &mut Ctx, k: &Kust, ra: &mut [Res]) -> Result<(), KustomizeError
                 }
             }
         } else {
-            let at = e.values().find_map(Node::org);
+            let at = super::tree::first_org_in(e);
             apply(k, e, ra).map_err(|msg| kerr(k, at, msg))?;
         }
     }
@@ -123,10 +123,11 @@ pub fn run(ctx: &mut Ctx, k: &Kust, ra: &mut [Res]) -> Result<(), KustomizeError
 
 fn apply(k: &Kust, rep: &Map, ra: &mut [Res]) -> Result<(), String> {
     known_fields(rep, &["source", "targets"])?;
-    let src = rep
-        .get("source")
-        .and_then(Node::as_map)
-        .ok_or("replacement has no source")?;
+    const INCOMPLETE: &str = "replacements must specify a source and at least one target";
+    if !matches!(rep.get("targets"), Some(Node::Seq(t)) if !t.is_empty()) {
+        return Err(INCOMPLETE.into());
+    }
+    let src = rep.get("source").and_then(Node::as_map).ok_or(INCOMPLETE)?;
     let sel = res_id(src);
     let mut found: Option<usize> = None;
     for (i, r) in ra.iter().enumerate() {
@@ -212,8 +213,9 @@ fn apply(k: &Kust, rep: &Map, ra: &mut [Res]) -> Result<(), String> {
                     .collect::<Result<_, String>>()?,
                 _ => Vec::new(),
             };
+        // No field paths (none, null or an empty list): the name, as kustomize defaults them.
         let field_paths: Vec<(String, Org)> = match tm.get("fieldPaths") {
-            Some(Node::Seq(f)) => f
+            Some(Node::Seq(f)) if !f.is_empty() => f
                 .iter()
                 .map(|n| (k.text(n).unwrap_or_default(), n.org().unwrap_or(Org::NONE)))
                 .collect(),

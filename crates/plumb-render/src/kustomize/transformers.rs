@@ -310,20 +310,14 @@ fn replicas(k: &Kust, ra: &mut [Res]) -> Result<(), KustomizeError> {
     for e in k.maps("replicas").map_err(|m| kerr(k, None, m))? {
         let at = e.values().find_map(Node::org);
         let name = entry_str(k, e, "name").map(|s| s.value).unwrap_or_default();
-        let Some(count) = e.get("count") else {
-            return Err(kerr(k, at, "replicas entry has no count"));
-        };
-        let count = match count {
-            Node::Scalar(Scalar::Num(n), o) if n.is_i64() => {
-                Node::Scalar(Scalar::Num(n.clone()), *o)
-            }
-            _ => {
-                return Err(kerr(
-                    k,
-                    count.org(),
-                    "json: cannot unmarshal into Go struct field Replica.count of type int64",
-                ));
-            }
+        // Its type was checked as the kustomization was read: a number, or nothing (no
+        // count, or null), which is Go's zero, and kustomize scales to 0.
+        let count = match e.get("count") {
+            Some(Node::Scalar(Scalar::Num(n), o)) => Node::Scalar(Scalar::Num(n.clone()), *o),
+            other => Node::Scalar(
+                Scalar::Num(0.into()),
+                other.and_then(Node::org).or(at).unwrap_or(Org::NONE),
+            ),
         };
         let mut found = false;
         for kind in [

@@ -13,6 +13,26 @@ use std::fmt;
 
 pub use plumb_core::tree::{Map, Node, Org, Scalar, Text, set};
 
+/// Where a value starts: its own origin, or for a mapping or list (which carry none) the
+/// earliest of what is in it; `None` for an empty one.
+pub fn first_org(n: &Node) -> Option<Org> {
+    match n {
+        Node::Scalar(_, o) => Some(*o),
+        Node::Map(m) => first_org_in(m),
+        Node::Seq(s) => s
+            .iter()
+            .filter_map(first_org)
+            .min_by_key(|o| (o.line, o.col)),
+    }
+}
+
+/// Where a mapping (an entry of a kustomization's list) starts: [`first_org`].
+pub fn first_org_in(m: &Map) -> Option<Org> {
+    m.values()
+        .filter_map(first_org)
+        .min_by_key(|o| (o.line, o.col))
+}
+
 /// A node from JSON, every scalar with origin `org` (for tests).
 #[cfg(test)]
 pub fn node_from_json(v: &Value, org: Org) -> Node {
