@@ -343,7 +343,18 @@ fn json_type(n: &Node) -> &'static str {
 #[derive(Clone, Copy)]
 struct At<'a> {
     owner: &'static str,
-    path: &'a str,
+    field: &'a str,
+    parent: Option<&'a At<'a>>,
+}
+
+impl At<'_> {
+    /// The path, written only for an error.
+    fn path(&self) -> String {
+        match self.parent {
+            Some(p) => format!("{}.{}", p.path(), self.field),
+            None => self.field.to_string(),
+        }
+    }
 }
 
 fn type_error(n: &Node, at: At<'_>, go: &str) -> (String, Option<Org>) {
@@ -352,7 +363,7 @@ fn type_error(n: &Node, at: At<'_>, go: &str) -> (String, Option<Org>) {
             "json: cannot unmarshal {} into Go struct field {}.{} of type {go}",
             json_type(n),
             at.owner,
-            at.path
+            at.path()
         ),
         super::tree::first_org(n),
     )
@@ -382,15 +393,12 @@ fn fold_fields(node: Node, shape: &Shape, at: At<'_>) -> Result<Node, (String, O
                         super::tree::first_org(&v),
                     ));
                 };
-                let path = format!("{}.{field}", at.path);
-                let v = fold_fields(
-                    v,
-                    sub,
-                    At {
-                        owner: name,
-                        path: &path,
-                    },
-                )?;
+                let inner = At {
+                    owner: name,
+                    field,
+                    parent: Some(&at),
+                };
+                let v = fold_fields(v, sub, inner)?;
                 let merged = match out.remove(field) {
                     Some(old) => decode_into(old, v),
                     None => v,
@@ -419,7 +427,8 @@ fn fold_fields(node: Node, shape: &Shape, at: At<'_>) -> Result<Node, (String, O
                 return Err((
                     format!(
                         "json: cannot unmarshal number {text} into Go struct field {}.{} of type {go}",
-                        at.owner, at.path
+                        at.owner,
+                        at.path()
                     ),
                     n.org(),
                 ));
@@ -464,7 +473,8 @@ pub fn normalise(root: Map) -> Result<Map, (String, Option<Org>)> {
                 shape,
                 At {
                     owner: "Kustomization",
-                    path: field,
+                    field,
+                    parent: None,
                 },
             )?,
             None => v,
