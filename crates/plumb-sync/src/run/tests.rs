@@ -465,6 +465,29 @@ async fn until(mut done: impl FnMut() -> bool) {
     }
 }
 
+/// Runs `pass` until the runner, having applied `held`, reads it back to wait for it (a hook's
+/// completion, a wave's health), then drops the pass there: a controller stopped mid-sync.
+async fn stop_when_waiting_for<T: std::fmt::Debug>(
+    cluster: &MemoryCluster,
+    pass: impl std::future::Future<Output = T>,
+    held: &ResourceKey,
+) {
+    let waiting = until(|| {
+        let log = cluster.log();
+        log.iter()
+            .position(|r| r.verb == Verb::Apply && r.key == *held)
+            .is_some_and(|applied| {
+                log[applied..]
+                    .iter()
+                    .any(|r| r.verb == Verb::Get && r.key == *held)
+            })
+    });
+    tokio::select! {
+        r = pass => panic!("the pass ended before {} was done: {r:?}", held.name),
+        () = waiting => {}
+    }
+}
+
 /// A controller stops while the PreSync hook runs (its future is dropped): the Application
 /// shows the operation `Running`. The next pass resumes it: the hook is not created again,
 /// the waves run, one history entry records the operation with its original start.
@@ -485,20 +508,7 @@ async fn an_operation_stopped_midway_resumes_without_redoing_done_hooks() {
     let app_before = app(&cluster);
     let pass = reconcile_once(&cluster, &app_before, started, &mut state);
     // Stopped once the runner reads the hook it created (it waits for its completion).
-    let hook_waited = until(|| {
-        let log = cluster.log();
-        log.iter()
-            .position(|r| r.verb == Verb::Apply && r.key == migrate)
-            .is_some_and(|applied| {
-                log[applied..]
-                    .iter()
-                    .any(|r| r.verb == Verb::Get && r.key == migrate)
-            })
-    });
-    tokio::select! {
-        r = pass => panic!("the pass ended before the hook completed: {:?}", r.map(|o| o.sync)),
-        () = hook_waited => {}
-    }
+    stop_when_waiting_for(&cluster, pass, &migrate).await;
     let stopped = app(&cluster);
     assert_eq!(op_field(&stopped, "phase"), "Running");
     assert_eq!(
@@ -567,20 +577,7 @@ async fn a_resumed_operation_does_not_apply_again_what_is_in_sync() {
     let app_before = app(&cluster);
     let pass = reconcile_once(&cluster, &app_before, started, &mut state);
     // Stopped once wave 0 is applied and the runner reads the Deployment for its health.
-    let wave0_waited = until(|| {
-        let log = cluster.log();
-        log.iter()
-            .position(|r| r.verb == Verb::Apply && r.key == web)
-            .is_some_and(|applied| {
-                log[applied..]
-                    .iter()
-                    .any(|r| r.verb == Verb::Get && r.key == web)
-            })
-    });
-    tokio::select! {
-        r = pass => panic!("the pass ended before wave 0 was healthy: {:?}", r.map(|o| o.sync)),
-        () = wave0_waited => {}
-    }
+    stop_when_waiting_for(&cluster, pass, &web).await;
     let stopped = app(&cluster);
     assert_eq!(op_field(&stopped, "phase"), "Running");
     let mut first = object_writes(&cluster);
