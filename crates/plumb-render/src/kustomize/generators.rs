@@ -12,8 +12,7 @@ use super::kustfile::{
     Kust, Spanned, entry_bool, entry_str, known_fields, string_map_of, strings_of,
 };
 use super::resource::{Behavior, Res};
-use super::tree::first_org_in;
-use super::tree::{Map, Node, Org, Scalar, Text};
+use super::tree::{Map, Node, Org, Scalar, Text, first_org_in};
 use super::{Ctx, KustomizeError};
 use sha2::{Digest, Sha256};
 

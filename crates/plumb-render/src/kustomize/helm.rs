@@ -22,8 +22,7 @@
 
 use super::kustfile::{Kust, entry_bool, entry_str, known_fields, strings_of};
 use super::resource::Res;
-use super::tree::first_org_in;
-use super::tree::{self, Dialect, Map, Node, Org, Scalar};
+use super::tree::{self, Dialect, Map, Node, Org, Scalar, first_org_in};
 use super::{Ctx, KustomizeError, load_error, push_object};
 use crate::chart::ChartCache;
 use crate::render::{Materialized, run, walk_tree};

@@ -413,9 +413,11 @@ fn fold_fields(node: Node, shape: &Shape, at: At<'_>) -> Result<Node, (String, O
                 .map(|i| fold_fields(i, item, at))
                 .collect::<Result<_, _>>()?,
         ),
-        (Node::Map(m), Shape::Map(_, value)) => {
-            for (_, v) in m.iter() {
-                check_leaf(v, value, at)?;
+        // A Go map's values are data under the map's own field: decoded in place.
+        (Node::Map(mut m), Shape::Map(_, value)) => {
+            for v in m.values_mut() {
+                let taken = std::mem::replace(v, Node::Scalar(Scalar::Null, Org::NONE));
+                *v = fold_fields(taken, value, at)?;
             }
             Node::Map(m)
         }
@@ -440,14 +442,6 @@ fn fold_fields(node: Node, shape: &Shape, at: At<'_>) -> Result<Node, (String, O
         | (n @ Node::Scalar(Scalar::Bool(_), _), Bool) => n,
         (n, shape) => return Err(type_error(&n, at, &shape.go_name())),
     })
-}
-
-/// A map's value checked against its shape (a map's values are data: no field names).
-fn check_leaf(v: &Node, shape: &Shape, at: At<'_>) -> Result<(), (String, Option<Org>)> {
-    match (v, shape) {
-        (Node::Map(_) | Node::Seq(_), Shape::Map(..) | Struct(..) | List(..)) | (_, Any) => Ok(()),
-        _ => fold_fields(v.clone(), shape, at).map(drop),
-    }
 }
 
 /// A kustomization's top-level mapping as kustomize reads it (its YAML converted to JSON,
@@ -615,12 +609,6 @@ impl Kust {
             )),
             Some(Node::Scalar(super::tree::Scalar::Bool(_), _)) => Err(format!(
                 "json: cannot unmarshal bool into Go struct field Kustomization.{field} of type string"
-            )),
-            Some(Node::Seq(_)) => Err(format!(
-                "json: cannot unmarshal array into Go struct field Kustomization.{field} of type string"
-            )),
-            Some(Node::Map(_)) => Err(format!(
-                "json: cannot unmarshal object into Go struct field Kustomization.{field} of type string"
             )),
             Some(n) => self
                 .spanned(n)
