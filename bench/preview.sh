@@ -7,7 +7,7 @@
 #
 # Two changes, each one commit: ALL changes every base (every app renders, at base and at
 # head), ONE changes one base (the apps on it render; the others are skipped, counted).
-# farm-bench times both in the same call (A = ALL, B = ONE, in turn), and the script prints
+# bench/pair.py times both in the same call (A = ALL, B = ONE, in turn), and the script prints
 # the counts `plumb preview` reported for each.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -90,5 +90,5 @@ for c in all one; do
   printf '%s: ' "$c"
   "$PLUMB_BIN" preview --repo "$repo" --base start --head "$c" -o text --fail-on never | head -n 1
 done
-farm-bench -n "$runs" --vs "$PLUMB_BIN preview --repo $repo --base start --head one -o json" -- \
+bench/pair.py -n "$runs" --vs "$PLUMB_BIN preview --repo $repo --base start --head one -o json" -- \
   "$PLUMB_BIN" preview --repo "$repo" --base start --head all -o json

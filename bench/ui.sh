@@ -4,7 +4,7 @@
 #   bench/ui.sh [APPS] [KEYS] [RUNS]     # defaults: 1,000 Applications, 10,000 keys, 10 runs
 #
 # 1. The list: a snapshot of APPS Applications (status with sync, health, revision and a
-#    history of five syncs each) is served by `plumb ui --live`; farm-bench times a whole
+#    history of five syncs each) is served by `plumb ui --live`; bench/pair.py times a whole
 #    `curl` of the list page (first page: 100 rows of APPS, filtered and sorted on the server)
 #    beside the same request for `?format=json` (the same data, no HTML) and for the
 #    filtered page `?verdict=loop` in the same run. Each request reads the snapshot again.
@@ -83,10 +83,10 @@ serve() { # serve LOG ARGS...: starts plumb ui, echoes its URL
 }
 
 url=$(serve "$work/fleet.log" --live "$work/fleet")
-echo "== the list of $apps Applications (farm-bench, whole curl process; the page vs its JSON)"
-farm-bench -n "$runs" --vs "curl -sf -o /dev/null ${url}?format=json" -- curl -sf -o /dev/null "$url"
+echo "== the list of $apps Applications (whole curl process, paired by bench/pair.py; the page vs its JSON)"
+bench/pair.py -n "$runs" --vs "curl -sf -o /dev/null ${url}?format=json" -- curl -sf -o /dev/null "$url"
 echo "== the list filtered on the server (?verdict=loop) vs the first page"
-farm-bench -n "$runs" --vs "curl -sf -o /dev/null $url" -- curl -sf -o /dev/null "${url}?verdict=loop"
+bench/pair.py -n "$runs" --vs "curl -sf -o /dev/null $url" -- curl -sf -o /dev/null "${url}?verdict=loop"
 printf 'page size: %s bytes\n' "$(curl -sf "$url" | wc -c)"
 
 big=$(serve "$work/big.log" --live "$work/big/live" --repo "$work/big/repo")
