@@ -13,6 +13,43 @@ enum Patch {
     Smp(Vec<Node>),
     /// A JSON 6902 operation list.
     Json(Vec<json6902::Op>),
+    /// Mappings kustomize does not take as strategic merge patches (its resource factory
+    /// refuses them); each use of a patch says what it makes of that.
+    NotSmp {
+        fault: SmpFault,
+        /// kustomize's name for the patch: `[patch: "…"]` or `[path: "…"]`.
+        source: String,
+    },
+}
+
+/// Why mappings are not strategic merge patches.
+#[derive(Clone, Copy)]
+enum SmpFault {
+    /// Every document is an empty mapping (kustomize drops them, leaving no patch).
+    Empty,
+    /// A document lacks `kind`, or `metadata.name` (which only a `…List` may leave out):
+    /// kyaml's `GetValidatedMetadata` message.
+    Meta(&'static str),
+}
+
+impl SmpFault {
+    /// kustomize's validation of each document it reads as a resource: empty mappings
+    /// dropped, a kind required, and a name unless the kind is a list.
+    fn of(docs: &mut Vec<Node>) -> Option<SmpFault> {
+        docs.retain(|d| d.as_map().is_none_or(|m| !m.is_empty()));
+        if docs.is_empty() {
+            return Some(SmpFault::Empty);
+        }
+        docs.iter().find_map(|d| {
+            let kind = d.get("kind").and_then(Node::as_str).unwrap_or("");
+            if kind.is_empty() {
+                return Some(SmpFault::Meta("missing kind in object"));
+            }
+            let name = d.path_str(&["metadata", "name"]).unwrap_or("");
+            (name.is_empty() && !kind.ends_with("List"))
+                .then_some(SmpFault::Meta("missing metadata.name in object"))
+        })
+    }
 }
 
 /// The line/column shift for text embedded as a scalar of the kustomization: block
@@ -54,6 +91,10 @@ fn parse_patch(
             (k.file, l, c, k.path.clone())
         }
     };
+    let source = match file {
+        Some((p, _)) => format!("[path: {p:?}]"),
+        None => format!("[patch: {text:?}]"),
+    };
     let docs = tree::parse_stream(text, fid, loff, coff, Dialect::Resource).map_err(|e| {
         super::load_error(
             &fname,
@@ -77,7 +118,7 @@ fn parse_patch(
         return Err(ctx_err(
             k,
             org,
-            format!("unable to parse SM or JSON patch from {text:?}"),
+            format!("unable to parse SM or JSON patch from {source}"),
         ));
     }
     if docs[0].node.as_seq().is_some() {
@@ -85,12 +126,16 @@ fn parse_patch(
         return Ok(Patch::Json(ops));
     }
     if docs.iter().all(|d| d.node.as_map().is_some()) {
-        return Ok(Patch::Smp(docs.into_iter().map(|d| d.node).collect()));
+        let mut docs: Vec<Node> = docs.into_iter().map(|d| d.node).collect();
+        return Ok(match SmpFault::of(&mut docs) {
+            None => Patch::Smp(docs),
+            Some(fault) => Patch::NotSmp { fault, source },
+        });
     }
     Err(ctx_err(
         k,
         org,
-        format!("unable to parse SM or JSON patch from {text:?}"),
+        format!("unable to parse SM or JSON patch from {source}"),
     ))
 }
 
@@ -371,6 +416,46 @@ pub fn patches(ctx: &mut Ctx, k: &Kust, ra: &mut Vec<Res>) -> Result<(), Kustomi
             None => None,
         };
         match (patch, target) {
+            // kustomize then reads the text as a JSON patch, which a mapping is not.
+            (
+                Patch::NotSmp {
+                    fault: SmpFault::Empty,
+                    source,
+                },
+                None,
+            ) => {
+                return Err(ctx_err(
+                    k,
+                    org,
+                    format!("must specify a target for JSON patch {source}"),
+                ));
+            }
+            (
+                Patch::NotSmp {
+                    fault: SmpFault::Empty,
+                    ..
+                },
+                Some(_),
+            ) => {
+                return Err(ctx_err(
+                    k,
+                    org,
+                    "json: cannot unmarshal object into Go value of type jsonpatch.Patch",
+                ));
+            }
+            (
+                Patch::NotSmp {
+                    fault: SmpFault::Meta(_),
+                    source,
+                },
+                _,
+            ) => {
+                return Err(ctx_err(
+                    k,
+                    org,
+                    format!("unable to parse SM or JSON patch from {source}"),
+                ));
+            }
             (Patch::Smp(docs), None) => {
                 for d in docs {
                     apply_by_id(
@@ -464,6 +549,14 @@ pub fn patches_strategic_merge(
                     "patchesStrategicMerge entry is a JSON patch",
                 ));
             }
+            Patch::NotSmp {
+                fault: SmpFault::Empty,
+                ..
+            } => return Err(ctx_err(k, org, "patch appears to be empty")),
+            Patch::NotSmp {
+                fault: SmpFault::Meta(m),
+                ..
+            } => return Err(ctx_err(k, org, m)),
         }
     }
     Ok(())
@@ -502,7 +595,7 @@ pub fn patches_json6902(ctx: &mut Ctx, k: &Kust, ra: &mut [Res]) -> Result<(), K
                 return Err(ctx_err(k, org, "patch appears to be empty"));
             }
             Patch::Json(ops) => ops,
-            Patch::Smp(_) => {
+            Patch::Smp(_) | Patch::NotSmp { .. } => {
                 return Err(ctx_err(k, org, "patchesJson6902 entry is not a JSON patch"));
             }
         };
