@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Time two commands as whole processes, in turn, and take their ratio pair by pair.
 
-    bench/pair.py [-n RUNS] [--warmup W] [--vs 'COMMAND_B'] -- COMMAND_A [ARG ...]
+    bench/pair.py [-n RUNS] [--warmup W] [--rest S] [--vs 'COMMAND_B'] -- COMMAND_A [ARG ...]
 
 A and B run in turn (A B A B ...) RUNS times each after W warm-up rounds that are not counted;
 each run's wall time is read from a monotonic clock just before the start and just after the
@@ -11,6 +11,11 @@ until it execs). Output goes to /dev/null; standard input is empty. Every figure
 median and max; quote the median. The ratio A/B is taken pair by pair, so that a machine whose
 speed drifts during the call still gives a meaningful ratio. COMMAND_B is split as a shell
 splits words (shlex); write `sh -c '...'` for pipes or redirections.
+
+--rest S waits S seconds (untimed) before every run, so that each command starts on a machine
+at rest rather than straight after the other: a command of a few milliseconds run just after
+one of many seconds on every core can take twice its time, the processors' caches and clocks
+still those the other left.
 
 Without --vs, A alone is timed. Exit status: 0 when every run was started and reaped (the
 commands' own exit codes are printed, not acted on), 2 on unusable arguments.
@@ -32,8 +37,10 @@ QUIET = [
 ]
 
 
-def run(argv):
+def run(argv, rest=0.0):
     """One run: (wall seconds, CPU seconds, peak RSS in MB, exit code)."""
+    if rest > 0:
+        time.sleep(rest)
     t0 = time.monotonic()
     pid = os.posix_spawnp(argv[0], argv, os.environ, file_actions=QUIET)
     _, status, usage = os.wait4(pid, 0)
@@ -62,6 +69,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("-n", type=int, default=5, help="counted runs of each command (default 5)")
     parser.add_argument("--warmup", type=int, default=1, help="uncounted rounds first (default 1)")
+    parser.add_argument("--rest", type=float, default=0.0,
+                        help="seconds to wait, untimed, before every run (default 0)")
     parser.add_argument("--vs", help="the second command, B (the baseline or the yardstick)")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
@@ -76,14 +85,15 @@ def main():
                 run(b)
         ra, rb = [], []
         for _ in range(args.n):
-            ra.append(run(a))
+            ra.append(run(a, args.rest))
             if b:
-                rb.append(run(b))
+                rb.append(run(b, args.rest))
     except OSError as err:
         print(f"pair.py: cannot start the command: {err}", file=sys.stderr)
         return 2
     print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} cores, "
-          f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}, {args.n} runs each")
+          f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}, {args.n} runs each"
+          + (f", {args.rest:g} s of rest before each" if args.rest > 0 else ""))
     report("A", a, ra)
     if b:
         report("B", b, rb)
