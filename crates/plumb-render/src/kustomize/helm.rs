@@ -108,17 +108,23 @@ fn inflate(
     known_fields(e, CHART_FIELDS).map_err(|m| err(ctx, m))?;
     let s = |f: &str| entry_str(k, e, f).map(|s| s.value).unwrap_or_default();
     let name = s("name");
-    if name.is_empty() {
-        return Err(err(ctx, "chart name cannot be empty".into()));
-    }
+    // kustomize asks for --enable-helm before it reads the entry.
     let Some(opts) = ctx.helm else {
+        let chart = if name.is_empty() {
+            String::new()
+        } else {
+            format!("chart {name}: ")
+        };
         return Err(err(
             ctx,
             format!(
-                "chart {name}: must specify --enable-helm (Argo CD: kustomize.buildOptions: --enable-helm)"
+                "{chart}must specify --enable-helm (Argo CD: kustomize.buildOptions: --enable-helm)"
             ),
         ));
     };
+    if name.is_empty() {
+        return Err(err(ctx, "chart name cannot be empty".into()));
+    }
     let Some(helm) = opts.command.clone() else {
         return Err(err(
             ctx,

@@ -407,17 +407,29 @@ fn fold_fields(node: Node, shape: &Shape, at: At<'_>) -> Result<Node, (String, O
             }
             Node::Map(out)
         }
+        // A `null` entry of a list of structs decodes to the struct's zero value, as an
+        // empty mapping does (`images: [null]` is `images: [{}]`).
         (Node::Seq(items), List(_, item)) => Node::Seq(
             items
                 .into_iter()
-                .map(|i| fold_fields(i, item, at))
+                .map(|i| match (i, &**item) {
+                    (i, Struct(..)) if i.is_null() => Ok(Node::Map(Map::new())),
+                    (i, _) => fold_fields(i, item, at),
+                })
                 .collect::<Result<_, _>>()?,
         ),
         // A Go map's values are data under the map's own field: decoded in place.
+        // A `null` value of a map of strings is the key with "" (`openapi: {path: null}`
+        // names the kustomization's directory, as `path: ""` does).
         (Node::Map(mut m), Shape::Map(_, value)) => {
             for v in m.values_mut() {
                 let taken = std::mem::replace(v, Node::Scalar(Scalar::Null, Org::NONE));
-                *v = fold_fields(taken, value, at)?;
+                *v = match (taken, *value) {
+                    (Node::Scalar(Scalar::Null, org), Shape::Str(_)) => {
+                        Node::Scalar(Scalar::Str(Default::default()), org)
+                    }
+                    (taken, _) => fold_fields(taken, value, at)?,
+                };
             }
             Node::Map(m)
         }
