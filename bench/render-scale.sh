@@ -10,8 +10,9 @@
 # origins); then `plumb render`'s whole-process wall time at each size, and `kubectl kustomize`
 # on the 2,000 overlay beside both (the in-process build and the CLI) for the ratios.
 # Usage: bench/render-scale.sh [SIZES] [RUNS]   e.g. bench/render-scale.sh "2000 8000 20000" 3
-# PLUMB_BENCH_SKIP_KUBECTL=1 skips kubectl (about a minute at 2,000); RENDER_SCALE_BIN runs
-# another build of the example (e.g. an older commit's).
+# PLUMB_BENCH_SKIP_KUBECTL=1 skips kubectl (10-30 s a run at 2,000); KUBECTL_PAIRS (default 3)
+# and PAIR_REST (seconds, default 1) set the pairing; RENDER_SCALE_BIN runs another build of
+# the example (e.g. an older commit's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sizes=${1:-"2000 8000 20000"}
@@ -78,9 +79,14 @@ for n in $sizes; do
   printf 'plumb render (whole process) at %d: %.4f s\n' "$n" "$(cli "$n")"
 done
 if [ -n "${ms[2000]:-}" ] && [ -z "${PLUMB_BENCH_SKIP_KUBECTL:-}" ]; then
-  ksecs=$(wall /usr/bin/time -f "%M" -o "$root/time" kubectl kustomize "$root/2000/overlay")
-  kkb=$(tail -n 1 "$root/time")
-  pcli=$(cli 2000)
-  awk -v k="$ksecs" -v kb="$kkb" -v p="${ms[2000]}" -v c="$pcli" 'BEGIN {
-    printf "kubectl kustomize at 2,000: %.2f s (peak RSS %.0f MB) | plumb build %.0fx faster | plumb render, whole process, %.4f s: %.0fx faster\n", k, kb / 1024, k * 1000 / p, c, k / c }'
+  # Whole processes in turn, the ratio taken pair by pair (bench/pair.py), each run after a
+  # rest: a 20 ms command started straight after one of 20 s on every core runs slower.
+  pairs=${KUBECTL_PAIRS:-3}
+  rest=${PAIR_REST:-1}
+  echo "plumb render against kubectl kustomize on the 2,000 overlay: $pairs pairs in turn, ${rest} s of rest before each run"
+  bench/pair.py -n "$pairs" --warmup 0 --rest "$rest" --vs "kubectl kustomize $root/2000/overlay" -- \
+    "$plumb_bin" render --repo "$root/2000" --path overlay | tee "$root/pair"
+  ksecs=$(awk '/^B:/ { b = 1 } b && /wall s/ { print $6; exit }' "$root/pair")
+  awk -v k="$ksecs" -v p="${ms[2000]}" 'BEGIN {
+    printf "kubectl kustomize at 2,000: %.2f s (median) | plumb build (in-process) %.0fx faster\n", k, k * 1000 / p }'
 fi
