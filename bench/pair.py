@@ -12,10 +12,9 @@ median and max; quote the median. The ratio A/B is taken pair by pair, so that a
 speed drifts during the call still gives a meaningful ratio. COMMAND_B is split as a shell
 splits words (shlex); write `sh -c '...'` for pipes or redirections.
 
---rest S waits S seconds (untimed) before every run, so that each command starts on a machine
-at rest rather than straight after the other: a command of a few milliseconds run just after
-one of many seconds on every core can take twice its time, the processors' caches and clocks
-still those the other left.
+--rest S waits S seconds (untimed) before every run, so that both commands start from the
+same state (a machine at rest) rather than each straight after the other: without it, every
+run of a short A follows a long B on every core, and every B follows a short A.
 
 Without --vs, A alone is timed. Exit status: 0 when every run was started and reaped (the
 commands' own exit codes are printed, not acted on), 2 on unusable arguments.

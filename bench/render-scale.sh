@@ -80,7 +80,7 @@ for n in $sizes; do
 done
 if [ -n "${ms[2000]:-}" ] && [ -z "${PLUMB_BENCH_SKIP_KUBECTL:-}" ]; then
   # Whole processes in turn, the ratio taken pair by pair (bench/pair.py), each run after a
-  # rest: a 20 ms command started straight after one of 20 s on every core runs slower.
+  # rest, so that both start from the same state (not plumb always after 20 s of kubectl).
   pairs=${KUBECTL_PAIRS:-3}
   rest=${PAIR_REST:-1}
   echo "plumb render against kubectl kustomize on the 2,000 overlay: $pairs pairs in turn, ${rest} s of rest before each run"

@@ -409,10 +409,19 @@ fn fold_fields(node: Node, shape: &Shape, at: At<'_>) -> Result<Node, (String, O
         }
         // A `null` entry of a list of structs decodes to the struct's zero value, as an
         // empty mapping does (`images: [null]` is `images: [{}]`).
-        (Node::Seq(items), List(_, item)) => Node::Seq(
+        (Node::Seq(items), List(list, item)) => Node::Seq(
             items
                 .into_iter()
                 .map(|i| match (i, &**item) {
+                    // Of a list of pointers (`[]*types.Selector`) it is a nil kustomize
+                    // crashes on (a nil pointer dereference): refused with a message.
+                    (i, Struct(..)) if i.is_null() && list.starts_with("[]*") => Err((
+                        format!(
+                            "a null entry in {}: kustomize fails on it (nil pointer dereference)",
+                            at.path()
+                        ),
+                        i.org(),
+                    )),
                     (i, Struct(..)) if i.is_null() => Ok(Node::Map(Map::new())),
                     (i, _) => fold_fields(i, item, at),
                 })

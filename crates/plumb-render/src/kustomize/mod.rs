@@ -926,7 +926,11 @@ impl Ctx<'_> {
         let Node::Map(m) = field else {
             return Err(self.kerr(k, field.org(), "openapi: expected a mapping"));
         };
-        if m.get("version").is_some_and(|v| !v.is_null()) {
+        // A null version decodes to "", which kustomize takes as no version.
+        if m.get("version")
+            .and_then(Node::scalar_text)
+            .is_some_and(|v| !v.is_empty())
+        {
             return Err(KustomizeError::Unsupported {
                 file: k.path.clone(),
                 field: "openapi: version".into(),

@@ -23,32 +23,66 @@ enum Patch {
 }
 
 /// Why mappings are not strategic merge patches.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 enum SmpFault {
-    /// Every document is an empty mapping (kustomize drops them, leaving no patch).
+    /// No document is left (empty mappings and empty lists are dropped).
     Empty,
     /// A document lacks `kind`, or `metadata.name` (which only a `…List` may leave out):
-    /// kyaml's `GetValidatedMetadata` message.
-    Meta(&'static str),
+    /// kustomize's message.
+    Meta(String),
 }
 
 impl SmpFault {
-    /// kustomize's validation of each document it reads as a resource: empty mappings
-    /// dropped, a kind required, and a name unless the kind is a list.
+    /// kustomize's resource factory on a patch's documents: empty mappings dropped; each
+    /// other with a kind and, unless the kind ends in `List`, a name; then a `…List` with
+    /// `items` replaced by its items (validated alike), which go after the other documents.
     fn of(docs: &mut Vec<Node>) -> Option<SmpFault> {
-        docs.retain(|d| d.as_map().is_none_or(|m| !m.is_empty()));
-        if docs.is_empty() {
-            return Some(SmpFault::Empty);
+        fn text(d: &Node, path: &[&str]) -> String {
+            d.path(path).and_then(Node::scalar_text).unwrap_or_default()
         }
-        docs.iter().find_map(|d| {
-            let kind = d.get("kind").and_then(Node::as_str).unwrap_or("");
-            if kind.is_empty() {
-                return Some(SmpFault::Meta("missing kind in object"));
+        fn validate(docs: Vec<Node>) -> Result<Vec<Node>, SmpFault> {
+            let mut kept = Vec::with_capacity(docs.len());
+            for d in docs {
+                if d.as_map().is_some_and(|m| m.is_empty()) {
+                    continue;
+                }
+                let kind = text(&d, &["kind"]);
+                if kind.is_empty() {
+                    return Err(SmpFault::Meta("missing kind in object".into()));
+                }
+                if !kind.ends_with("List") && text(&d, &["metadata", "name"]).is_empty() {
+                    return Err(SmpFault::Meta("missing metadata.name in object".into()));
+                }
+                kept.push(d);
             }
-            let name = d.path_str(&["metadata", "name"]).unwrap_or("");
-            (name.is_empty() && !kind.ends_with("List"))
-                .then_some(SmpFault::Meta("missing metadata.name in object"))
-        })
+            Ok(kept)
+        }
+        let mut queue: std::collections::VecDeque<Node> = match validate(std::mem::take(docs)) {
+            Ok(d) => d.into(),
+            Err(f) => return Some(f),
+        };
+        while let Some(d) = queue.pop_front() {
+            let kind = text(&d, &["kind"]);
+            let items = d.get("items");
+            if !kind.ends_with("List") || items.is_none() {
+                docs.push(d);
+                continue;
+            }
+            // `items: null`, or not a list, gives nothing (kubectl 5.5 then reads the text
+            // as a JSON patch, as for an empty list).
+            if let Some(Node::Seq(items)) = items {
+                let items = items
+                    .iter()
+                    .filter(|i| !i.is_null())
+                    .cloned()
+                    .collect::<Vec<_>>();
+                match validate(items) {
+                    Ok(items) => queue.extend(items),
+                    Err(f) => return Some(f),
+                }
+            }
+        }
+        docs.is_empty().then_some(SmpFault::Empty)
     }
 }
 
@@ -81,19 +115,20 @@ fn inline_offsets(k: &Kust, org: Org) -> (u32, u32) {
 fn parse_patch(
     k: &Kust,
     text: &str,
-    file: Option<(&str, u32)>,
+    file: Option<(&str, u32, &str)>,
     org: Org,
 ) -> Result<Patch, KustomizeError> {
     let (fid, loff, coff, fname) = match file {
-        Some((p, id)) => (id, 0, 0, p.to_string()),
+        Some((p, id, _)) => (id, 0, 0, p.to_string()),
         None => {
             let (l, c) = inline_offsets(k, org);
             (k.file, l, c, k.path.clone())
         }
     };
+    // kustomize's name for the patch: the path as written, or the text trimmed.
     let source = match file {
-        Some((p, _)) => format!("[path: {p:?}]"),
-        None => format!("[patch: {text:?}]"),
+        Some((_, _, written)) => format!("[path: {written:?}]"),
+        None => format!("[patch: {:?}]", text.trim()),
     };
     let docs = tree::parse_stream(text, fid, loff, coff, Dialect::Resource).map_err(|e| {
         super::load_error(
@@ -366,7 +401,7 @@ fn load_patch(
             let fp = ctx.file_under(k, &p.value, p.org)?;
             let text = ctx.read_text(&fp)?;
             let id = ctx.file_id(&fp);
-            let patch = parse_patch(k, &text, Some((fp.as_str(), id)), p.org)?;
+            let patch = parse_patch(k, &text, Some((fp.as_str(), id, p.value.as_str())), p.org)?;
             Ok((patch, p.org))
         }
         (None, Some(t)) => Ok((parse_patch(k, &t.value, None, t.org)?, t.org)),
@@ -430,18 +465,21 @@ pub fn patches(ctx: &mut Ctx, k: &Kust, ra: &mut Vec<Res>) -> Result<(), Kustomi
                     format!("must specify a target for JSON patch {source}"),
                 ));
             }
+            // kustomize decodes the JSON patch for each resource the target selects.
             (
                 Patch::NotSmp {
                     fault: SmpFault::Empty,
                     ..
                 },
-                Some(_),
+                Some(sel),
             ) => {
-                return Err(ctx_err(
-                    k,
-                    org,
-                    "json: cannot unmarshal object into Go value of type jsonpatch.Patch",
-                ));
+                if !index.select(ra, &sel).is_empty() {
+                    return Err(ctx_err(
+                        k,
+                        org,
+                        "json: cannot unmarshal object into Go value of type jsonpatch.Patch",
+                    ));
+                }
             }
             (
                 Patch::NotSmp {
@@ -522,6 +560,9 @@ pub fn patches_strategic_merge(
     ra: &mut Vec<Res>,
 ) -> Result<(), KustomizeError> {
     let mut index = NameIndex::default();
+    // kustomize loads every entry into one list of patches: "empty" is said of the whole.
+    let mut empty_at = None;
+    let mut any = false;
     for s in k
         .strings("patchesStrategicMerge")
         .map_err(|m| ctx_err(k, Org::NONE, m))?
@@ -538,6 +579,7 @@ pub fn patches_strategic_merge(
         };
         match patch {
             Patch::Smp(docs) => {
+                any = true;
                 for d in docs {
                     apply_by_id(k, ra, &mut index, &d, org, (false, false), ctx.schema())?;
                 }
@@ -552,14 +594,19 @@ pub fn patches_strategic_merge(
             Patch::NotSmp {
                 fault: SmpFault::Empty,
                 ..
-            } => return Err(ctx_err(k, org, "patch appears to be empty")),
+            } => {
+                empty_at.get_or_insert(org);
+            }
             Patch::NotSmp {
                 fault: SmpFault::Meta(m),
                 ..
             } => return Err(ctx_err(k, org, m)),
         }
     }
-    Ok(())
+    match empty_at {
+        Some(org) if !any => Err(ctx_err(k, org, "patch appears to be empty")),
+        _ => Ok(()),
+    }
 }
 
 /// `patchesJson6902`: a target and a JSON patch (file or inline).
