@@ -23,66 +23,57 @@ enum Patch {
 }
 
 /// Why mappings are not strategic merge patches.
-#[derive(Clone)]
 enum SmpFault {
     /// No document is left (empty mappings and empty lists are dropped).
     Empty,
     /// A document lacks `kind`, or `metadata.name` (which only a `…List` may leave out):
     /// kustomize's message.
-    Meta(String),
+    Meta(&'static str),
 }
 
-impl SmpFault {
-    /// kustomize's resource factory on a patch's documents: empty mappings dropped; each
-    /// other with a kind and, unless the kind ends in `List`, a name; then a `…List` with
-    /// `items` replaced by its items (validated alike), which go after the other documents.
-    fn of(docs: &mut Vec<Node>) -> Option<SmpFault> {
-        fn text(d: &Node, path: &[&str]) -> String {
-            d.path(path).and_then(Node::scalar_text).unwrap_or_default()
-        }
-        fn validate(docs: Vec<Node>) -> Result<Vec<Node>, SmpFault> {
-            let mut kept = Vec::with_capacity(docs.len());
-            for d in docs {
-                if d.as_map().is_some_and(|m| m.is_empty()) {
-                    continue;
-                }
-                let kind = text(&d, &["kind"]);
-                if kind.is_empty() {
-                    return Err(SmpFault::Meta("missing kind in object".into()));
-                }
-                if !kind.ends_with("List") && text(&d, &["metadata", "name"]).is_empty() {
-                    return Err(SmpFault::Meta("missing metadata.name in object".into()));
-                }
-                kept.push(d);
-            }
-            Ok(kept)
-        }
-        let mut queue: std::collections::VecDeque<Node> = match validate(std::mem::take(docs)) {
-            Ok(d) => d.into(),
-            Err(f) => return Some(f),
-        };
-        while let Some(d) = queue.pop_front() {
-            let kind = text(&d, &["kind"]);
-            let items = d.get("items");
-            if !kind.ends_with("List") || items.is_none() {
-                docs.push(d);
+/// kustomize's resource factory on a patch's documents: empty mappings dropped; each other
+/// with a kind and, unless the kind ends in `List`, a name; then a `…List` with `items`
+/// replaced by its items (validated alike), which go after the other documents. The
+/// strategic merge patches, or why there are none.
+fn smp_documents(docs: Vec<Node>) -> Result<Vec<Node>, SmpFault> {
+    fn text(d: &Node, path: &[&str]) -> String {
+        d.path(path).and_then(Node::scalar_text).unwrap_or_default()
+    }
+    fn validated(docs: impl IntoIterator<Item = Node>) -> Result<Vec<Node>, SmpFault> {
+        let mut kept = Vec::new();
+        for d in docs {
+            if d.as_map().is_some_and(|m| m.is_empty()) {
                 continue;
+            }
+            let kind = text(&d, &["kind"]);
+            if kind.is_empty() {
+                return Err(SmpFault::Meta("missing kind in object"));
+            }
+            if !kind.ends_with("List") && text(&d, &["metadata", "name"]).is_empty() {
+                return Err(SmpFault::Meta("missing metadata.name in object"));
+            }
+            kept.push(d);
+        }
+        Ok(kept)
+    }
+    let mut queue: std::collections::VecDeque<Node> = validated(docs)?.into();
+    let mut patches = Vec::new();
+    while let Some(d) = queue.pop_front() {
+        let is_list = text(&d, &["kind"]).ends_with("List");
+        match d.get("items") {
+            Some(Node::Seq(items)) if is_list => {
+                queue.extend(validated(items.iter().filter(|i| !i.is_null()).cloned())?);
             }
             // `items: null`, or not a list, gives nothing (kubectl 5.5 then reads the text
             // as a JSON patch, as for an empty list).
-            if let Some(Node::Seq(items)) = items {
-                let items = items
-                    .iter()
-                    .filter(|i| !i.is_null())
-                    .cloned()
-                    .collect::<Vec<_>>();
-                match validate(items) {
-                    Ok(items) => queue.extend(items),
-                    Err(f) => return Some(f),
-                }
-            }
+            Some(_) if is_list => {}
+            _ => patches.push(d),
         }
-        docs.is_empty().then_some(SmpFault::Empty)
+    }
+    if patches.is_empty() {
+        Err(SmpFault::Empty)
+    } else {
+        Ok(patches)
     }
 }
 
@@ -161,11 +152,12 @@ fn parse_patch(
         return Ok(Patch::Json(ops));
     }
     if docs.iter().all(|d| d.node.as_map().is_some()) {
-        let mut docs: Vec<Node> = docs.into_iter().map(|d| d.node).collect();
-        return Ok(match SmpFault::of(&mut docs) {
-            None => Patch::Smp(docs),
-            Some(fault) => Patch::NotSmp { fault, source },
-        });
+        return Ok(
+            match smp_documents(docs.into_iter().map(|d| d.node).collect()) {
+                Ok(docs) => Patch::Smp(docs),
+                Err(fault) => Patch::NotSmp { fault, source },
+            },
+        );
     }
     Err(ctx_err(
         k,
