@@ -290,6 +290,17 @@ ASSERTIONS=$(cat <<'EOF'
 102-json-patch-runs	+	name: b2
 102-json-patch-runs	+	renamed: "yes"
 102-json-patch-runs	+	found-by: original-name
+107-origin-annotations	+	path: base/sub/lists.yaml
+107-origin-annotations	+	path: comp/extra.yaml
+107-origin-annotations	+	configuredIn: base/kustomization.yaml
+107-origin-annotations	+	configuredIn: comp/kustomization.yaml
+107-origin-annotations	+	kind: SecretGenerator
+107-origin-annotations	-	somewhere/else
+107-origin-annotations	-	managed-by
+108-internal-annotations-stripped	+	selected: by-a-stripped-annotation
+108-internal-annotations-stripped	+	internal.config.kubernetes.io/owner: kept
+108-internal-annotations-stripped	-	config.kubernetes.io/(path|index|origin)
+108-internal-annotations-stripped	-	config.k8s.io/id
 EOF
 )
 

@@ -18,7 +18,6 @@ pub const UNSUPPORTED: &[&str] = &[
     "transformers",
     "generators",
     "validators",
-    "buildMetadata",
 ];
 
 /// Fields the native renderer implements.
@@ -52,6 +51,7 @@ pub const SUPPORTED: &[&str] = &[
     "helmGlobals",
     "crds",
     "openapi",
+    "buildMetadata",
 ];
 
 /// The field of kustomize's Kustomization type a key of a kustomization file sets: Go's

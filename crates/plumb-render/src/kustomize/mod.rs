@@ -60,6 +60,7 @@ mod helm;
 mod json6902;
 mod kustfile;
 mod namerefs;
+mod origin;
 mod patches;
 mod replacements;
 mod resource;
@@ -419,8 +420,18 @@ pub fn build_with(
         file_idx: HashMap::new(),
         stack: Vec::new(),
         generated_hooks: false,
+        origin: None,
     };
     let kust = ctx.load_kustomization(dir, None)?;
+    let metadata = kust
+        .strings("buildMetadata")
+        .map_err(|m| ctx.kerr(&kust, None, m))?;
+    let metadata: Vec<String> = metadata.into_iter().map(|s| s.value).collect();
+    let tracking = origin::Tracking::of(&metadata).map_err(|v| KustomizeError::Unsupported {
+        file: kust.path.clone(),
+        field: format!("buildMetadata: {v}"),
+    })?;
+    ctx.origin = tracking.on.then(String::new);
     let mut ra = Vec::new();
     ctx.stack.push(dir.to_string());
     let acc = ctx.accumulate(&kust, &mut ra)?;
@@ -456,6 +467,8 @@ pub fn build_with(
     // labels stay as written.
     let mut lines = SourceLines::default();
     for r in ra.iter_mut() {
+        // What kustomize's readers and origins left (or the source said) it never writes.
+        origin::strip(&mut r.node, tracking.keep);
         if let Some(meta) = r.node.get_mut("metadata").and_then(Node::as_map_mut) {
             match meta.get_mut("annotations") {
                 Some(Node::Map(m)) if !m.is_empty() => {
@@ -503,6 +516,7 @@ pub fn load_file(fs: &dyn SourceFs, path: &str) -> Result<Vec<Rendered>, LoadErr
         file_idx: HashMap::new(),
         stack: Vec::new(),
         generated_hooks: true,
+        origin: None,
     };
     let res = ctx.load_resources(path).map_err(|e| match e {
         KustomizeError::Load(e) => e,
@@ -721,6 +735,9 @@ pub(crate) struct Ctx<'a> {
     /// A directory source (not kustomize, which refuses them) accepts hooks named by
     /// `metadata.generateName`.
     generated_hooks: bool,
+    /// With origins tracked (`buildMetadata`), the path of the kustomization being
+    /// accumulated, relative to the top one (`""` at the top).
+    origin: Option<String>,
 }
 
 impl Ctx<'_> {
@@ -991,19 +1008,26 @@ impl Ctx<'_> {
                     }
                     let mut sub_ra = Vec::new();
                     self.enter(k, &p, e.org)?;
+                    let outer = self.enter_origin(&e.value);
                     let sub_acc = self.accumulate(&sub, &mut sub_ra)?;
+                    self.origin = outer;
                     acc.merge(self, k, sub_acc)?;
                     self.stack.pop();
                     append(self, k, ra, &mut seen, sub_ra, Some(e.org))?;
                 }
                 Some(EntryKind::File) => {
-                    let rs = match parsed {
+                    let mut rs = match parsed {
                         Some(rs) => rs?,
                         None => {
                             let p = self.file_under(k, &e.value, e.org)?;
                             self.load_resources(&p)?
                         }
                     };
+                    if let Some(o) = &self.origin {
+                        let value = origin::of_file(&origin::join(o, &e.value))
+                            .ok_or_else(|| unquoted_origin(k))?;
+                        rs.iter_mut().for_each(|r| origin::annotate(r, &value));
+                    }
                     append(self, k, ra, &mut seen, rs, Some(e.org))?;
                 }
                 None => {
@@ -1040,19 +1064,26 @@ impl Ctx<'_> {
                 ));
             }
             self.enter(k, &p, c.org)?;
+            let outer = self.enter_origin(&c.value);
             let comp_acc = self.accumulate(&comp, ra)?;
+            self.origin = outer;
             acc.merge(self, k, comp_acc)?;
             self.stack.pop();
         }
         // Generators.
         let global = generators::read_options(k, k.get("generatorOptions"), "generatorOptions")
             .map_err(|m| self.kerr(k, None, m))?;
-        for field in ["configMapGenerator", "secretGenerator"] {
-            for g in generators::generate(self, k, field, &global)? {
+        for (field, kind) in [
+            ("configMapGenerator", "ConfigMapGenerator"),
+            ("secretGenerator", "SecretGenerator"),
+        ] {
+            for mut g in generators::generate(self, k, field, &global)? {
+                self.annotate_generated(k, &mut g, kind)?;
                 absorb(self, k, ra, g)?;
             }
         }
-        for g in helm::generate(self, k)? {
+        for mut g in helm::generate(self, k)? {
+            self.annotate_generated(k, &mut g, "HelmChartInflationGenerator")?;
             absorb(self, k, ra, g)?;
         }
         acc.config.merge(&config::read(self, k)?);
@@ -1061,6 +1092,25 @@ impl Ctx<'_> {
         let declared = vars::read(self, k)?;
         vars::merge(self, k, declared, ra, &mut acc.vars)?;
         Ok(acc)
+    }
+
+    /// With origins tracked, moves them into the kustomization the entry `entry` names:
+    /// the origin to restore after it.
+    fn enter_origin(&mut self, entry: &str) -> Option<String> {
+        let inner = self.origin.as_deref().map(|o| origin::join(o, entry));
+        std::mem::replace(&mut self.origin, inner)
+    }
+
+    /// With origins tracked, the origin of a resource generated by the built-in generator
+    /// `kind` of `k`.
+    fn annotate_generated(&self, k: &Kust, r: &mut Res, kind: &str) -> Result<(), KustomizeError> {
+        if let Some(o) = &self.origin {
+            let file = k.path.rsplit('/').next().unwrap_or(&k.path);
+            let value = origin::of_generator(&origin::join(o, file), kind)
+                .ok_or_else(|| unquoted_origin(k))?;
+            origin::annotate(r, &value);
+        }
+        Ok(())
     }
 
     /// Pushes a kustomization directory on the stack, refusing cycles.
@@ -1219,6 +1269,14 @@ fn first_line(n: &Node) -> Option<u32> {
     }
 }
 
+/// An origin whose path go-yaml would quote: the kustomize binary writes it.
+fn unquoted_origin(k: &Kust) -> KustomizeError {
+    KustomizeError::Unsupported {
+        file: k.path.clone(),
+        field: "buildMetadata (a path written quoted)".into(),
+    }
+}
+
 fn looks_remote(s: &str) -> bool {
     s.contains("://")
         || s.starts_with("github.com/")
@@ -1310,7 +1368,8 @@ fn absorb(ctx: &Ctx, k: &Kust, ra: &mut Vec<Res>, mut g: Res) -> Result<(), Kust
                     ));
                 }
             };
-            // Labels and annotations: the old ones overridden by the new; name,
+            // Labels and annotations: the old ones overridden by the new, save for the
+            // origin, which a merge keeps (kustomize keeps build annotations); name,
             // namespace and build history from the old.
             let gm = g.node.as_map_mut().expect("generated objects are mappings");
             let meta = gm.get_or_insert_with("metadata", Node::empty_map);
@@ -1321,6 +1380,9 @@ fn absorb(ctx: &Ctx, k: &Kust, ra: &mut Vec<Res>, mut g: Res) -> Result<(), Kust
                         for (kk, v) in new_map {
                             merged.insert(kk.clone(), v.clone());
                         }
+                    }
+                    if merge && let Some(o) = old_map.get(origin::KEY) {
+                        merged.insert(origin::KEY, o.clone());
                     }
                     if let Some(mm) = meta.as_map_mut() {
                         mm.insert(field.to_string(), Node::Map(merged));
