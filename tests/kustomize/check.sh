@@ -301,6 +301,8 @@ ASSERTIONS=$(cat <<'EOF'
 108-internal-annotations-stripped	+	internal.config.kubernetes.io/owner: kept
 108-internal-annotations-stripped	-	config.kubernetes.io/(path|index|origin)
 108-internal-annotations-stripped	-	config.k8s.io/id
+109-json-patch-value-with-integer-keys	+	"503": /errors/503.html
+109-json-patch-value-with-integer-keys	+	"500": /errors/500.html
 EOF
 )
 

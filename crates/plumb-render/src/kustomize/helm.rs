@@ -327,7 +327,7 @@ fn objects(
     text: &str,
     org: Org,
 ) -> Result<Vec<Res>, KustomizeError> {
-    let docs = tree::parse_stream(text, k.file, 0, 0, Dialect::Resource).map_err(|e| {
+    let docs = tree::parse_stream(text, k.file, 0, 0, Dialect::KustomizeResource).map_err(|e| {
         ctx.kerr(
             k,
             Some(org),

@@ -1191,7 +1191,13 @@ fn parse_resources(
 ) -> Result<Vec<Res>, KustomizeError> {
     let text =
         String::from_utf8(fs.read(path)?).map_err(|_| load_error(path, None, "not valid UTF-8"))?;
-    let docs = tree::parse_stream(&text, file, 0, 0, Dialect::Resource).map_err(|e| {
+    // A directory source's file is read as Argo CD reads manifests; kustomize is stricter.
+    let dialect = if generated_hooks {
+        Dialect::Resource
+    } else {
+        Dialect::KustomizeResource
+    };
+    let docs = tree::parse_stream(&text, file, 0, 0, dialect).map_err(|e| {
         KustomizeError::Load(LoadError {
             file: PathBuf::from(path),
             line: e.line,

@@ -121,7 +121,17 @@ fn parse_patch(
         Some((_, _, written)) => format!("[path: {written:?}]"),
         None => format!("[patch: {:?}]", text.trim()),
     };
-    let docs = tree::parse_stream(text, fid, loff, coff, Dialect::Resource).map_err(|e| {
+    // Read as kustomize reads resources (keys must be strings: a strategic merge patch
+    // that adds `500:` fails as such a resource does), save for a JSON patch, whose values
+    // kustomize decodes as JSON (`value: {500: x}` is the key "500").
+    let parsed =
+        tree::parse_stream(text, fid, loff, coff, Dialect::KustomizeResource).or_else(|strict| {
+            match tree::parse_stream(text, fid, loff, coff, Dialect::Resource) {
+                Ok(docs) if docs.first().is_some_and(|d| d.node.as_seq().is_some()) => Ok(docs),
+                _ => Err(strict),
+            }
+        });
+    let docs = parsed.map_err(|e| {
         super::load_error(
             &fname,
             e.line.map(|l| Org {

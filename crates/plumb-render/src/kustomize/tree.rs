@@ -73,14 +73,27 @@ thread_local! {
     static COL_OFFSET: Cell<u32> = const { Cell::new(0) };
     /// The text being parsed (to tell plain scalars from quoted ones).
     static SRC: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+    /// Mapping keys must be strings ([`Dialect::KustomizeResource`]).
+    static STRING_KEYS: Cell<bool> = const { Cell::new(false) };
 }
 
 /// How scalars are resolved: resources follow kustomize's YAML 1.2 reading (`yes` is a
 /// string), kustomization files follow sigs.k8s.io/yaml's YAML 1.1 reading.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {
+    /// A manifest (a directory source's file, a patch): a mapping key that is not a string
+    /// (`1:`, `true:`, `null:`) is read as its text, as Argo CD's YAML-to-JSON reads it.
     Resource,
+    /// A resource kustomize accumulates: such a key is an error, as kustomize fails on it
+    /// (`json: unsupported type: map[interface {}]interface {}`).
+    KustomizeResource,
     Kustomization,
+}
+
+impl Dialect {
+    fn is_resource(self) -> bool {
+        self != Dialect::Kustomization
+    }
 }
 
 /// Parses a YAML stream into documents, stamping origins with `file`; positions are
@@ -115,16 +128,17 @@ fn parse_stream_slow(
     dialect: Dialect,
 ) -> Result<Vec<Doc>, ParseError> {
     FILE.with(|f| f.set(file));
+    STRING_KEYS.with(|f| f.set(dialect == Dialect::KustomizeResource));
     LINE_OFFSET.with(|f| f.set(line_offset));
     COL_OFFSET.with(|f| f.set(col_offset));
     SRC.with(|s| {
         let mut s = s.borrow_mut();
         s.clear();
-        if dialect == Dialect::Resource {
+        if dialect.is_resource() {
             s.push_str(text);
         }
     });
-    let mut options = if dialect == Dialect::Resource {
+    let mut options = if dialect.is_resource() {
         serde_saphyr::options! { legacy_octal_numbers: true, strict_booleans: true, alias_limits: crate::yaml_alias_limits(), emit_comments: false }
     } else {
         // kustomize reads a kustomization with Go's YAML v2 into a map: a repeated key
@@ -141,7 +155,7 @@ fn parse_stream_slow(
         let (line, column) = match e.location() {
             Some(l) => (
                 Some(l.line() as usize + line_offset as usize),
-                Some(l.column() as usize),
+                Some(l.column() as usize + col_offset as usize),
             ),
             None => (None, None),
         };
@@ -233,7 +247,8 @@ fn parse_stream_fast(
     newlines(bytes, |i| lines.push(i + 1));
     let mut build = TreeBuild {
         text,
-        resource: dialect == Dialect::Resource,
+        resource: dialect.is_resource(),
+        string_keys: dialect == Dialect::KustomizeResource,
         base: 0,
         lines: &lines,
         line_hint: Cell::new(0),
@@ -313,6 +328,9 @@ struct TreeBuild<'t> {
     /// Resource dialect: YAML 1.2 booleans, plain timestamps in Go's form; else YAML 1.1
     /// booleans and timestamps as written (as `parse_stream_slow` reads kustomizations).
     resource: bool,
+    /// Only string keys (a plain key read as anything else goes to `parse_stream_slow`,
+    /// which says where it is).
+    string_keys: bool,
     /// Where the document being parsed starts in the stream.
     base: usize,
     /// Byte offsets of the stream's line starts.
@@ -418,7 +436,9 @@ impl crate::yaml_fast::Build for TreeBuild<'_> {
         use crate::yaml_fast::{Plain, resolve_plain};
         match resolve_plain(key) {
             Some(Plain::Str) => true,
-            Some(Plain::Val(Value::Number(n))) => n.is_u64() && n.to_string() == key,
+            Some(Plain::Val(Value::Number(n))) => {
+                !self.string_keys && n.is_u64() && n.to_string() == key
+            }
             _ => false,
         }
     }
@@ -695,6 +715,17 @@ fn format_special_float(v: f64) -> String {
 /// A mapping key: any scalar, as text.
 struct Key(String);
 
+/// A key read as something other than a string, as its text; an error where keys must be
+/// strings ([`Dialect::KustomizeResource`]).
+fn key_text<E: de::Error>(text: String) -> Result<String, E> {
+    if STRING_KEYS.with(Cell::get) {
+        return Err(E::custom(format!(
+            "mapping key `{text}` is not a string: kustomize fails on it (json: unsupported type: map[interface {{}}]interface {{}}); quote it"
+        )));
+    }
+    Ok(text)
+}
+
 impl<'de> Deserialize<'de> for Key {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Key, D::Error> {
         struct KeyVisitor;
@@ -710,22 +741,22 @@ impl<'de> Deserialize<'de> for Key {
                 Ok(v)
             }
             fn visit_bool<E: de::Error>(self, v: bool) -> Result<String, E> {
-                Ok(v.to_string())
+                key_text(v.to_string())
             }
             fn visit_i64<E: de::Error>(self, v: i64) -> Result<String, E> {
-                Ok(v.to_string())
+                key_text(v.to_string())
             }
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<String, E> {
-                Ok(v.to_string())
+                key_text(v.to_string())
             }
             fn visit_f64<E: de::Error>(self, v: f64) -> Result<String, E> {
-                Ok(v.to_string())
+                key_text(v.to_string())
             }
             fn visit_unit<E: de::Error>(self) -> Result<String, E> {
-                Ok("null".into())
+                key_text("null".into())
             }
             fn visit_none<E: de::Error>(self) -> Result<String, E> {
-                Ok("null".into())
+                key_text("null".into())
             }
         }
         d.deserialize_any(KeyVisitor).map(Key)
@@ -797,6 +828,42 @@ mod tests {
         let docs = parse_stream("a: yes\nb: 0644\nc: 1.0\n", 0, 0, 0, Dialect::Resource).unwrap();
         let v = docs[0].node.to_json();
         assert_eq!(v, serde_json::json!({"a": "yes", "b": 420, "c": 1}));
+    }
+
+    #[test]
+    fn kustomize_resources_refuse_keys_that_are_not_strings() {
+        for (text, key) in [
+            ("a:\n  500: x\n", "500"),
+            ("a: {true: x}\n", "true"),
+            ("a:\n  ~: x\n", "null"),
+            ("a:\n  1.5: x\n", "1.5"),
+        ] {
+            let e = parse_stream(text, 0, 0, 0, Dialect::KustomizeResource)
+                .err()
+                .unwrap_or_else(|| panic!("{text:?} was read"));
+            assert!(
+                e.message.contains(&format!("key `{key}` is not a string")),
+                "{}",
+                e.message
+            );
+            // Where the key is (the flow mapping's on line 1).
+            let line = if text.contains('{') { 1 } else { 2 };
+            assert_eq!(e.line, Some(line), "{text:?}");
+            // A manifest read as Argo CD reads it takes the key's text.
+            let docs = parse_stream(text, 0, 0, 0, Dialect::Resource).expect("read");
+            assert!(docs[0].node.path(&["a", key]).is_some(), "{text:?}");
+        }
+        // Strings, quoted or YAML 1.1 booleans: read alike.
+        let docs = parse_stream(
+            "a:\n  \"500\": x\n  yes: y\n",
+            0,
+            0,
+            0,
+            Dialect::KustomizeResource,
+        )
+        .expect("read");
+        assert!(docs[0].node.path(&["a", "500"]).is_some());
+        assert!(docs[0].node.path(&["a", "yes"]).is_some());
     }
 
     #[test]
