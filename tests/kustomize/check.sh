@@ -303,6 +303,10 @@ ASSERTIONS=$(cat <<'EOF'
 108-internal-annotations-stripped	-	config.k8s.io/id
 109-json-patch-value-with-integer-keys	+	"503": /errors/503.html
 109-json-patch-value-with-integer-keys	+	"500": /errors/500.html
+110-generator-keys-as-written	+	PATH: ""
+110-generator-keys-as-written	+	export A: "1"
+110-generator-keys-as-written	+	a b: spaced
+110-generator-keys-as-written	-	dropped
 EOF
 )
 

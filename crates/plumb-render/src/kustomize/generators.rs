@@ -82,20 +82,6 @@ fn remove_quotes(s: &str) -> &str {
     }
 }
 
-fn valid_key(k: &str) -> bool {
-    !k.is_empty()
-        && k.len() <= 253
-        && k.chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-}
-
-fn valid_env_name(k: &str) -> bool {
-    !k.is_empty()
-        && !k.starts_with(|c: char| c.is_ascii_digit())
-        && k.chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-}
-
 /// A generated value: text or bytes, with its origin.
 struct Pair {
     key: String,
@@ -170,17 +156,15 @@ pub fn generate(
                 if line.is_empty() || text.starts_with('#') {
                     continue;
                 }
+                // A line without `=` is a key with an empty value: kustomize 5.5 does not
+                // read it from its environment (nor does plumb: a controller's environment
+                // is no input). A line with nothing before `=` is dropped. Keys are taken
+                // as written (`export A`, `B `, `1A`): kustomize checks none.
                 let (key, value) = match text.split_once('=') {
+                    Some(("", _)) => continue,
                     Some((a, b)) => (a.to_string(), b.to_string()),
-                    None => (text.to_string(), std::env::var(text).unwrap_or_default()),
+                    None => (text.to_string(), String::new()),
                 };
-                if !valid_env_name(&key) {
-                    return Err(ctx.kerr(
-                        k,
-                        Some(env.org),
-                        format!("{key:?} is not a valid key name"),
-                    ));
-                }
                 pairs.push(Pair {
                     key,
                     value: value.into_bytes(),
@@ -240,14 +224,8 @@ pub fn generate(
         let what = if secret { "secret" } else { "configmap" };
         let mut data = Map::new();
         let mut binary = Map::new();
+        // Any key is taken (kustomize's key validator checks nothing): `a b`, `ключ`, `/`.
         for p in pairs {
-            if !valid_key(&p.key) {
-                return Err(ctx.kerr(
-                    k,
-                    Some(p.org),
-                    format!("{what} {name} has an invalid key name {:?}", p.key),
-                ));
-            }
             if data.contains_key(&p.key) || binary.contains_key(&p.key) {
                 return Err(ctx.kerr(
                     k,
