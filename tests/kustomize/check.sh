@@ -307,6 +307,9 @@ ASSERTIONS=$(cat <<'EOF'
 110-generator-keys-as-written	+	export A: "1"
 110-generator-keys-as-written	+	a b: spaced
 110-generator-keys-as-written	-	dropped
+111-generators-before-components	+	region: eu
+111-generators-before-components	+	component: regional
+111-generators-before-components	+	patched-by: component
 EOF
 )
 

@@ -1039,6 +1039,24 @@ impl Ctx<'_> {
                 }
             }
         }
+        // Generators, before the components: kustomize 5.5 runs a kustomization's own
+        // generators first (a component's labels reach a ConfigMap generated here, and its
+        // `behavior: merge` generator merges into it; the reverse order fails in kustomize).
+        let global = generators::read_options(k, k.get("generatorOptions"), "generatorOptions")
+            .map_err(|m| self.kerr(k, None, m))?;
+        for (field, kind) in [
+            ("configMapGenerator", "ConfigMapGenerator"),
+            ("secretGenerator", "SecretGenerator"),
+        ] {
+            for mut g in generators::generate(self, k, field, &global)? {
+                self.annotate_generated(k, &mut g, kind)?;
+                absorb(self, k, ra, g)?;
+            }
+        }
+        for mut g in helm::generate(self, k)? {
+            self.annotate_generated(k, &mut g, "HelmChartInflationGenerator")?;
+            absorb(self, k, ra, g)?;
+        }
         for c in k.strings("components").map_err(|m| self.kerr(k, None, m))? {
             if looks_remote(&c.value) {
                 return Err(KustomizeError::Unsupported {
@@ -1069,22 +1087,6 @@ impl Ctx<'_> {
             self.origin = outer;
             acc.merge(self, k, comp_acc)?;
             self.stack.pop();
-        }
-        // Generators.
-        let global = generators::read_options(k, k.get("generatorOptions"), "generatorOptions")
-            .map_err(|m| self.kerr(k, None, m))?;
-        for (field, kind) in [
-            ("configMapGenerator", "ConfigMapGenerator"),
-            ("secretGenerator", "SecretGenerator"),
-        ] {
-            for mut g in generators::generate(self, k, field, &global)? {
-                self.annotate_generated(k, &mut g, kind)?;
-                absorb(self, k, ra, g)?;
-            }
-        }
-        for mut g in helm::generate(self, k)? {
-            self.annotate_generated(k, &mut g, "HelmChartInflationGenerator")?;
-            absorb(self, k, ra, g)?;
         }
         acc.config.merge(&config::read(self, k)?);
         acc.config.merge(&config::read_crds(self, k)?);
