@@ -310,6 +310,8 @@ ASSERTIONS=$(cat <<'EOF'
 111-generators-before-components	+	region: eu
 111-generators-before-components	+	component: regional
 111-generators-before-components	+	patched-by: component
+112-replacement-creates-list-elements	+	- name: db.example.com
+112-replacement-creates-list-elements	+	- db.example.com
 EOF
 )
 

@@ -330,21 +330,39 @@ fn find(
         return Ok(());
     }
     if let Node::Seq(items) = n {
+        // An index: the element, or with `create` one past the last, appended (kyaml's path
+        // getter). Anything else (`-` included) finds nothing in a list.
         if let Ok(i) = first.parse::<usize>() {
             if let Some(it) = items.get_mut(i) {
                 find(it, rest, create, leaf, f)?;
+            } else if create && i == items.len() {
+                let mut el = new_node(rest, leaf);
+                find(&mut el, rest, create, leaf, f)?;
+                items.push(el);
             }
-            return Ok(());
-        }
-        if first == "-" {
-            if let Some(it) = items.last_mut() {
-                find(it, rest, create, leaf, f)?;
-            }
-            return Ok(());
         }
         return Ok(());
     }
     field(n, first, rest, create, leaf, f)
+}
+
+/// A node created on the way to the rest of a path `rest`: the leaf's kind at its end, a
+/// list before a `[key=value]` or index segment, else a mapping.
+fn new_node(rest: &[String], leaf: Option<&Node>) -> Node {
+    match rest.first() {
+        None => match leaf {
+            Some(Node::Map(_)) => Node::empty_map(),
+            Some(Node::Seq(_)) => Node::Seq(Vec::new()),
+            _ => Node::Scalar(Scalar::Null, Org::NONE),
+        },
+        Some(next)
+            if (next.starts_with('[') && next.contains('='))
+                || next.parse::<usize>().is_ok() =>
+        {
+            Node::Seq(Vec::new())
+        }
+        Some(_) => Node::empty_map(),
+    }
 }
 
 fn field(
@@ -362,18 +380,7 @@ fn field(
         if !create {
             return Ok(());
         }
-        let new = if rest.is_empty() {
-            match leaf {
-                Some(Node::Map(_)) => Node::empty_map(),
-                Some(Node::Seq(_)) => Node::Seq(Vec::new()),
-                _ => Node::Scalar(Scalar::Null, Org::NONE),
-            }
-        } else if rest[0].starts_with('[') && rest[0].contains('=') {
-            Node::Seq(Vec::new())
-        } else {
-            Node::empty_map()
-        };
-        m.insert(name.to_string(), new);
+        m.insert(name.to_string(), new_node(rest, leaf));
     }
     let child = m.get_mut(name).expect("present or created");
     find(child, rest, create, leaf, f)
