@@ -312,6 +312,8 @@ ASSERTIONS=$(cat <<'EOF'
 111-generators-before-components	+	patched-by: component
 112-replacement-creates-list-elements	+	- name: db.example.com
 112-replacement-creates-list-elements	+	- db.example.com
+113-vars-escaped-dots-and-non-scalars	+	--db=db.example.com
+113-vars-escaped-dots-and-non-scalars	+	--ports=\$\(DB_PORTS\)
 EOF
 )
 

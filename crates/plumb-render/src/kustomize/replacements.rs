@@ -356,8 +356,7 @@ fn new_node(rest: &[String], leaf: Option<&Node>) -> Node {
             _ => Node::Scalar(Scalar::Null, Org::NONE),
         },
         Some(next)
-            if (next.starts_with('[') && next.contains('='))
-                || next.parse::<usize>().is_ok() =>
+            if (next.starts_with('[') && next.contains('=')) || next.parse::<usize>().is_ok() =>
         {
             Node::Seq(Vec::new())
         }

@@ -240,7 +240,11 @@ pub fn resolve(
                     ),
                 )
             })?;
-        values.insert(name, value);
+        // A mapping or a list is no value to put in a string: kustomize leaves the var's
+        // references as written, as an unknown var's.
+        if matches!(value, Node::Scalar(..)) {
+            values.insert(name, value);
+        }
     }
     for r in ra.iter_mut() {
         let id = r.cur_id();
@@ -255,10 +259,27 @@ pub fn resolve(
 }
 
 /// A var's `fieldPath` in replacements' syntax: `ports[0]` is `ports.0` (kyaml reads a
-/// trailing `[N]` as a list index); `[name=x]` stays.
+/// trailing `[N]` as a list index); `[name=x]` stays; an escaped dot (`dotted\.key`) is part
+/// of its field's name (`[dotted.key]`).
 fn index_as_field(path: &str) -> String {
-    path.split('.')
+    let mut parts = vec![String::new()];
+    let mut chars = path.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&'.') => {
+                chars.next();
+                parts.last_mut().expect("one part at least").push('.');
+            }
+            '.' => parts.push(String::new()),
+            c => parts.last_mut().expect("one part at least").push(c),
+        }
+    }
+    parts
+        .iter()
         .map(|part| {
+            if part.contains('.') && !part.starts_with('[') {
+                return format!("[{part}]");
+            }
             match part
                 .strip_suffix(']')
                 .and_then(|p| p.rsplit_once('['))
@@ -382,6 +403,8 @@ mod tests {
         assert_eq!(index_as_field("spec.ports[0].port"), "spec.ports.0.port");
         assert_eq!(index_as_field("metadata.name"), "metadata.name");
         assert_eq!(index_as_field("spec.a[12]"), "spec.a.12");
+        assert_eq!(index_as_field("data.dotted\\.key"), "data.[dotted.key]");
+        assert_eq!(index_as_field("a\\.b\\.c.d"), "[a.b.c].d");
         assert_eq!(
             index_as_field("spec.containers.[name=web].image"),
             "spec.containers.[name=web].image"
