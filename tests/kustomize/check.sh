@@ -314,6 +314,10 @@ ASSERTIONS=$(cat <<'EOF'
 112-replacement-creates-list-elements	+	- db.example.com
 113-vars-escaped-dots-and-non-scalars	+	--db=db.example.com
 113-vars-escaped-dots-and-non-scalars	+	--ports=\$\(DB_PORTS\)
+114-smp-fields-newer-than-kustomize	+	wait-for-approval
+114-smp-fields-newer-than-kustomize	-	wait-for-quota
+114-smp-fields-newer-than-kustomize	-	not-system
+114-smp-fields-newer-than-kustomize	+	--verbose
 EOF
 )
 

@@ -48,7 +48,20 @@ pub fn apply(
     merge(Some(dest), Some(patch), ty, false)
 }
 
+/// Fields Kubernetes added after the schema kustomize 5.5 builds in (Kubernetes 1.21):
+/// kustomize knows no merge key for them, so their lists are replaced, not merged
+/// (`schedulingGates` and `resourceClaims` of a pod spec, admission `matchConditions`).
+/// Only for that schema: a kustomization's `openapi` document says what it says.
+const NEWER_THAN_KUSTOMIZE: &[&str] = &["schedulingGates", "resourceClaims", "matchConditions"];
+
 fn child_ty<'s>(ty: Ty<'s>, key: &str) -> Ty<'s> {
+    let builtin = |s: &Schema| std::ptr::eq(s, Schema::builtin());
+    match ty {
+        Ty::Obj(s, _) | Ty::Field(s, _) if builtin(s) && NEWER_THAN_KUSTOMIZE.contains(&key) => {
+            return Ty::Unknown;
+        }
+        _ => {}
+    }
     match ty {
         Ty::Obj(s, t) => t.fields.get(key).map_or(Ty::Unknown, |f| Ty::Field(s, f)),
         Ty::Field(s, f) => match f.t {
