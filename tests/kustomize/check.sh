@@ -318,6 +318,8 @@ ASSERTIONS=$(cat <<'EOF'
 114-smp-fields-newer-than-kustomize	-	wait-for-quota
 114-smp-fields-newer-than-kustomize	-	not-system
 114-smp-fields-newer-than-kustomize	+	--verbose
+115-replicas-keeps-a-string-count	+	replicas: "5"
+115-replicas-keeps-a-string-count	+	replicas: 3
 EOF
 )
 

@@ -333,7 +333,15 @@ fn replicas(k: &Kust, ra: &mut [Res]) -> Result<(), KustomizeError> {
                 {
                     found = true;
                     if let Some(spec) = r.node.map_at(&["spec"]) {
-                        spec.insert("replicas", count.clone());
+                        // kyaml sets the value of the node there, which keeps its type: a
+                        // count written as a string (`replicas: "2"`) stays a string.
+                        let value = match (spec.get("replicas"), &count) {
+                            (Some(Node::Scalar(Scalar::Str(_), _)), Node::Scalar(_, o)) => {
+                                Node::str(count.scalar_text().unwrap_or_default(), *o)
+                            }
+                            _ => count.clone(),
+                        };
+                        spec.insert("replicas", value);
                     }
                 }
             }
