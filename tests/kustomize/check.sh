@@ -326,6 +326,7 @@ EOF
 # Expected kind order (first line of each document) for the ordering cases.
 ORDER_69="Namespace Namespace ResourceQuota CustomResourceDefinition ServiceAccount Role RoleBinding ConfigMap Secret Service Deployment Deployment Deployment CronJob PodDisruptionBudget HorizontalPodAutoscaler ServiceMonitor Ingress ValidatingWebhookConfiguration"
 ORDER_70="Deployment Service ConfigMap ConfigMap Namespace"
+ORDER_116="PodDisruptionBudget Job Deployment ConfigMap Pod"
 
 selected() {
   [ ${#FILTERS[@]} -eq 0 ] && return 0
@@ -378,6 +379,7 @@ render_valid() { # suite dir
       case "$name" in
         69-*) [ "$(kinds_of "$out")" = "$ORDER_69" ] || problems+=$'\n'"      order: $(kinds_of "$out")" ;;
         70-*) [ "$(kinds_of "$out")" = "$ORDER_70" ] || problems+=$'\n'"      order: $(kinds_of "$out")" ;;
+        116-*) [ "$(kinds_of "$out")" = "$ORDER_116" ] || problems+=$'\n'"      order: $(kinds_of "$out")" ;;
       esac
     fi
     if [ -n "${problems//[[:space:]]/}" ]; then

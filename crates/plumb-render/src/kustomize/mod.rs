@@ -648,11 +648,13 @@ fn sort(ctx: &Ctx, kust: &Kust, ra: &mut [Res]) -> Result<(), KustomizeError> {
             last = list("orderLast").unwrap_or_default();
         }
     }
+    // kustomize keeps the places in a map filled from `orderFirst`, then `orderLast`: a kind
+    // listed twice takes its last place, and one in both lists its place in `orderLast`.
     let rank = |kind: &str| -> i64 {
-        if let Some(i) = first.iter().position(|k| k == kind) {
-            i as i64 - first.len() as i64
-        } else if let Some(i) = last.iter().position(|k| k == kind) {
+        if let Some(i) = last.iter().rposition(|k| k == kind) {
             1 + i as i64
+        } else if let Some(i) = first.iter().rposition(|k| k == kind) {
+            i as i64 - first.len() as i64
         } else {
             0
         }
