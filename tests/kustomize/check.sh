@@ -320,6 +320,8 @@ ASSERTIONS=$(cat <<'EOF'
 114-smp-fields-newer-than-kustomize	+	--verbose
 115-replicas-keeps-a-string-count	+	replicas: "5"
 115-replicas-keeps-a-string-count	+	replicas: 3
+117-json-patch-library-semantics	+	- --final
+117-json-patch-library-semantics	+	metadata: null
 EOF
 )
 

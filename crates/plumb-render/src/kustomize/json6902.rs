@@ -1,7 +1,7 @@
 //! RFC 6902 JSON patches applied to the annotated tree (values added by the patch keep
 //! the patch file's origins; moved and copied values keep theirs).
 
-use super::tree::Node;
+use super::tree::{Node, Org, Scalar};
 
 /// One operation.
 pub struct Op {
@@ -74,11 +74,12 @@ fn get_mut<'a>(doc: &'a mut Node, toks: &[String]) -> Option<&'a mut Node> {
     Some(cur)
 }
 
-fn index(t: &str, _len: usize) -> Option<usize> {
-    if t.len() > 1 && t.starts_with('0') {
-        return None;
-    }
-    t.parse().ok()
+/// A list index as kustomize's JSON patch library reads one (Go's `strconv.Atoi`: `01` is
+/// 1, `+1` is 1), a negative one counting from the end (`-1` is the last element).
+fn index(t: &str, len: usize) -> Option<usize> {
+    let i: i64 = t.parse().ok()?;
+    let i = if i < 0 { i + len as i64 } else { i };
+    usize::try_from(i).ok()
 }
 
 fn missing(path: &str) -> String {
@@ -97,11 +98,13 @@ fn add(doc: &mut Node, path: &str, value: Node) -> Result<(), String> {
             Ok(())
         }
         Some(Node::Seq(s)) => {
+            // For an insertion, -1 is the end (the place after the last element).
             let i = if last == "-" {
-                s.len()
+                Some(s.len())
             } else {
-                index(last, s.len()).ok_or_else(|| format!("invalid index in {path:?}"))?
+                index(last, s.len() + 1)
             };
+            let i = i.ok_or_else(|| format!("invalid index in {path:?}"))?;
             if i > s.len() {
                 return Err(format!("index out of range in {path:?}"));
             }
@@ -141,11 +144,21 @@ pub fn apply(doc: &mut Node, ops: &[Op]) -> Result<(), String> {
         meta.insert("annotations", Node::empty_map());
     }
     for op in ops {
+        // No `value` is null to kustomize's JSON patch library.
         let value = || {
-            op.value
-                .clone()
-                .ok_or_else(|| format!("'{}' operation has no value", op.op))
+            Ok::<_, String>(
+                op.value
+                    .clone()
+                    .unwrap_or(Node::Scalar(Scalar::Null, Org::NONE)),
+            )
         };
+        // Nor does it take the empty pointer (the whole document) as a path.
+        if op.path.is_empty() {
+            return Err(format!(
+                "{} operation does not apply: doc is missing path: \"\": missing value",
+                op.op
+            ));
+        }
         match op.op.as_str() {
             "add" => add(doc, &op.path, value()?)?,
             "remove" => {
@@ -184,9 +197,17 @@ pub fn apply(doc: &mut Node, ops: &[Op]) -> Result<(), String> {
             }
             "test" => {
                 let v = value()?;
-                let cur = get(doc, &tokens(&op.path)?).ok_or_else(|| missing(&op.path))?;
-                if *cur != v {
-                    return Err(format!("test operation failed at {:?}", op.path));
+                let toks = tokens(&op.path)?;
+                // A missing key tests equal to null; a missing parent is an error.
+                let cur = match get(doc, &toks) {
+                    Some(cur) => cur.clone(),
+                    None => match toks.split_last().map(|(_, parents)| get(doc, parents)) {
+                        Some(Some(Node::Map(_))) => Node::Scalar(Scalar::Null, Org::NONE),
+                        _ => return Err(missing(&op.path)),
+                    },
+                };
+                if cur != v {
+                    return Err(format!("testing value {} failed: test failed", op.path));
                 }
             }
             other => return Err(format!("unexpected JSON patch operation {other:?}")),
