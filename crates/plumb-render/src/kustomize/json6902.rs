@@ -146,11 +146,9 @@ pub fn apply(doc: &mut Node, ops: &[Op]) -> Result<(), String> {
     for op in ops {
         // No `value` is null to kustomize's JSON patch library.
         let value = || {
-            Ok::<_, String>(
-                op.value
-                    .clone()
-                    .unwrap_or(Node::Scalar(Scalar::Null, Org::NONE)),
-            )
+            op.value
+                .clone()
+                .unwrap_or(Node::Scalar(Scalar::Null, Org::NONE))
         };
         // Nor does it take the empty pointer (the whole document) as a path.
         if op.path.is_empty() {
@@ -160,13 +158,13 @@ pub fn apply(doc: &mut Node, ops: &[Op]) -> Result<(), String> {
             ));
         }
         match op.op.as_str() {
-            "add" => add(doc, &op.path, value()?)?,
+            "add" => add(doc, &op.path, value())?,
             "remove" => {
                 remove(doc, &op.path)?;
             }
             "replace" => {
                 let toks = tokens(&op.path)?;
-                let v = value()?;
+                let v = value();
                 // As kustomize's JSON patch library: replacing a key an existing mapping
                 // lacks adds it; a missing list index or parent is an error.
                 let parent = toks.split_last();
@@ -196,7 +194,7 @@ pub fn apply(doc: &mut Node, ops: &[Op]) -> Result<(), String> {
                 add(doc, &op.path, v)?;
             }
             "test" => {
-                let v = value()?;
+                let v = value();
                 let toks = tokens(&op.path)?;
                 // A missing key tests equal to null; a missing parent is an error.
                 let cur = match get(doc, &toks) {
