@@ -75,8 +75,7 @@ use crate::source::{EntryKind, SourceFs, join};
 pub use helm::HelmOptions;
 pub use kustfile::FILE_NAMES;
 use kustfile::{Kust, SUPPORTED, UNSUPPORTED};
-use resource::Res;
-use std::collections::HashMap;
+use resource::{FastMap, Res};
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -417,7 +416,7 @@ pub fn build_with(
         helm: options.helm.as_ref(),
         openapi: None,
         files: Vec::new(),
-        file_idx: HashMap::new(),
+        file_idx: FastMap::default(),
         stack: Vec::new(),
         generated_hooks: false,
         origin: None,
@@ -513,7 +512,7 @@ pub fn load_file(fs: &dyn SourceFs, path: &str) -> Result<Vec<Rendered>, LoadErr
         helm: None,
         openapi: None,
         files: Vec::new(),
-        file_idx: HashMap::new(),
+        file_idx: FastMap::default(),
         stack: Vec::new(),
         generated_hooks: true,
         origin: None,
@@ -534,7 +533,7 @@ pub fn load_file(fs: &dyn SourceFs, path: &str) -> Result<Vec<Rendered>, LoadErr
 /// Lines of source files, read on demand, to recover how a scalar was spelled.
 #[derive(Default)]
 struct SourceLines {
-    files: HashMap<u32, Vec<String>>,
+    files: FastMap<u32, Vec<String>>,
 }
 
 impl SourceLines {
@@ -732,7 +731,7 @@ pub(crate) struct Ctx<'a> {
     /// merge patches in the whole build (the top kustomization's, else the first one loaded).
     openapi: Option<Arc<plumb_core::schema::Schema>>,
     files: Vec<String>,
-    file_idx: HashMap<String, u32>,
+    file_idx: FastMap<String, u32>,
     stack: Vec<String>,
     /// A directory source (not kustomize, which refuses them) accepts hooks named by
     /// `metadata.generateName`.

@@ -4,17 +4,17 @@
 //! roleRef, namespace and finally by prefix/suffix history (loosely, then strictly).
 
 use super::fieldspec::{Leaf, walk};
+use super::resource::FastMap;
 use super::resource::{IdRef, Res, ResId};
 use super::tree::{Node, Org};
-use std::collections::HashMap;
 
 /// The candidates, which of them ever had a given name, and which of them started in a
 /// given namespace: lookups cost the matches, not all objects.
 struct Index<'a> {
     cands: &'a [Cand],
-    by_prev_name: HashMap<&'a str, Vec<usize>>,
+    by_prev_name: FastMap<&'a str, Vec<usize>>,
     /// Candidates by the effective namespace of their original id (namespaced ones).
-    by_org_ns: HashMap<&'a str, Vec<usize>>,
+    by_org_ns: FastMap<&'a str, Vec<usize>>,
 }
 
 /// kustomize's SubsetThatCouldBeReferencedByResource, as a membership test: the
@@ -113,7 +113,7 @@ fn repair(
     cands: &[Cand],
     table: &[super::fieldspec::NameRef],
 ) -> Result<(), String> {
-    let mut by_prev_name: HashMap<&str, Vec<usize>> = HashMap::new();
+    let mut by_prev_name: FastMap<&str, Vec<usize>> = FastMap::default();
     for (i, c) in cands.iter().enumerate() {
         for p in &c.prev {
             let v = by_prev_name.entry(p.name.as_str()).or_default();
@@ -122,7 +122,7 @@ fn repair(
             }
         }
     }
-    let mut by_org_ns: HashMap<&str, Vec<usize>> = HashMap::new();
+    let mut by_org_ns: FastMap<&str, Vec<usize>> = FastMap::default();
     for (i, c) in cands.iter().enumerate() {
         if !c.org_id().is_cluster_scoped() {
             by_org_ns
@@ -141,7 +141,7 @@ fn repair(
     // specs are chosen by its original kind (with its current apiVersion), as kustomize picks
     // them by the original id: an object whose kind a patch changed keeps the references of
     // its first kind.
-    let mut specs_by_gvk: HashMap<Gvk, usize> = HashMap::new();
+    let mut specs_by_gvk: FastMap<Gvk, usize> = FastMap::default();
     let mut spec_lists: Vec<Vec<(usize, usize)>> = Vec::new();
     let specs_of: Vec<usize> = cands
         .iter()

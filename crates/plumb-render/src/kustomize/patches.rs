@@ -1,11 +1,11 @@
 //! `patches`, `patchesStrategicMerge` and `patchesJson6902`.
 
 use super::kustfile::{Kust, entry_bool, entry_str, known_fields};
+use super::resource::FastMap;
 use super::resource::Res;
 use super::select::Selector;
 use super::tree::{self, Dialect, Node, Org};
 use super::{Ctx, KustomizeError, json6902, smp};
-use std::collections::HashMap;
 
 /// A loaded patch document set.
 enum Patch {
@@ -259,7 +259,7 @@ fn known_type(schema: &plumb_core::schema::Schema, api_version: &str, kind: &str
 /// selector test, never a wrong match. Cleared when resources are removed.
 #[derive(Default)]
 struct NameIndex {
-    by_name: Option<HashMap<String, Vec<usize>>>,
+    by_name: Option<FastMap<String, Vec<usize>>>,
 }
 
 impl NameIndex {
@@ -270,7 +270,8 @@ impl NameIndex {
     /// The resources that have or had `name`, in order.
     fn lookup(&mut self, ra: &[Res], name: &str) -> Vec<usize> {
         let by_name = self.by_name.get_or_insert_with(|| {
-            let mut m: HashMap<String, Vec<usize>> = HashMap::with_capacity(ra.len());
+            let mut m: FastMap<String, Vec<usize>> =
+                FastMap::with_capacity_and_hasher(ra.len(), Default::default());
             for (i, r) in ra.iter().enumerate() {
                 for n in Self::names(r) {
                     let v = m.entry(n.to_string()).or_default();

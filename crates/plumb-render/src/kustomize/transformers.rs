@@ -4,11 +4,11 @@
 use super::config::Config;
 use super::fieldspec::{self, FieldSpec, Leaf, walk};
 use super::kustfile::{Kust, Spanned, entry_bool, entry_str, known_fields, string_map_of};
+use super::resource::FastMap;
 use super::resource::{Res, cluster_scoped};
 use super::tree::{self, Node, Org, Scalar};
 use super::{Ctx, KustomizeError, patches, replacements};
 use regex::Regex;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 fn kerr(k: &Kust, org: Option<Org>, m: impl Into<String>) -> KustomizeError {
@@ -201,7 +201,7 @@ fn set_pairs(
 /// kind, not once per object).
 struct SpecsByKind<'s> {
     specs: &'s [FieldSpec],
-    by_gvk: HashMap<String, Arc<[usize]>>,
+    by_gvk: FastMap<String, Arc<[usize]>>,
     key: String,
 }
 
@@ -209,7 +209,7 @@ impl<'s> SpecsByKind<'s> {
     fn new(specs: &'s [FieldSpec]) -> Self {
         SpecsByKind {
             specs,
-            by_gvk: HashMap::new(),
+            by_gvk: FastMap::default(),
             key: String::new(),
         }
     }
