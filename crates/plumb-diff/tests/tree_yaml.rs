@@ -46,6 +46,12 @@ spec:
     - list
   "key with spaces": v
   "": empty key
+  neg: -5
+  zero: 0
+  "on": a key go-yaml quotes
+  "multi\nline key": a complex key
+  nel: "a\u0085 b"
+  kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk: a key too long to be simple
 ---
 apiVersion: apps/v1
 kind: Deployment

@@ -214,7 +214,7 @@ pub(super) fn entries_in_order<'a, V: Copy>(
 /// and folds (`yaml_parser_scan_flow_scalar`): a run of spaces and NELs
 /// becomes one space for a single NEL, or `n - 1` newlines for `n` NELs;
 /// spaces around the breaks are dropped.
-fn reread_json_string(s: &str) -> Cow<'_, str> {
+pub(super) fn reread_json_string(s: &str) -> Cow<'_, str> {
     if !s.contains('\u{85}') {
         return Cow::Borrowed(s);
     }
@@ -251,14 +251,19 @@ fn reread_json_string(s: &str) -> Cow<'_, str> {
 /// newline, plain when the text would read back as a string, else double
 /// quotes.
 pub(super) fn string_node(s: Cow<'_, str>) -> Node<'_> {
-    let style = if s.contains('\n') {
+    let style = string_style(&s);
+    Node::Scalar(s, style)
+}
+
+/// The style [`string_node`] asks for.
+pub(super) fn string_style(s: &str) -> Style {
+    if s.contains('\n') {
         Style::Literal
-    } else if resolves_to_str(&s) && !is_base60_float(&s) {
+    } else if resolves_to_str(s) && !is_base60_float(s) {
         Style::Plain
     } else {
         Style::DoubleQuoted
-    };
-    Node::Scalar(s, style)
+    }
 }
 
 // --- numbers ---------------------------------------------------------------

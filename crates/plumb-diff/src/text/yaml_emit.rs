@@ -12,11 +12,13 @@
 //! for `to_yaml_with_comments`.
 
 use super::yaml::{
-    Node, Style, build_node, entries_in_order, map_entries, string_node, tree_scalar_node,
+    Node, Style, build_node, entries_in_order, map_entries, reread_json_string, string_style,
+    tree_scalar_node,
 };
 use plumb_core::tree;
 use serde_json::Value;
-use std::borrow::Borrow;
+use std::borrow::{Borrow, Cow};
+use std::sync::Arc;
 
 /// Longest simple (implicit) key, in bytes (`yaml_emitter_check_simple_key`).
 const MAX_SIMPLE_KEY_LEN: usize = 128;
@@ -316,25 +318,96 @@ impl Emitter {
             Node::Value(Value::Array(items)) => {
                 self.emit_seq(items.iter().map(Node::Value), ctx);
             }
-            Node::Value(Value::Object(map)) => self.emit_map(
+            Node::Value(Value::Object(map)) => self.emit_text_keyed_map(
                 map_entries(map)
                     .into_iter()
-                    .map(|(key, _, v)| (string_node(key), Node::Value(v))),
+                    .map(|(key, _, v)| (key, Node::Value(v))),
             ),
             Node::Value(scalar) => self.emit_node(&build_node(scalar), ctx),
             // A renderer's tree, walked the same way.
             Node::Tree(tree::Node::Seq(items), files) => {
                 self.emit_seq(items.iter().map(|n| Node::Tree(n, *files)), ctx);
             }
-            Node::Tree(tree::Node::Map(map), files) => self.emit_map(
-                entries_in_order(map.iter().map(|(k, v)| (k.as_str(), v)))
-                    .into_iter()
-                    .map(|(key, _, v)| (string_node(key), Node::Tree(v, *files))),
-            ),
+            Node::Tree(tree::Node::Map(map), files) => self.emit_tree_map(map, *files),
             Node::Tree(tree::Node::Scalar(s, org), files) => {
-                self.emit_node(&tree_scalar_node(s, *org, *files), ctx);
+                self.emit_tree_scalar(s, *org, *files, ctx);
             }
         }
+    }
+
+    /// A renderer's mapping. Keys of ASCII letters only (most of a manifest's) are in go-yaml's
+    /// order as the map iterates and read back as written: written straight from the map,
+    /// without the list [`entries_in_order`] builds for the others.
+    fn emit_tree_map(&mut self, map: &tree::Map, files: Option<&[Arc<str>]>) {
+        if map
+            .iter()
+            .all(|(k, _)| k.bytes().all(|b| b.is_ascii_alphabetic()))
+        {
+            self.emit_text_keyed_map(
+                map.iter()
+                    .map(|(k, v)| (Cow::Borrowed(k.as_str()), Node::Tree(v, files))),
+            );
+        } else {
+            self.emit_text_keyed_map(
+                entries_in_order(map.iter().map(|(k, v)| (k.as_str(), v)))
+                    .into_iter()
+                    .map(|(key, _, v)| (key, Node::Tree(v, files))),
+            );
+        }
+    }
+
+    /// A renderer's scalar: a string or an integer without an origin to write (nearly all)
+    /// goes to the emitter as it is, without a node built for it; anything else as
+    /// [`tree_scalar_node`] builds it.
+    fn emit_tree_scalar(
+        &mut self,
+        s: &tree::Scalar,
+        org: tree::Org,
+        files: Option<&[Arc<str>]>,
+        ctx: Ctx,
+    ) {
+        let commented = files.is_some_and(|f| (org.file as usize) < f.len());
+        match s {
+            tree::Scalar::Str(text) if !commented => {
+                let text = reread_json_string(text);
+                self.emit_scalar(&text, string_style(&text), ctx);
+            }
+            tree::Scalar::Num(n) if !commented && n.is_i64() => {
+                let mut digits = itoa::Buffer::new();
+                let i = n.as_i64().unwrap_or_default();
+                self.emit_scalar(digits.format(i), Style::Plain, ctx);
+            }
+            _ => self.emit_node(&tree_scalar_node(s, org, files), ctx),
+        }
+    }
+
+    /// A mapping whose keys are strings (a JSON object's, a tree's), each written as go-yaml
+    /// writes a string key, its analysis done once for both the choice of a simple key and
+    /// its style.
+    fn emit_text_keyed_map<'a, V: Borrow<Node<'a>>>(
+        &mut self,
+        entries: impl ExactSizeIterator<Item = (Cow<'a, str>, V)>,
+    ) {
+        if entries.len() == 0 {
+            return self.emit_empty_flow("{", "}");
+        }
+        self.increase_indent(false, false);
+        for (key, value) in entries {
+            self.write_indent();
+            let style = string_style(&key);
+            let a = analyze_scalar(&key);
+            if !a.multiline && key.len() <= MAX_SIMPLE_KEY_LEN {
+                self.emit_analyzed_scalar(&key, style, Ctx::SIMPLE_KEY, &a);
+                self.write_indicator(":", false, false, false);
+            } else {
+                self.write_indicator("?", true, false, true);
+                self.emit_analyzed_scalar(&key, style, Ctx::MAP_VALUE, &a);
+                self.write_indent();
+                self.write_indicator(":", true, false, true);
+            }
+            self.emit_node(value.borrow(), Ctx::MAP_VALUE);
+        }
+        self.pop_indent();
     }
 
     fn emit_seq<'a, N: Borrow<Node<'a>>>(
@@ -396,7 +469,11 @@ impl Emitter {
     }
 
     fn emit_scalar(&mut self, value: &str, requested: Style, ctx: Ctx) {
-        let a = analyze_scalar(value);
+        self.emit_analyzed_scalar(value, requested, ctx, &analyze_scalar(value));
+    }
+
+    /// [`Self::emit_scalar`] with the scalar's analysis done.
+    fn emit_analyzed_scalar(&mut self, value: &str, requested: Style, ctx: Ctx, a: &Analysis) {
         let mut style = requested;
         if ctx.simple_key && a.multiline {
             style = Style::DoubleQuoted;
