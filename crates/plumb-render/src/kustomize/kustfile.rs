@@ -380,6 +380,25 @@ fn fold_fields(node: Node, shape: &Shape, at: At<'_>) -> Result<Node, (String, O
         return Ok(node);
     }
     Ok(match (node, shape) {
+        // Every key a field's own spelling (nearly always): each value decoded in place, the
+        // mapping kept, as the loop below would rebuild it.
+        (Node::Map(mut m), Struct(name, fields))
+            if m.keys().all(|key| fields.iter().any(|(f, _)| *f == key.as_str())) =>
+        {
+            for (key, v) in m.iter_mut() {
+                let Some((field, sub)) = fields.iter().find(|(f, _)| *f == key.as_str()) else {
+                    continue;
+                };
+                let inner = At {
+                    owner: name,
+                    field,
+                    parent: Some(&at),
+                };
+                let taken = std::mem::replace(v, Node::Scalar(Scalar::Null, Org::NONE));
+                *v = fold_fields(taken, sub, inner)?;
+            }
+            Node::Map(m)
+        }
         (Node::Map(m), Struct(name, fields)) => {
             let mut out = Map::new();
             for (key, v) in m {
