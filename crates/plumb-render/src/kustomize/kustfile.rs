@@ -383,7 +383,8 @@ fn fold_fields(node: Node, shape: &Shape, at: At<'_>) -> Result<Node, (String, O
         // Every key a field's own spelling (nearly always): each value decoded in place, the
         // mapping kept, as the loop below would rebuild it.
         (Node::Map(mut m), Struct(name, fields))
-            if m.keys().all(|key| fields.iter().any(|(f, _)| *f == key.as_str())) =>
+            if m.keys()
+                .all(|key| fields.iter().any(|(f, _)| *f == key.as_str())) =>
         {
             for (key, v) in m.iter_mut() {
                 let Some((field, sub)) = fields.iter().find(|(f, _)| *f == key.as_str()) else {

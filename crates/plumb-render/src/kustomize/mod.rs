@@ -1312,20 +1312,21 @@ fn append(
 ) -> Result<(), KustomizeError> {
     let seen = seen.get_or_insert_with(|| ra.iter().map(|r| r.cur_id_ref().key()).collect());
     seen.reserve(new.len());
-    ra.reserve(new.len());
-    for r in new {
-        if !seen.insert(r.cur_id_ref().key()) {
-            let id = r.cur_id();
-            return Err(ctx.kerr(
-                k,
-                org,
-                format!(
-                    "may not add resource with an already registered id: {}",
-                    id.display()
-                ),
-            ));
-        }
-        ra.push(r);
+    if let Some(r) = new.iter().find(|r| !seen.insert(r.cur_id_ref().key())) {
+        return Err(ctx.kerr(
+            k,
+            org,
+            format!(
+                "may not add resource with an already registered id: {}",
+                r.cur_id().display()
+            ),
+        ));
+    }
+    // Into an empty list (an overlay taking its base's resources) the list itself is taken.
+    if ra.is_empty() {
+        *ra = new;
+    } else {
+        ra.extend(new);
     }
     Ok(())
 }

@@ -4,7 +4,7 @@ use super::kustfile::{Kust, entry_bool, entry_str, known_fields};
 use super::resource::FastMap;
 use super::resource::Res;
 use super::select::Selector;
-use super::tree::{self, Dialect, Node, Org};
+use super::tree::{self, Dialect, Node, Org, Text};
 use super::{Ctx, KustomizeError, json6902, smp};
 
 /// A loaded patch document set.
@@ -259,7 +259,7 @@ fn known_type(schema: &plumb_core::schema::Schema, api_version: &str, kind: &str
 /// selector test, never a wrong match. Cleared when resources are removed.
 #[derive(Default)]
 struct NameIndex {
-    by_name: Option<FastMap<String, Vec<usize>>>,
+    by_name: Option<FastMap<Text, Vec<usize>>>,
 }
 
 impl NameIndex {
@@ -270,11 +270,11 @@ impl NameIndex {
     /// The resources that have or had `name`, in order.
     fn lookup(&mut self, ra: &[Res], name: &str) -> Vec<usize> {
         let by_name = self.by_name.get_or_insert_with(|| {
-            let mut m: FastMap<String, Vec<usize>> =
+            let mut m: FastMap<Text, Vec<usize>> =
                 FastMap::with_capacity_and_hasher(ra.len(), Default::default());
             for (i, r) in ra.iter().enumerate() {
                 for n in Self::names(r) {
-                    let v = m.entry(n.to_string()).or_default();
+                    let v = m.entry(Text::from(n)).or_default();
                     if v.last() != Some(&i) {
                         v.push(i);
                     }
@@ -294,7 +294,7 @@ impl NameIndex {
             return;
         };
         for n in Self::names(&ra[i]) {
-            let v = by_name.entry(n.to_string()).or_default();
+            let v = by_name.entry(Text::from(n)).or_default();
             if !v.contains(&i) {
                 v.push(i);
             }
