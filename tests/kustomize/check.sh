@@ -322,6 +322,8 @@ ASSERTIONS=$(cat <<'EOF'
 115-replicas-keeps-a-string-count	+	replicas: 3
 117-json-patch-library-semantics	+	- --final
 117-json-patch-library-semantics	+	metadata: null
+118-patch-targets-by-kind-after-kind-change	+	patched: statefulset
+118-patch-targets-by-kind-after-kind-change	-	never: applied
 EOF
 )
 
