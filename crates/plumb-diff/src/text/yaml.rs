@@ -83,7 +83,7 @@ fn build_commented<'a>(
         Value::Object(map) => Node::Map(
             map_entries(map)
                 .into_iter()
-                .map(|(key, orig, v)| (string_node(key), at(orig, v, pointer)))
+                .map(|(key, orig, v)| (key, at(orig, v, pointer)))
                 .collect(),
         ),
         scalar => match (build_node(scalar), comment(pointer)) {
@@ -101,7 +101,8 @@ pub(super) enum Node<'a> {
     /// A scalar followed by a `# comment`.
     Commented(Cow<'a, str>, Style, String),
     Seq(Vec<Node<'a>>),
-    Map(Vec<(Node<'a>, Node<'a>)>),
+    /// A mapping of string keys (each written as go-yaml writes a string).
+    Map(Vec<(Cow<'a, str>, Node<'a>)>),
     /// A JSON value, emitted as `build_node` would build it (without building it).
     Value(&'a Value),
     /// A renderer's tree, emitted as its JSON would be; with the file table, each scalar
@@ -124,7 +125,7 @@ pub(super) fn build_node(v: &Value) -> Node<'_> {
         Value::Object(map) => Node::Map(
             map_entries(map)
                 .into_iter()
-                .map(|(key, _, v)| (string_node(key), build_node(v)))
+                .map(|(key, _, v)| (key, build_node(v)))
                 .collect(),
         ),
         other => other_scalar_node(other),
@@ -180,10 +181,7 @@ pub(super) fn entries_in_order<'a, V: Copy>(
     let mut kept: Vec<(Cow<'a, str>, &'a str, V)> = Vec::with_capacity(entries.len());
     // Keys of ASCII letters only (most of a manifest's): go-yaml's natural order compares
     // them letter by letter, shorter first, which is the byte order the map iterates in.
-    if entries
-        .clone()
-        .all(|(k, _)| k.bytes().all(|b| b.is_ascii_alphabetic()))
-    {
+    if entries.clone().all(|(k, _)| letters_only(k)) {
         kept.extend(entries.map(|(k, v)| (Cow::Borrowed(k), k, v)));
         return kept;
     }
@@ -205,6 +203,12 @@ pub(super) fn entries_in_order<'a, V: Copy>(
         go_yaml_key_less(&a.0, &b.0)
     });
     kept
+}
+
+/// A key of ASCII letters only: go-yaml reads it back as written and its natural order is
+/// byte order, so a mapping of such keys is written in the order it iterates.
+pub(super) fn letters_only(k: &str) -> bool {
+    k.bytes().all(|b| b.is_ascii_alphabetic())
 }
 
 /// A JSON string as go-yaml v2 reads it back from `encoding/json` output.

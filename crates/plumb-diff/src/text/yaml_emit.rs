@@ -12,8 +12,8 @@
 //! for `to_yaml_with_comments`.
 
 use super::yaml::{
-    Node, Style, build_node, entries_in_order, map_entries, reread_json_string, string_style,
-    tree_scalar_node,
+    Node, Style, build_node, entries_in_order, letters_only, map_entries, reread_json_string,
+    string_style, tree_scalar_node,
 };
 use plumb_core::tree;
 use serde_json::Value;
@@ -312,7 +312,9 @@ impl Emitter {
                 }
             }
             Node::Seq(items) => self.emit_seq(items.iter(), ctx),
-            Node::Map(entries) => self.emit_map(entries.iter().map(|(k, v)| (k, v))),
+            Node::Map(entries) => {
+                self.emit_text_keyed_map(entries.iter().map(|(k, v)| (Cow::Borrowed(&**k), v)));
+            }
             // A value not built into nodes: its collections are walked as they are
             // written, without a tree of their own.
             Node::Value(Value::Array(items)) => {
@@ -339,10 +341,7 @@ impl Emitter {
     /// order as the map iterates and read back as written: written straight from the map,
     /// without the list [`entries_in_order`] builds for the others.
     fn emit_tree_map(&mut self, map: &tree::Map, files: Option<&[Arc<str>]>) {
-        if map
-            .iter()
-            .all(|(k, _)| k.bytes().all(|b| b.is_ascii_alphabetic()))
-        {
+        if map.keys().all(|k| letters_only(k)) {
             self.emit_text_keyed_map(
                 map.iter()
                     .map(|(k, v)| (Cow::Borrowed(k.as_str()), Node::Tree(v, files))),
@@ -381,9 +380,9 @@ impl Emitter {
         }
     }
 
-    /// A mapping whose keys are strings (a JSON object's, a tree's), each written as go-yaml
-    /// writes a string key, its analysis done once for both the choice of a simple key and
-    /// its style.
+    /// A mapping whose keys are strings (every mapping here: a JSON object's, a tree's, a
+    /// built one's), each written as go-yaml writes a string key, its analysis done once for
+    /// both the choice of a simple key (`yaml_emitter_check_simple_key`) and its style.
     fn emit_text_keyed_map<'a, V: Borrow<Node<'a>>>(
         &mut self,
         entries: impl ExactSizeIterator<Item = (Cow<'a, str>, V)>,
@@ -424,31 +423,6 @@ impl Emitter {
             self.write_indent();
             self.write_indicator("-", true, false, true);
             self.emit_node(item.borrow(), Ctx::SEQ_ITEM);
-        }
-        self.pop_indent();
-    }
-
-    fn emit_map<'a, K: Borrow<Node<'a>>, V: Borrow<Node<'a>>>(
-        &mut self,
-        entries: impl ExactSizeIterator<Item = (K, V)>,
-    ) {
-        if entries.len() == 0 {
-            return self.emit_empty_flow("{", "}");
-        }
-        self.increase_indent(false, false);
-        for (key, value) in entries {
-            let (key, value) = (key.borrow(), value.borrow());
-            self.write_indent();
-            if is_simple_key(key) {
-                self.emit_node(key, Ctx::SIMPLE_KEY);
-                self.write_indicator(":", false, false, false);
-            } else {
-                self.write_indicator("?", true, false, true);
-                self.emit_node(key, Ctx::MAP_VALUE);
-                self.write_indent();
-                self.write_indicator(":", true, false, true);
-            }
-            self.emit_node(value, Ctx::MAP_VALUE);
         }
         self.pop_indent();
     }
@@ -680,26 +654,6 @@ impl Emitter {
                 self.indention = false;
                 breaks = false;
             }
-        }
-    }
-}
-
-/// `yaml_emitter_check_simple_key` for a mapping key.
-fn is_simple_key(node: &Node) -> bool {
-    match node {
-        Node::Scalar(value, _) => {
-            !analyze_scalar(value).multiline && value.len() <= MAX_SIMPLE_KEY_LEN
-        }
-        Node::Commented(..) => false,
-        Node::Seq(items) => items.is_empty(),
-        Node::Map(entries) => entries.is_empty(),
-        Node::Value(Value::Array(items)) => items.is_empty(),
-        Node::Value(Value::Object(map)) => map.is_empty(),
-        Node::Value(scalar) => is_simple_key(&build_node(scalar)),
-        Node::Tree(tree::Node::Seq(items), _) => items.is_empty(),
-        Node::Tree(tree::Node::Map(map), _) => map.is_empty(),
-        Node::Tree(tree::Node::Scalar(s, org), files) => {
-            is_simple_key(&tree_scalar_node(s, *org, *files))
         }
     }
 }
