@@ -374,22 +374,20 @@ fn type_error(n: &Node, at: At<'_>, go: &str) -> (String, Option<Org>) {
 /// order); a key that names no field of its struct is an error, and so is a value of another
 /// type than its field's (a null is any type's zero value). `Err` is the first error, with
 /// its origin.
-fn fold_fields(node: Node, shape: &Shape, at: At<'_>) -> Result<Node, (String, Option<Org>)> {
+fn fold_fields(mut node: Node, shape: &Shape, at: At<'_>) -> Result<Node, (String, Option<Org>)> {
     use super::tree::Scalar;
     if node.is_null() {
         return Ok(node);
     }
-    Ok(match (node, shape) {
-        // Every key a field's own spelling (nearly always): each value decoded in place, the
-        // mapping kept, as the loop below would rebuild it.
-        (Node::Map(mut m), Struct(name, fields))
-            if m.keys()
-                .all(|key| fields.iter().any(|(f, _)| *f == key.as_str())) =>
-        {
-            for (key, v) in m.iter_mut() {
-                let Some((field, sub)) = fields.iter().find(|(f, _)| *f == key.as_str()) else {
-                    continue;
-                };
+    // Every key a field's own spelling (nearly always): each value decoded in place, the
+    // mapping kept, as the loop below would rebuild it.
+    if let (Node::Map(m), Struct(name, fields)) = (&mut node, shape) {
+        let exact: Option<Vec<_>> = m
+            .keys()
+            .map(|key| fields.iter().find(|(f, _)| *f == key.as_str()))
+            .collect();
+        if let Some(exact) = exact {
+            for (v, (field, sub)) in m.values_mut().zip(exact) {
                 let inner = At {
                     owner: name,
                     field,
@@ -398,8 +396,10 @@ fn fold_fields(node: Node, shape: &Shape, at: At<'_>) -> Result<Node, (String, O
                 let taken = std::mem::replace(v, Node::Scalar(Scalar::Null, Org::NONE));
                 *v = fold_fields(taken, sub, inner)?;
             }
-            Node::Map(m)
+            return Ok(node);
         }
+    }
+    Ok(match (node, shape) {
         (Node::Map(m), Struct(name, fields)) => {
             let mut out = Map::new();
             for (key, v) in m {
