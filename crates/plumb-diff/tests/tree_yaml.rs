@@ -3,7 +3,7 @@
 //! and without the `# file:line` of each scalar.
 
 use plumb_core::object::View;
-use plumb_diff::text::{object_to_yaml, to_yaml};
+use plumb_diff::text::{object_to_yaml, to_yaml, write_object_yaml};
 use plumb_render::kustomize::load_file;
 use plumb_render::source::DirSource;
 
@@ -92,6 +92,19 @@ fn a_tree_prints_as_its_json_does() {
         assert_eq!(commented, object_to_yaml(&json, true));
         assert!(commented.contains("kind: "), "{commented}");
         assert!(commented.contains(" # doc.yaml:"), "{commented}");
+    }
+    // Appended into one buffer (as `plumb render` writes a run of objects), trees and JSON
+    // alike: each document as it is alone, one after the other.
+    for origins in [false, true] {
+        let converted = objects[1].object.clone();
+        let _ = to_yaml(&converted); // read as JSON: converted
+        assert!(converted.view(|v| matches!(v, View::Json(..))), "converted");
+        let mut both = String::from("---\n");
+        write_object_yaml(&mut both, &objects[0].object, origins);
+        both.push_str("---\n");
+        write_object_yaml(&mut both, &converted, origins);
+        let alone = [&objects[0].object, &converted].map(|o| object_to_yaml(o, origins));
+        assert_eq!(both, format!("---\n{}---\n{}", alone[0], alone[1]));
     }
     let first = object_to_yaml(&objects[0].object, true);
     assert!(first.contains("name: tricky # doc.yaml:4\n"), "{first}");

@@ -49,7 +49,7 @@ mod yaml_emit;
 mod yaml_resolve;
 
 pub use diff_output::{Hunk, Line, hunks, normal_diff, unified_diff};
-pub use yaml::{object_to_yaml, to_yaml, to_yaml_with_comments};
+pub use yaml::{object_to_yaml, to_yaml, to_yaml_with_comments, write_object_yaml};
 
 #[cfg(test)]
 mod tests {

@@ -13,7 +13,7 @@
 //! byte: `argocd app diff` runs `diff` on exactly these bytes, and `plumb render`
 //! prints them.
 
-use super::yaml_emit::emit_document;
+use super::yaml_emit::{emit_document, emit_document_into};
 use super::yaml_resolve::{is_base60_float, resolves_to_str};
 use plumb_core::object::{Object, View};
 use plumb_core::tree;
@@ -49,13 +49,26 @@ pub fn to_yaml_with_comments(v: &Value, comment: &dyn Fn(&str) -> Option<String>
 /// not yet read as JSON) is written as it is, without converting it.
 #[must_use]
 pub fn object_to_yaml(object: &Object, origins: bool) -> String {
+    let mut out = String::new();
+    write_object_yaml(&mut out, object, origins);
+    out
+}
+
+/// [`object_to_yaml`] appended to `out`, which is empty or ends a line: many objects'
+/// documents written into one buffer (`plumb render`), which then grows a few times
+/// rather than one buffer per object growing from nothing.
+pub fn write_object_yaml(out: &mut String, object: &Object, origins: bool) {
     object.view(|view| match view {
-        View::Tree(node, files) => emit_document(&Node::Tree(node, origins.then_some(files))),
-        View::Json(value, _) if !origins => to_yaml(value),
-        View::Json(value, declared) => to_yaml_with_comments(value, &|p| {
-            declared.get(p).map(|o| format!("{}:{}", o.file, o.line))
-        }),
-    })
+        View::Tree(node, files) => {
+            emit_document_into(&Node::Tree(node, origins.then_some(files)), out);
+        }
+        View::Json(value, _) if !origins => emit_document_into(&Node::Value(value), out),
+        View::Json(value, declared) => {
+            let mut pointer = String::new();
+            let comment = |p: &str| declared.get(p).map(|o| format!("{}:{}", o.file, o.line));
+            emit_document_into(&build_commented(value, &mut pointer, &comment), out);
+        }
+    });
 }
 
 fn build_commented<'a>(
@@ -219,7 +232,8 @@ pub(super) fn letters_only(k: &str) -> bool {
 /// becomes one space for a single NEL, or `n - 1` newlines for `n` NELs;
 /// spaces around the breaks are dropped.
 pub(super) fn reread_json_string(s: &str) -> Cow<'_, str> {
-    if !s.contains('\u{85}') {
+    // Most strings are ASCII, which a word at a time tells.
+    if s.is_ascii() || !s.contains('\u{85}') {
         return Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len());

@@ -202,11 +202,19 @@ fn analyze_full(value: &str) -> Analysis {
 /// The YAML document for `node`, as go-yaml writes it: the node, then the document
 /// end, where go-yaml writes an indent (i.e. ends the last line).
 pub(super) fn emit_document(node: &Node) -> String {
-    let mut e = Emitter::new();
+    let mut out = String::new();
+    emit_document_into(node, &mut out);
+    out
+}
+
+/// [`emit_document`] appended to `out`, which ends a line (or is empty): one buffer
+/// serves many documents, rather than one that grows from nothing for each.
+pub(super) fn emit_document_into(node: &Node, out: &mut String) {
+    let mut e = Emitter::new(std::mem::take(out));
     e.emit_node(node, Ctx::ROOT);
     e.indent = -1;
     e.write_indent();
-    e.out
+    *out = e.out;
 }
 
 /// Indentation, written a slice at a time.
@@ -226,10 +234,10 @@ struct Emitter {
 }
 
 impl Emitter {
-    fn new() -> Self {
+    fn new(out: String) -> Self {
         Self {
             comment: None,
-            out: String::new(),
+            out,
             column: 0,
             indent: -1,
             indents: Vec::new(),
