@@ -1298,35 +1298,38 @@ fn looks_remote(s: &str) -> bool {
 
 /// The ids of the resources accumulated so far (kept across the `resources` entries of one
 /// kustomization, so that each entry costs its own resources, not all earlier ones).
-type Seen = resource::IdKeySet;
-
-/// Appends resources, refusing a duplicate id. `seen` holds the ids of `ra` (filled on
-/// first use).
+/// Appends resources, refusing a duplicate id. `seen` indexes the ids of `ra` (filled on
+/// first use; `ra` only grows while it is used). On an error, `ra` holds the new resources
+/// too: the build stops there.
 fn append(
     ctx: &Ctx,
     k: &Kust,
     ra: &mut Vec<Res>,
-    seen: &mut Option<Seen>,
+    seen: &mut Option<resource::IdIndex>,
     new: Vec<Res>,
     org: Option<Org>,
 ) -> Result<(), KustomizeError> {
-    let seen = seen.get_or_insert_with(|| ra.iter().map(|r| r.cur_id_ref().key()).collect());
-    seen.reserve(new.len());
-    if let Some(r) = new.iter().find(|r| !seen.insert(r.cur_id_ref().key())) {
-        return Err(ctx.kerr(
-            k,
-            org,
-            format!(
-                "may not add resource with an already registered id: {}",
-                r.cur_id().display()
-            ),
-        ));
-    }
+    let seen = seen.get_or_insert_with(|| {
+        let mut index = resource::IdIndex::with_capacity(ra.len() + new.len());
+        index.first_duplicate(ra, 0);
+        index
+    });
+    let from = ra.len();
     // Into an empty list (an overlay taking its base's resources) the list itself is taken.
     if ra.is_empty() {
         *ra = new;
     } else {
         ra.extend(new);
+    }
+    if let Some(i) = seen.first_duplicate(ra, from) {
+        return Err(ctx.kerr(
+            k,
+            org,
+            format!(
+                "may not add resource with an already registered id: {}",
+                ra[i].cur_id().display()
+            ),
+        ));
     }
     Ok(())
 }

@@ -5,6 +5,7 @@
 //! version and kind), not plumb's newer schema: kustomize decides namespaces by it.
 
 use super::tree::{Map, Node, Org, Scalar, Text};
+use std::hash::BuildHasher;
 
 /// Whether kustomize (5.5) takes a type to be cluster-scoped: only the types its built-in
 /// API schema (Kubernetes 1.21) knows as such, by group, version and kind. Any other type
@@ -120,9 +121,6 @@ impl ResId {
     }
 }
 
-/// See [`IdRef::key`].
-pub type IdKey = Vec<u8>;
-
 /// The hasher of the build's indexes (ids, names, kinds): foldhash, seeded per process, not
 /// a fixed-key hash such as FxHash whose collisions a repository could be written to hit.
 /// SipHash was a sixteenth of the serial part of a 2,000-resource build.
@@ -131,8 +129,54 @@ pub type Hasher = foldhash::fast::RandomState;
 /// A hash map of the build's indexes, with [`Hasher`].
 pub type FastMap<K, V> = std::collections::HashMap<K, V, Hasher>;
 
-/// A set of [`IdKey`]s.
-pub type IdKeySet = std::collections::HashSet<IdKey, Hasher>;
+/// The resources of a list by id, to refuse a duplicate (ids equal as [`ResId::equals`]
+/// compares them): a table of their indices hashed by [`IdRef::key_parts`], each compared
+/// by its parts, so that no key is built for a resource.
+pub struct IdIndex {
+    table: hashbrown::HashTable<usize>,
+    state: Hasher,
+}
+
+impl IdIndex {
+    /// An empty index with room for `n` resources.
+    pub fn with_capacity(n: usize) -> Self {
+        Self {
+            table: hashbrown::HashTable::with_capacity(n),
+            state: Hasher::default(),
+        }
+    }
+
+    /// Adds resource `i` of `ra`. `false` (and not added) when a resource added before has
+    /// its id; the indices added must stay valid, with the same ids, while the index is used.
+    pub fn insert(&mut self, ra: &[Res], i: usize) -> bool {
+        let parts = ra[i].cur_id_ref().key_parts();
+        let state = &self.state;
+        let hash = state.hash_one(parts);
+        match self.table.entry(
+            hash,
+            |&j| ra[j].cur_id_ref().key_parts() == parts,
+            |&j| state.hash_one(ra[j].cur_id_ref().key_parts()),
+        ) {
+            hashbrown::hash_table::Entry::Occupied(_) => false,
+            hashbrown::hash_table::Entry::Vacant(v) => {
+                v.insert(i);
+                true
+            }
+        }
+    }
+
+    /// The first resource of `ra[from..]`, in order, whose id an indexed resource or an
+    /// earlier one of the range has; those before it are added.
+    pub fn first_duplicate(&mut self, ra: &[Res], from: usize) -> Option<usize> {
+        {
+            let state = &self.state;
+            self.table.reserve(ra.len().saturating_sub(from), |&j| {
+                state.hash_one(ra[j].cur_id_ref().key_parts())
+            });
+        }
+        (from..ra.len()).find(|&i| !self.insert(ra, i))
+    }
+}
 
 /// A [`ResId`] borrowed from a resource or an id (no allocation), for hot matching loops.
 #[derive(Clone, Copy)]
@@ -144,11 +188,11 @@ pub struct IdRef<'a> {
     pub namespace: &'a str,
 }
 
-impl IdRef<'_> {
-    /// A key equal for exactly the ids [`ResId::equals`] considers equal: group, version,
-    /// kind, name and the effective namespace (none for cluster-scoped kinds), in one byte
-    /// string (each part prefixed with its length, so distinct ids keep distinct keys).
-    pub fn key(&self) -> IdKey {
+impl<'a> IdRef<'a> {
+    /// The parts that make two ids equal as [`ResId::equals`] compares them: group, version,
+    /// kind, name and the effective namespace (none for cluster-scoped kinds, `default` for
+    /// a namespaced one without).
+    pub fn key_parts(self) -> [&'a str; 5] {
         let ns = if cluster_scoped(self.group, self.version, self.kind) {
             ""
         } else if self.namespace.is_empty() {
@@ -156,15 +200,11 @@ impl IdRef<'_> {
         } else {
             self.namespace
         };
-        let parts = [self.group, self.version, self.kind, self.name, ns];
-        let mut k = Vec::with_capacity(parts.iter().map(|p| p.len() + 4).sum());
-        for part in parts {
-            k.extend_from_slice(&(part.len() as u32).to_le_bytes());
-            k.extend_from_slice(part.as_bytes());
-        }
-        k
+        [self.group, self.version, self.kind, self.name, ns]
     }
+}
 
+impl IdRef<'_> {
     /// The owned id.
     pub fn to_id(self) -> ResId {
         ResId {
@@ -359,4 +399,42 @@ fn field<'a>(m: Option<&'a Map>, k: &str) -> Option<&'a str> {
 /// `s`, or `d` when `s` is empty.
 pub fn or_str<'a>(s: &'a str, d: &'static str) -> &'a str {
     if s.is_empty() { d } else { s }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tree::{Dialect, parse_stream};
+    use super::*;
+
+    fn resources(yaml: &str) -> Vec<Res> {
+        parse_stream(yaml, 0, 0, 0, Dialect::Resource)
+            .unwrap()
+            .into_iter()
+            .map(|d| Res::new(d.node, 0, d.line))
+            .collect()
+    }
+
+    /// Ids equal as kustomize compares them: no namespace is `default` for a namespaced
+    /// kind and nothing for a cluster-scoped one; kind and group tell ids apart.
+    #[test]
+    fn the_first_duplicate_id_in_order() {
+        let ra = resources(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\n\
+             apiVersion: v1\nkind: Secret\nmetadata: {name: a}\n---\n\
+             apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: other}\n---\n\
+             apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: r}\n---\n\
+             apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: default}\n---\n\
+             apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: r, namespace: x}\n",
+        );
+        let mut index = IdIndex::with_capacity(0);
+        assert_eq!(index.first_duplicate(&ra[..4], 0), None);
+        // `namespace: default` is the first ConfigMap's id; then the ClusterRole's.
+        assert_eq!(index.first_duplicate(&ra, 4), Some(4));
+        let mut index = IdIndex::with_capacity(6);
+        assert_eq!(index.first_duplicate(&ra[..4], 0), None);
+        assert!(
+            !index.insert(&ra, 5),
+            "a cluster-scoped kind's namespace is not its id"
+        );
+    }
 }

@@ -108,20 +108,15 @@ fn namespace(k: &Kust, ra: &mut [Res], config: &Config) -> Result<(), KustomizeE
         }
         Ok(())
     })?;
-    let mut seen = super::resource::IdKeySet::default();
-    seen.reserve(ra.len());
-    for r in ra.iter() {
-        if !seen.insert(r.cur_id_ref().key()) {
-            let id = r.cur_id();
-            return Err(kerr(
-                k,
-                Some(ns.org),
-                format!(
-                    "namespace transformation produces ID conflict: {}",
-                    id.display()
-                ),
-            ));
-        }
+    if let Some(i) = super::resource::IdIndex::with_capacity(ra.len()).first_duplicate(ra, 0) {
+        return Err(kerr(
+            k,
+            Some(ns.org),
+            format!(
+                "namespace transformation produces ID conflict: {}",
+                ra[i].cur_id().display()
+            ),
+        ));
     }
     Ok(())
 }
