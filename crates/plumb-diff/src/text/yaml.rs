@@ -40,8 +40,15 @@ pub fn to_yaml(v: &Value) -> String {
 /// scalar's comment goes on its header line. Used by `plumb render --show-origins`.
 #[must_use]
 pub fn to_yaml_with_comments(v: &Value, comment: &dyn Fn(&str) -> Option<String>) -> String {
+    let mut out = String::new();
+    write_commented(&mut out, v, comment);
+    out
+}
+
+/// [`to_yaml_with_comments`] appended to `out`, which is empty or ends a line.
+fn write_commented(out: &mut String, v: &Value, comment: &dyn Fn(&str) -> Option<String>) {
     let mut pointer = String::new();
-    emit_document(&build_commented(v, &mut pointer, comment))
+    emit_document_into(&build_commented(v, &mut pointer, comment), out);
 }
 
 /// A rendered object's YAML, as [`to_yaml`] writes its JSON; with `origins`, as
@@ -63,11 +70,9 @@ pub fn write_object_yaml(out: &mut String, object: &Object, origins: bool) {
             emit_document_into(&Node::Tree(node, origins.then_some(files)), out);
         }
         View::Json(value, _) if !origins => emit_document_into(&Node::Value(value), out),
-        View::Json(value, declared) => {
-            let mut pointer = String::new();
-            let comment = |p: &str| declared.get(p).map(|o| format!("{}:{}", o.file, o.line));
-            emit_document_into(&build_commented(value, &mut pointer, &comment), out);
-        }
+        View::Json(value, declared) => write_commented(out, value, &|p| {
+            declared.get(p).map(|o| format!("{}:{}", o.file, o.line))
+        }),
     });
 }
 

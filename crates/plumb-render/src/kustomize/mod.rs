@@ -1296,11 +1296,11 @@ fn looks_remote(s: &str) -> bool {
         || s.contains("?ref=")
 }
 
-/// The ids of the resources accumulated so far (kept across the `resources` entries of one
-/// kustomization, so that each entry costs its own resources, not all earlier ones).
-/// Appends resources, refusing a duplicate id. `seen` indexes the ids of `ra` (filled on
-/// first use; `ra` only grows while it is used). On an error, `ra` holds the new resources
-/// too: the build stops there.
+/// Appends resources, refusing a duplicate id. `seen` indexes the ids of the resources
+/// accumulated so far, kept across the `resources` entries of one kustomization so that each
+/// entry costs its own resources, not all earlier ones (filled from `ra` on first use; `ra`
+/// only grows while it is used). On an error, `ra` holds the new resources too: the build
+/// stops there.
 fn append(
     ctx: &Ctx,
     k: &Kust,
