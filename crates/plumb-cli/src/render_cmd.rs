@@ -74,11 +74,7 @@ pub fn run(args: RenderArgs) -> Result<u8> {
             }
             text
         };
-        let texts = if chunks.len() > 1 {
-            plumb_core::parallel::map_coarse(&chunks, emit)
-        } else {
-            chunks.iter().map(emit).collect()
-        };
+        let texts = plumb_core::parallel::map_coarse(&chunks, emit);
         for text in &texts {
             out.write_all(text.as_bytes())?;
         }

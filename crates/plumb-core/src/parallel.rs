@@ -18,9 +18,13 @@
 pub const SERIAL_BELOW: usize = 64;
 
 /// Maps `f` over `items` on every core, keeping order: for a few items of much work each
-/// (a file to parse), however few.
+/// (a file to parse), however few. A single item runs on the calling thread: there is
+/// nothing to share, and handing it to the pool only adds a wake-up and a wait.
 pub fn map_coarse<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
     use rayon::prelude::*;
+    if items.len() < 2 {
+        return items.iter().map(&f).collect();
+    }
     items.par_iter().map(&f).collect()
 }
 
@@ -89,6 +93,9 @@ mod tests {
             super::map_coarse(&few, |x| x + 1),
             (1..11).collect::<Vec<_>>()
         );
+        // One item (on the calling thread) and none.
+        assert_eq!(super::map_coarse(&few[3..4], |x| x * 7), vec![21]);
+        assert!(super::map_coarse(&few[..0], |x| *x).is_empty());
         assert_eq!(
             super::map_owned(few, |x| x + 1),
             (1..11).collect::<Vec<_>>()
