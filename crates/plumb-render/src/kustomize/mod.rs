@@ -984,7 +984,11 @@ impl Ctx<'_> {
         let mut entries = k.strings("resources").map_err(|m| self.kerr(k, None, m))?;
         entries.extend(k.strings("bases").map_err(|m| self.kerr(k, None, m))?);
         let mut seen = None;
-        let mut parsed = self.parse_resource_files(k, &entries).into_iter();
+        let parsed = self.parse_resource_files(k, &entries);
+        // Room for every file's resources at once, not a list doubling file by file.
+        let files: usize = parsed.iter().flatten().flatten().map(Vec::len).sum();
+        ra.reserve(files);
+        let mut parsed = parsed.into_iter();
         for e in entries {
             let parsed = parsed.next().flatten();
             if looks_remote(&e.value) {
@@ -1208,7 +1212,7 @@ fn parse_resources(
             message: format!("invalid YAML: {}", e.message),
         })
     })?;
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(docs.len());
     for d in docs {
         push_object(path, file, d.line, d.node, generated_hooks, &mut out)?;
     }
@@ -1315,8 +1319,9 @@ fn append(
         index
     });
     let from = ra.len();
-    // Into an empty list (an overlay taking its base's resources) the list itself is taken.
-    if ra.is_empty() {
+    // Into an empty list without room for them (an overlay taking its base's resources) the
+    // list itself is taken.
+    if ra.is_empty() && ra.capacity() < new.len() {
         *ra = new;
     } else {
         ra.extend(new);

@@ -137,11 +137,7 @@ fn prefix_suffix(k: &Kust, ra: &mut [Res]) -> Result<(), KustomizeError> {
             {
                 return Ok::<(), KustomizeError>(());
             }
-            if is_prefix {
-                r.prefixes.push(a.value.clone());
-            } else {
-                r.suffixes.push(a.value.clone());
-            }
+            r.push_affix(&a.value, is_prefix);
             r.store_previous_id();
             let name = r.name().to_string();
             let new = if is_prefix {
