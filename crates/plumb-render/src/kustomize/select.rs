@@ -40,13 +40,16 @@ pub struct Selector {
 
 /// Whether a pattern matches exactly itself (no regular-expression syntax).
 fn is_literal(p: &str) -> bool {
-    !p.is_empty()
-        && !p.chars().any(|c| {
-            matches!(
-                c,
-                '\\' | '.' | '+' | '*' | '?' | '(' | ')' | '|' | '[' | ']' | '{' | '}' | '^' | '$'
-            )
-        })
+    !p.is_empty() && !p.chars().any(is_regex_meta)
+}
+
+/// A character with a meaning of its own in a regular expression (Go's and the regex
+/// crate's syntax alike).
+pub(super) fn is_regex_meta(c: char) -> bool {
+    matches!(
+        c,
+        '\\' | '.' | '+' | '*' | '?' | '(' | ')' | '|' | '[' | ']' | '{' | '}' | '^' | '$'
+    )
 }
 
 fn anchored(field: &str, p: &str) -> Result<Option<Pat>, String> {
