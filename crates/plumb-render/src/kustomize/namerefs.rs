@@ -30,7 +30,7 @@ impl Subset<'_> {
         self.referrer.is_cluster_scoped()
             || c.cur.is_cluster_scoped()
             || c.cur.ns_equals(self.referrer)
-            || self.rb_namespaces.contains(&c.raw_namespace)
+            || self.rb_namespaces.iter().any(|n| *n == c.cur.namespace)
     }
 }
 
@@ -38,9 +38,9 @@ impl Subset<'_> {
 /// same index, about it as a referrer). `prev`, `prefixes` and `suffixes` are moved out of
 /// the resource for the repair (which changes only name references) and moved back after.
 struct Cand {
+    /// The current id; its namespace as written (empty when none).
     cur: ResId,
     prev: Vec<ResId>,
-    raw_namespace: String,
     name_org: Org,
     ns_org: Org,
     prefixes: Vec<String>,
@@ -80,7 +80,6 @@ pub fn fix(ra: &mut [Res], table: &[super::fieldspec::NameRef]) -> Result<(), St
         .map(|r| Cand {
             cur: r.cur_id(),
             prev: std::mem::take(&mut r.prev),
-            raw_namespace: r.namespace().to_string(),
             name_org: r
                 .node
                 .path(&["metadata", "name"])

@@ -304,13 +304,9 @@ impl Res {
         self.node.path_str(&["metadata", "name"]).unwrap_or("")
     }
 
-    pub fn namespace(&self) -> &str {
-        self.node.path_str(&["metadata", "namespace"]).unwrap_or("")
-    }
-
     /// The current id, borrowed.
     pub fn cur_id_ref(&self) -> IdRef<'_> {
-        // As api_version(), kind(), name() and namespace(), with `metadata` looked up once.
+        // As api_version(), kind() and name(), with `metadata` looked up once.
         let root = self.node.as_map();
         let av = field(root, "apiVersion").unwrap_or("");
         let (group, version) = av.rsplit_once('/').unwrap_or(("", av));
