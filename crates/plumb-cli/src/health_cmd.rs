@@ -52,8 +52,10 @@ pub fn checker(settings: Option<&PathBuf>, dir: Option<&PathBuf>) -> Result<Chec
     Ok(Checker::new(custom, LuaLimits::default()))
 }
 
-/// Health customizations for a process that syncs (the controller, `plumb app sync`): read
-/// once at start, used by every sync wave and app health it computes.
+// Health customizations for a process that syncs (the controller, `plumb app sync`): read
+// once at start, used by every sync wave and app health it computes. (A plain comment: the
+// commands are built when run, and an `Args` struct's doc comment, flattened into one, would
+// then replace that command's description.)
 #[derive(clap::Args)]
 pub struct HealthScriptArgs {
     /// The `argocd-cm` ConfigMap (`NAMESPACE/NAME`) whose health scripts apply (they win over

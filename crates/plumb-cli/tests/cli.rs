@@ -672,3 +672,32 @@ fn a_snapshot_application_with_a_relative_repo_url_is_refused() {
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Each command's own help opens with the description `plumb --help` lists for it: the
+/// commands' arguments are built only for the command run, and nothing built then (a
+/// flattened argument group's doc comment) may replace what the list says.
+#[test]
+fn each_command_help_opens_with_its_listed_description() {
+    let top = plumb(&["--help"]);
+    assert_eq!(top.status.code(), Some(0), "{}", stderr(&top));
+    let text = stdout(&top);
+    let listed: Vec<(&str, &str)> = text
+        .lines()
+        .skip_while(|l| *l != "Commands:")
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .filter_map(|l| l.trim().split_once(char::is_whitespace))
+        .map(|(name, about)| (name, about.trim()))
+        .filter(|(name, _)| *name != "help")
+        .collect();
+    assert!(listed.len() >= 11, "commands listed: {listed:?}");
+    for (name, about) in listed {
+        let o = plumb(&[name, "-h"]);
+        assert_eq!(o.status.code(), Some(0), "{name} -h: {}", stderr(&o));
+        let first = stdout(&o).lines().next().unwrap_or_default().to_string();
+        assert_eq!(
+            first, about,
+            "`plumb {name} -h` opens with another description"
+        );
+    }
+}
