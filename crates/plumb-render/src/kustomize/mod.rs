@@ -1314,7 +1314,9 @@ fn append(
     org: Option<Org>,
 ) -> Result<(), KustomizeError> {
     let seen = seen.get_or_insert_with(|| {
-        let mut index = resource::IdIndex::with_capacity(ra.len() + new.len());
+        // Room for what the kustomization reserved (all its files' resources), not just
+        // this entry's.
+        let mut index = resource::IdIndex::with_capacity(ra.capacity().max(ra.len() + new.len()));
         index.first_duplicate(ra, 0);
         index
     });

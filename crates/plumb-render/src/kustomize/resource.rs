@@ -133,7 +133,9 @@ pub type FastMap<K, V> = std::collections::HashMap<K, V, Hasher>;
 /// compares them): a table of their indices hashed by [`IdRef::key_parts`], each compared
 /// by its parts, so that no key is built for a resource.
 pub struct IdIndex {
-    table: hashbrown::HashTable<usize>,
+    /// Each resource's index with its id's hash: growing the table rehashes without
+    /// reading the ids again, and an id is compared only with those of its hash.
+    table: hashbrown::HashTable<(u64, usize)>,
     state: Hasher,
 }
 
@@ -150,16 +152,15 @@ impl IdIndex {
     /// its id; the indices added must stay valid, with the same ids, while the index is used.
     pub fn insert(&mut self, ra: &[Res], i: usize) -> bool {
         let parts = ra[i].cur_id_ref().key_parts();
-        let state = &self.state;
-        let hash = state.hash_one(parts);
+        let hash = self.state.hash_one(parts);
         match self.table.entry(
             hash,
-            |&j| ra[j].cur_id_ref().key_parts() == parts,
-            |&j| state.hash_one(ra[j].cur_id_ref().key_parts()),
+            |&(h, j)| h == hash && ra[j].cur_id_ref().key_parts() == parts,
+            |&(h, _)| h,
         ) {
             hashbrown::hash_table::Entry::Occupied(_) => false,
             hashbrown::hash_table::Entry::Vacant(v) => {
-                v.insert(i);
+                v.insert((hash, i));
                 true
             }
         }
@@ -168,12 +169,8 @@ impl IdIndex {
     /// The first resource of `ra[from..]`, in order, whose id an indexed resource or an
     /// earlier one of the range has; those before it are added.
     pub fn first_duplicate(&mut self, ra: &[Res], from: usize) -> Option<usize> {
-        {
-            let state = &self.state;
-            self.table.reserve(ra.len().saturating_sub(from), |&j| {
-                state.hash_one(ra[j].cur_id_ref().key_parts())
-            });
-        }
+        self.table
+            .reserve(ra.len().saturating_sub(from), |&(h, _)| h);
         (from..ra.len()).find(|&i| !self.insert(ra, i))
     }
 }
