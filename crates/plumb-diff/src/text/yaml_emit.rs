@@ -302,9 +302,10 @@ impl Emitter {
         if need_whitespace && !self.whitespace {
             self.put(' ');
         }
-        for c in indicator.chars() {
-            self.put(c);
-        }
+        // Every indicator is ASCII: a column per byte.
+        debug_assert!(indicator.is_ascii());
+        self.out.push_str(indicator);
+        self.column += indicator.len();
         self.whitespace = is_whitespace;
         self.indention = self.indention && is_indention;
     }
@@ -504,10 +505,19 @@ impl Emitter {
     /// never folds and `'` is written twice.
     fn write_plain_or_single_quoted(&mut self, value: &str, allow_breaks: bool, quoted: bool) {
         // No space, break or quote (nearly every scalar): each character is written as
-        // it is, which the loop below would do one by one.
-        if !value.contains([' ', '\'', '\r', '\n', '\u{85}', '\u{2028}', '\u{2029}']) {
+        // it is, which the loop below would do one by one. An ASCII value (nearly all) is
+        // told byte by byte, a character per byte; the others' breaks are not ASCII.
+        let plain_byte = |b: &u8| b.is_ascii() && !matches!(b, b' ' | b'\'' | b'\r' | b'\n');
+        let columns = if value.as_bytes().iter().all(plain_byte) {
+            Some(value.len())
+        } else if !value.contains([' ', '\'', '\r', '\n', '\u{85}', '\u{2028}', '\u{2029}']) {
+            Some(value.chars().count())
+        } else {
+            None
+        };
+        if let Some(columns) = columns {
             self.out.push_str(value);
-            self.column += value.chars().count();
+            self.column += columns;
             if !value.is_empty() {
                 self.indention = false;
             }
