@@ -229,6 +229,18 @@ pub(super) fn letters_only(k: &str) -> bool {
     k.bytes().all(|b| b.is_ascii_alphabetic())
 }
 
+/// [`string_style`] of a non-empty [`letters_only`] text: plain, unless go-yaml's table of
+/// words reads it back as something else (`yes`, `off`, `null`...), then double-quoted. No
+/// letters are a number, a timestamp or a base-60 float, nor hold a break.
+pub(super) fn letters_style(k: &str) -> Style {
+    debug_assert!(!k.is_empty() && letters_only(k));
+    if super::yaml_resolve::is_resolve_map_word(k) {
+        Style::DoubleQuoted
+    } else {
+        Style::Plain
+    }
+}
+
 /// A JSON string as go-yaml v2 reads it back from `encoding/json` output.
 ///
 /// `json.Marshal` escapes every line break except U+0085 (NEL), which the

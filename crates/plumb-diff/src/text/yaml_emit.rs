@@ -12,8 +12,8 @@
 //! for `to_yaml_with_comments`.
 
 use super::yaml::{
-    Node, Style, build_node, entries_in_order, letters_only, map_entries, reread_json_string,
-    string_style, tree_scalar_node,
+    Node, Style, build_node, entries_in_order, letters_only, letters_style, map_entries,
+    reread_json_string, string_style, tree_scalar_node,
 };
 use plumb_core::tree;
 use serde_json::Value;
@@ -60,6 +60,16 @@ struct Analysis {
     block_allowed: bool,
 }
 
+impl Analysis {
+    /// The common scalar's (see [`analyze_scalar`]): one line, every style allowed.
+    const COMMON: Analysis = Analysis {
+        multiline: false,
+        block_plain_allowed: true,
+        single_quoted_allowed: true,
+        block_allowed: true,
+    };
+}
+
 fn is_break(c: char) -> bool {
     matches!(c, '\r' | '\n' | '\u{85}' | '\u{2028}' | '\u{2029}')
 }
@@ -85,12 +95,7 @@ fn analyze_scalar(value: &str) -> Analysis {
     let b = value.as_bytes();
     let plain = |c: &u8| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'.' | b'_' | b'/');
     if b.first().is_some_and(u8::is_ascii_alphanumeric) && b.iter().all(plain) {
-        return Analysis {
-            multiline: false,
-            block_plain_allowed: true,
-            single_quoted_allowed: true,
-            block_allowed: true,
-        };
+        return Analysis::COMMON;
     }
     analyze_full(value)
 }
@@ -322,7 +327,10 @@ impl Emitter {
             }
             Node::Seq(items) => self.emit_seq(items.iter(), ctx),
             Node::Map(entries) => {
-                self.emit_text_keyed_map(entries.iter().map(|(k, v)| (Cow::Borrowed(&**k), v)));
+                self.emit_text_keyed_map(
+                    entries.iter().map(|(k, v)| (Cow::Borrowed(&**k), v)),
+                    false,
+                );
             }
             // A value not built into nodes: its collections are walked as they are
             // written, without a tree of their own.
@@ -333,6 +341,7 @@ impl Emitter {
                 map_entries(map)
                     .into_iter()
                     .map(|(key, _, v)| (key, Node::Value(v))),
+                false,
             ),
             Node::Value(scalar) => self.emit_node(&build_node(scalar), ctx),
             // A renderer's tree, walked the same way.
@@ -354,12 +363,14 @@ impl Emitter {
             self.emit_text_keyed_map(
                 map.iter()
                     .map(|(k, v)| (Cow::Borrowed(k.as_str()), Node::Tree(v, files))),
+                true,
             );
         } else {
             self.emit_text_keyed_map(
                 entries_in_order(map.iter().map(|(k, v)| (k.as_str(), v)))
                     .into_iter()
                     .map(|(key, _, v)| (key, Node::Tree(v, files))),
+                false,
             );
         }
     }
@@ -392,9 +403,12 @@ impl Emitter {
     /// A mapping whose keys are strings (every mapping here: a JSON object's, a tree's, a
     /// built one's), each written as go-yaml writes a string key, its analysis done once for
     /// both the choice of a simple key (`yaml_emitter_check_simple_key`) and its style.
+    /// `letters`: every key is [`letters_only`] (the caller has read them), so a non-empty
+    /// one is the common scalar and its style is [`letters_style`], without reading it again.
     fn emit_text_keyed_map<'a, V: Borrow<Node<'a>>>(
         &mut self,
         entries: impl ExactSizeIterator<Item = (Cow<'a, str>, V)>,
+        letters: bool,
     ) {
         if entries.len() == 0 {
             return self.emit_empty_flow("{", "}");
@@ -402,8 +416,11 @@ impl Emitter {
         self.increase_indent(false, false);
         for (key, value) in entries {
             self.write_indent();
-            let style = string_style(&key);
-            let a = analyze_scalar(&key);
+            let (style, a) = if letters && !key.is_empty() {
+                (letters_style(&key), Analysis::COMMON)
+            } else {
+                (string_style(&key), analyze_scalar(&key))
+            };
             if !a.multiline && key.len() <= MAX_SIMPLE_KEY_LEN {
                 self.emit_analyzed_scalar(&key, style, Ctx::SIMPLE_KEY, &a);
                 self.write_indicator(":", false, false, false);
@@ -710,6 +727,60 @@ mod tests {
         ] {
             assert_eq!(super::analyze_scalar(v), super::analyze_full(v), "{v}");
         }
+    }
+
+    #[test]
+    fn a_key_of_letters_is_styled_and_analysed_as_the_full_rules_do() {
+        // Every text of one to three letters drawn from those of go-yaml's words (and two
+        // others), then the words themselves and longer keys.
+        let letters = "yYeEsSnNoOtTrRuUfFaAlLx".chars().collect::<Vec<_>>();
+        let mut keys: Vec<String> = Vec::new();
+        for a in &letters {
+            keys.push(a.to_string());
+            for b in &letters {
+                keys.push(format!("{a}{b}"));
+                for c in &letters {
+                    keys.push(format!("{a}{b}{c}"));
+                }
+            }
+        }
+        for w in [
+            "true",
+            "True",
+            "TRUE",
+            "false",
+            "False",
+            "FALSE",
+            "yes",
+            "Yes",
+            "YES",
+            "no",
+            "No",
+            "NO",
+            "on",
+            "On",
+            "ON",
+            "off",
+            "Off",
+            "OFF",
+            "null",
+            "Null",
+            "NULL",
+            "apiVersion",
+            "metadata",
+            "matchLabels",
+            "nulls",
+            "Trues",
+        ] {
+            keys.push(w.to_owned());
+        }
+        for k in &keys {
+            assert!(super::letters_only(k));
+            assert_eq!(super::letters_style(k), super::string_style(k), "{k}");
+            assert_eq!(super::Analysis::COMMON, super::analyze_full(k), "{k}");
+        }
+        assert_eq!(super::letters_style("yes"), super::Style::DoubleQuoted);
+        assert_eq!(super::letters_style("kind"), super::Style::Plain);
     }
 
     // --- YAML: expectations produced by sigs.k8s.io/yaml v1.6.0 (go.yaml.in/yaml/v2 v2.4.2)

@@ -45,7 +45,7 @@ pub(super) fn resolves_to_str(s: &str) -> bool {
 }
 
 /// The fixed words of go-yaml v2's resolve table (bools, nulls, specials).
-fn is_resolve_map_word(s: &str) -> bool {
+pub(super) fn is_resolve_map_word(s: &str) -> bool {
     matches!(
         s,
         "y" | "Y"
