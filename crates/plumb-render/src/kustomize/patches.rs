@@ -1,11 +1,12 @@
 //! `patches`, `patchesStrategicMerge` and `patchesJson6902`.
 
 use super::kustfile::{Kust, entry_bool, entry_str, known_fields};
-use super::resource::FastMap;
+use super::resource::Hasher;
 use super::resource::Res;
 use super::select::Selector;
-use super::tree::{self, Dialect, Node, Org, Text};
+use super::tree::{self, Dialect, Node, Org};
 use super::{Ctx, KustomizeError, json6902, smp};
+use std::hash::BuildHasher;
 
 /// A loaded patch document set.
 enum Patch {
@@ -254,12 +255,14 @@ fn known_type(schema: &plumb_core::schema::Schema, api_version: &str, kind: &str
 }
 
 /// The resources that have or had a given name (current and previous names), so that a
-/// patch naming its target finds it without testing every resource. Entries are only
-/// added (a patch that renames a resource adds the new name); a stale entry costs a
-/// selector test, never a wrong match. Cleared when resources are removed.
+/// patch naming its target finds it without testing every resource: a table of (hash of a
+/// name, resource index) pairs, no name copied and no list per name. Entries are only added
+/// (a patch that renames a resource adds the new name); a stale entry, or one whose hash
+/// another name shares, costs a selector test, never a wrong match. Cleared when resources
+/// are removed.
 #[derive(Default)]
 struct NameIndex {
-    by_name: Option<FastMap<Text, Vec<usize>>>,
+    by_name: Option<(hashbrown::HashTable<(u64, usize)>, Hasher)>,
 }
 
 impl NameIndex {
@@ -267,37 +270,40 @@ impl NameIndex {
         std::iter::once(r.name()).chain(r.prev.iter().map(|p| p.name.as_str()))
     }
 
-    /// The resources that have or had `name`, in order.
-    fn lookup(&mut self, ra: &[Res], name: &str) -> Vec<usize> {
-        let by_name = self.by_name.get_or_insert_with(|| {
-            let mut m: FastMap<Text, Vec<usize>> =
-                FastMap::with_capacity_and_hasher(ra.len(), Default::default());
-            for (i, r) in ra.iter().enumerate() {
-                for n in Self::names(r) {
-                    let v = m.entry(Text::from(n)).or_default();
-                    if v.last() != Some(&i) {
-                        v.push(i);
-                    }
-                }
+    /// Adds the names resource `i` has and had.
+    fn add(table: &mut hashbrown::HashTable<(u64, usize)>, state: &Hasher, r: &Res, i: usize) {
+        for n in Self::names(r) {
+            let h = state.hash_one(n);
+            if table.find(h, |&(hh, j)| hh == h && j == i).is_none() {
+                table.insert_unique(h, (h, i), |&(h, _)| h);
             }
-            m
+        }
+    }
+
+    /// The resources that have or had `name` (and any whose name shares its hash), in order.
+    fn lookup(&mut self, ra: &[Res], name: &str) -> Vec<usize> {
+        let (table, state) = self.by_name.get_or_insert_with(|| {
+            let state = Hasher::default();
+            let mut table = hashbrown::HashTable::with_capacity(ra.len());
+            for (i, r) in ra.iter().enumerate() {
+                Self::add(&mut table, &state, r, i);
+            }
+            (table, state)
         });
-        let mut v = by_name.get(name).cloned().unwrap_or_default();
+        let h = state.hash_one(name);
+        let mut v: Vec<usize> = table
+            .iter_hash(h)
+            .filter(|&&(hh, _)| hh == h)
+            .map(|&(_, i)| i)
+            .collect();
         v.sort_unstable();
-        v.dedup();
         v
     }
 
     /// Records the names resource `i` has after a patch.
     fn touched(&mut self, ra: &[Res], i: usize) {
-        let Some(by_name) = &mut self.by_name else {
-            return;
-        };
-        for n in Self::names(&ra[i]) {
-            let v = by_name.entry(Text::from(n)).or_default();
-            if !v.contains(&i) {
-                v.push(i);
-            }
+        if let Some((table, state)) = &mut self.by_name {
+            Self::add(table, state, &ra[i], i);
         }
     }
 
@@ -673,9 +679,10 @@ fn apply_json(
         if track {
             r.store_previous_id();
         }
-        let name = r.name().to_string();
+        // Inline (no allocation) for a name of up to 24 bytes.
+        let name = tree::Text::from(r.name());
         json6902::apply(&mut r.node, ops).map_err(|m| ctx_err(k, org, m))?;
-        if r.name() != name {
+        if r.name() != name.as_str() {
             index.touched(ra, i);
         }
     }
