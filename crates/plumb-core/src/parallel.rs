@@ -1,7 +1,7 @@
 //! Order-preserving data parallelism over a slice, on rayon's pool.
 //!
 //! The one fan-out over cores in plumb: [`map_coarse`] for a few items of much work each
-//! (files, directories); [`map`], [`map_owned`] and [`try_each_mut`] for many items of little
+//! (files, directories); [`map`], [`map_owned`], [`map_mut`] and [`try_each_mut`] for many items of little
 //! work each (objects: kustomize's per-resource transformers, converting, printing and
 //! comparing rendered objects). One pool for the process, rather than threads started for
 //! each call: the same threads (and their allocator heaps, which reuse what an earlier step
@@ -13,8 +13,8 @@
 //! calls are many (the controller, refreshing apps of a few dozen objects), its workers
 //! already run apps side by side.
 
-/// Below this many items, [`map`], [`map_owned`] and [`try_each_mut`] run on the calling
-/// thread.
+/// Below this many items, [`map`], [`map_owned`], [`map_mut`] and [`try_each_mut`] run on
+/// the calling thread.
 pub const SERIAL_BELOW: usize = 64;
 
 /// Maps `f` over `items` on every core, keeping order: for a few items of much work each
@@ -45,6 +45,17 @@ pub fn map_owned<T: Send, R: Send>(items: Vec<T>, f: impl Fn(T) -> R + Sync) -> 
         return items.into_iter().map(&f).collect();
     }
     items.into_par_iter().map(&f).collect()
+}
+
+/// Maps `f` over mutable references to `items` on every core, keeping order (on the calling
+/// thread below [`SERIAL_BELOW`] items): for a step that takes something out of each item
+/// and reads the rest.
+pub fn map_mut<T: Send, R: Send>(items: &mut [T], f: impl Fn(&mut T) -> R + Sync) -> Vec<R> {
+    use rayon::prelude::*;
+    if items.len() < SERIAL_BELOW {
+        return items.iter_mut().map(&f).collect();
+    }
+    items.par_iter_mut().map(&f).collect()
 }
 
 /// Calls `f` with the index and a mutable reference of every item, on every core: for a
@@ -86,6 +97,16 @@ mod tests {
             owned.iter().map(|s| format!("{s}!")).collect::<Vec<_>>()
         );
         assert!(super::map_owned(Vec::<u32>::new(), |x| x).is_empty());
+        // Taking out of each item: results in order, every item changed.
+        let mut taken: Vec<String> = (0..1001).map(|i| i.to_string()).collect();
+        assert_eq!(super::map_mut(&mut taken, std::mem::take), owned);
+        assert!(taken.iter().all(String::is_empty));
+        let mut few_taken: Vec<u32> = (0..10).collect();
+        assert_eq!(
+            super::map_mut(&mut few_taken, |x| std::mem::replace(x, 7)),
+            (0..10).collect::<Vec<_>>()
+        );
+        assert!(few_taken.iter().all(|x| *x == 7));
         // Few items, on the calling thread: the same results.
         let few: Vec<u32> = (0..10).collect();
         assert_eq!(super::map(&few, |x| x + 1), (1..11).collect::<Vec<_>>());

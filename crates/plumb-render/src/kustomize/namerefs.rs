@@ -75,25 +75,23 @@ pub fn fix(ra: &mut [Res], table: &[super::fieldspec::NameRef]) -> Result<(), St
     if ra.iter().all(|r| r.prev.is_empty()) {
         return Ok(());
     }
-    let cands: Vec<Cand> = ra
-        .iter_mut()
-        .map(|r| Cand {
-            cur: r.cur_id(),
-            prev: std::mem::take(&mut r.prev),
-            name_org: r
-                .node
-                .path(&["metadata", "name"])
-                .and_then(Node::org)
-                .unwrap_or(Org::NONE),
-            ns_org: r
-                .node
-                .path(&["metadata", "namespace"])
-                .and_then(Node::org)
-                .unwrap_or(Org::NONE),
-            prefixes: std::mem::take(&mut r.prefixes),
-            suffixes: std::mem::take(&mut r.suffixes),
-        })
-        .collect();
+    // On every core: the ids are copied, and the lists moved, of every resource.
+    let cands: Vec<Cand> = plumb_core::parallel::map_mut(ra, |r| Cand {
+        cur: r.cur_id(),
+        prev: std::mem::take(&mut r.prev),
+        name_org: r
+            .node
+            .path(&["metadata", "name"])
+            .and_then(Node::org)
+            .unwrap_or(Org::NONE),
+        ns_org: r
+            .node
+            .path(&["metadata", "namespace"])
+            .and_then(Node::org)
+            .unwrap_or(Org::NONE),
+        prefixes: std::mem::take(&mut r.prefixes),
+        suffixes: std::mem::take(&mut r.suffixes),
+    });
     let result = repair(ra, &cands, table);
     for (r, c) in ra.iter_mut().zip(cands) {
         r.prev = c.prev;

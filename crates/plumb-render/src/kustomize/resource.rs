@@ -148,14 +148,19 @@ impl IdIndex {
         }
     }
 
-    /// Adds resource `i` of `ra`. `false` (and not added) when a resource added before has
-    /// its id; the indices added must stay valid, with the same ids, while the index is used.
-    pub fn insert(&mut self, ra: &[Res], i: usize) -> bool {
-        let parts = ra[i].cur_id_ref().key_parts();
-        let hash = self.state.hash_one(parts);
+    /// The hash of `r`'s id.
+    fn hash(&self, r: &Res) -> u64 {
+        self.state.hash_one(r.cur_id_ref().key_parts())
+    }
+
+    /// Adds resource `i` of `ra`, whose id has `hash`. `false` (and not added) when a
+    /// resource added before has its id; the indices added must stay valid, with the same
+    /// ids, while the index is used.
+    fn insert_hashed(&mut self, ra: &[Res], i: usize, hash: u64) -> bool {
+        let parts = || ra[i].cur_id_ref().key_parts();
         match self.table.entry(
             hash,
-            |&(h, j)| h == hash && ra[j].cur_id_ref().key_parts() == parts,
+            |&(h, j)| h == hash && ra[j].cur_id_ref().key_parts() == parts(),
             |&(h, _)| h,
         ) {
             hashbrown::hash_table::Entry::Occupied(_) => false,
@@ -167,11 +172,16 @@ impl IdIndex {
     }
 
     /// The first resource of `ra[from..]`, in order, whose id an indexed resource or an
-    /// earlier one of the range has; those before it are added.
+    /// earlier one of the range has; those before it are added. The ids are read and
+    /// hashed on every core, then added in order.
     pub fn first_duplicate(&mut self, ra: &[Res], from: usize) -> Option<usize> {
-        self.table
-            .reserve(ra.len().saturating_sub(from), |&(h, _)| h);
-        (from..ra.len()).find(|&i| !self.insert(ra, i))
+        let new = ra.get(from..).unwrap_or_default();
+        self.table.reserve(new.len(), |&(h, _)| h);
+        let hashes = plumb_core::parallel::map(new, |r| self.hash(r));
+        (from..ra.len())
+            .zip(hashes)
+            .find(|&(i, hash)| !self.insert_hashed(ra, i, hash))
+            .map(|(i, _)| i)
     }
 }
 
@@ -443,9 +453,29 @@ mod tests {
         assert_eq!(index.first_duplicate(&ra, 4), Some(4));
         let mut index = IdIndex::with_capacity(6);
         assert_eq!(index.first_duplicate(&ra[..4], 0), None);
-        assert!(
-            !index.insert(&ra, 5),
+        assert_eq!(
+            index.first_duplicate(&ra, 5),
+            Some(5),
             "a cluster-scoped kind's namespace is not its id"
         );
+    }
+
+    /// Enough resources that their ids are hashed on every core: the same answers, in order.
+    #[test]
+    fn the_first_duplicate_of_many() {
+        let doc = |i: usize| format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c{i}}}\n");
+        let mut text: Vec<String> = (0..300).map(doc).collect();
+        text.push(doc(250));
+        text.push(doc(7));
+        let ra = resources(&text.join("---\n"));
+        let mut index = IdIndex::with_capacity(0);
+        assert_eq!(index.first_duplicate(&ra[..300], 0), None);
+        assert_eq!(index.first_duplicate(&ra, 300), Some(300));
+        let mut index = IdIndex::with_capacity(0);
+        assert_eq!(index.first_duplicate(&ra[..200], 0), None);
+        // c250 is new to the index at first, then seen again: the first repeat in order.
+        assert_eq!(index.first_duplicate(&ra, 200), Some(300));
+        let mut index = IdIndex::with_capacity(0);
+        assert_eq!(index.first_duplicate(&ra[..301], 0), Some(300));
     }
 }
