@@ -4,15 +4,18 @@
 //! roleRef, namespace and finally by prefix/suffix history (loosely, then strictly).
 
 use super::fieldspec::{Leaf, walk};
-use super::resource::FastMap;
+use super::resource::{FastMap, Hasher};
 use super::resource::{IdRef, Res, ResId};
 use super::tree::{Node, Org};
+use std::hash::BuildHasher;
 
 /// The candidates, which of them ever had a given name, and which of them started in a
 /// given namespace: lookups cost the matches, not all objects.
 struct Index<'a> {
     cands: &'a [Cand],
-    by_prev_name: FastMap<&'a str, Vec<usize>>,
+    /// (hash of a previous name, candidate) pairs: no list per name.
+    by_prev_name: hashbrown::HashTable<(u64, usize)>,
+    state: Hasher,
     /// Candidates by the effective namespace of their original id (namespaced ones).
     by_org_ns: FastMap<&'a str, Vec<usize>>,
 }
@@ -110,12 +113,13 @@ fn repair(
     cands: &[Cand],
     table: &[super::fieldspec::NameRef],
 ) -> Result<(), String> {
-    let mut by_prev_name: FastMap<&str, Vec<usize>> = FastMap::default();
+    let state = Hasher::default();
+    let mut by_prev_name = hashbrown::HashTable::with_capacity(cands.len());
     for (i, c) in cands.iter().enumerate() {
         for p in &c.prev {
-            let v = by_prev_name.entry(p.name.as_str()).or_default();
-            if v.last() != Some(&i) {
-                v.push(i);
+            let h = state.hash_one(p.name.as_str());
+            if by_prev_name.find(h, |&(hh, j)| hh == h && j == i).is_none() {
+                by_prev_name.insert_unique(h, (h, i), |&(h, _)| h);
             }
         }
     }
@@ -131,6 +135,7 @@ fn repair(
     let ix = Index {
         cands,
         by_prev_name,
+        state,
         by_org_ns,
     };
     // The (name reference, referrer field spec) pairs that select a group/version/kind,
@@ -332,17 +337,20 @@ fn set_mapping(n: &mut Node, s: &Setting) -> Result<(), String> {
 }
 
 impl Index<'_> {
-    /// Candidates in the subset that once had `name`.
+    /// Candidates in the subset that once had `name`, in order.
     fn named(&self, name: &str, subset: &Subset) -> Vec<usize> {
-        self.by_prev_name
-            .get(name)
-            .map(|v| {
-                v.iter()
-                    .copied()
-                    .filter(|&i| subset.contains(&self.cands[i]))
-                    .collect()
+        let h = self.state.hash_one(name);
+        let mut v: Vec<usize> = self
+            .by_prev_name
+            .iter_hash(h)
+            .filter(|&&(hh, i)| {
+                let c = &self.cands[i];
+                hh == h && c.prev.iter().any(|p| p.name == name) && subset.contains(c)
             })
-            .unwrap_or_default()
+            .map(|&(_, i)| i)
+            .collect();
+        v.sort_unstable();
+        v
     }
 }
 
