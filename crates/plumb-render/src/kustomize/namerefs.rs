@@ -4,18 +4,16 @@
 //! roleRef, namespace and finally by prefix/suffix history (loosely, then strictly).
 
 use super::fieldspec::{Leaf, walk};
-use super::resource::{FastMap, Hasher};
+use super::resource::{FastMap, NameTable};
 use super::resource::{IdRef, Res, ResId};
 use super::tree::{Node, Org};
-use std::hash::BuildHasher;
 
 /// The candidates, which of them ever had a given name, and which of them started in a
 /// given namespace: lookups cost the matches, not all objects.
 struct Index<'a> {
     cands: &'a [Cand],
-    /// (hash of a previous name, candidate) pairs: no list per name.
-    by_prev_name: hashbrown::HashTable<(u64, usize)>,
-    state: Hasher,
+    /// Candidates by their previous names.
+    by_prev_name: NameTable,
     /// Candidates by the effective namespace of their original id (namespaced ones).
     by_org_ns: FastMap<&'a str, Vec<usize>>,
 }
@@ -113,15 +111,9 @@ fn repair(
     cands: &[Cand],
     table: &[super::fieldspec::NameRef],
 ) -> Result<(), String> {
-    let state = Hasher::default();
-    let mut by_prev_name = hashbrown::HashTable::with_capacity(cands.len());
+    let mut by_prev_name = NameTable::with_capacity(cands.len());
     for (i, c) in cands.iter().enumerate() {
-        for p in &c.prev {
-            let h = state.hash_one(p.name.as_str());
-            if by_prev_name.find(h, |&(hh, j)| hh == h && j == i).is_none() {
-                by_prev_name.insert_unique(h, (h, i), |&(h, _)| h);
-            }
-        }
+        c.prev.iter().for_each(|p| by_prev_name.add(&p.name, i));
     }
     let mut by_org_ns: FastMap<&str, Vec<usize>> = FastMap::default();
     for (i, c) in cands.iter().enumerate() {
@@ -135,7 +127,6 @@ fn repair(
     let ix = Index {
         cands,
         by_prev_name,
-        state,
         by_org_ns,
     };
     // The (name reference, referrer field spec) pairs that select a group/version/kind,
@@ -339,17 +330,11 @@ fn set_mapping(n: &mut Node, s: &Setting) -> Result<(), String> {
 impl Index<'_> {
     /// Candidates in the subset that once had `name`, in order.
     fn named(&self, name: &str, subset: &Subset) -> Vec<usize> {
-        let h = self.state.hash_one(name);
-        let mut v: Vec<usize> = self
-            .by_prev_name
-            .iter_hash(h)
-            .filter(|&&(hh, i)| {
-                let c = &self.cands[i];
-                hh == h && c.prev.iter().any(|p| p.name == name) && subset.contains(c)
-            })
-            .map(|&(_, i)| i)
-            .collect();
-        v.sort_unstable();
+        let mut v = self.by_prev_name.get(name);
+        v.retain(|&i| {
+            let c = &self.cands[i];
+            c.prev.iter().any(|p| p.name == name) && subset.contains(c)
+        });
         v
     }
 }

@@ -1,12 +1,11 @@
 //! `patches`, `patchesStrategicMerge` and `patchesJson6902`.
 
 use super::kustfile::{Kust, entry_bool, entry_str, known_fields};
-use super::resource::Hasher;
+use super::resource::NameTable;
 use super::resource::Res;
 use super::select::Selector;
 use super::tree::{self, Dialect, Node, Org};
 use super::{Ctx, KustomizeError, json6902, smp};
-use std::hash::BuildHasher;
 
 /// A loaded patch document set.
 enum Patch {
@@ -262,7 +261,7 @@ fn known_type(schema: &plumb_core::schema::Schema, api_version: &str, kind: &str
 /// are removed.
 #[derive(Default)]
 struct NameIndex {
-    by_name: Option<(hashbrown::HashTable<(u64, usize)>, Hasher)>,
+    by_name: Option<NameTable>,
 }
 
 impl NameIndex {
@@ -270,40 +269,23 @@ impl NameIndex {
         std::iter::once(r.name()).chain(r.prev.iter().map(|p| p.name.as_str()))
     }
 
-    /// Adds the names resource `i` has and had.
-    fn add(table: &mut hashbrown::HashTable<(u64, usize)>, state: &Hasher, r: &Res, i: usize) {
-        for n in Self::names(r) {
-            let h = state.hash_one(n);
-            if table.find(h, |&(hh, j)| hh == h && j == i).is_none() {
-                table.insert_unique(h, (h, i), |&(h, _)| h);
-            }
-        }
-    }
-
     /// The resources that have or had `name` (and any whose name shares its hash), in order.
     fn lookup(&mut self, ra: &[Res], name: &str) -> Vec<usize> {
-        let (table, state) = self.by_name.get_or_insert_with(|| {
-            let state = Hasher::default();
-            let mut table = hashbrown::HashTable::with_capacity(ra.len());
-            for (i, r) in ra.iter().enumerate() {
-                Self::add(&mut table, &state, r, i);
-            }
-            (table, state)
-        });
-        let h = state.hash_one(name);
-        let mut v: Vec<usize> = table
-            .iter_hash(h)
-            .filter(|&&(hh, _)| hh == h)
-            .map(|&(_, i)| i)
-            .collect();
-        v.sort_unstable();
-        v
+        self.by_name
+            .get_or_insert_with(|| {
+                let mut table = NameTable::with_capacity(ra.len());
+                for (i, r) in ra.iter().enumerate() {
+                    Self::names(r).for_each(|n| table.add(n, i));
+                }
+                table
+            })
+            .get(name)
     }
 
     /// Records the names resource `i` has after a patch.
     fn touched(&mut self, ra: &[Res], i: usize) {
-        if let Some((table, state)) = &mut self.by_name {
-            Self::add(table, state, &ra[i], i);
+        if let Some(table) = &mut self.by_name {
+            Self::names(&ra[i]).for_each(|n| table.add(n, i));
         }
     }
 

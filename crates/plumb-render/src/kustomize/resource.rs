@@ -129,6 +129,46 @@ pub type Hasher = foldhash::fast::RandomState;
 /// A hash map of the build's indexes, with [`Hasher`].
 pub type FastMap<K, V> = std::collections::HashMap<K, V, Hasher>;
 
+/// The items (resources, candidates) that have or had a name, by index: (hash of a name,
+/// index) pairs in one table, without a copy of any name or a list per name. A lookup
+/// yields, in order, every index filed under the name's hash: the caller tells those that
+/// have the name from those whose name only shares its hash.
+pub struct NameTable {
+    table: hashbrown::HashTable<(u64, usize)>,
+    state: Hasher,
+}
+
+impl NameTable {
+    /// An empty table with room for `n` names.
+    pub fn with_capacity(n: usize) -> Self {
+        Self {
+            table: hashbrown::HashTable::with_capacity(n),
+            state: Hasher::default(),
+        }
+    }
+
+    /// Files item `i` under `name` (once, however often it is added).
+    pub fn add(&mut self, name: &str, i: usize) {
+        let h = self.state.hash_one(name);
+        if self.table.find(h, |&(hh, j)| hh == h && j == i).is_none() {
+            self.table.insert_unique(h, (h, i), |&(h, _)| h);
+        }
+    }
+
+    /// The items filed under `name`'s hash, in order.
+    pub fn get(&self, name: &str) -> Vec<usize> {
+        let h = self.state.hash_one(name);
+        let mut v: Vec<usize> = self
+            .table
+            .iter_hash(h)
+            .filter(|&&(hh, _)| hh == h)
+            .map(|&(_, i)| i)
+            .collect();
+        v.sort_unstable();
+        v
+    }
+}
+
 /// The resources of a list by id, to refuse a duplicate (ids equal as [`ResId::equals`]
 /// compares them): a table of their indices hashed by [`IdRef::key_parts`], each compared
 /// by its parts, so that no key is built for a resource.
@@ -458,6 +498,17 @@ mod tests {
             Some(5),
             "a cluster-scoped kind's namespace is not its id"
         );
+    }
+
+    #[test]
+    fn a_name_table_files_each_item_once_and_answers_in_order() {
+        let mut t = NameTable::with_capacity(0);
+        for (name, i) in [("a", 3), ("b", 1), ("a", 1), ("a", 3), ("a", 0)] {
+            t.add(name, i);
+        }
+        assert_eq!(t.get("a"), vec![0, 1, 3]);
+        assert_eq!(t.get("b"), vec![1]);
+        assert!(t.get("c").is_empty());
     }
 
     /// Enough resources that their ids are hashed on every core: the same answers, in order.
