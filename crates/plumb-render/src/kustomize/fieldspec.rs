@@ -1,7 +1,7 @@
 //! kustomize's field specs (which field of which kinds a transformer touches) and the
 //! walk that finds (and, with `create`, makes) those fields.
 
-use super::resource::IdRef;
+use super::resource::{FastMap, IdRef};
 use super::tree::{Map, Node, Org, Scalar};
 use std::sync::OnceLock;
 
@@ -38,6 +38,38 @@ impl FieldSpec {
     pub fn segments(&self) -> &[(String, bool)] {
         self.segs.get_or_init(|| split_path(&self.path))
     }
+}
+
+/// A group, version and kind.
+pub type Gvk<'a> = (&'a str, &'a str, &'a str);
+
+/// Items grouped by kind: for each key of `keys` (an item's group, version and kind), the
+/// index of its kind's value in the list returned beside, `make` called once per kind (with
+/// an id of that kind, no name and no namespace), in the order kinds first come. What
+/// depends on the kind alone (the field specs that select it) is worked out once per kind,
+/// not once per object.
+pub fn by_kind<'a, T>(
+    keys: impl Iterator<Item = Gvk<'a>>,
+    mut make: impl FnMut(IdRef<'a>) -> T,
+) -> (Vec<usize>, Vec<T>) {
+    let mut seen: FastMap<Gvk<'a>, usize> = FastMap::default();
+    let mut values = Vec::new();
+    let of = keys
+        .map(|key| {
+            *seen.entry(key).or_insert_with(|| {
+                let (group, version, kind) = key;
+                values.push(make(IdRef {
+                    group,
+                    version,
+                    kind,
+                    name: "",
+                    namespace: "",
+                }));
+                values.len() - 1
+            })
+        })
+        .collect();
+    (of, values)
 }
 
 pub fn split_path(path: &str) -> Vec<(String, bool)> {
@@ -697,5 +729,23 @@ mod tests {
                 .any(|f| f.path.starts_with("spec/volumeClaimTemplates"))
         );
         assert!(!t.iter().any(|f| f.path.contains("selector")));
+    }
+
+    #[test]
+    fn items_are_grouped_by_kind_each_kind_worked_out_once() {
+        let keys = [
+            ("apps", "v1", "Deployment"),
+            ("", "v1", "Service"),
+            ("apps", "v1", "Deployment"),
+            ("apps", "v2", "Deployment"),
+        ];
+        let mut made = Vec::new();
+        let (of, values) = super::by_kind(keys.into_iter(), |id| {
+            made.push((id.group, id.version, id.kind));
+            id.kind.len()
+        });
+        assert_eq!(of, vec![0, 1, 0, 2]);
+        assert_eq!(values, vec![10, 7, 10]);
+        assert_eq!(made, vec![keys[0], keys[1], keys[3]]);
     }
 }

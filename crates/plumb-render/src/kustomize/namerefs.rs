@@ -5,7 +5,7 @@
 
 use super::fieldspec::{Leaf, walk};
 use super::resource::{FastMap, NameTable};
-use super::resource::{IdRef, Res, ResId};
+use super::resource::{Res, ResId};
 use super::tree::{Node, Org};
 
 /// The candidates, which of them ever had a given name, and which of them started in a
@@ -102,9 +102,6 @@ pub fn fix(ra: &mut [Res], table: &[super::fieldspec::NameRef]) -> Result<(), St
     result
 }
 
-/// Group, version and kind.
-type Gvk<'a> = (&'a str, &'a str, &'a str);
-
 /// Repairs the name references of every resource; `cands[i]` describes `ra[i]`.
 fn repair(
     ra: &mut [Res],
@@ -134,33 +131,24 @@ fn repair(
     // specs are chosen by its original kind (with its current apiVersion), as kustomize picks
     // them by the original id: an object whose kind a patch changed keeps the references of
     // its first kind.
-    let mut specs_by_gvk: FastMap<Gvk, usize> = FastMap::default();
-    let mut spec_lists: Vec<Vec<(usize, usize)>> = Vec::new();
-    let specs_of: Vec<usize> = cands
-        .iter()
-        .map(|c| {
+    let (specs_of, spec_lists) = super::fieldspec::by_kind(
+        cands.iter().map(|c| {
             let id = &c.cur;
             let org_kind = c.prev.first().map_or(id.kind.as_str(), |p| p.kind.as_str());
-            *specs_by_gvk
-                .entry((&id.group, &id.version, org_kind))
-                .or_insert_with(|| {
-                    let sel = IdRef {
-                        kind: org_kind,
-                        ..id.as_ref()
-                    };
-                    let mut v = Vec::new();
-                    for (n, nr) in table.iter().enumerate() {
-                        for (f, fs) in nr.referrers.iter().enumerate() {
-                            if fs.selects(sel) {
-                                v.push((n, f));
-                            }
-                        }
+            (id.group.as_str(), id.version.as_str(), org_kind)
+        }),
+        |sel| {
+            let mut v = Vec::new();
+            for (n, nr) in table.iter().enumerate() {
+                for (f, fs) in nr.referrers.iter().enumerate() {
+                    if fs.selects(sel) {
+                        v.push((n, f));
                     }
-                    spec_lists.push(v);
-                    spec_lists.len() - 1
-                })
-        })
-        .collect();
+                }
+            }
+            v
+        },
+    );
     // Each referrer on its own (only its own fields change), on every core.
     plumb_core::parallel::try_each_mut(ra, |i, r| {
         let c = &cands[i];

@@ -4,12 +4,10 @@
 use super::config::Config;
 use super::fieldspec::{self, FieldSpec, Leaf, walk};
 use super::kustfile::{Kust, Spanned, entry_bool, entry_str, known_fields, string_map_of};
-use super::resource::FastMap;
 use super::resource::{Res, cluster_scoped};
 use super::tree::{self, Node, Org, Scalar};
 use super::{Ctx, KustomizeError, patches, replacements};
 use regex::Regex;
-use std::sync::Arc;
 
 fn kerr(k: &Kust, org: Option<Org>, m: impl Into<String>) -> KustomizeError {
     super::load_error(&k.path, org.filter(|o| o.file == k.file), m)
@@ -160,9 +158,20 @@ fn set_pairs_all(
     specs: &[FieldSpec],
     pairs: &[(String, Spanned)],
 ) -> Result<(), KustomizeError> {
-    let mut by_kind = SpecsByKind::new(specs);
-    let selected: Vec<Arc<[usize]>> = ra.iter().map(|r| by_kind.selecting(r)).collect();
-    plumb_core::parallel::try_each_mut(ra, |i, r| set_pairs(k, r, specs, &selected[i], pairs))
+    let (kind_of, selecting) = super::fieldspec::by_kind(
+        ra.iter().map(|r| {
+            let id = r.cur_id_ref();
+            (id.group, id.version, id.kind)
+        }),
+        |id| {
+            (0..specs.len())
+                .filter(|&i| specs[i].selects(id))
+                .collect::<Vec<usize>>()
+        },
+    );
+    plumb_core::parallel::try_each_mut(ra, |i, r| {
+        set_pairs(k, r, specs, &selecting[kind_of[i]], pairs)
+    })
 }
 
 /// Sets `pairs` into the map found at each field spec of `selected` (those selecting `r`).
@@ -186,43 +195,6 @@ fn set_pairs(
         .map_err(|m| kerr(k, pairs.first().map(|p| p.1.org), m))?;
     }
     Ok(())
-}
-
-/// Field specs and, per group/version/kind, which of them select it (worked out once per
-/// kind, not once per object).
-struct SpecsByKind<'s> {
-    specs: &'s [FieldSpec],
-    by_gvk: FastMap<String, Arc<[usize]>>,
-    key: String,
-}
-
-impl<'s> SpecsByKind<'s> {
-    fn new(specs: &'s [FieldSpec]) -> Self {
-        SpecsByKind {
-            specs,
-            by_gvk: FastMap::default(),
-            key: String::new(),
-        }
-    }
-
-    /// The indexes of the specs that select `r`'s kind, in order.
-    fn selecting(&mut self, r: &Res) -> Arc<[usize]> {
-        let id = r.cur_id_ref();
-        // No part of a group, version or kind holds a slash.
-        self.key.clear();
-        for part in [id.group, id.version, id.kind] {
-            self.key.push_str(part);
-            self.key.push('/');
-        }
-        if let Some(v) = self.by_gvk.get(self.key.as_str()) {
-            return v.clone();
-        }
-        let v: Arc<[usize]> = (0..self.specs.len())
-            .filter(|&i| self.specs[i].selects(id))
-            .collect();
-        self.by_gvk.insert(self.key.clone(), v.clone());
-        v
-    }
 }
 
 /// Reads custom field specs (`labels[].fields`).
