@@ -1,12 +1,13 @@
 //! Order-preserving data parallelism over a slice, on rayon's pool.
 //!
 //! The one fan-out over cores in plumb: [`map_coarse`] for a few items of much work each
-//! (files, directories); [`map`], [`map_owned`], [`map_mut`] and [`try_each_mut`] for many items of little
-//! work each (objects: kustomize's per-resource transformers, converting, printing and
-//! comparing rendered objects). One pool for the process, rather than threads started for
-//! each call: the same threads (and their allocator heaps, which reuse what an earlier step
-//! freed) serve every step, and work is split finer than one chunk per core. `plumb render`
-//! at 2,000 resources: 0.85-0.87x the wall time, at 20,000 0.90x (whole processes, paired in turn).
+//! (files, directories); [`map`], [`map_owned`], [`map_mut`] and [`try_each_mut`] for many
+//! items of little work each (objects: kustomize's per-resource transformers, converting,
+//! printing and comparing rendered objects). One pool for the process, rather than threads
+//! started for each call: the same threads (and their allocator heaps, which reuse what an
+//! earlier step freed) serve every step, and work is split finer than one chunk per core.
+//! `plumb render` at 2,000 resources: 0.85-0.87x the wall time, at 20,000 0.90x (whole
+//! processes, paired in turn).
 //!
 //! Fewer than [`SERIAL_BELOW`] small items run on the calling thread: handing them to the
 //! pool (a wake-up and a wait on another thread) costs more than it saves, and where such

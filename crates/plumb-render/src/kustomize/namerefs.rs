@@ -4,8 +4,7 @@
 //! roleRef, namespace and finally by prefix/suffix history (loosely, then strictly).
 
 use super::fieldspec::{Leaf, walk};
-use super::resource::{FastMap, NameTable};
-use super::resource::{Res, ResId};
+use super::resource::{FastMap, NameTable, Res, ResId};
 use super::tree::{Node, Org};
 
 /// The candidates, which of them ever had a given name, and which of them started in a
