@@ -12,7 +12,8 @@
 # Usage: bench/render-scale.sh [SIZES] [RUNS]   e.g. bench/render-scale.sh "2000 8000 20000" 3
 # PLUMB_BENCH_SKIP_KUBECTL=1 skips kubectl (10-30 s a run at 2,000); KUBECTL_PAIRS (default 3)
 # and PAIR_REST (seconds, default 1) set the pairing; RENDER_SCALE_BIN runs another build of
-# the example (e.g. an older commit's).
+# the example (e.g. an older commit's); PLUMB_BIN another `plumb` for the whole-process lines
+# (e.g. PLUMB_BIN=$(tools/pgo-build.sh), the build with profile-guided optimisation).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sizes=${1:-"2000 8000 20000"}
@@ -23,8 +24,10 @@ if [ -z "${RENDER_SCALE_BIN:-}" ]; then
   cargo build --release -q -p plumb-render --example render_scale
 fi
 # The CLI as users run it (`plumb render`, the whole process: start, read, build, print).
-cargo build --release -q -p plumb-cli
-plumb_bin=$PWD/target/release/plumb
+if [ -z "${PLUMB_BIN:-}" ]; then
+  cargo build --release -q -p plumb-cli
+fi
+plumb_bin=${PLUMB_BIN:-$PWD/target/release/plumb}
 bin=${RENDER_SCALE_BIN:-$PWD/target/release/examples/render_scale}
 echo "cores: $(nproc), load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 
