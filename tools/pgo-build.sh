@@ -43,11 +43,13 @@ RUSTFLAGS="-Cprofile-generate=$raw" CARGO_TARGET_DIR=$root/target/pgo/gen \
 gen=$root/target/pgo/gen/release/plumb
 
 echo "pgo: training on the pinned corpora" >&2
-n=0
-render() { # render REPO PATH: with and without origins; a refusal (exit 2) is still a profile
-  "$gen" render --repo "$1" --path "$2" >/dev/null 2>&1 || true
-  "$gen" render --repo "$1" --path "$2" --show-origins >/dev/null 2>&1 || true
+n=0 ok=0
+render() { # render REPO PATH: with and without origins; a refusal (exit 2) still counts paths
+  local code=0
+  "$gen" render --repo "$1" --path "$2" >/dev/null 2>&1 || code=$?
+  "$gen" render --repo "$1" --path "$2" --show-origins >/dev/null 2>&1 || code=$?
   n=$((n + 1))
+  if [ "$code" = 0 ]; then ok=$((ok + 1)); fi
 }
 for project in "$root"/tests/kustomize-public/*/; do
   while IFS= read -r file; do
@@ -60,7 +62,12 @@ for case in "$root"/tests/kustomize/*/; do
   case=${case%/}
   render "$root/tests/kustomize" "$(basename "$case")"
 done
-echo "pgo: $n kustomizations rendered" >&2
+echo "pgo: $ok of $n kustomizations rendered (the others refused, as plumb refuses them)" >&2
+if [ "$ok" = 0 ]; then
+  # A profile of nothing but refusals would steer the optimiser wrong, and quietly.
+  echo "tools/pgo-build.sh: the instrumented plumb rendered none of the $n kustomizations" >&2
+  exit 2
+fi
 
 "$profdata" merge -o "$root/target/pgo/plumb.profdata" "$raw"/*.profraw
 echo "pgo: optimised build" >&2
