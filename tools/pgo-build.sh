@@ -13,11 +13,27 @@
 # The output is the same as the plain release build's; only its speed differs (see
 # docs/src/performance.md). Needs llvm-profdata that reads the raw profiles of rustc's LLVM:
 # rustup's `llvm-tools` component, or Debian's llvm-19 (or newer). Two release builds: about
-# 15 minutes on 2 cores.
-# Usage: tools/pgo-build.sh            prints target/pgo/use/release/plumb
+# 20 minutes on 2 cores.
+#
+# On Linux with glibc the binary is also linked statically, at a fixed address
+# (`-Ctarget-feature=+crt-static -Crelocation-model=static`, for the target only: build
+# scripts and proc macros stay as they are). No loader, no shared libraries to map and
+# relocate at every start: `plumb --version` and a 2,000-resource render start about 0.4 ms
+# sooner after a rest. glibc 2.34+ has its `files` and `dns` name lookups inside the C
+# library, so host names resolve as before; NSS modules loaded at run time (mdns, ldap, sss)
+# are not. PGO_STATIC=0 builds a dynamically linked binary instead.
+# Usage: tools/pgo-build.sh            prints the optimised binary's path
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
+
+host=$(rustc -vV | sed -n 's/^host: //p')
+flags="" target_args=() out=release
+if [ "${PGO_STATIC:-1}" != 0 ] && [[ $host == *-linux-gnu ]]; then
+  flags="-Ctarget-feature=+crt-static -Crelocation-model=static"
+  target_args=(--target "$host")
+  out=$host/release
+fi
 
 find_profdata() {
   local sysroot c
@@ -38,9 +54,9 @@ raw=$root/target/pgo/raw
 rm -rf "$raw"
 mkdir -p "$raw"
 echo "pgo: instrumented build" >&2
-RUSTFLAGS="-Cprofile-generate=$raw" CARGO_TARGET_DIR=$root/target/pgo/gen \
-  cargo build --release --locked -q -p plumb-cli
-gen=$root/target/pgo/gen/release/plumb
+RUSTFLAGS="-Cprofile-generate=$raw $flags" CARGO_TARGET_DIR=$root/target/pgo/gen \
+  cargo build --release --locked -q -p plumb-cli "${target_args[@]}"
+gen=$root/target/pgo/gen/$out/plumb
 
 echo "pgo: training on the pinned corpora" >&2
 n=0 ok=0
@@ -71,6 +87,6 @@ fi
 
 "$profdata" merge -o "$root/target/pgo/plumb.profdata" "$raw"/*.profraw
 echo "pgo: optimised build" >&2
-RUSTFLAGS="-Cprofile-use=$root/target/pgo/plumb.profdata" CARGO_TARGET_DIR=$root/target/pgo/use \
-  cargo build --release --locked -q -p plumb-cli
-echo "$root/target/pgo/use/release/plumb"
+RUSTFLAGS="-Cprofile-use=$root/target/pgo/plumb.profdata $flags" CARGO_TARGET_DIR=$root/target/pgo/use \
+  cargo build --release --locked -q -p plumb-cli "${target_args[@]}"
+echo "$root/target/pgo/use/$out/plumb"
