@@ -231,9 +231,10 @@ fn clip_final_block_scalar(text: &str, line_offset: u32, col_offset: u32, node: 
 }
 
 /// [`parse_stream`] of a resource stream through `yaml_fast`: documents split at `---`
-/// lines, each parsed into nodes with origins. `None` as soon as one document is outside
-/// the fast path's subset (the whole stream then goes to serde-saphyr, which also gives the
-/// errors).
+/// lines, each parsed into nodes with origins, on every core when they are many (a base of
+/// one large file, such as a project's `install.yaml`, is then not read on one core while
+/// the others wait). `None` as soon as one document is outside the fast path's subset (the
+/// whole stream then goes to serde-saphyr, which also gives the errors).
 fn parse_stream_fast(
     text: &str,
     file: u32,
@@ -245,53 +246,64 @@ fn parse_stream_fast(
     let mut lines = Vec::with_capacity(bytes.len() / 24 + 1);
     lines.push(0);
     newlines(bytes, |i| lines.push(i + 1));
-    let mut build = TreeBuild {
-        text,
-        resource: dialect.is_resource(),
-        string_keys: dialect == Dialect::KustomizeResource,
-        base: 0,
-        lines: &lines,
-        line_hint: Cell::new(0),
-        file,
-        line_offset,
-        col_offset,
-        spare: Vec::new(),
-    };
-    let mut docs = Vec::new();
+    // Each document's bytes: from after a `---` line (or the start) to the next `---` line
+    // (or the end).
+    let mut ranges = Vec::new();
     let mut start = 0;
     for (li, &ls) in lines.iter().enumerate() {
         let end = lines.get(li + 1).map_or(bytes.len(), |&n| n - 1);
         let last = li + 1 == lines.len();
-        if &bytes[ls..end] != b"---" && !last {
+        let separator = &bytes[ls..end] == b"---";
+        if !separator && !last {
             continue;
         }
-        let (doc_end, next) = if last && &bytes[ls..end] != b"---" {
-            (bytes.len(), bytes.len())
+        if last && !separator {
+            ranges.push((start, bytes.len()));
         } else {
-            (ls, (end + 1).min(bytes.len()))
-        };
-        let doc = &text[start..doc_end];
-        if !crate::yaml_fast::plain_text(doc) {
-            return None;
+            ranges.push((start, ls));
+            start = (end + 1).min(bytes.len());
         }
-        build.base = start;
-        let (root, b) = crate::yaml_fast::parse_with(doc, build)?;
-        build = b;
-        if let Some((node, at)) = root
-            && !node.is_null()
-        {
-            if matches!(node, Node::Scalar(..)) {
-                // serde-saphyr gives a scalar root no origin; such a stream is no manifest.
+    }
+    let lines = &lines[..];
+    plumb_core::parallel::try_filter_map_with(
+        &ranges,
+        Vec::new,
+        |spare: &mut Vec<Vec<(Text, Node)>>, &(start, end)| {
+            let doc = &text[start..end];
+            if !crate::yaml_fast::plain_text(doc) {
                 return None;
             }
-            docs.push(Doc {
-                line: build.org(at)?.line,
-                node,
-            });
-        }
-        start = next;
-    }
-    Some(docs)
+            let build = TreeBuild {
+                text,
+                resource: dialect.is_resource(),
+                string_keys: dialect == Dialect::KustomizeResource,
+                base: start,
+                lines,
+                line_hint: Cell::new(0),
+                file,
+                line_offset,
+                col_offset,
+                spare: std::mem::take(spare),
+            };
+            let (root, build) = crate::yaml_fast::parse_with(doc, build)?;
+            let doc = match root {
+                Some((node, at)) if !node.is_null() => {
+                    if matches!(node, Node::Scalar(..)) {
+                        // serde-saphyr gives a scalar root no origin; such a stream is no
+                        // manifest.
+                        return None;
+                    }
+                    Some(Doc {
+                        line: build.org(at)?.line,
+                        node,
+                    })
+                }
+                _ => None,
+            };
+            *spare = build.spare;
+            Some(doc)
+        },
+    )
 }
 
 /// Calls `f` with the offset of every line feed of `b`, in order. Eight bytes are tested at
@@ -821,6 +833,44 @@ mod tests {
             .into_json_with_origins(&mut |p, o| origins.push((p.to_string(), o)));
         assert_eq!(v["b"][1]["c"], Value::Bool(true));
         assert!(origins.iter().any(|(p, o)| p == "/b/1/c" && o.line == 4));
+    }
+
+    #[test]
+    fn a_long_stream_is_read_document_by_document_on_every_core() {
+        // Enough documents for the parallel path, with empty ones, comments, a `---` inside
+        // a block scalar (not a separator) and a final separator.
+        let mut text = String::from("# a stream\n");
+        let mut objects = 0;
+        for i in 0..300 {
+            if i % 10 == 3 {
+                text.push_str("---\n# nothing here\n");
+                continue;
+            }
+            objects += 1;
+            text.push_str(&format!(
+                "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-{i}\n  labels:\n    tier: \"{i}\"\ndata:\n  k: |\n    line {i}\n    ---\n  items: [a, {i}]\n"
+            ));
+        }
+        text.push_str("---\n");
+        for kustomization in [false, true] {
+            let Some((fast, Ok(slow))) = fast_and_slow(&text, kustomization) else {
+                panic!("the fast path refused the stream, or serde-saphyr failed");
+            };
+            assert_eq!(fast, slow);
+            assert_eq!(
+                fast.lines().filter(|l| l.starts_with("line ")).count(),
+                objects
+            );
+        }
+        let docs = parse_stream(&text, 1, 0, 0, Dialect::Resource).unwrap();
+        assert_eq!(docs.len(), objects);
+        assert_eq!(docs[0].line, 3);
+        assert_eq!(docs[1].node.path_str(&["metadata", "name"]), Some("cm-1"));
+        // One document outside the fast path's subset sends the whole stream to serde-saphyr.
+        let odd = text.replacen("name: cm-250", "name: &n cm-250\n  x: *n", 1);
+        assert!(fast_and_slow(&odd, false).is_none());
+        let docs = parse_stream(&odd, 1, 0, 0, Dialect::Resource).unwrap();
+        assert_eq!(docs.len(), objects);
     }
 
     #[test]
